@@ -1,0 +1,216 @@
+package duroxide
+
+import "context"
+
+// ProviderAdmin is the optional management contract (duroxide's
+// providers::ProviderAdmin trait): discovery, history access, metrics,
+// instance trees, deletion and pruning. A runtime or client finds it with
+// AsManagementCapability. Every error is a *ProviderError.
+type ProviderAdmin interface {
+	// ListInstances returns every known instance id.
+	ListInstances(ctx context.Context) ([]string, error)
+	// ListInstancesByStatus returns the ids of the instances whose
+	// current status is status ("Running", "Completed", "Failed", ...).
+	ListInstancesByStatus(ctx context.Context, status string) ([]string, error)
+	// ListExecutions returns the instance's execution ids in ascending
+	// order (empty for an unknown instance).
+	ListExecutions(ctx context.Context, instance string) ([]uint64, error)
+	// ReadHistoryWithExecutionID returns one execution's history.
+	ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]Event, error)
+	// ReadHistory returns the latest execution's history.
+	ReadHistory(ctx context.Context, instance string) ([]Event, error)
+	// LatestExecutionID returns the instance's current execution id; an
+	// unknown instance is an error.
+	LatestExecutionID(ctx context.Context, instance string) (uint64, error)
+	// GetInstanceInfo returns the instance's metadata; an unknown instance
+	// is an error.
+	GetInstanceInfo(ctx context.Context, instance string) (InstanceInfo, error)
+	// GetExecutionInfo returns one execution's metadata; an unknown
+	// execution is an error.
+	GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (ExecutionInfo, error)
+	// GetSystemMetrics returns counts over all instances.
+	GetSystemMetrics(ctx context.Context) (SystemMetrics, error)
+	// GetQueueDepths returns the number of unlocked messages per queue.
+	GetQueueDepths(ctx context.Context) (QueueDepths, error)
+	// ListChildren returns the ids of the instance's direct
+	// sub-orchestrations.
+	ListChildren(ctx context.Context, instance string) ([]string, error)
+	// GetParentID returns the instance's parent id; ok is false for a root.
+	GetParentID(ctx context.Context, instance string) (parent string, ok bool, err error)
+	// GetInstanceTree returns the instance and all its descendants
+	// (duroxide's default implementation is the helper GetInstanceTree).
+	GetInstanceTree(ctx context.Context, instance string) (InstanceTree, error)
+	// DeleteInstancesAtomic deletes the given instances and all their data
+	// (history, executions, queue entries, locks, KV, metadata) in one
+	// all-or-nothing operation. Without force, any Running instance fails
+	// the whole call; an instance whose child is not in ids fails it too
+	// (orphan check). Force-deleting a locked instance keeps an in-flight
+	// ack from recreating it.
+	DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (DeleteInstanceResult, error)
+	// DeleteInstance deletes a root instance and its descendants; a
+	// sub-orchestration cannot be deleted directly (duroxide's default
+	// implementation is the helper DeleteInstance).
+	DeleteInstance(ctx context.Context, instance string, force bool) (DeleteInstanceResult, error)
+	// DeleteInstanceBulk deletes the terminal root instances (with their
+	// descendants) that match filter; Running instances and
+	// sub-orchestrations are skipped, not errors.
+	DeleteInstanceBulk(ctx context.Context, filter InstanceFilter) (DeleteInstanceResult, error)
+	// PruneExecutions deletes old executions of one instance; the current
+	// execution, Running executions and the KV store are never touched.
+	PruneExecutions(ctx context.Context, instance string, options PruneOptions) (PruneResult, error)
+	// PruneExecutionsBulk applies PruneExecutions to every instance that
+	// matches filter.
+	PruneExecutionsBulk(ctx context.Context, filter InstanceFilter, options PruneOptions) (PruneResult, error)
+}
+
+// InstanceInfo is an instance's metadata (duroxide's InstanceInfo).
+type InstanceInfo struct {
+	InstanceID           string
+	OrchestrationName    string
+	OrchestrationVersion string
+	CurrentExecutionID   uint64
+	// Status is "Running", "Completed", "Failed" or "ContinuedAsNew".
+	Status string
+	// Output is the terminal output or error, nil while running.
+	Output *string
+	// CreatedAt and UpdatedAt are milliseconds since the Unix epoch.
+	CreatedAt uint64
+	UpdatedAt uint64
+	// ParentInstanceID is nil for a root orchestration.
+	ParentInstanceID *string
+}
+
+// ExecutionInfo is one execution's metadata (duroxide's ExecutionInfo).
+type ExecutionInfo struct {
+	ExecutionID uint64
+	Status      string
+	// Output is the terminal output, error, or continue-as-new input.
+	Output *string
+	// StartedAt is milliseconds since the Unix epoch; CompletedAt is nil
+	// while the execution runs.
+	StartedAt   uint64
+	CompletedAt *uint64
+	// EventCount is the number of events in the execution's history.
+	EventCount uint64
+}
+
+// SystemMetrics counts instances, executions and events (duroxide's
+// SystemMetrics).
+type SystemMetrics struct {
+	TotalInstances     uint64
+	TotalExecutions    uint64
+	RunningInstances   uint64
+	CompletedInstances uint64
+	FailedInstances    uint64
+	TotalEvents        uint64
+}
+
+// QueueDepths counts unlocked messages per queue (duroxide's QueueDepths).
+// TimerQueue is 0 for providers that keep timers in the orchestrator queue.
+type QueueDepths struct {
+	OrchestratorQueue uint64
+	WorkerQueue       uint64
+	TimerQueue        uint64
+}
+
+// InstanceFilter selects instances for bulk deletion and pruning
+// (duroxide's InstanceFilter); the criteria are ANDed, and nil means "no
+// constraint".
+type InstanceFilter struct {
+	// InstanceIDs restricts the selection to these ids.
+	InstanceIDs []string
+	// CompletedBefore keeps instances completed before this time, in
+	// milliseconds since the Unix epoch.
+	CompletedBefore *uint64
+	// Limit caps how many instances are processed (applied last).
+	Limit *uint32
+}
+
+// PruneOptions selects executions to prune (duroxide's PruneOptions); the
+// criteria are ANDed.
+type PruneOptions struct {
+	// KeepLast keeps the N most recent executions (the current one
+	// included); nil, 0 and 1 all keep only the current execution.
+	KeepLast *uint32
+	// CompletedBefore prunes only executions completed before this time,
+	// in milliseconds since the Unix epoch.
+	CompletedBefore *uint64
+}
+
+// DeleteInstanceResult counts what a deletion removed.
+type DeleteInstanceResult struct {
+	InstancesDeleted     uint64
+	ExecutionsDeleted    uint64
+	EventsDeleted        uint64
+	QueueMessagesDeleted uint64
+}
+
+// Add accumulates o into r (for bulk operations).
+func (r *DeleteInstanceResult) Add(o DeleteInstanceResult) {
+	r.InstancesDeleted += o.InstancesDeleted
+	r.ExecutionsDeleted += o.ExecutionsDeleted
+	r.EventsDeleted += o.EventsDeleted
+	r.QueueMessagesDeleted += o.QueueMessagesDeleted
+}
+
+// PruneResult counts what a prune removed.
+type PruneResult struct {
+	InstancesProcessed uint64
+	ExecutionsDeleted  uint64
+	EventsDeleted      uint64
+}
+
+// InstanceTree is a root instance and all its descendants (duroxide's
+// InstanceTree); AllIDs includes RootID.
+type InstanceTree struct {
+	RootID string
+	AllIDs []string
+}
+
+// IsRootOnly reports whether the tree has no descendants.
+func (t InstanceTree) IsRootOnly() bool { return len(t.AllIDs) == 1 }
+
+// Size returns the number of instances in the tree.
+func (t InstanceTree) Size() int { return len(t.AllIDs) }
+
+// GetInstanceTree collects instance and its descendants through
+// admin.ListChildren, depth first; it is duroxide's default
+// ProviderAdmin::get_instance_tree, for providers without a faster way.
+func GetInstanceTree(ctx context.Context, admin ProviderAdmin, instance string) (InstanceTree, error) {
+	tree := InstanceTree{RootID: instance}
+	pending := []string{instance}
+	seen := map[string]bool{}
+	for len(pending) > 0 {
+		id := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		tree.AllIDs = append(tree.AllIDs, id)
+		children, err := admin.ListChildren(ctx, id)
+		if err != nil {
+			return InstanceTree{}, err
+		}
+		pending = append(pending, children...)
+	}
+	return tree, nil
+}
+
+// DeleteInstance is duroxide's default ProviderAdmin::delete_instance: it
+// refuses a sub-orchestration (permanent error "Cannot delete
+// sub-orchestration ... directly"), collects the tree with
+// admin.GetInstanceTree and deletes it with admin.DeleteInstancesAtomic.
+func DeleteInstance(ctx context.Context, admin ProviderAdmin, instance string, force bool) (DeleteInstanceResult, error) {
+	if _, isChild, err := admin.GetParentID(ctx, instance); err != nil {
+		return DeleteInstanceResult{}, err
+	} else if isChild {
+		return DeleteInstanceResult{}, NewPermanentError("delete_instance",
+			"Cannot delete sub-orchestration "+instance+" directly. Delete root instance instead.")
+	}
+	tree, err := admin.GetInstanceTree(ctx, instance)
+	if err != nil {
+		return DeleteInstanceResult{}, err
+	}
+	return admin.DeleteInstancesAtomic(ctx, tree.AllIDs, force)
+}

@@ -1,0 +1,95 @@
+// Package duroxide is the Go port of the provider-facing API of duroxide
+// (github.com/microsoft/duroxide), tracking duroxide 0.1.26: the history
+// Event and its kinds, the WorkItem queue messages, the types a provider
+// receives and returns, and the Provider and ProviderAdmin contracts. It has
+// no storage and no runtime: providers (such as the Cosmos DB provider at
+// the module root) implement it, and runtimes (duroxide/runtime) drive it.
+//
+// Event and WorkItem marshal with encoding/json to exactly the JSON
+// duroxide's serde attributes produce, so history written by a Go provider
+// is readable by the Rust runtime and the other way round. Decoding rejects
+// unknown tags, missing required fields and malformed JSON with an error.
+//
+// # Go conventions
+//
+// Every I/O method takes a context.Context first. Rust's Option<T> becomes a
+// pointer (or a (value, ok) pair for lookups); Option<Duration> becomes a
+// time.Duration where zero means none; Result<T, ProviderError> becomes
+// (T, error) where the error is a *ProviderError matched with errors.As.
+// Rust tuples returned by fetches are folded into the returned struct.
+// Rust's default trait methods are helper functions.
+//
+// # From Rust to Go
+//
+//	Rust (duroxide 0.1.26)                          Go
+//	providers::Provider                             Provider
+//	  name / version                                Name / Version
+//	  fetch_orchestration_item → (item, token, n)   FetchOrchestrationItem → *OrchestrationItem (LockToken, AttemptCount)
+//	  ack_orchestration_item                        AckOrchestrationItem
+//	  abandon_orchestration_item                    AbandonOrchestrationItem
+//	  renew_orchestration_item_lock                 RenewOrchestrationItemLock
+//	  read / read_with_execution                    Read / ReadWithExecution
+//	  append_with_execution                         AppendWithExecution
+//	  enqueue_for_worker                            EnqueueForWorker
+//	  fetch_work_item → (item, token, n)            FetchWorkItem → *LockedWorkItem
+//	  ack_work_item                                 AckWorkItem
+//	  renew_work_item_lock → ()                     RenewWorkItemLock → ExecutionState (see ExecutionState)
+//	  abandon_work_item                             AbandonWorkItem
+//	  renew_session_lock                            RenewSessionLock
+//	  cleanup_orphaned_sessions                     CleanupOrphanedSessions
+//	  enqueue_for_orchestrator                      EnqueueForOrchestrator
+//	  get_custom_status → Option<(Option, u64)>     GetCustomStatus → *CustomStatus
+//	  get_kv_value / get_kv_all_values              GetKVValue / GetKVAllValues
+//	  get_instance_stats (provider guide)           GetInstanceStats → *SystemStats
+//	  as_management_capability                      AsManagementCapability (helper), ManagementCapable
+//	providers::ProviderAdmin                        ProviderAdmin
+//	  list_instances / list_instances_by_status     ListInstances / ListInstancesByStatus
+//	  list_executions                               ListExecutions
+//	  read_history_with_execution_id / read_history ReadHistoryWithExecutionID / ReadHistory
+//	  latest_execution_id                           LatestExecutionID
+//	  get_instance_info / get_execution_info        GetInstanceInfo / GetExecutionInfo
+//	  get_system_metrics / get_queue_depths         GetSystemMetrics / GetQueueDepths
+//	  list_children / get_parent_id                 ListChildren / GetParentID
+//	  get_instance_tree (default method)            GetInstanceTree; helper GetInstanceTree
+//	  delete_instances_atomic                       DeleteInstancesAtomic
+//	  delete_instance (default method)              DeleteInstance; helper DeleteInstance
+//	  delete_instance_bulk                          DeleteInstanceBulk
+//	  prune_executions / prune_executions_bulk      PruneExecutions / PruneExecutionsBulk
+//	providers::management::ManagementProvider       not ported (superseded by ProviderAdmin)
+//	InstanceInfo, ExecutionInfo, SystemMetrics,     same names
+//	QueueDepths, InstanceTree, InstanceFilter,
+//	DeleteInstanceResult, PruneOptions, PruneResult
+//	ProviderError::{retryable, permanent}           NewRetryableError, NewPermanentError, WrapError
+//	ProviderError::to_infrastructure_error          (*ProviderError).ToInfrastructureError
+//	OrchestrationItem                               OrchestrationItem
+//	ExecutionMetadata                               ExecutionMetadata
+//	KvEntry                                         KvEntry
+//	ScheduledActivityIdentifier                     ScheduledActivityIdentifier
+//	SessionFetchConfig                              SessionFetchConfig
+//	TagFilter::{DefaultOnly, Tags, DefaultAnd,      TagFilterDefaultOnly (zero value), TagFilterTags,
+//	  Any, None} (panics on bad input)              TagFilterDefaultAnd, TagFilterAny, TagFilterNone (errors)
+//	SemverRange, semver::Version                    SemverRange, Version
+//	DispatcherCapabilityFilter                      DispatcherCapabilityFilter
+//	current_build_version                           CurrentBuildVersion, DuroxideVersion
+//	ExecutionState::{Running, Terminal, Missing}    ExecutionState{Kind: ExecutionRunning|ExecutionTerminal|ExecutionMissing}
+//	SystemStats                                     SystemStats
+//	Event { .., kind: EventKind }                   Event{.., Kind EventKind}
+//	EventKind::X                                    X (e.g. ActivityCompleted), wire tag EventTypeX
+//	EventKind::QueueSubscribed                      QueueSubscribed ("ExternalSubscribedPersistent")
+//	EventKind::QueueEventDelivered                  QueueEventDelivered ("ExternalEventPersistent")
+//	EventKind::QueueSubscriptionCancelled           QueueSubscriptionCancelled ("ExternalSubscribedPersistentCancelled")
+//	EventKind::ExternalSubscribed2 / ExternalEvent2 not ported (Rust test-only feature replay-version-test)
+//	ErrorDetails::{Infrastructure, Configuration,   ErrorDetails{Infrastructure, Configuration,
+//	  Application, Poison}                            Application, Poison} (one set)
+//	ConfigErrorKind, AppErrorKind,                  ConfigErrorKind, AppErrorKind,
+//	PoisonMessageType                               PoisonMessageType
+//	WorkItem::X                                     XItem (e.g. ActivityExecuteItem), wire tag WorkItemX
+//	WorkItem::ExternalRaised2                       not ported (Rust test-only feature replay-version-test)
+//	runtime::limits::*                              MaxWorkerTags, MaxTagNameBytes, MaxKVKeys, ...
+//
+// ExecutionState and GetInstanceStats come from the provider implementation
+// guide (seeds/duroxide-provider-implementation-guide.md) rather than the
+// 0.1.26 trait: duroxide 0.1.x replaced ExecutionState by lock stealing, and
+// this port keeps both mechanisms (a renewal fails when the item was
+// removed, and otherwise reports the orchestration's state).
+package duroxide

@@ -1,0 +1,192 @@
+package duroxide
+
+import "fmt"
+
+// ErrorDetails is the structured error of a failed orchestration, activity or
+// sub-orchestration (duroxide's ErrorDetails). Exactly one of its fields is
+// set; on the wire it is an externally tagged object such as
+// {"Application":{"kind":"ActivityFailed","message":"boom","retryable":false}}.
+//
+// The categories follow duroxide: Infrastructure (provider failures, data
+// corruption) and Configuration (unregistered code, nondeterminism) abort a
+// turn and never reach user code; Application errors are the only ones
+// orchestration code sees; Poison marks a message that exceeded its maximum
+// fetch attempts.
+type ErrorDetails struct {
+	Infrastructure *InfrastructureDetails
+	Configuration  *ConfigurationDetails
+	Application    *ApplicationDetails
+	Poison         *PoisonDetails
+}
+
+// InfrastructureDetails is ErrorDetails::Infrastructure: a provider operation
+// failed.
+type InfrastructureDetails struct {
+	Operation string
+	Message   string
+	Retryable bool
+}
+
+// ConfigurationDetails is ErrorDetails::Configuration: a deployment problem
+// such as nondeterminism. Message is nil (null on the wire) when absent.
+type ConfigurationDetails struct {
+	Kind     ConfigErrorKind
+	Resource string
+	Message  *string
+}
+
+// ApplicationDetails is ErrorDetails::Application: a business-logic failure.
+type ApplicationDetails struct {
+	Kind      AppErrorKind
+	Message   string
+	Retryable bool
+}
+
+// PoisonDetails is ErrorDetails::Poison: a message was fetched AttemptCount
+// times, more than MaxAttempts. Message is the poisoned message as JSON.
+type PoisonDetails struct {
+	AttemptCount uint32
+	MaxAttempts  uint32
+	MessageType  PoisonMessageType
+	Message      string
+}
+
+// ConfigErrorKind is duroxide's ConfigErrorKind, a string on the wire.
+type ConfigErrorKind string
+
+// ConfigErrorNondeterminism: the orchestration code no longer matches its
+// history.
+const ConfigErrorNondeterminism ConfigErrorKind = "Nondeterminism"
+
+// AppErrorKind is duroxide's AppErrorKind: Name is one of the AppErrorKind*
+// constants; Reason is set only for AppErrorCancelled. On the wire the unit
+// kinds are strings ("ActivityFailed") and Cancelled is
+// {"Cancelled":{"reason":"..."}}.
+type AppErrorKind struct {
+	Name   string
+	Reason string
+}
+
+// The names of duroxide's application error kinds.
+const (
+	AppErrorActivityFailed      = "ActivityFailed"
+	AppErrorOrchestrationFailed = "OrchestrationFailed"
+	AppErrorPanicked            = "Panicked"
+	AppErrorCancelled           = "Cancelled"
+)
+
+// PoisonMessageType identifies what was poisoned (duroxide's
+// PoisonMessageType); exactly one field is set, externally tagged on the wire.
+type PoisonMessageType struct {
+	Orchestration         *PoisonOrchestration
+	Activity              *PoisonActivity
+	FailedDeserialization *PoisonFailedDeserialization
+}
+
+// PoisonOrchestration is PoisonMessageType::Orchestration: an orchestration
+// work-item batch.
+type PoisonOrchestration struct {
+	Instance    string
+	ExecutionID uint64
+}
+
+// PoisonActivity is PoisonMessageType::Activity: an activity execution.
+type PoisonActivity struct {
+	Instance     string
+	ExecutionID  uint64
+	ActivityName string
+	ActivityID   uint64
+}
+
+// PoisonFailedDeserialization is PoisonMessageType::FailedDeserialization:
+// an instance whose history could not be decoded.
+type PoisonFailedDeserialization struct {
+	Instance    string
+	ExecutionID uint64
+	Error       string
+}
+
+// ApplicationError returns Application details of kind ActivityFailed (or
+// another kind name) with message; retryable is false.
+func ApplicationError(kind, message string) ErrorDetails {
+	return ErrorDetails{Application: &ApplicationDetails{Kind: AppErrorKind{Name: kind}, Message: message}}
+}
+
+// CancelledError returns the Application details of a cancelled
+// orchestration (empty message, as duroxide's runtime writes them),
+// displayed as "canceled: <reason>".
+func CancelledError(reason string) ErrorDetails {
+	return ErrorDetails{Application: &ApplicationDetails{
+		Kind: AppErrorKind{Name: AppErrorCancelled, Reason: reason},
+	}}
+}
+
+// NondeterminismError returns Configuration details of kind Nondeterminism.
+func NondeterminismError(resource, message string) ErrorDetails {
+	return ErrorDetails{Configuration: &ConfigurationDetails{
+		Kind: ConfigErrorNondeterminism, Resource: resource, Message: &message,
+	}}
+}
+
+// Category returns "infrastructure", "configuration", "application" or
+// "poison" for metrics and logs (duroxide's ErrorDetails::category), or ""
+// for the zero value.
+func (d ErrorDetails) Category() string {
+	switch {
+	case d.Infrastructure != nil:
+		return "infrastructure"
+	case d.Configuration != nil:
+		return "configuration"
+	case d.Application != nil:
+		return "application"
+	case d.Poison != nil:
+		return "poison"
+	}
+	return ""
+}
+
+// IsRetryable reports whether the failure may succeed on retry: the flag of
+// Infrastructure and Application details; never for Configuration or Poison.
+func (d ErrorDetails) IsRetryable() bool {
+	switch {
+	case d.Infrastructure != nil:
+		return d.Infrastructure.Retryable
+	case d.Application != nil:
+		return d.Application.Retryable
+	}
+	return false
+}
+
+// DisplayMessage returns the message duroxide shows for the failure
+// (ErrorDetails::display_message), e.g. "canceled: user request" or
+// "infrastructure:read: timeout".
+func (d ErrorDetails) DisplayMessage() string {
+	switch {
+	case d.Infrastructure != nil:
+		return fmt.Sprintf("infrastructure:%s: %s", d.Infrastructure.Operation, d.Infrastructure.Message)
+	case d.Configuration != nil:
+		if d.Configuration.Message != nil {
+			return "nondeterministic: " + *d.Configuration.Message
+		}
+		return "nondeterministic in " + d.Configuration.Resource
+	case d.Application != nil:
+		switch d.Application.Kind.Name {
+		case AppErrorCancelled:
+			return "canceled: " + d.Application.Kind.Reason
+		case AppErrorPanicked:
+			return "orchestration panicked: " + d.Application.Message
+		}
+		return d.Application.Message
+	case d.Poison != nil:
+		p := d.Poison
+		switch mt := p.MessageType; {
+		case mt.Orchestration != nil:
+			return fmt.Sprintf("poison: orchestration %s exceeded %d attempts (max %d)", mt.Orchestration.Instance, p.AttemptCount, p.MaxAttempts)
+		case mt.Activity != nil:
+			return fmt.Sprintf("poison: activity %s#%d exceeded %d attempts (max %d)", mt.Activity.ActivityName, mt.Activity.ActivityID, p.AttemptCount, p.MaxAttempts)
+		case mt.FailedDeserialization != nil:
+			return fmt.Sprintf("poison: orchestration %s history deserialization failed after %d attempts (max %d): %s", mt.FailedDeserialization.Instance, p.AttemptCount, p.MaxAttempts, mt.FailedDeserialization.Error)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,345 @@
+package duroxide
+
+import "time"
+
+// Event is one entry of an orchestration's append-only history (duroxide's
+// Event). The common fields sit on Event; the kind-specific payload is Kind,
+// one of the EventKind types of this package.
+//
+// On the wire (encoding/json) an Event is one flat object: the common fields
+// event_id, source_event_id, instance_id, execution_id, timestamp_ms and
+// duroxide_version, then a "type" tag and the kind's own fields beside it, the
+// same JSON duroxide's serde produces (#[serde(flatten)] over an internally
+// tagged enum), so history written here is readable by the Rust runtime and
+// the other way round.
+type Event struct {
+	// EventID is the event's position in its execution's history, starting
+	// at 1 and increasing by one. The runtime assigns it; providers store it
+	// and never generate it.
+	EventID uint64
+	// SourceEventID links a completion to the event that scheduled it
+	// (ActivityCompleted → ActivityScheduled, TimerFired → TimerCreated, ...);
+	// nil for lifecycle and scheduling events. Serialized as null when nil.
+	SourceEventID *uint64
+	// InstanceID is the orchestration instance the event belongs to.
+	InstanceID string
+	// ExecutionID is the execution (1, then +1 per continue-as-new).
+	ExecutionID uint64
+	// TimestampMs is when the event was created, in milliseconds since the
+	// Unix epoch.
+	TimestampMs uint64
+	// DuroxideVersion is the semver of the duroxide build that wrote the
+	// event, e.g. "0.1.26".
+	DuroxideVersion string
+	// Kind is the event's type and payload; never nil in a valid event.
+	Kind EventKind
+}
+
+// NewEvent returns an Event with the given ids and kind, stamped with the
+// current time and DuroxideVersion (duroxide's Event::with_event_id).
+func NewEvent(eventID uint64, instanceID string, executionID uint64, sourceEventID *uint64, kind EventKind) Event {
+	return Event{
+		EventID:         eventID,
+		SourceEventID:   sourceEventID,
+		InstanceID:      instanceID,
+		ExecutionID:     executionID,
+		TimestampMs:     uint64(time.Now().UnixMilli()),
+		DuroxideVersion: DuroxideVersion,
+		Kind:            kind,
+	}
+}
+
+// Type returns the wire tag of the event's kind, or "" when Kind is nil.
+func (e Event) Type() EventType {
+	if e.Kind == nil {
+		return ""
+	}
+	return e.Kind.EventType()
+}
+
+// IsTerminal reports whether the event ends its execution:
+// OrchestrationCompleted, OrchestrationFailed or OrchestrationContinuedAsNew
+// (duroxide's Event::is_terminal).
+func (e Event) IsTerminal() bool {
+	switch e.Kind.(type) {
+	case OrchestrationCompleted, OrchestrationFailed, OrchestrationContinuedAsNew:
+		return true
+	}
+	return false
+}
+
+// Uint64Ptr returns a pointer to v; a convenience for SourceEventID and other
+// optional numeric fields.
+func Uint64Ptr(v uint64) *uint64 { return &v }
+
+// StringPtr returns a pointer to s; a convenience for optional string fields.
+func StringPtr(s string) *string { return &s }
+
+// EventType is the "type" tag an event kind has on the wire. The Go names of
+// the queue (persistent event) kinds differ from their tags, as in duroxide:
+// QueueSubscribed is "ExternalSubscribedPersistent", QueueEventDelivered is
+// "ExternalEventPersistent" and QueueSubscriptionCancelled is
+// "ExternalSubscribedPersistentCancelled".
+type EventType string
+
+// The wire tags of every event kind.
+const (
+	EventTypeOrchestrationStarted            EventType = "OrchestrationStarted"
+	EventTypeOrchestrationCompleted          EventType = "OrchestrationCompleted"
+	EventTypeOrchestrationFailed             EventType = "OrchestrationFailed"
+	EventTypeActivityScheduled               EventType = "ActivityScheduled"
+	EventTypeActivityCompleted               EventType = "ActivityCompleted"
+	EventTypeActivityFailed                  EventType = "ActivityFailed"
+	EventTypeActivityCancelRequested         EventType = "ActivityCancelRequested"
+	EventTypeTimerCreated                    EventType = "TimerCreated"
+	EventTypeTimerFired                      EventType = "TimerFired"
+	EventTypeExternalSubscribed              EventType = "ExternalSubscribed"
+	EventTypeExternalEvent                   EventType = "ExternalEvent"
+	EventTypeOrchestrationChained            EventType = "OrchestrationChained"
+	EventTypeSubOrchestrationScheduled       EventType = "SubOrchestrationScheduled"
+	EventTypeSubOrchestrationCompleted       EventType = "SubOrchestrationCompleted"
+	EventTypeSubOrchestrationFailed          EventType = "SubOrchestrationFailed"
+	EventTypeSubOrchestrationCancelRequested EventType = "SubOrchestrationCancelRequested"
+	EventTypeOrchestrationContinuedAsNew     EventType = "OrchestrationContinuedAsNew"
+	EventTypeOrchestrationCancelRequested    EventType = "OrchestrationCancelRequested"
+	EventTypeExternalSubscribedCancelled     EventType = "ExternalSubscribedCancelled"
+	EventTypeQueueSubscribed                 EventType = "ExternalSubscribedPersistent"
+	EventTypeQueueEventDelivered             EventType = "ExternalEventPersistent"
+	EventTypeQueueSubscriptionCancelled      EventType = "ExternalSubscribedPersistentCancelled"
+	EventTypeCustomStatusUpdated             EventType = "CustomStatusUpdated"
+	EventTypeKeyValueSet                     EventType = "KeyValueSet"
+	EventTypeKeyValueCleared                 EventType = "KeyValueCleared"
+	EventTypeKeyValuesCleared                EventType = "KeyValuesCleared"
+)
+
+// EventKind is the kind-specific payload of an Event (duroxide's EventKind).
+// The set is closed: only the types of this package implement it. Switch on
+// the concrete type:
+//
+//	switch k := ev.Kind.(type) {
+//	case duroxide.ActivityCompleted:
+//		use(k.Result)
+//	}
+type EventKind interface {
+	// EventType returns the kind's wire tag.
+	EventType() EventType
+	isEventKind()
+}
+
+// NameData is one (name, data) pair, a Rust (String, String) tuple that is a
+// two-element JSON array on the wire: ["name","data"]. Continue-as-new uses
+// it to carry persistent events forward.
+type NameData struct {
+	Name string
+	Data string
+}
+
+// OrchestrationStarted opens an execution: the orchestration's name, version
+// and input, the parent link when it is a sub-orchestration, and what a
+// continue-as-new carried forward.
+type OrchestrationStarted struct {
+	Name    string
+	Version string
+	Input   string
+	// ParentInstance and ParentID link a sub-orchestration to the parent's
+	// SubOrchestrationScheduled event; nil for a root (serialized as null).
+	ParentInstance *string
+	ParentID       *uint64
+	// CarryForwardEvents holds the persistent events carried over by
+	// continue-as-new; nil (omitted on the wire) otherwise.
+	CarryForwardEvents []NameData
+	// InitialCustomStatus is the custom status carried over by
+	// continue-as-new; nil (omitted on the wire) otherwise.
+	InitialCustomStatus *string
+}
+
+// OrchestrationCompleted ends an execution successfully with Output.
+type OrchestrationCompleted struct{ Output string }
+
+// OrchestrationFailed ends an execution with an error.
+type OrchestrationFailed struct{ Details ErrorDetails }
+
+// ActivityScheduled records that an activity was scheduled; its EventID is
+// the activity id completions refer to. SessionID and Tag are nil (omitted
+// on the wire) when not used.
+type ActivityScheduled struct {
+	Name      string
+	Input     string
+	SessionID *string
+	Tag       *string
+}
+
+// ActivityCompleted records an activity's result; SourceEventID refers to the
+// ActivityScheduled event.
+type ActivityCompleted struct{ Result string }
+
+// ActivityFailed records an activity's failure; SourceEventID refers to the
+// ActivityScheduled event.
+type ActivityFailed struct{ Details ErrorDetails }
+
+// ActivityCancelRequested records a best-effort cancellation of an activity
+// (for example the loser of a select); SourceEventID refers to the
+// ActivityScheduled event.
+type ActivityCancelRequested struct{ Reason string }
+
+// TimerCreated records a durable timer that fires at FireAtMs (milliseconds
+// since the Unix epoch).
+type TimerCreated struct{ FireAtMs uint64 }
+
+// TimerFired records that a timer fired; SourceEventID refers to the
+// TimerCreated event.
+type TimerFired struct{ FireAtMs uint64 }
+
+// ExternalSubscribed records a subscription to the external event Name.
+type ExternalSubscribed struct{ Name string }
+
+// ExternalEvent records an external event raised with Name and Data; it is
+// matched to subscriptions by name, without SourceEventID.
+type ExternalEvent struct {
+	Name string
+	Data string
+}
+
+// OrchestrationChained records a detached (fire-and-forget) orchestration
+// start of Name as Instance with Input.
+type OrchestrationChained struct {
+	Name     string
+	Instance string
+	Input    string
+}
+
+// SubOrchestrationScheduled records a sub-orchestration start of Name as the
+// child Instance with Input.
+type SubOrchestrationScheduled struct {
+	Name     string
+	Instance string
+	Input    string
+}
+
+// SubOrchestrationCompleted records a child's result; SourceEventID refers to
+// the SubOrchestrationScheduled event.
+type SubOrchestrationCompleted struct{ Result string }
+
+// SubOrchestrationFailed records a child's failure; SourceEventID refers to
+// the SubOrchestrationScheduled event.
+type SubOrchestrationFailed struct{ Details ErrorDetails }
+
+// SubOrchestrationCancelRequested records a best-effort cancellation of a
+// child; SourceEventID refers to the SubOrchestrationScheduled event.
+type SubOrchestrationCancelRequested struct{ Reason string }
+
+// OrchestrationContinuedAsNew ends an execution that continues as a new one
+// with Input.
+type OrchestrationContinuedAsNew struct{ Input string }
+
+// OrchestrationCancelRequested records that cancellation of the instance was
+// requested; a terminal OrchestrationFailed follows deterministically.
+type OrchestrationCancelRequested struct{ Reason string }
+
+// ExternalSubscribedCancelled records that an external-event subscription was
+// cancelled (it lost a select); SourceEventID refers to the
+// ExternalSubscribed event.
+type ExternalSubscribedCancelled struct{ Reason string }
+
+// QueueSubscribed records a persistent (mailbox, FIFO) subscription to the
+// queue Name. Wire tag "ExternalSubscribedPersistent".
+type QueueSubscribed struct{ Name string }
+
+// QueueEventDelivered records a persistent event delivered to the queue Name.
+// Wire tag "ExternalEventPersistent".
+type QueueEventDelivered struct {
+	Name string
+	Data string
+}
+
+// QueueSubscriptionCancelled records that a persistent subscription was
+// cancelled; SourceEventID refers to the QueueSubscribed event. Wire tag
+// "ExternalSubscribedPersistentCancelled".
+type QueueSubscriptionCancelled struct{ Reason string }
+
+// CustomStatusUpdated records a custom status change: Status set, or nil when
+// cleared (serialized as null).
+type CustomStatusUpdated struct{ Status *string }
+
+// KeyValueSet records that Key was set to Value at LastUpdatedAtMs
+// (milliseconds since the Unix epoch; 0 for events written before duroxide
+// stamped it, and the field defaults to 0 when absent on the wire).
+type KeyValueSet struct {
+	Key             string
+	Value           string
+	LastUpdatedAtMs uint64
+}
+
+// KeyValueCleared records that Key was cleared.
+type KeyValueCleared struct{ Key string }
+
+// KeyValuesCleared records that every key of the instance was cleared.
+type KeyValuesCleared struct{}
+
+func (OrchestrationStarted) EventType() EventType    { return EventTypeOrchestrationStarted }
+func (OrchestrationCompleted) EventType() EventType  { return EventTypeOrchestrationCompleted }
+func (OrchestrationFailed) EventType() EventType     { return EventTypeOrchestrationFailed }
+func (ActivityScheduled) EventType() EventType       { return EventTypeActivityScheduled }
+func (ActivityCompleted) EventType() EventType       { return EventTypeActivityCompleted }
+func (ActivityFailed) EventType() EventType          { return EventTypeActivityFailed }
+func (ActivityCancelRequested) EventType() EventType { return EventTypeActivityCancelRequested }
+func (TimerCreated) EventType() EventType            { return EventTypeTimerCreated }
+func (TimerFired) EventType() EventType              { return EventTypeTimerFired }
+func (ExternalSubscribed) EventType() EventType      { return EventTypeExternalSubscribed }
+func (ExternalEvent) EventType() EventType           { return EventTypeExternalEvent }
+func (OrchestrationChained) EventType() EventType    { return EventTypeOrchestrationChained }
+func (SubOrchestrationScheduled) EventType() EventType {
+	return EventTypeSubOrchestrationScheduled
+}
+func (SubOrchestrationCompleted) EventType() EventType {
+	return EventTypeSubOrchestrationCompleted
+}
+func (SubOrchestrationFailed) EventType() EventType { return EventTypeSubOrchestrationFailed }
+func (SubOrchestrationCancelRequested) EventType() EventType {
+	return EventTypeSubOrchestrationCancelRequested
+}
+func (OrchestrationContinuedAsNew) EventType() EventType {
+	return EventTypeOrchestrationContinuedAsNew
+}
+func (OrchestrationCancelRequested) EventType() EventType {
+	return EventTypeOrchestrationCancelRequested
+}
+func (ExternalSubscribedCancelled) EventType() EventType {
+	return EventTypeExternalSubscribedCancelled
+}
+func (QueueSubscribed) EventType() EventType     { return EventTypeQueueSubscribed }
+func (QueueEventDelivered) EventType() EventType { return EventTypeQueueEventDelivered }
+func (QueueSubscriptionCancelled) EventType() EventType {
+	return EventTypeQueueSubscriptionCancelled
+}
+func (CustomStatusUpdated) EventType() EventType { return EventTypeCustomStatusUpdated }
+func (KeyValueSet) EventType() EventType         { return EventTypeKeyValueSet }
+func (KeyValueCleared) EventType() EventType     { return EventTypeKeyValueCleared }
+func (KeyValuesCleared) EventType() EventType    { return EventTypeKeyValuesCleared }
+
+func (OrchestrationStarted) isEventKind()            {}
+func (OrchestrationCompleted) isEventKind()          {}
+func (OrchestrationFailed) isEventKind()             {}
+func (ActivityScheduled) isEventKind()               {}
+func (ActivityCompleted) isEventKind()               {}
+func (ActivityFailed) isEventKind()                  {}
+func (ActivityCancelRequested) isEventKind()         {}
+func (TimerCreated) isEventKind()                    {}
+func (TimerFired) isEventKind()                      {}
+func (ExternalSubscribed) isEventKind()              {}
+func (ExternalEvent) isEventKind()                   {}
+func (OrchestrationChained) isEventKind()            {}
+func (SubOrchestrationScheduled) isEventKind()       {}
+func (SubOrchestrationCompleted) isEventKind()       {}
+func (SubOrchestrationFailed) isEventKind()          {}
+func (SubOrchestrationCancelRequested) isEventKind() {}
+func (OrchestrationContinuedAsNew) isEventKind()     {}
+func (OrchestrationCancelRequested) isEventKind()    {}
+func (ExternalSubscribedCancelled) isEventKind()     {}
+func (QueueSubscribed) isEventKind()                 {}
+func (QueueEventDelivered) isEventKind()             {}
+func (QueueSubscriptionCancelled) isEventKind()      {}
+func (CustomStatusUpdated) isEventKind()             {}
+func (KeyValueSet) isEventKind()                     {}
+func (KeyValueCleared) isEventKind()                 {}
+func (KeyValuesCleared) isEventKind()                {}

@@ -1,0 +1,252 @@
+package duroxide
+
+// WorkItem is a message in one of the provider's queues (duroxide's
+// WorkItem). Kind is one of the WorkItemKind types of this package.
+//
+// Routing (duroxide's contract): ActivityExecuteItem goes to the worker
+// queue; every other kind goes to the orchestrator queue of the instance
+// Instance returns (a sub-orchestration completion goes to the parent).
+//
+// On the wire (encoding/json) a WorkItem is externally tagged, as serde
+// writes Rust enums: {"ActivityCompleted":{"instance":"i","execution_id":1,
+// "id":2,"result":"r"}}.
+type WorkItem struct {
+	Kind WorkItemKind
+}
+
+// Type returns the wire tag of the item's kind, or "" when Kind is nil.
+func (w WorkItem) Type() WorkItemType {
+	if w.Kind == nil {
+		return ""
+	}
+	return w.Kind.WorkItemType()
+}
+
+// Instance returns the instance whose queue the item belongs to: the
+// instance field of every kind except SubOrchCompletedItem and
+// SubOrchFailedItem, which target their ParentInstance. It returns "" when
+// Kind is nil.
+func (w WorkItem) Instance() string {
+	if w.Kind == nil {
+		return ""
+	}
+	return w.Kind.TargetInstance()
+}
+
+// IsForWorker reports whether the item belongs on the worker queue (only
+// ActivityExecuteItem does).
+func (w WorkItem) IsForWorker() bool {
+	_, ok := w.Kind.(ActivityExecuteItem)
+	return ok
+}
+
+// WorkItemType is the wire tag of a work item kind.
+type WorkItemType string
+
+// The wire tags of every work item kind.
+const (
+	WorkItemStartOrchestration WorkItemType = "StartOrchestration"
+	WorkItemActivityExecute    WorkItemType = "ActivityExecute"
+	WorkItemActivityCompleted  WorkItemType = "ActivityCompleted"
+	WorkItemActivityFailed     WorkItemType = "ActivityFailed"
+	WorkItemTimerFired         WorkItemType = "TimerFired"
+	WorkItemExternalRaised     WorkItemType = "ExternalRaised"
+	WorkItemSubOrchCompleted   WorkItemType = "SubOrchCompleted"
+	WorkItemSubOrchFailed      WorkItemType = "SubOrchFailed"
+	WorkItemCancelInstance     WorkItemType = "CancelInstance"
+	WorkItemContinueAsNew      WorkItemType = "ContinueAsNew"
+	WorkItemQueueMessage       WorkItemType = "QueueMessage"
+)
+
+// WorkItemKind is the payload of a WorkItem; the set is closed to the *Item
+// types of this package.
+type WorkItemKind interface {
+	// WorkItemType returns the kind's wire tag.
+	WorkItemType() WorkItemType
+	// TargetInstance returns the instance whose queue the item belongs to.
+	TargetInstance() string
+	isWorkItemKind()
+}
+
+// StartOrchestrationItem starts an orchestration instance. Version nil means
+// the runtime resolves it from its registry; ParentInstance/ParentID are set
+// for sub-orchestrations. The instance record itself is created by the
+// provider from ack metadata, never on enqueue (duroxide's contract).
+type StartOrchestrationItem struct {
+	Instance       string
+	Orchestration  string
+	Input          string
+	Version        *string
+	ParentInstance *string
+	ParentID       *uint64
+	ExecutionID    uint64
+}
+
+// ActivityExecuteItem asks a worker to run activity Name with Input; ID is
+// the ActivityScheduled event id. SessionID pins it to a session (nil when
+// none) and Tag routes it to workers whose TagFilter accepts the tag (nil =
+// the default, untagged queue); both are omitted on the wire when nil.
+type ActivityExecuteItem struct {
+	Instance    string
+	ExecutionID uint64
+	ID          uint64
+	Name        string
+	Input       string
+	SessionID   *string
+	Tag         *string
+}
+
+// ActivityCompletedItem carries an activity's result to its orchestration;
+// ID is the ActivityScheduled event id.
+type ActivityCompletedItem struct {
+	Instance    string
+	ExecutionID uint64
+	ID          uint64
+	Result      string
+}
+
+// ActivityFailedItem carries an activity's failure to its orchestration.
+type ActivityFailedItem struct {
+	Instance    string
+	ExecutionID uint64
+	ID          uint64
+	Details     ErrorDetails
+}
+
+// TimerFiredItem fires timer ID at FireAtMs (milliseconds since the Unix
+// epoch); providers keep it invisible until then.
+type TimerFiredItem struct {
+	Instance    string
+	ExecutionID uint64
+	ID          uint64
+	FireAtMs    uint64
+}
+
+// ExternalRaisedItem raises the external event Name with Data.
+type ExternalRaisedItem struct {
+	Instance string
+	Name     string
+	Data     string
+}
+
+// SubOrchCompletedItem carries a child's result to ParentInstance; ParentID
+// is the parent's SubOrchestrationScheduled event id.
+type SubOrchCompletedItem struct {
+	ParentInstance    string
+	ParentExecutionID uint64
+	ParentID          uint64
+	Result            string
+}
+
+// SubOrchFailedItem carries a child's failure to ParentInstance.
+type SubOrchFailedItem struct {
+	ParentInstance    string
+	ParentExecutionID uint64
+	ParentID          uint64
+	Details           ErrorDetails
+}
+
+// CancelInstanceItem requests cancellation of Instance with Reason.
+type CancelInstanceItem struct {
+	Instance string
+	Reason   string
+}
+
+// ContinueAsNewItem starts the next execution of Instance with Input.
+// CarryForwardEvents are the persistent events carried over (always an array
+// on the wire, [] when empty); InitialCustomStatus is omitted when nil.
+type ContinueAsNewItem struct {
+	Instance            string
+	Orchestration       string
+	Input               string
+	Version             *string
+	CarryForwardEvents  []NameData
+	InitialCustomStatus *string
+}
+
+// QueueMessageItem enqueues the persistent event Name with Data (mailbox
+// semantics: it waits until the orchestration dequeues it). A provider drops
+// it, with a warning, when the instance was never started.
+type QueueMessageItem struct {
+	Instance string
+	Name     string
+	Data     string
+}
+
+// WorkItemType returns WorkItemStartOrchestration.
+func (StartOrchestrationItem) WorkItemType() WorkItemType { return WorkItemStartOrchestration }
+
+// WorkItemType returns WorkItemActivityExecute.
+func (ActivityExecuteItem) WorkItemType() WorkItemType { return WorkItemActivityExecute }
+
+// WorkItemType returns WorkItemActivityCompleted.
+func (ActivityCompletedItem) WorkItemType() WorkItemType { return WorkItemActivityCompleted }
+
+// WorkItemType returns WorkItemActivityFailed.
+func (ActivityFailedItem) WorkItemType() WorkItemType { return WorkItemActivityFailed }
+
+// WorkItemType returns WorkItemTimerFired.
+func (TimerFiredItem) WorkItemType() WorkItemType { return WorkItemTimerFired }
+
+// WorkItemType returns WorkItemExternalRaised.
+func (ExternalRaisedItem) WorkItemType() WorkItemType { return WorkItemExternalRaised }
+
+// WorkItemType returns WorkItemSubOrchCompleted.
+func (SubOrchCompletedItem) WorkItemType() WorkItemType { return WorkItemSubOrchCompleted }
+
+// WorkItemType returns WorkItemSubOrchFailed.
+func (SubOrchFailedItem) WorkItemType() WorkItemType { return WorkItemSubOrchFailed }
+
+// WorkItemType returns WorkItemCancelInstance.
+func (CancelInstanceItem) WorkItemType() WorkItemType { return WorkItemCancelInstance }
+
+// WorkItemType returns WorkItemContinueAsNew.
+func (ContinueAsNewItem) WorkItemType() WorkItemType { return WorkItemContinueAsNew }
+
+// WorkItemType returns WorkItemQueueMessage.
+func (QueueMessageItem) WorkItemType() WorkItemType { return WorkItemQueueMessage }
+
+// TargetInstance returns Instance.
+func (w StartOrchestrationItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w ActivityExecuteItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w ActivityCompletedItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w ActivityFailedItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w TimerFiredItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w ExternalRaisedItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns ParentInstance: completions go to the parent.
+func (w SubOrchCompletedItem) TargetInstance() string { return w.ParentInstance }
+
+// TargetInstance returns ParentInstance: failures go to the parent.
+func (w SubOrchFailedItem) TargetInstance() string { return w.ParentInstance }
+
+// TargetInstance returns Instance.
+func (w CancelInstanceItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w ContinueAsNewItem) TargetInstance() string { return w.Instance }
+
+// TargetInstance returns Instance.
+func (w QueueMessageItem) TargetInstance() string { return w.Instance }
+
+func (StartOrchestrationItem) isWorkItemKind() {}
+func (ActivityExecuteItem) isWorkItemKind()    {}
+func (ActivityCompletedItem) isWorkItemKind()  {}
+func (ActivityFailedItem) isWorkItemKind()     {}
+func (TimerFiredItem) isWorkItemKind()         {}
+func (ExternalRaisedItem) isWorkItemKind()     {}
+func (SubOrchCompletedItem) isWorkItemKind()   {}
+func (SubOrchFailedItem) isWorkItemKind()      {}
+func (CancelInstanceItem) isWorkItemKind()     {}
+func (ContinueAsNewItem) isWorkItemKind()      {}
+func (QueueMessageItem) isWorkItemKind()       {}
