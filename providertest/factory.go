@@ -1,0 +1,47 @@
+package providertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Factory creates the providers the validation suite runs against
+// (duroxide's provider_validation::ProviderFactory).
+//
+// Each call of NewProvider returns a fresh provider whose state is isolated
+// from every other provider the factory returned (its own database, its own
+// container or its own instance-id namespace), so that tests run in
+// parallel. The factory registers the provider's cleanup with t.Cleanup.
+// A factory that cannot create a provider fails t with t.Fatal.
+type Factory interface {
+	// NewProvider returns a fresh, isolated provider for test t.
+	NewProvider(t testing.TB) duroxide.Provider
+	// LockTimeout is the lock timeout the suite passes to fetches; the
+	// lock-expiry tests sleep for about this long, so a short one (such as
+	// 1 s) keeps the suite fast. duroxide's default is 5 s.
+	LockTimeout() time.Duration
+	// ShortPollThreshold is how fast a fetch with a zero poll timeout must
+	// return when there is no work (duroxide's default: 100 ms; remote
+	// databases need more).
+	ShortPollThreshold() time.Duration
+}
+
+// HistoryCorrupter is the optional hook duroxide calls
+// corrupt_instance_history: it replaces every stored history event of
+// instance in provider p with data that cannot be decoded. The
+// deserialization-contract tests need it and are skipped, with a message
+// naming the hook, when the factory lacks it.
+type HistoryCorrupter interface {
+	CorruptInstanceHistory(ctx context.Context, t testing.TB, p duroxide.Provider, instance string)
+}
+
+// AttemptCountReader is the optional hook duroxide calls
+// get_max_attempt_count: the highest attempt count among instance's
+// orchestrator-queue messages in provider p. Tests that need it are skipped,
+// with a message naming the hook, when the factory lacks it.
+type AttemptCountReader interface {
+	MaxAttemptCount(ctx context.Context, t testing.TB, p duroxide.Provider, instance string) uint32
+}
