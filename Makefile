@@ -1,0 +1,30 @@
+# Developer shortcuts; CI runs .ci/run.
+GO ?= go
+EXAMPLES := $(notdir $(wildcard examples/*))
+
+.PHONY: test lint examples bench stress emulator
+
+## test: the test command README.md gives (embedded emulator, no network)
+test:
+	$(GO) test ./...
+
+## lint: gofmt (fails on unformatted files) and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## examples: run every example end to end on the embedded emulator
+examples:
+	@set -e; for e in $(EXAMPLES); do echo "== $$e"; $(GO) run ./examples/$$e; done
+
+## bench: provider request counts and emulator throughput
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem . ./internal/emulator/
+
+## stress: the stress binary with its defaults
+stress:
+	$(GO) run ./cmd/cdb-stress
+
+## emulator: the emulator as a server on https://127.0.0.1:8081/
+emulator:
+	$(GO) run ./cmd/cdb-emulator
