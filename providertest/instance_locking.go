@@ -1,5 +1,503 @@
 package providertest
 
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
 // instanceLockingCases ports duroxide's src/provider_validation/instance_locking.rs; see README.md for
 // the table from each Rust test to its Go function.
-var instanceLockingCases = []Case{}
+var instanceLockingCases = []Case{
+	{"test_exclusive_instance_lock", ExclusiveInstanceLock},
+	{"test_lock_token_uniqueness", LockTokenUniqueness},
+	{"test_invalid_lock_token_rejection", InvalidLockTokenRejection},
+	{"test_concurrent_instance_fetching", ConcurrentInstanceFetching},
+	{"test_completions_arriving_during_lock_blocked", CompletionsArrivingDuringLockBlocked},
+	{"test_cross_instance_lock_isolation", CrossInstanceLockIsolation},
+	{"test_message_tagging_during_lock", MessageTaggingDuringLock},
+	{"test_ack_only_affects_locked_messages", AckOnlyAffectsLockedMessages},
+	{"test_multi_threaded_lock_contention", MultiThreadedLockContention},
+	{"test_multi_threaded_no_duplicate_processing", MultiThreadedNoDuplicateProcessing},
+	{"test_multi_threaded_lock_expiration_recovery", MultiThreadedLockExpirationRecovery},
+}
+
+// longLock is the lock timeout of fetches whose lock must not expire during
+// a test (duroxide's tests use 30 s for these).
+const longLock = 30 * time.Second
+
+// ExclusiveInstanceLock checks that a fetched instance cannot be fetched
+// again until its lock expires, and that the fetch after expiry gets a new
+// lock token (duroxide's test_exclusive_instance_lock).
+func ExclusiveInstanceLock(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+
+	first := fetchOrchestration(t, p, lockTimeout)
+	requireNoOrchestration(t, p, lockTimeout, "a locked instance must not be fetched again")
+
+	sleepPastLockTimeout(f)
+
+	second := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", second.Instance)
+	require.NotEqual(t, first.LockToken, second.LockToken, "a new fetch gets a new lock token")
+}
+
+// LockTokenUniqueness checks that every fetch returns a distinct lock token
+// (duroxide's test_lock_token_uniqueness).
+func LockTokenUniqueness(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	for i := range 5 {
+		enqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
+	}
+	tokens := map[string]bool{}
+	for range 5 {
+		tokens[fetchOrchestration(t, p, longLock).LockToken] = true
+	}
+	require.Len(t, tokens, 5, "all lock tokens should be unique")
+}
+
+// InvalidLockTokenRejection checks that ack and abandon reject a lock token
+// the provider never issued, and that the real lock stays held
+// (duroxide's test_invalid_lock_token_rejection).
+func InvalidLockTokenRejection(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	fetchOrchestration(t, p, longLock)
+
+	err := p.AckOrchestrationItem(ctx, "invalid-token", 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
+	requirePermanentError(t, err, "ack must reject an invalid lock token")
+
+	err = p.AbandonOrchestrationItem(ctx, "invalid-token", 0, false)
+	requirePermanentError(t, err, "abandon must reject an invalid lock token")
+
+	requireNoOrchestration(t, p, longLock, "the original item must still be locked")
+}
+
+// ConcurrentInstanceFetching checks that ten concurrent fetchers over ten
+// instances each lock a different instance (duroxide's
+// test_concurrent_instance_fetching).
+func ConcurrentInstanceFetching(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const n = 10
+	for i := range n {
+		enqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
+	}
+
+	items := make([]*duroxide.OrchestrationItem, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Staggered starts, as in duroxide, to reduce contention.
+			time.Sleep(time.Duration(i) * 30 * time.Millisecond)
+			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+		})
+	}
+	wg.Wait()
+
+	require.NoError(t, errors.Join(errs...))
+	instances := map[string]bool{}
+	for _, item := range items {
+		if item != nil {
+			instances[item.Instance] = true
+		}
+	}
+	require.Len(t, instances, n, "each instance should be fetched exactly once")
+}
+
+// CompletionsArrivingDuringLockBlocked checks that messages enqueued for a
+// locked instance are not fetchable until the lock expires, and that the
+// next fetch then returns them with the unfinished start message
+// (duroxide's test_completions_arriving_during_lock_blocked).
+func CompletionsArrivingDuringLockBlocked(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+
+	item1 := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", item1.Instance)
+
+	for id := uint64(1); id <= 3; id++ {
+		enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, id, fmt.Sprintf("result-%d", id)))
+	}
+	requireNoOrchestration(t, p, lockTimeout, "instance still locked, no fetch possible")
+
+	sleepPastLockTimeout(f)
+
+	item3 := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", item3.Instance)
+	require.Len(t, item3.Messages, 4, "should have StartOrchestration + 3 completions")
+	require.Equal(t, []uint64{1, 2, 3}, activityCompletedIDs(item3.Messages),
+		"the completions that arrived during the lock, in order")
+}
+
+// CrossInstanceLockIsolation checks that a lock on one instance does not
+// block fetching another (duroxide's test_cross_instance_lock_isolation).
+func CrossInstanceLockIsolation(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockingCreateInstance(t, p, "instance-A")
+	lockingCreateInstance(t, p, "instance-B")
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	enqueueOrchestrator(t, p, lockingStartItem("instance-B"))
+
+	itemA := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-A", itemA.Instance)
+
+	itemB := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-B", itemB.Instance, "instance-B must be fetchable while instance-A is locked")
+
+	ackTurn(t, p, itemB.LockToken, 1, nil, testOrchMetadata())
+
+	// While A is still locked, a completion arrives for B.
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-B", 1, 1, "done"))
+	itemB2 := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-B", itemB2.Instance)
+
+	require.NotEqual(t, itemA.Instance, itemB.Instance, "instance locks must not block other instances")
+}
+
+// MessageTaggingDuringLock checks that an ack deletes only the messages its
+// fetch locked, so a message that arrived during the lock is fetched next
+// (duroxide's test_message_tagging_during_lock).
+func MessageTaggingDuringLock(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockingCreateInstance(t, p, "instance-A")
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 1, "msg1"))
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 2, "msg2"))
+
+	item := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-A", item.Instance)
+	require.Len(t, item.Messages, 2)
+
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 3, "msg3"))
+	ackTurn(t, p, item.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+
+	item2 := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-A", item2.Instance)
+	require.Len(t, item2.Messages, 1)
+	require.Equal(t, []uint64{3}, activityCompletedIDs(item2.Messages), "only msg3 should remain")
+}
+
+// AckOnlyAffectsLockedMessages checks that an ack removes only the messages
+// locked by its token and that messages enqueued during the lock are
+// fetched afterwards, in order (duroxide's
+// test_ack_only_affects_locked_messages).
+func AckOnlyAffectsLockedMessages(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockingCreateInstance(t, p, "instance-A")
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 1, "msg1"))
+
+	item1 := fetchOrchestration(t, p, longLock)
+	require.Len(t, item1.Messages, 1)
+
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 2, "msg2"))
+	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 3, "msg3"))
+	requireNoOrchestration(t, p, longLock, "the instance is locked")
+
+	ackTurn(t, p, item1.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+
+	item2 := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-A", item2.Instance)
+	require.Len(t, item2.Messages, 2, "should have messages 2 and 3")
+	require.Equal(t, []uint64{2, 3}, activityCompletedIDs(item2.Messages), "should only have messages 2 and 3")
+}
+
+// MultiThreadedLockContention checks that of ten goroutines fetching the
+// same instance exactly one gets it, and that the instance stays locked
+// (duroxide's test_multi_threaded_lock_contention).
+func MultiThreadedLockContention(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	enqueueOrchestrator(t, p, lockingStartItem("contention-instance"))
+
+	const n = 10
+	items := make([]*duroxide.OrchestrationItem, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 5 * time.Millisecond)
+			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+
+	var winners []*duroxide.OrchestrationItem
+	for _, item := range items {
+		if item != nil {
+			winners = append(winners, item)
+		}
+	}
+	require.Len(t, winners, 1, "only one goroutine should acquire the lock of the instance")
+	require.Equal(t, "contention-instance", winners[0].Instance)
+
+	requireNoOrchestration(t, p, longLock, "the instance must still be locked")
+}
+
+// MultiThreadedNoDuplicateProcessing checks that forty goroutines fetching
+// twenty instances never get the same instance twice (duroxide's
+// test_multi_threaded_no_duplicate_processing). Like duroxide, a fetch that
+// keeps failing with a retryable error after three attempts is counted as
+// no fetch; a permanent error fails the test.
+func MultiThreadedNoDuplicateProcessing(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const instances = 20
+	for i := range instances {
+		enqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("dup-test-%d", i)))
+	}
+
+	const goroutines = instances * 2
+	fetched := make([]string, goroutines)
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	for i := range goroutines {
+		wg.Go(func() {
+			time.Sleep(time.Duration((i*3)%50) * time.Millisecond)
+			for attempt := range 3 {
+				item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+				if err != nil {
+					if duroxide.IsRetryable(err) {
+						if attempt < 2 {
+							time.Sleep(time.Duration(10*(attempt+1)) * time.Millisecond)
+							continue
+						}
+						t.Logf("goroutine %d: fetch still failing after 3 attempts: %v", i, err)
+						return
+					}
+					errs[i] = err
+					return
+				}
+				if item != nil {
+					fetched[i] = item.Instance
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+
+	var results []string
+	unique := map[string]bool{}
+	for _, inst := range fetched {
+		if inst != "" {
+			results = append(results, inst)
+			unique[inst] = true
+		}
+	}
+	require.Len(t, unique, len(results), "no instance may be fetched twice: %v", results)
+	require.LessOrEqual(t, len(results), instances, "cannot fetch more instances than exist")
+}
+
+// MultiThreadedLockExpirationRecovery checks, with three goroutines started
+// together, that a lock held by a crashed worker blocks a second fetcher
+// and is recovered by a third once it expires (duroxide's
+// test_multi_threaded_lock_expiration_recovery).
+func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("expiration-instance"))
+
+	start := make(chan struct{})
+	var (
+		wg                    sync.WaitGroup
+		held, blocked, stolen *duroxide.OrchestrationItem
+		err1, err2, err3      error
+	)
+	// Goroutine 1 fetches and holds the lock without acking: a crashed worker.
+	wg.Go(func() {
+		<-start
+		held, err1 = p.FetchOrchestrationItem(ctx, lockTimeout, 0, nil)
+		time.Sleep(lockTimeout + 2*lockExpiryMargin)
+	})
+	// Goroutine 2 fetches while the lock is held, after giving goroutine 1
+	// a fifth of the lock timeout to take it.
+	wg.Go(func() {
+		<-start
+		time.Sleep(lockTimeout / 5)
+		blocked, err2 = p.FetchOrchestrationItem(ctx, lockTimeout, 0, nil)
+	})
+	// Goroutine 3 fetches after the lock expired.
+	wg.Go(func() {
+		<-start
+		time.Sleep(lockTimeout + lockExpiryMargin)
+		stolen, err3 = p.FetchOrchestrationItem(ctx, lockTimeout, 0, nil)
+	})
+	close(start)
+	wg.Wait()
+
+	require.NoError(t, err1)
+	require.NotNil(t, held, "goroutine 1 should acquire the lock")
+	require.Equal(t, "expiration-instance", held.Instance)
+	require.NoError(t, err2)
+	require.Nil(t, blocked, "the instance should be locked")
+	require.NoError(t, err3)
+	require.NotNil(t, stolen, "the lock should be recoverable after it expired")
+	require.Equal(t, "expiration-instance", stolen.Instance)
+	require.NotEqual(t, held.LockToken, stolen.LockToken, "the recovered lock has a new token")
+}
+
+// ---- helpers shared by the instance_locking, lock_expiration,
+// multi_execution, queue_semantics, poison_message and custom_status ports.
+
+// lockExpiryMargin is how long past a lock timeout the suite waits before
+// relying on the lock having expired.
+const lockExpiryMargin = 100 * time.Millisecond
+
+// sleepPastLockTimeout sleeps until a lock taken with f.LockTimeout() just
+// before the call has expired.
+func sleepPastLockTimeout(f Factory) { time.Sleep(f.LockTimeout() + lockExpiryMargin) }
+
+// lockingStartItem is duroxide's start_item: a StartOrchestration of
+// TestOrch 1.0.0 with input "{}" for instance's first execution.
+func lockingStartItem(instance string) duroxide.WorkItem {
+	return duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
+		Instance:      instance,
+		Orchestration: "TestOrch",
+		Input:         "{}",
+		Version:       duroxide.StringPtr("1.0.0"),
+		ExecutionID:   duroxide.InitialExecutionID,
+	}}
+}
+
+// lockingStartedEvent returns the OrchestrationStarted event (id 1) of
+// TestOrch 1.0.0 with input for execution executionID of instance.
+func lockingStartedEvent(instance string, executionID uint64, input string) duroxide.Event {
+	return duroxide.NewEvent(duroxide.InitialEventID, instance, executionID, nil, duroxide.OrchestrationStarted{
+		Name: "TestOrch", Version: "1.0.0", Input: input,
+	})
+}
+
+// testOrchMetadata is the ExecutionMetadata naming TestOrch 1.0.0.
+func testOrchMetadata() duroxide.ExecutionMetadata {
+	return duroxide.ExecutionMetadata{
+		OrchestrationName:    duroxide.StringPtr("TestOrch"),
+		OrchestrationVersion: duroxide.StringPtr("1.0.0"),
+	}
+}
+
+// lockingCreateInstance is duroxide's create_instance: it starts instance
+// (enqueue, fetch, ack with its OrchestrationStarted event and TestOrch
+// metadata).
+func lockingCreateInstance(t *testing.T, p duroxide.Provider, instance string) {
+	t.Helper()
+	enqueueOrchestrator(t, p, lockingStartItem(instance))
+	item := fetchOrchestration(t, p, longLock)
+	require.Equal(t, instance, item.Instance, "create_instance fetched another instance")
+	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID,
+		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")}, testOrchMetadata())
+}
+
+// enqueueOrchestrator enqueues item on the orchestrator queue, visible at
+// once, failing t on error.
+func enqueueOrchestrator(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
+	t.Helper()
+	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), item, 0), "enqueue_for_orchestrator")
+}
+
+// enqueueWorker enqueues item on the worker queue, failing t on error.
+func enqueueWorker(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
+	t.Helper()
+	require.NoError(t, p.EnqueueForWorker(t.Context(), item), "enqueue_for_worker")
+}
+
+// fetchOrchestration fetches the next orchestration item with lockTimeout
+// and no long poll, failing t on error or when there is none.
+func fetchOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.OrchestrationItem {
+	t.Helper()
+	item, err := p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
+	require.NoError(t, err, "fetch_orchestration_item")
+	require.NotNil(t, item, "fetch_orchestration_item returned no item")
+	return item
+}
+
+// requireNoOrchestration fails t unless a fetch returns no item.
+func requireNoOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
+	t.Helper()
+	item, err := p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
+	require.NoError(t, err, "fetch_orchestration_item")
+	require.Nil(t, item, msgAndArgs...)
+}
+
+// fetchWork fetches the next untagged, session-less worker item with
+// lockTimeout and no long poll, failing t on error or when there is none.
+func fetchWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.LockedWorkItem {
+	t.Helper()
+	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err, "fetch_work_item")
+	require.NotNil(t, item, "fetch_work_item returned no item")
+	return item
+}
+
+// requireNoWork fails t unless a worker fetch returns no item.
+func requireNoWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
+	t.Helper()
+	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err, "fetch_work_item")
+	require.Nil(t, item, msgAndArgs...)
+}
+
+// ackTurn acks the turn locked by token with historyDelta and metadata and
+// no new work items, failing t on error.
+func ackTurn(t *testing.T, p duroxide.Provider, token string, executionID uint64, historyDelta []duroxide.Event, metadata duroxide.ExecutionMetadata) {
+	t.Helper()
+	require.NoError(t, p.AckOrchestrationItem(t.Context(), token, executionID, historyDelta, nil, nil, metadata, nil),
+		"ack_orchestration_item")
+}
+
+// activityExecuteItem returns an untagged, session-less ActivityExecute.
+func activityExecuteItem(instance string, executionID, id uint64, name, input string) duroxide.WorkItem {
+	return duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{
+		Instance: instance, ExecutionID: executionID, ID: id, Name: name, Input: input,
+	}}
+}
+
+// activityCompletedItem returns an ActivityCompleted.
+func activityCompletedItem(instance string, executionID, id uint64, result string) duroxide.WorkItem {
+	return duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
+		Instance: instance, ExecutionID: executionID, ID: id, Result: result,
+	}}
+}
+
+// activityCompletedIDs returns the ids of the ActivityCompleted messages
+// in msgs, in order.
+func activityCompletedIDs(msgs []duroxide.WorkItem) []uint64 {
+	var ids []uint64
+	for _, m := range msgs {
+		if c, ok := m.Kind.(duroxide.ActivityCompletedItem); ok {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// activityExecuteID returns the id of w, failing t unless w is an
+// ActivityExecute.
+func activityExecuteID(t *testing.T, w duroxide.WorkItem) uint64 {
+	t.Helper()
+	a, ok := w.Kind.(duroxide.ActivityExecuteItem)
+	require.True(t, ok, "expected ActivityExecute, got %s", w.Type())
+	return a.ID
+}
+
+// requirePermanentError fails t unless err is a non-retryable
+// *duroxide.ProviderError: a lost, expired or unknown lock token can never
+// succeed on retry (duroxide's sqlite provider returns
+// ProviderError::permanent for every such case).
+func requirePermanentError(t *testing.T, err error, msgAndArgs ...any) {
+	t.Helper()
+	require.Error(t, err, msgAndArgs...)
+	var pe *duroxide.ProviderError
+	require.ErrorAs(t, err, &pe, "errors must be *duroxide.ProviderError")
+	require.False(t, pe.Retryable, "a lock failure must be permanent, got %v", err)
+}

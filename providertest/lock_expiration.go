@@ -1,5 +1,291 @@
 package providertest
 
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
 // lockExpirationCases ports duroxide's src/provider_validation/lock_expiration.rs; see README.md for
 // the table from each Rust test to its Go function.
-var lockExpirationCases = []Case{}
+var lockExpirationCases = []Case{
+	{"test_lock_expires_after_timeout", LockExpiresAfterTimeout},
+	{"test_abandon_releases_lock_immediately", AbandonReleasesLockImmediately},
+	{"test_lock_renewal_on_ack", LockRenewalOnAck},
+	{"test_concurrent_lock_attempts_respect_expiration", ConcurrentLockAttemptsRespectExpiration},
+	{"test_worker_lock_renewal_success", WorkerLockRenewalSuccess},
+	{"test_worker_lock_renewal_invalid_token", WorkerLockRenewalInvalidToken},
+	{"test_worker_lock_renewal_after_expiration", WorkerLockRenewalAfterExpiration},
+	{"test_worker_lock_renewal_extends_timeout", WorkerLockRenewalExtendsTimeout},
+	{"test_worker_lock_renewal_after_ack", WorkerLockRenewalAfterAck},
+	{"test_abandon_work_item_releases_lock", AbandonWorkItemReleasesLock},
+	{"test_abandon_work_item_with_delay", AbandonWorkItemWithDelay},
+	{"test_worker_ack_fails_after_lock_expiry", WorkerAckFailsAfterLockExpiry},
+	{"test_orchestration_lock_renewal_after_expiration", OrchestrationLockRenewalAfterExpiration},
+}
+
+// LockExpiresAfterTimeout checks that an instance lock expires after the
+// lock timeout, that the next fetch gets a new token, and that an ack with
+// the expired token fails (duroxide's test_lock_expires_after_timeout).
+func LockExpiresAfterTimeout(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	item := fetchOrchestration(t, p, lockTimeout)
+	requireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+
+	sleepPastLockTimeout(f)
+
+	item2 := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", item2.Instance)
+	require.NotEqual(t, item.LockToken, item2.LockToken, "should have a new lock token")
+
+	err := p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
+	requirePermanentError(t, err, "the expired lock token must no longer work")
+}
+
+// AbandonReleasesLockImmediately checks that abandoning an orchestration
+// item releases its lock without waiting for expiry (duroxide's
+// test_abandon_releases_lock_immediately).
+func AbandonReleasesLockImmediately(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	item := fetchOrchestration(t, p, lockTimeout)
+	requireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+
+	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, false))
+
+	item2 := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", item2.Instance)
+}
+
+// LockRenewalOnAck checks that a message enqueued while an instance is
+// locked stays invisible until the ack, and is fetchable right after it
+// (duroxide's test_lock_renewal_on_ack).
+func LockRenewalOnAck(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	item := fetchOrchestration(t, p, lockTimeout)
+	requireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	requireNoOrchestration(t, p, lockTimeout, "the new message must wait for the lock")
+
+	ackTurn(t, p, item.LockToken, 1,
+		[]duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")}, duroxide.ExecutionMetadata{})
+
+	item2 := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", item2.Instance, "the new message should be fetchable right after the ack")
+}
+
+// ConcurrentLockAttemptsRespectExpiration checks that concurrent fetchers
+// all see a held lock, and that the instance is fetchable once the lock
+// expired (duroxide's test_concurrent_lock_attempts_respect_expiration).
+func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	fetchOrchestration(t, p, lockTimeout)
+	lockedAt := time.Now()
+
+	// Five fetchers, staggered over the first fifth of the lock timeout.
+	const n = 5
+	stagger := lockTimeout / 20
+	items := make([]*duroxide.OrchestrationItem, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * stagger)
+			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Nil(t, items[i], "fetcher %d must not get the locked instance", i)
+	}
+
+	time.Sleep(time.Until(lockedAt.Add(lockTimeout + lockExpiryMargin)))
+
+	item2 := fetchOrchestration(t, p, lockTimeout)
+	require.Equal(t, "instance-A", item2.Instance)
+}
+
+// WorkerLockRenewalSuccess checks that a worker lock can be renewed with its
+// token and that the item stays locked (duroxide's
+// test_worker_lock_renewal_success).
+func WorkerLockRenewalSuccess(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-instance", 1, 1, "TestActivity", "test"))
+	item := fetchWork(t, p, lockTimeout)
+	requireNoWork(t, p, lockTimeout, "the item should be locked")
+
+	time.Sleep(lockTimeout / 10) // activity in progress
+
+	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
+	require.NoError(t, err, "renewing a held worker lock")
+	requireNoWork(t, p, lockTimeout, "the item should still be locked")
+}
+
+// WorkerLockRenewalInvalidToken checks that renewing an unknown worker lock
+// token fails (duroxide's test_worker_lock_renewal_invalid_token).
+func WorkerLockRenewalInvalidToken(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	_, err := p.RenewWorkItemLock(t.Context(), "invalid-token-123", longLock)
+	requirePermanentError(t, err, "renewal should fail with an invalid token")
+}
+
+// WorkerLockRenewalAfterExpiration checks that an expired worker lock cannot
+// be renewed (duroxide's test_worker_lock_renewal_after_expiration; duroxide
+// fetches with a fixed 1 s lock and sleeps for the factory's lock timeout,
+// here both are the factory's).
+func WorkerLockRenewalAfterExpiration(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-instance", 1, 1, "TestActivity", "test"))
+	item := fetchWork(t, p, lockTimeout)
+
+	sleepPastLockTimeout(f)
+
+	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
+	requirePermanentError(t, err, "renewing an expired lock should fail")
+}
+
+// WorkerLockRenewalExtendsTimeout checks that a renewal at 60% of the lock
+// timeout keeps the item locked past the original expiry (duroxide's
+// test_worker_lock_renewal_extends_timeout). The activity belongs to a
+// running orchestration, so the renewal also reports it Running.
+func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	const instance = "test-lock-renewal-extends"
+
+	enqueueOrchestrator(t, p, lockingStartItem(instance))
+	orch := fetchOrchestration(t, p, longLock)
+	err := p.AckOrchestrationItem(t.Context(), orch.LockToken, duroxide.InitialExecutionID,
+		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")},
+		[]duroxide.WorkItem{activityExecuteItem(instance, duroxide.InitialExecutionID, 1, "TestActivity", "test")},
+		nil,
+		duroxide.ExecutionMetadata{
+			OrchestrationName: duroxide.StringPtr("TestOrch"),
+			Status:            duroxide.StringPtr(duroxide.StatusRunning),
+		}, nil)
+	require.NoError(t, err, "ack_orchestration_item")
+
+	item := fetchWork(t, p, lockTimeout)
+	fetchedAt := time.Now()
+
+	time.Sleep(time.Until(fetchedAt.Add(lockTimeout * 6 / 10)))
+	state, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
+	require.NoError(t, err, "renewing at 0.6x the lock timeout")
+	require.Equal(t, duroxide.ExecutionRunning, state.Kind, "the activity's orchestration is running, got %s", state)
+
+	// Past the original expiry; the renewal extended the lock to ~1.6x.
+	time.Sleep(time.Until(fetchedAt.Add(lockTimeout + lockExpiryMargin)))
+	requireNoWork(t, p, lockTimeout, "the item should still be locked after the renewal")
+}
+
+// WorkerLockRenewalAfterAck checks that a worker lock cannot be renewed once
+// the item was acked (duroxide's test_worker_lock_renewal_after_ack).
+func WorkerLockRenewalAfterAck(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-instance", 1, 1, "TestActivity", "test"))
+	item := fetchWork(t, p, lockTimeout)
+	ackWork(t, p, item.LockToken, activityCompletedItem("test-instance", 1, 1, "done"))
+
+	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
+	requirePermanentError(t, err, "renewal should fail after the ack")
+}
+
+// AbandonWorkItemReleasesLock checks that abandoning a worker item makes it
+// fetchable at once, under a new token (duroxide's
+// test_abandon_work_item_releases_lock).
+func AbandonWorkItemReleasesLock(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-abandon-work", 1, 1, "TestActivity", "test"))
+	item := fetchWork(t, p, lockTimeout)
+	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type())
+	requireNoWork(t, p, lockTimeout, "the item should be locked")
+
+	require.NoError(t, p.AbandonWorkItem(t.Context(), item.LockToken, 0, false))
+
+	item2 := fetchWork(t, p, lockTimeout)
+	require.Equal(t, duroxide.WorkItemActivityExecute, item2.Item.Type())
+	require.NotEqual(t, item.LockToken, item2.LockToken, "should have a new lock token")
+
+	ackWork(t, p, item2.LockToken, activityCompletedItem("test-abandon-work", 1, 1, "done"))
+}
+
+// AbandonWorkItemWithDelay checks that a worker item abandoned with a delay
+// stays invisible until the delay passed (duroxide's
+// test_abandon_work_item_with_delay; the delay is half the lock timeout
+// instead of a fixed 500 ms).
+func AbandonWorkItemWithDelay(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-abandon-delay", 1, 1, "TestActivity", "test"))
+	item := fetchWork(t, p, lockTimeout)
+
+	delay := lockTimeout / 2
+	require.NoError(t, p.AbandonWorkItem(t.Context(), item.LockToken, delay, false))
+	requireNoWork(t, p, lockTimeout, "the item should be delayed, not immediately available")
+
+	time.Sleep(delay + lockExpiryMargin)
+
+	item2 := fetchWork(t, p, lockTimeout)
+	require.Equal(t, duroxide.WorkItemActivityExecute, item2.Item.Type())
+	ackWork(t, p, item2.LockToken, activityCompletedItem("test-abandon-delay", 1, 1, "done"))
+}
+
+// WorkerAckFailsAfterLockExpiry checks that acking a worker item whose lock
+// expired fails even when no one took it over, and that the item stays
+// queued (duroxide's test_worker_ack_fails_after_lock_expiry; the lock is
+// the factory's lock timeout instead of a fixed 1 s).
+func WorkerAckFailsAfterLockExpiry(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("ack-expiry-test", 1, 1, "TestActivity", "test"))
+	item := fetchWork(t, p, lockTimeout)
+
+	time.Sleep(lockTimeout + 2*lockExpiryMargin)
+
+	completion := activityCompletedItem("ack-expiry-test", 1, 1, "done")
+	err := p.AckWorkItem(t.Context(), item.LockToken, &completion)
+	requirePermanentError(t, err, "the ack must fail when the worker lock has expired")
+
+	refetched := fetchWork(t, p, lockTimeout)
+	require.Equal(t, duroxide.WorkItemActivityExecute, refetched.Item.Type(),
+		"the item should still be refetchable after the expired ack was rejected")
+}
+
+// OrchestrationLockRenewalAfterExpiration checks that an expired instance
+// lock cannot be renewed (duroxide's
+// test_orchestration_lock_renewal_after_expiration).
+func OrchestrationLockRenewalAfterExpiration(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueOrchestrator(t, p, lockingStartItem("orch-renewal-expiry"))
+	item := fetchOrchestration(t, p, lockTimeout)
+
+	sleepPastLockTimeout(f)
+
+	err := p.RenewOrchestrationItemLock(t.Context(), item.LockToken, lockTimeout)
+	requirePermanentError(t, err, "renewing an expired orchestration lock should fail")
+}
+
+// ackWork acks the worker item locked by token with completion, failing t
+// on error.
+func ackWork(t *testing.T, p duroxide.Provider, token string, completion duroxide.WorkItem) {
+	t.Helper()
+	require.NoError(t, p.AckWorkItem(t.Context(), token, &completion), "ack_work_item")
+}

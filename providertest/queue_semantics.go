@@ -1,5 +1,189 @@
 package providertest
 
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
 // queueSemanticsCases ports duroxide's src/provider_validation/queue_semantics.rs; see README.md for
 // the table from each Rust test to its Go function.
-var queueSemanticsCases = []Case{}
+var queueSemanticsCases = []Case{
+	{"test_worker_queue_fifo_ordering", WorkerQueueFIFOOrdering},
+	{"test_worker_peek_lock_semantics", WorkerPeekLockSemantics},
+	{"test_worker_ack_atomicity", WorkerAckAtomicity},
+	{"test_timer_delayed_visibility", TimerDelayedVisibility},
+	{"test_lost_lock_token_handling", LostLockTokenHandling},
+	{"test_worker_item_immediate_visibility", WorkerItemImmediateVisibility},
+	{"test_worker_delayed_visibility_skips_future_items", WorkerDelayedVisibilitySkipsFutureItems},
+	{"test_orphan_queue_messages_dropped", OrphanQueueMessagesDropped},
+}
+
+// WorkerQueueFIFOOrdering checks that worker items are fetched in enqueue
+// order and that the queue is then empty (duroxide's
+// test_worker_queue_fifo_ordering).
+func WorkerQueueFIFOOrdering(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	for i := range uint64(5) {
+		enqueueWorker(t, p, activityExecuteItem("instance-A", 1, i, fmt.Sprintf("Activity%d", i), fmt.Sprintf("input%d", i)))
+	}
+	for i := range uint64(5) {
+		item := fetchWork(t, p, longLock)
+		a, ok := item.Item.Kind.(duroxide.ActivityExecuteItem)
+		require.True(t, ok, "expected ActivityExecute, got %s", item.Item.Type())
+		require.Equal(t, i, a.ID, "fetch %d", i)
+		require.Equal(t, fmt.Sprintf("Activity%d", i), a.Name, "fetch %d", i)
+	}
+	requireNoWork(t, p, longLock, "the queue should be empty")
+}
+
+// WorkerPeekLockSemantics checks that a fetched worker item stays queued but
+// invisible until acked, and is gone after the ack (duroxide's
+// test_worker_peek_lock_semantics).
+func WorkerPeekLockSemantics(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	enqueueWorker(t, p, activityExecuteItem("instance-A", 1, 1, "Activity1", "input1"))
+
+	item := fetchWork(t, p, longLock)
+	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type())
+	requireNoWork(t, p, longLock, "a locked item must not be fetched again")
+
+	ackWork(t, p, item.LockToken, activityCompletedItem("instance-A", 1, 1, "result1"))
+	requireNoWork(t, p, longLock, "the queue should be empty after the ack")
+}
+
+// WorkerAckAtomicity checks that AckWorkItem removes the worker item and
+// enqueues its completion on the orchestrator queue (duroxide's
+// test_worker_ack_atomicity).
+func WorkerAckAtomicity(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	runExecutionTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
+	enqueueWorker(t, p, activityExecuteItem("instance-A", 1, 1, "Activity1", "input1"))
+
+	item := fetchWork(t, p, longLock)
+	ackWork(t, p, item.LockToken, activityCompletedItem("instance-A", 1, 1, "result1"))
+
+	requireNoWork(t, p, longLock, "the worker queue should be empty")
+	orch := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-A", orch.Instance)
+	require.Len(t, orch.Messages, 1)
+	require.Equal(t, duroxide.WorkItemActivityCompleted, orch.Messages[0].Type(),
+		"the orchestrator queue should hold the completion")
+}
+
+// TimerDelayedVisibility checks that a TimerFired enqueued with a delay is
+// not fetchable before the delay passed and is afterwards (duroxide's
+// test_timer_delayed_visibility; the delay is the factory's lock timeout
+// instead of a fixed 5 s, duroxide's default lock timeout).
+func TimerDelayedVisibility(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	runExecutionTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
+
+	delay := f.LockTimeout()
+	timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: "instance-A", ExecutionID: 1, ID: 1}}
+	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), timer, delay))
+	requireNoOrchestration(t, p, longLock, "the timer must not be visible yet")
+
+	time.Sleep(delay + lockExpiryMargin)
+
+	item := fetchOrchestration(t, p, longLock)
+	require.Equal(t, "instance-A", item.Instance)
+	require.Len(t, item.Messages, 1)
+	require.Equal(t, duroxide.WorkItemTimerFired, item.Messages[0].Type())
+}
+
+// LostLockTokenHandling checks that a worker item whose lock token was lost
+// is redelivered after the lock expired (duroxide's
+// test_lost_lock_token_handling).
+func LostLockTokenHandling(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("instance-A", 1, 1, "Activity1", "input1"))
+
+	fetchWork(t, p, lockTimeout) // the token is dropped: a crashed worker
+	requireNoWork(t, p, lockTimeout, "the item is locked")
+
+	sleepPastLockTimeout(f)
+
+	item := fetchWork(t, p, lockTimeout)
+	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type(), "the item should be redelivered")
+}
+
+// WorkerItemImmediateVisibility checks that a newly enqueued worker item is
+// fetchable at once (duroxide's test_worker_item_immediate_visibility).
+func WorkerItemImmediateVisibility(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-immediate-vis", 1, 1, "TestActivity", "test"))
+
+	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, item, "a newly enqueued worker item should be immediately visible")
+	a, ok := item.Item.Kind.(duroxide.ActivityExecuteItem)
+	require.True(t, ok, "expected ActivityExecute, got %s", item.Item.Type())
+	require.Equal(t, "TestActivity", a.Name)
+
+	ackWork(t, p, item.LockToken, activityCompletedItem("test-immediate-vis", 1, 1, "done"))
+}
+
+// WorkerDelayedVisibilitySkipsFutureItems checks that a worker item
+// abandoned with a delay is skipped, though unlocked, in favour of the next
+// item until the delay passed (duroxide's
+// test_worker_delayed_visibility_skips_future_items; the delay is half the
+// lock timeout instead of a fixed 500 ms).
+func WorkerDelayedVisibilitySkipsFutureItems(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	enqueueWorker(t, p, activityExecuteItem("test-delayed-vis", 1, 1, "Activity1", "first"))
+	enqueueWorker(t, p, activityExecuteItem("test-delayed-vis", 1, 2, "Activity2", "second"))
+
+	item1 := fetchWork(t, p, lockTimeout)
+	require.Equal(t, uint64(1), activityExecuteID(t, item1.Item))
+
+	delay := lockTimeout / 2
+	require.NoError(t, p.AbandonWorkItem(t.Context(), item1.LockToken, delay, false))
+
+	item2 := fetchWork(t, p, lockTimeout)
+	require.Equal(t, uint64(2), activityExecuteID(t, item2.Item), "should skip the delayed item and fetch the second")
+	requireNoWork(t, p, lockTimeout, "no item should be available: the first is delayed, the second locked")
+
+	time.Sleep(delay + lockExpiryMargin)
+
+	item3 := fetchWork(t, p, lockTimeout)
+	require.Equal(t, uint64(1), activityExecuteID(t, item3.Item), "the first item should be visible after the delay")
+
+	ackWork(t, p, item2.LockToken, activityCompletedItem("test-delayed-vis", 1, 2, "done"))
+	ackWork(t, p, item3.LockToken, activityCompletedItem("test-delayed-vis", 1, 1, "done"))
+}
+
+// OrphanQueueMessagesDropped checks that QueueMessage items for an instance
+// that was never started are dropped by the fetch (not left to be fetched
+// again), while those for an existing instance are delivered (duroxide's
+// test_orphan_queue_messages_dropped).
+func OrphanQueueMessagesDropped(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	queueMessage := func(instance, data string) duroxide.WorkItem {
+		return duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "ConfigUpdate", Data: data}}
+	}
+
+	// Part 1: messages for an instance that does not exist are dropped.
+	enqueueOrchestrator(t, p, queueMessage("orphan-test", "v1"))
+	enqueueOrchestrator(t, p, queueMessage("orphan-test", "v2"))
+	requireNoOrchestration(t, p, 5*time.Second, "expected no item for orphan queue messages")
+	requireNoOrchestration(t, p, 5*time.Second, "orphan messages should have been deleted, not left in the queue")
+
+	// Part 2: messages for an existing instance are kept.
+	lockingCreateInstance(t, p, "orphan-test-existing")
+	enqueueOrchestrator(t, p, queueMessage("orphan-test-existing", "v3"))
+
+	item := fetchOrchestration(t, p, 5*time.Second)
+	require.Equal(t, "orphan-test-existing", item.Instance)
+	require.Contains(t, item.Messages, queueMessage("orphan-test-existing", "v3"),
+		"the QueueMessage for the existing instance should be delivered")
+
+	ackTurn(t, p, item.LockToken, item.ExecutionID, nil, duroxide.ExecutionMetadata{})
+}
