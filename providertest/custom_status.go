@@ -28,7 +28,7 @@ func CustomStatusSet(t *testing.T, f Factory) {
 
 	customStatusTurn(t, p, "cs-set", customStatusEvent("cs-set", 100, duroxide.StringPtr("progress")))
 
-	cs := getCustomStatus(t, p, "cs-set", 0)
+	cs := customStatusGet(t, p, "cs-set", 0)
 	require.NotNil(t, cs, "expected the custom status to be present")
 	require.Equal(t, duroxide.StringPtr("progress"), cs.Status)
 	require.Equal(t, uint64(1), cs.Version)
@@ -42,12 +42,12 @@ func CustomStatusClear(t *testing.T, f Factory) {
 	lockingCreateInstance(t, p, "cs-clear")
 
 	customStatusTurn(t, p, "cs-clear", customStatusEvent("cs-clear", 100, duroxide.StringPtr("temp")))
-	cs := getCustomStatus(t, p, "cs-clear", 0)
+	cs := customStatusGet(t, p, "cs-clear", 0)
 	require.NotNil(t, cs)
 	require.Equal(t, duroxide.StringPtr("temp"), cs.Status)
 
 	customStatusTurn(t, p, "cs-clear", customStatusEvent("cs-clear", 101, nil))
-	cs = getCustomStatus(t, p, "cs-clear", 0)
+	cs = customStatusGet(t, p, "cs-clear", 0)
 	require.NotNil(t, cs, "the version changed, so the status should be returned")
 	require.Nil(t, cs.Status, "the custom status should be cleared")
 	require.Equal(t, uint64(2), cs.Version, "version should be 2 after set and clear")
@@ -63,7 +63,7 @@ func CustomStatusNonePreserves(t *testing.T, f Factory) {
 	customStatusTurn(t, p, "cs-noop", customStatusEvent("cs-noop", 100, duroxide.StringPtr("keep-me")))
 	customStatusTurn(t, p, "cs-noop")
 
-	cs := getCustomStatus(t, p, "cs-noop", 0)
+	cs := customStatusGet(t, p, "cs-noop", 0)
 	require.NotNil(t, cs)
 	require.Equal(t, duroxide.StringPtr("keep-me"), cs.Status, "a turn without an update must not modify the status")
 	require.Equal(t, uint64(1), cs.Version, "the version must not increase without an update")
@@ -79,7 +79,7 @@ func CustomStatusVersionIncrements(t *testing.T, f Factory) {
 	updates := []*string{duroxide.StringPtr("a"), duroxide.StringPtr("b"), nil}
 	for i, status := range updates {
 		customStatusTurn(t, p, "cs-ver", customStatusEvent("cs-ver", 100+uint64(i), status))
-		cs := getCustomStatus(t, p, "cs-ver", 0)
+		cs := customStatusGet(t, p, "cs-ver", 0)
 		require.NotNil(t, cs)
 		require.Equal(t, uint64(i+1), cs.Version, "version after update %d", i+1)
 		require.Equal(t, status, cs.Status, "status after update %d", i+1)
@@ -95,8 +95,8 @@ func CustomStatusPollingNoChange(t *testing.T, f Factory) {
 
 	customStatusTurn(t, p, "cs-poll", customStatusEvent("cs-poll", 100, duroxide.StringPtr("v1")))
 
-	require.Nil(t, getCustomStatus(t, p, "cs-poll", 1), "no change since version 1")
-	require.NotNil(t, getCustomStatus(t, p, "cs-poll", 0), "version 1 > 0")
+	require.Nil(t, customStatusGet(t, p, "cs-poll", 1), "no change since version 1")
+	require.NotNil(t, customStatusGet(t, p, "cs-poll", 0), "version 1 > 0")
 }
 
 // CustomStatusNonexistentInstance checks that GetCustomStatus returns
@@ -104,7 +104,7 @@ func CustomStatusPollingNoChange(t *testing.T, f Factory) {
 // test_custom_status_nonexistent_instance).
 func CustomStatusNonexistentInstance(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	require.Nil(t, getCustomStatus(t, p, "does-not-exist", 0))
+	require.Nil(t, customStatusGet(t, p, "does-not-exist", 0))
 }
 
 // CustomStatusDefaultOnNewInstance checks that a new instance has no custom
@@ -113,7 +113,7 @@ func CustomStatusNonexistentInstance(t *testing.T, f Factory) {
 func CustomStatusDefaultOnNewInstance(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockingCreateInstance(t, p, "cs-default")
-	require.Nil(t, getCustomStatus(t, p, "cs-default", 0), "a new instance has version 0, which is not > 0")
+	require.Nil(t, customStatusGet(t, p, "cs-default", 0), "a new instance has version 0, which is not > 0")
 }
 
 // customStatusEvent returns a CustomStatusUpdated event of execution 1 of
@@ -122,9 +122,9 @@ func customStatusEvent(instance string, eventID uint64, status *string) duroxide
 	return duroxide.NewEvent(eventID, instance, 1, nil, duroxide.CustomStatusUpdated{Status: status})
 }
 
-// pokeItem is duroxide's poke_item: an external event that makes instance
+// customStatusPoke is duroxide's poke_item: an external event that makes instance
 // fetchable.
-func pokeItem(instance string) duroxide.WorkItem {
+func customStatusPoke(instance string) duroxide.WorkItem {
 	return duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: "poke", Data: "{}"}}
 }
 
@@ -134,14 +134,14 @@ func pokeItem(instance string) duroxide.WorkItem {
 // empty metadata.
 func customStatusTurn(t *testing.T, p duroxide.Provider, instance string, historyDelta ...duroxide.Event) {
 	t.Helper()
-	enqueueOrchestrator(t, p, pokeItem(instance))
-	item := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, customStatusPoke(instance))
+	item := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, instance, item.Instance)
-	ackTurn(t, p, item.LockToken, 1, historyDelta, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item.LockToken, 1, historyDelta, duroxide.ExecutionMetadata{})
 }
 
-// getCustomStatus calls GetCustomStatus, failing t on error.
-func getCustomStatus(t *testing.T, p duroxide.Provider, instance string, lastSeenVersion uint64) *duroxide.CustomStatus {
+// customStatusGet calls GetCustomStatus, failing t on error.
+func customStatusGet(t *testing.T, p duroxide.Provider, instance string, lastSeenVersion uint64) *duroxide.CustomStatus {
 	t.Helper()
 	cs, err := p.GetCustomStatus(t.Context(), instance, lastSeenVersion)
 	require.NoError(t, err, "get_custom_status")

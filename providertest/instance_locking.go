@@ -28,9 +28,9 @@ var instanceLockingCases = []Case{
 	{"test_multi_threaded_lock_expiration_recovery", MultiThreadedLockExpirationRecovery},
 }
 
-// longLock is the lock timeout of fetches whose lock must not expire during
+// lockingLongLock is the lock timeout of fetches whose lock must not expire during
 // a test (duroxide's tests use 30 s for these).
-const longLock = 30 * time.Second
+const lockingLongLock = 30 * time.Second
 
 // ExclusiveInstanceLock checks that a fetched instance cannot be fetched
 // again until its lock expires, and that the fetch after expiry gets a new
@@ -38,14 +38,14 @@ const longLock = 30 * time.Second
 func ExclusiveInstanceLock(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
 
-	first := fetchOrchestration(t, p, lockTimeout)
-	requireNoOrchestration(t, p, lockTimeout, "a locked instance must not be fetched again")
+	first := lockingFetchOrchestration(t, p, lockTimeout)
+	lockingRequireNoOrchestration(t, p, lockTimeout, "a locked instance must not be fetched again")
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
-	second := fetchOrchestration(t, p, lockTimeout)
+	second := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", second.Instance)
 	require.NotEqual(t, first.LockToken, second.LockToken, "a new fetch gets a new lock token")
 }
@@ -55,11 +55,11 @@ func ExclusiveInstanceLock(t *testing.T, f Factory) {
 func LockTokenUniqueness(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	for i := range 5 {
-		enqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
+		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
 	}
 	tokens := map[string]bool{}
 	for range 5 {
-		tokens[fetchOrchestration(t, p, longLock).LockToken] = true
+		tokens[lockingFetchOrchestration(t, p, lockingLongLock).LockToken] = true
 	}
 	require.Len(t, tokens, 5, "all lock tokens should be unique")
 }
@@ -70,16 +70,16 @@ func LockTokenUniqueness(t *testing.T, f Factory) {
 func InvalidLockTokenRejection(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	lockingFetchOrchestration(t, p, lockingLongLock)
 
 	err := p.AckOrchestrationItem(ctx, "invalid-token", 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
-	requirePermanentError(t, err, "ack must reject an invalid lock token")
+	lockingRequirePermanent(t, err, "ack must reject an invalid lock token")
 
 	err = p.AbandonOrchestrationItem(ctx, "invalid-token", 0, false)
-	requirePermanentError(t, err, "abandon must reject an invalid lock token")
+	lockingRequirePermanent(t, err, "abandon must reject an invalid lock token")
 
-	requireNoOrchestration(t, p, longLock, "the original item must still be locked")
+	lockingRequireNoOrchestration(t, p, lockingLongLock, "the original item must still be locked")
 }
 
 // ConcurrentInstanceFetching checks that ten concurrent fetchers over ten
@@ -89,7 +89,7 @@ func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const n = 10
 	for i := range n {
-		enqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
+		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
 	}
 
 	items := make([]*duroxide.OrchestrationItem, n)
@@ -99,7 +99,7 @@ func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 		wg.Go(func() {
 			// Staggered starts, as in duroxide, to reduce contention.
 			time.Sleep(time.Duration(i) * 30 * time.Millisecond)
-			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockingLongLock, 0, nil)
 		})
 	}
 	wg.Wait()
@@ -121,22 +121,22 @@ func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 func CompletionsArrivingDuringLockBlocked(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
 
-	item1 := fetchOrchestration(t, p, lockTimeout)
+	item1 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item1.Instance)
 
 	for id := uint64(1); id <= 3; id++ {
-		enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, id, fmt.Sprintf("result-%d", id)))
+		lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, id, fmt.Sprintf("result-%d", id)))
 	}
-	requireNoOrchestration(t, p, lockTimeout, "instance still locked, no fetch possible")
+	lockingRequireNoOrchestration(t, p, lockTimeout, "instance still locked, no fetch possible")
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
-	item3 := fetchOrchestration(t, p, lockTimeout)
+	item3 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item3.Instance)
 	require.Len(t, item3.Messages, 4, "should have StartOrchestration + 3 completions")
-	require.Equal(t, []uint64{1, 2, 3}, activityCompletedIDs(item3.Messages),
+	require.Equal(t, []uint64{1, 2, 3}, lockingCompletedIDs(item3.Messages),
 		"the completions that arrived during the lock, in order")
 }
 
@@ -146,20 +146,20 @@ func CrossInstanceLockIsolation(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockingCreateInstance(t, p, "instance-A")
 	lockingCreateInstance(t, p, "instance-B")
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	enqueueOrchestrator(t, p, lockingStartItem("instance-B"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-B"))
 
-	itemA := fetchOrchestration(t, p, longLock)
+	itemA := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-A", itemA.Instance)
 
-	itemB := fetchOrchestration(t, p, longLock)
+	itemB := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-B", itemB.Instance, "instance-B must be fetchable while instance-A is locked")
 
-	ackTurn(t, p, itemB.LockToken, 1, nil, testOrchMetadata())
+	lockingAckTurn(t, p, itemB.LockToken, 1, nil, lockingTestOrchMetadata())
 
 	// While A is still locked, a completion arrives for B.
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-B", 1, 1, "done"))
-	itemB2 := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-B", 1, 1, "done"))
+	itemB2 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-B", itemB2.Instance)
 
 	require.NotEqual(t, itemA.Instance, itemB.Instance, "instance locks must not block other instances")
@@ -171,20 +171,20 @@ func CrossInstanceLockIsolation(t *testing.T, f Factory) {
 func MessageTaggingDuringLock(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockingCreateInstance(t, p, "instance-A")
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 1, "msg1"))
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 2, "msg2"))
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 1, "msg1"))
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 2, "msg2"))
 
-	item := fetchOrchestration(t, p, longLock)
+	item := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-A", item.Instance)
 	require.Len(t, item.Messages, 2)
 
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 3, "msg3"))
-	ackTurn(t, p, item.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 3, "msg3"))
+	lockingAckTurn(t, p, item.LockToken, 1, nil, duroxide.ExecutionMetadata{})
 
-	item2 := fetchOrchestration(t, p, longLock)
+	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-A", item2.Instance)
 	require.Len(t, item2.Messages, 1)
-	require.Equal(t, []uint64{3}, activityCompletedIDs(item2.Messages), "only msg3 should remain")
+	require.Equal(t, []uint64{3}, lockingCompletedIDs(item2.Messages), "only msg3 should remain")
 }
 
 // AckOnlyAffectsLockedMessages checks that an ack removes only the messages
@@ -194,21 +194,21 @@ func MessageTaggingDuringLock(t *testing.T, f Factory) {
 func AckOnlyAffectsLockedMessages(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockingCreateInstance(t, p, "instance-A")
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 1, "msg1"))
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 1, "msg1"))
 
-	item1 := fetchOrchestration(t, p, longLock)
+	item1 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Len(t, item1.Messages, 1)
 
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 2, "msg2"))
-	enqueueOrchestrator(t, p, activityCompletedItem("instance-A", 1, 3, "msg3"))
-	requireNoOrchestration(t, p, longLock, "the instance is locked")
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 2, "msg2"))
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 3, "msg3"))
+	lockingRequireNoOrchestration(t, p, lockingLongLock, "the instance is locked")
 
-	ackTurn(t, p, item1.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item1.LockToken, 1, nil, duroxide.ExecutionMetadata{})
 
-	item2 := fetchOrchestration(t, p, longLock)
+	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-A", item2.Instance)
 	require.Len(t, item2.Messages, 2, "should have messages 2 and 3")
-	require.Equal(t, []uint64{2, 3}, activityCompletedIDs(item2.Messages), "should only have messages 2 and 3")
+	require.Equal(t, []uint64{2, 3}, lockingCompletedIDs(item2.Messages), "should only have messages 2 and 3")
 }
 
 // MultiThreadedLockContention checks that of ten goroutines fetching the
@@ -216,7 +216,7 @@ func AckOnlyAffectsLockedMessages(t *testing.T, f Factory) {
 // (duroxide's test_multi_threaded_lock_contention).
 func MultiThreadedLockContention(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	enqueueOrchestrator(t, p, lockingStartItem("contention-instance"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("contention-instance"))
 
 	const n = 10
 	items := make([]*duroxide.OrchestrationItem, n)
@@ -225,7 +225,7 @@ func MultiThreadedLockContention(t *testing.T, f Factory) {
 	for i := range n {
 		wg.Go(func() {
 			time.Sleep(time.Duration(i) * 5 * time.Millisecond)
-			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockingLongLock, 0, nil)
 		})
 	}
 	wg.Wait()
@@ -240,7 +240,7 @@ func MultiThreadedLockContention(t *testing.T, f Factory) {
 	require.Len(t, winners, 1, "only one goroutine should acquire the lock of the instance")
 	require.Equal(t, "contention-instance", winners[0].Instance)
 
-	requireNoOrchestration(t, p, longLock, "the instance must still be locked")
+	lockingRequireNoOrchestration(t, p, lockingLongLock, "the instance must still be locked")
 }
 
 // MultiThreadedNoDuplicateProcessing checks that forty goroutines fetching
@@ -252,7 +252,7 @@ func MultiThreadedNoDuplicateProcessing(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const instances = 20
 	for i := range instances {
-		enqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("dup-test-%d", i)))
+		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("dup-test-%d", i)))
 	}
 
 	const goroutines = instances * 2
@@ -263,7 +263,7 @@ func MultiThreadedNoDuplicateProcessing(t *testing.T, f Factory) {
 		wg.Go(func() {
 			time.Sleep(time.Duration((i*3)%50) * time.Millisecond)
 			for attempt := range 3 {
-				item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+				item, err := p.FetchOrchestrationItem(t.Context(), lockingLongLock, 0, nil)
 				if err != nil {
 					if duroxide.IsRetryable(err) {
 						if attempt < 2 {
@@ -306,7 +306,7 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("expiration-instance"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("expiration-instance"))
 
 	start := make(chan struct{})
 	var (
@@ -318,7 +318,7 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 	wg.Go(func() {
 		<-start
 		held, err1 = p.FetchOrchestrationItem(ctx, lockTimeout, 0, nil)
-		time.Sleep(lockTimeout + 2*lockExpiryMargin)
+		time.Sleep(lockTimeout + 2*lockingExpiryMargin)
 	})
 	// Goroutine 2 fetches while the lock is held, after giving goroutine 1
 	// a fifth of the lock timeout to take it.
@@ -330,7 +330,7 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 	// Goroutine 3 fetches after the lock expired.
 	wg.Go(func() {
 		<-start
-		time.Sleep(lockTimeout + lockExpiryMargin)
+		time.Sleep(lockTimeout + lockingExpiryMargin)
 		stolen, err3 = p.FetchOrchestrationItem(ctx, lockTimeout, 0, nil)
 	})
 	close(start)
@@ -350,13 +350,13 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 // ---- helpers shared by the instance_locking, lock_expiration,
 // multi_execution, queue_semantics, poison_message and custom_status ports.
 
-// lockExpiryMargin is how long past a lock timeout the suite waits before
+// lockingExpiryMargin is how long past a lock timeout the suite waits before
 // relying on the lock having expired.
-const lockExpiryMargin = 100 * time.Millisecond
+const lockingExpiryMargin = 100 * time.Millisecond
 
-// sleepPastLockTimeout sleeps until a lock taken with f.LockTimeout() just
+// lockingSleepPastTimeout sleeps until a lock taken with f.LockTimeout() just
 // before the call has expired.
-func sleepPastLockTimeout(f Factory) { time.Sleep(f.LockTimeout() + lockExpiryMargin) }
+func lockingSleepPastTimeout(f Factory) { time.Sleep(f.LockTimeout() + lockingExpiryMargin) }
 
 // lockingStartItem is duroxide's start_item: a StartOrchestration of
 // TestOrch 1.0.0 with input "{}" for instance's first execution.
@@ -378,8 +378,8 @@ func lockingStartedEvent(instance string, executionID uint64, input string) duro
 	})
 }
 
-// testOrchMetadata is the ExecutionMetadata naming TestOrch 1.0.0.
-func testOrchMetadata() duroxide.ExecutionMetadata {
+// lockingTestOrchMetadata is the ExecutionMetadata naming TestOrch 1.0.0.
+func lockingTestOrchMetadata() duroxide.ExecutionMetadata {
 	return duroxide.ExecutionMetadata{
 		OrchestrationName:    duroxide.StringPtr("TestOrch"),
 		OrchestrationVersion: duroxide.StringPtr("1.0.0"),
@@ -391,29 +391,29 @@ func testOrchMetadata() duroxide.ExecutionMetadata {
 // metadata).
 func lockingCreateInstance(t *testing.T, p duroxide.Provider, instance string) {
 	t.Helper()
-	enqueueOrchestrator(t, p, lockingStartItem(instance))
-	item := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, lockingStartItem(instance))
+	item := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, instance, item.Instance, "create_instance fetched another instance")
-	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID,
-		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")}, testOrchMetadata())
+	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID,
+		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")}, lockingTestOrchMetadata())
 }
 
-// enqueueOrchestrator enqueues item on the orchestrator queue, visible at
+// lockingEnqueueOrchestrator enqueues item on the orchestrator queue, visible at
 // once, failing t on error.
-func enqueueOrchestrator(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
+func lockingEnqueueOrchestrator(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
 	t.Helper()
 	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), item, 0), "enqueue_for_orchestrator")
 }
 
-// enqueueWorker enqueues item on the worker queue, failing t on error.
-func enqueueWorker(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
+// lockingEnqueueWorker enqueues item on the worker queue, failing t on error.
+func lockingEnqueueWorker(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
 	t.Helper()
 	require.NoError(t, p.EnqueueForWorker(t.Context(), item), "enqueue_for_worker")
 }
 
-// fetchOrchestration fetches the next orchestration item with lockTimeout
+// lockingFetchOrchestration fetches the next orchestration item with lockTimeout
 // and no long poll, failing t on error or when there is none.
-func fetchOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.OrchestrationItem {
+func lockingFetchOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.OrchestrationItem {
 	t.Helper()
 	item, err := p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
 	require.NoError(t, err, "fetch_orchestration_item")
@@ -421,17 +421,17 @@ func fetchOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Dura
 	return item
 }
 
-// requireNoOrchestration fails t unless a fetch returns no item.
-func requireNoOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
+// lockingRequireNoOrchestration fails t unless a fetch returns no item.
+func lockingRequireNoOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
 	t.Helper()
 	item, err := p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
 	require.NoError(t, err, "fetch_orchestration_item")
 	require.Nil(t, item, msgAndArgs...)
 }
 
-// fetchWork fetches the next untagged, session-less worker item with
+// lockingFetchWork fetches the next untagged, session-less worker item with
 // lockTimeout and no long poll, failing t on error or when there is none.
-func fetchWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.LockedWorkItem {
+func lockingFetchWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.LockedWorkItem {
 	t.Helper()
 	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err, "fetch_work_item")
@@ -439,39 +439,46 @@ func fetchWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *du
 	return item
 }
 
-// requireNoWork fails t unless a worker fetch returns no item.
-func requireNoWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
+// lockingRequireNoWork fails t unless a worker fetch returns no item.
+func lockingRequireNoWork(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
 	t.Helper()
 	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err, "fetch_work_item")
 	require.Nil(t, item, msgAndArgs...)
 }
 
-// ackTurn acks the turn locked by token with historyDelta and metadata and
+// lockingAckTurn acks the turn locked by token with historyDelta and metadata and
 // no new work items, failing t on error.
-func ackTurn(t *testing.T, p duroxide.Provider, token string, executionID uint64, historyDelta []duroxide.Event, metadata duroxide.ExecutionMetadata) {
+func lockingAckTurn(t *testing.T, p duroxide.Provider, token string, executionID uint64, historyDelta []duroxide.Event, metadata duroxide.ExecutionMetadata) {
 	t.Helper()
 	require.NoError(t, p.AckOrchestrationItem(t.Context(), token, executionID, historyDelta, nil, nil, metadata, nil),
 		"ack_orchestration_item")
 }
 
-// activityExecuteItem returns an untagged, session-less ActivityExecute.
-func activityExecuteItem(instance string, executionID, id uint64, name, input string) duroxide.WorkItem {
+// lockingAckWork acks the worker item locked by token with completion, failing t
+// on error.
+func lockingAckWork(t *testing.T, p duroxide.Provider, token string, completion duroxide.WorkItem) {
+	t.Helper()
+	require.NoError(t, p.AckWorkItem(t.Context(), token, &completion), "ack_work_item")
+}
+
+// lockingActivityExecute returns an untagged, session-less ActivityExecute.
+func lockingActivityExecute(instance string, executionID, id uint64, name, input string) duroxide.WorkItem {
 	return duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{
 		Instance: instance, ExecutionID: executionID, ID: id, Name: name, Input: input,
 	}}
 }
 
-// activityCompletedItem returns an ActivityCompleted.
-func activityCompletedItem(instance string, executionID, id uint64, result string) duroxide.WorkItem {
+// lockingActivityCompleted returns an ActivityCompleted.
+func lockingActivityCompleted(instance string, executionID, id uint64, result string) duroxide.WorkItem {
 	return duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
 		Instance: instance, ExecutionID: executionID, ID: id, Result: result,
 	}}
 }
 
-// activityCompletedIDs returns the ids of the ActivityCompleted messages
+// lockingCompletedIDs returns the ids of the ActivityCompleted messages
 // in msgs, in order.
-func activityCompletedIDs(msgs []duroxide.WorkItem) []uint64 {
+func lockingCompletedIDs(msgs []duroxide.WorkItem) []uint64 {
 	var ids []uint64
 	for _, m := range msgs {
 		if c, ok := m.Kind.(duroxide.ActivityCompletedItem); ok {
@@ -481,20 +488,20 @@ func activityCompletedIDs(msgs []duroxide.WorkItem) []uint64 {
 	return ids
 }
 
-// activityExecuteID returns the id of w, failing t unless w is an
+// lockingExecuteID returns the id of w, failing t unless w is an
 // ActivityExecute.
-func activityExecuteID(t *testing.T, w duroxide.WorkItem) uint64 {
+func lockingExecuteID(t *testing.T, w duroxide.WorkItem) uint64 {
 	t.Helper()
 	a, ok := w.Kind.(duroxide.ActivityExecuteItem)
 	require.True(t, ok, "expected ActivityExecute, got %s", w.Type())
 	return a.ID
 }
 
-// requirePermanentError fails t unless err is a non-retryable
+// lockingRequirePermanent fails t unless err is a non-retryable
 // *duroxide.ProviderError: a lost, expired or unknown lock token can never
 // succeed on retry (duroxide's sqlite provider returns
 // ProviderError::permanent for every such case).
-func requirePermanentError(t *testing.T, err error, msgAndArgs ...any) {
+func lockingRequirePermanent(t *testing.T, err error, msgAndArgs ...any) {
 	t.Helper()
 	require.Error(t, err, msgAndArgs...)
 	var pe *duroxide.ProviderError

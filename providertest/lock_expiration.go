@@ -34,18 +34,18 @@ var lockExpirationCases = []Case{
 func LockExpiresAfterTimeout(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	item := fetchOrchestration(t, p, lockTimeout)
-	requireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	item := lockingFetchOrchestration(t, p, lockTimeout)
+	lockingRequireNoOrchestration(t, p, lockTimeout, "the lock should be held")
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
-	item2 := fetchOrchestration(t, p, lockTimeout)
+	item2 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance)
 	require.NotEqual(t, item.LockToken, item2.LockToken, "should have a new lock token")
 
 	err := p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
-	requirePermanentError(t, err, "the expired lock token must no longer work")
+	lockingRequirePermanent(t, err, "the expired lock token must no longer work")
 }
 
 // AbandonReleasesLockImmediately checks that abandoning an orchestration
@@ -54,13 +54,13 @@ func LockExpiresAfterTimeout(t *testing.T, f Factory) {
 func AbandonReleasesLockImmediately(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	item := fetchOrchestration(t, p, lockTimeout)
-	requireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	item := lockingFetchOrchestration(t, p, lockTimeout)
+	lockingRequireNoOrchestration(t, p, lockTimeout, "the lock should be held")
 
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, false))
 
-	item2 := fetchOrchestration(t, p, lockTimeout)
+	item2 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance)
 }
 
@@ -70,17 +70,17 @@ func AbandonReleasesLockImmediately(t *testing.T, f Factory) {
 func LockRenewalOnAck(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	item := fetchOrchestration(t, p, lockTimeout)
-	requireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	item := lockingFetchOrchestration(t, p, lockTimeout)
+	lockingRequireNoOrchestration(t, p, lockTimeout, "the lock should be held")
 
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	requireNoOrchestration(t, p, lockTimeout, "the new message must wait for the lock")
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	lockingRequireNoOrchestration(t, p, lockTimeout, "the new message must wait for the lock")
 
-	ackTurn(t, p, item.LockToken, 1,
+	lockingAckTurn(t, p, item.LockToken, 1,
 		[]duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")}, duroxide.ExecutionMetadata{})
 
-	item2 := fetchOrchestration(t, p, lockTimeout)
+	item2 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance, "the new message should be fetchable right after the ack")
 }
 
@@ -90,8 +90,8 @@ func LockRenewalOnAck(t *testing.T, f Factory) {
 func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	fetchOrchestration(t, p, lockTimeout)
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	lockingFetchOrchestration(t, p, lockTimeout)
 	lockedAt := time.Now()
 
 	// Five fetchers, staggered over the first fifth of the lock timeout.
@@ -112,9 +112,9 @@ func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
 		require.Nil(t, items[i], "fetcher %d must not get the locked instance", i)
 	}
 
-	time.Sleep(time.Until(lockedAt.Add(lockTimeout + lockExpiryMargin)))
+	time.Sleep(time.Until(lockedAt.Add(lockTimeout + lockingExpiryMargin)))
 
-	item2 := fetchOrchestration(t, p, lockTimeout)
+	item2 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance)
 }
 
@@ -124,23 +124,23 @@ func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
 func WorkerLockRenewalSuccess(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-instance", 1, 1, "TestActivity", "test"))
-	item := fetchWork(t, p, lockTimeout)
-	requireNoWork(t, p, lockTimeout, "the item should be locked")
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-instance", 1, 1, "TestActivity", "test"))
+	item := lockingFetchWork(t, p, lockTimeout)
+	lockingRequireNoWork(t, p, lockTimeout, "the item should be locked")
 
 	time.Sleep(lockTimeout / 10) // activity in progress
 
 	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
 	require.NoError(t, err, "renewing a held worker lock")
-	requireNoWork(t, p, lockTimeout, "the item should still be locked")
+	lockingRequireNoWork(t, p, lockTimeout, "the item should still be locked")
 }
 
 // WorkerLockRenewalInvalidToken checks that renewing an unknown worker lock
 // token fails (duroxide's test_worker_lock_renewal_invalid_token).
 func WorkerLockRenewalInvalidToken(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	_, err := p.RenewWorkItemLock(t.Context(), "invalid-token-123", longLock)
-	requirePermanentError(t, err, "renewal should fail with an invalid token")
+	_, err := p.RenewWorkItemLock(t.Context(), "invalid-token-123", lockingLongLock)
+	lockingRequirePermanent(t, err, "renewal should fail with an invalid token")
 }
 
 // WorkerLockRenewalAfterExpiration checks that an expired worker lock cannot
@@ -150,13 +150,13 @@ func WorkerLockRenewalInvalidToken(t *testing.T, f Factory) {
 func WorkerLockRenewalAfterExpiration(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-instance", 1, 1, "TestActivity", "test"))
-	item := fetchWork(t, p, lockTimeout)
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-instance", 1, 1, "TestActivity", "test"))
+	item := lockingFetchWork(t, p, lockTimeout)
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
 	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
-	requirePermanentError(t, err, "renewing an expired lock should fail")
+	lockingRequirePermanent(t, err, "renewing an expired lock should fail")
 }
 
 // WorkerLockRenewalExtendsTimeout checks that a renewal at 60% of the lock
@@ -168,11 +168,11 @@ func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 	lockTimeout := f.LockTimeout()
 	const instance = "test-lock-renewal-extends"
 
-	enqueueOrchestrator(t, p, lockingStartItem(instance))
-	orch := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, lockingStartItem(instance))
+	orch := lockingFetchOrchestration(t, p, lockingLongLock)
 	err := p.AckOrchestrationItem(t.Context(), orch.LockToken, duroxide.InitialExecutionID,
 		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")},
-		[]duroxide.WorkItem{activityExecuteItem(instance, duroxide.InitialExecutionID, 1, "TestActivity", "test")},
+		[]duroxide.WorkItem{lockingActivityExecute(instance, duroxide.InitialExecutionID, 1, "TestActivity", "test")},
 		nil,
 		duroxide.ExecutionMetadata{
 			OrchestrationName: duroxide.StringPtr("TestOrch"),
@@ -180,7 +180,7 @@ func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 		}, nil)
 	require.NoError(t, err, "ack_orchestration_item")
 
-	item := fetchWork(t, p, lockTimeout)
+	item := lockingFetchWork(t, p, lockTimeout)
 	fetchedAt := time.Now()
 
 	time.Sleep(time.Until(fetchedAt.Add(lockTimeout * 6 / 10)))
@@ -189,8 +189,8 @@ func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 	require.Equal(t, duroxide.ExecutionRunning, state.Kind, "the activity's orchestration is running, got %s", state)
 
 	// Past the original expiry; the renewal extended the lock to ~1.6x.
-	time.Sleep(time.Until(fetchedAt.Add(lockTimeout + lockExpiryMargin)))
-	requireNoWork(t, p, lockTimeout, "the item should still be locked after the renewal")
+	time.Sleep(time.Until(fetchedAt.Add(lockTimeout + lockingExpiryMargin)))
+	lockingRequireNoWork(t, p, lockTimeout, "the item should still be locked after the renewal")
 }
 
 // WorkerLockRenewalAfterAck checks that a worker lock cannot be renewed once
@@ -198,12 +198,12 @@ func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 func WorkerLockRenewalAfterAck(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-instance", 1, 1, "TestActivity", "test"))
-	item := fetchWork(t, p, lockTimeout)
-	ackWork(t, p, item.LockToken, activityCompletedItem("test-instance", 1, 1, "done"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-instance", 1, 1, "TestActivity", "test"))
+	item := lockingFetchWork(t, p, lockTimeout)
+	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("test-instance", 1, 1, "done"))
 
 	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
-	requirePermanentError(t, err, "renewal should fail after the ack")
+	lockingRequirePermanent(t, err, "renewal should fail after the ack")
 }
 
 // AbandonWorkItemReleasesLock checks that abandoning a worker item makes it
@@ -212,18 +212,18 @@ func WorkerLockRenewalAfterAck(t *testing.T, f Factory) {
 func AbandonWorkItemReleasesLock(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-abandon-work", 1, 1, "TestActivity", "test"))
-	item := fetchWork(t, p, lockTimeout)
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-abandon-work", 1, 1, "TestActivity", "test"))
+	item := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type())
-	requireNoWork(t, p, lockTimeout, "the item should be locked")
+	lockingRequireNoWork(t, p, lockTimeout, "the item should be locked")
 
 	require.NoError(t, p.AbandonWorkItem(t.Context(), item.LockToken, 0, false))
 
-	item2 := fetchWork(t, p, lockTimeout)
+	item2 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item2.Item.Type())
 	require.NotEqual(t, item.LockToken, item2.LockToken, "should have a new lock token")
 
-	ackWork(t, p, item2.LockToken, activityCompletedItem("test-abandon-work", 1, 1, "done"))
+	lockingAckWork(t, p, item2.LockToken, lockingActivityCompleted("test-abandon-work", 1, 1, "done"))
 }
 
 // AbandonWorkItemWithDelay checks that a worker item abandoned with a delay
@@ -233,18 +233,18 @@ func AbandonWorkItemReleasesLock(t *testing.T, f Factory) {
 func AbandonWorkItemWithDelay(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-abandon-delay", 1, 1, "TestActivity", "test"))
-	item := fetchWork(t, p, lockTimeout)
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-abandon-delay", 1, 1, "TestActivity", "test"))
+	item := lockingFetchWork(t, p, lockTimeout)
 
 	delay := lockTimeout / 2
 	require.NoError(t, p.AbandonWorkItem(t.Context(), item.LockToken, delay, false))
-	requireNoWork(t, p, lockTimeout, "the item should be delayed, not immediately available")
+	lockingRequireNoWork(t, p, lockTimeout, "the item should be delayed, not immediately available")
 
-	time.Sleep(delay + lockExpiryMargin)
+	time.Sleep(delay + lockingExpiryMargin)
 
-	item2 := fetchWork(t, p, lockTimeout)
+	item2 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item2.Item.Type())
-	ackWork(t, p, item2.LockToken, activityCompletedItem("test-abandon-delay", 1, 1, "done"))
+	lockingAckWork(t, p, item2.LockToken, lockingActivityCompleted("test-abandon-delay", 1, 1, "done"))
 }
 
 // WorkerAckFailsAfterLockExpiry checks that acking a worker item whose lock
@@ -254,16 +254,16 @@ func AbandonWorkItemWithDelay(t *testing.T, f Factory) {
 func WorkerAckFailsAfterLockExpiry(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("ack-expiry-test", 1, 1, "TestActivity", "test"))
-	item := fetchWork(t, p, lockTimeout)
+	lockingEnqueueWorker(t, p, lockingActivityExecute("ack-expiry-test", 1, 1, "TestActivity", "test"))
+	item := lockingFetchWork(t, p, lockTimeout)
 
-	time.Sleep(lockTimeout + 2*lockExpiryMargin)
+	time.Sleep(lockTimeout + 2*lockingExpiryMargin)
 
-	completion := activityCompletedItem("ack-expiry-test", 1, 1, "done")
+	completion := lockingActivityCompleted("ack-expiry-test", 1, 1, "done")
 	err := p.AckWorkItem(t.Context(), item.LockToken, &completion)
-	requirePermanentError(t, err, "the ack must fail when the worker lock has expired")
+	lockingRequirePermanent(t, err, "the ack must fail when the worker lock has expired")
 
-	refetched := fetchWork(t, p, lockTimeout)
+	refetched := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, refetched.Item.Type(),
 		"the item should still be refetchable after the expired ack was rejected")
 }
@@ -274,18 +274,11 @@ func WorkerAckFailsAfterLockExpiry(t *testing.T, f Factory) {
 func OrchestrationLockRenewalAfterExpiration(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("orch-renewal-expiry"))
-	item := fetchOrchestration(t, p, lockTimeout)
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("orch-renewal-expiry"))
+	item := lockingFetchOrchestration(t, p, lockTimeout)
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
 	err := p.RenewOrchestrationItemLock(t.Context(), item.LockToken, lockTimeout)
-	requirePermanentError(t, err, "renewing an expired orchestration lock should fail")
-}
-
-// ackWork acks the worker item locked by token with completion, failing t
-// on error.
-func ackWork(t *testing.T, p duroxide.Provider, token string, completion duroxide.WorkItem) {
-	t.Helper()
-	require.NoError(t, p.AckWorkItem(t.Context(), token, &completion), "ack_work_item")
+	lockingRequirePermanent(t, err, "renewing an expired orchestration lock should fail")
 }

@@ -26,12 +26,12 @@ func ExecutionIsolation(t *testing.T, f Factory) {
 	ctx := t.Context()
 	const inst = "instance-A"
 
-	runExecutionTurn(t, p, inst, 1, []duroxide.Event{
+	multiExecTurn(t, p, inst, 1, []duroxide.Event{
 		lockingStartedEvent(inst, 1, "{}"),
 		duroxide.NewEvent(2, inst, 1, nil, duroxide.ActivityScheduled{Name: "Activity1", Input: "input1"}),
 		duroxide.NewEvent(3, inst, 1, nil, duroxide.OrchestrationCompleted{Output: "result1"}),
 	})
-	runExecutionTurn(t, p, inst, 2, []duroxide.Event{
+	multiExecTurn(t, p, inst, 2, []duroxide.Event{
 		lockingStartedEvent(inst, 2, "{}"),
 		duroxide.NewEvent(2, inst, 2, nil, duroxide.OrchestrationCompleted{Output: "result2"}),
 	})
@@ -40,19 +40,19 @@ func ExecutionIsolation(t *testing.T, f Factory) {
 	require.NoError(t, err)
 	require.Equal(t, []duroxide.EventType{
 		duroxide.EventTypeOrchestrationStarted, duroxide.EventTypeActivityScheduled, duroxide.EventTypeOrchestrationCompleted,
-	}, eventTypes(history1), "execution 1's history")
+	}, multiExecEventTypes(history1), "execution 1's history")
 
 	history2, err := p.ReadWithExecution(ctx, inst, 2)
 	require.NoError(t, err)
 	require.Equal(t, []duroxide.EventType{
 		duroxide.EventTypeOrchestrationStarted, duroxide.EventTypeOrchestrationCompleted,
-	}, eventTypes(history2), "execution 2's history")
+	}, multiExecEventTypes(history2), "execution 2's history")
 
 	latest, err := p.Read(ctx, inst)
 	require.NoError(t, err)
 	require.Equal(t, []duroxide.EventType{
 		duroxide.EventTypeOrchestrationStarted, duroxide.EventTypeOrchestrationCompleted,
-	}, eventTypes(latest), "Read returns the latest execution's history")
+	}, multiExecEventTypes(latest), "Read returns the latest execution's history")
 }
 
 // LatestExecutionDetection checks that Read returns the latest execution
@@ -63,20 +63,20 @@ func LatestExecutionDetection(t *testing.T, f Factory) {
 	ctx := t.Context()
 	const inst = "instance-A"
 
-	runExecutionTurn(t, p, inst, 1, []duroxide.Event{
+	multiExecTurn(t, p, inst, 1, []duroxide.Event{
 		duroxide.NewEvent(1, inst, 1, nil, duroxide.ActivityScheduled{Name: "A"}),
 	})
-	runExecutionTurn(t, p, inst, 2, []duroxide.Event{
+	multiExecTurn(t, p, inst, 2, []duroxide.Event{
 		duroxide.NewEvent(1, inst, 2, nil, duroxide.ActivityScheduled{Name: "B"}),
 	})
 
 	latest, err := p.Read(ctx, inst)
 	require.NoError(t, err)
-	require.Equal(t, []string{"B"}, scheduledActivityNames(t, latest), "Read returns execution 2")
+	require.Equal(t, []string{"B"}, multiExecActivityNames(t, latest), "Read returns execution 2")
 
 	exec1, err := p.ReadWithExecution(ctx, inst, 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"A"}, scheduledActivityNames(t, exec1), "execution 1 keeps its history")
+	require.Equal(t, []string{"A"}, multiExecActivityNames(t, exec1), "execution 1 keeps its history")
 }
 
 // ExecutionIDSequencing checks that a fetch reports the instance's current
@@ -86,18 +86,18 @@ func ExecutionIDSequencing(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const inst = "instance-A"
 
-	enqueueOrchestrator(t, p, startItemWithExecution(inst, 1))
-	item1 := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, multiExecStartItem(inst, 1))
+	item1 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, uint64(1), item1.ExecutionID, "the first execution is 1")
-	ackTurn(t, p, item1.LockToken, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")}, testOrchMetadata())
+	lockingAckTurn(t, p, item1.LockToken, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")}, lockingTestOrchMetadata())
 
 	// The fetch still reports execution 1; acking with 2 creates execution 2.
-	enqueueOrchestrator(t, p, startItemWithExecution(inst, 2))
-	item2 := fetchOrchestration(t, p, longLock)
-	ackTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "{}")}, testOrchMetadata())
+	lockingEnqueueOrchestrator(t, p, multiExecStartItem(inst, 2))
+	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	lockingAckTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "{}")}, lockingTestOrchMetadata())
 
-	enqueueOrchestrator(t, p, startItemWithExecution(inst, 3))
-	item3 := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, multiExecStartItem(inst, 3))
+	item3 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, uint64(2), item3.ExecutionID, "current execution should be 2")
 }
 
@@ -111,16 +111,16 @@ func ContinueAsNewCreatesNewExecution(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const inst = "instance-A"
 
-	runExecutionTurn(t, p, inst, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")})
+	multiExecTurn(t, p, inst, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")})
 
-	enqueueOrchestrator(t, p, duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
+	lockingEnqueueOrchestrator(t, p, duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
 		Instance:      inst,
 		Orchestration: "TestOrch",
 		Input:         "new-input",
 		Version:       duroxide.StringPtr("1.0.0"),
 	}})
-	item2 := fetchOrchestration(t, p, longLock)
-	ackTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "new-input")}, duroxide.ExecutionMetadata{})
+	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	lockingAckTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "new-input")}, duroxide.ExecutionMetadata{})
 
 	latest, err := p.Read(t.Context(), inst)
 	require.NoError(t, err)
@@ -129,8 +129,8 @@ func ContinueAsNewCreatesNewExecution(t *testing.T, f Factory) {
 	require.True(t, ok, "expected OrchestrationStarted, got %s", latest[0].Type())
 	require.Equal(t, "new-input", started.Input)
 
-	enqueueOrchestrator(t, p, pokeItem(inst))
-	item3 := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, customStatusPoke(inst))
+	item3 := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, uint64(2), item3.ExecutionID, "continue-as-new should create execution 2")
 }
 
@@ -143,7 +143,7 @@ func ExecutionHistoryPersistence(t *testing.T, f Factory) {
 	const inst = "instance-A"
 
 	for exec := uint64(1); exec <= 3; exec++ {
-		runExecutionTurn(t, p, inst, exec, []duroxide.Event{
+		multiExecTurn(t, p, inst, exec, []duroxide.Event{
 			duroxide.NewEvent(1, inst, exec, nil, duroxide.ActivityScheduled{
 				Name: fmt.Sprintf("Activity-%d", exec), Input: fmt.Sprintf("input-%d", exec),
 			}),
@@ -153,37 +153,37 @@ func ExecutionHistoryPersistence(t *testing.T, f Factory) {
 	for exec := uint64(1); exec <= 3; exec++ {
 		history, err := p.ReadWithExecution(ctx, inst, exec)
 		require.NoError(t, err)
-		require.Equal(t, []string{fmt.Sprintf("Activity-%d", exec)}, scheduledActivityNames(t, history),
+		require.Equal(t, []string{fmt.Sprintf("Activity-%d", exec)}, multiExecActivityNames(t, history),
 			"execution %d's history", exec)
 	}
 
 	latest, err := p.Read(ctx, inst)
 	require.NoError(t, err)
-	require.Equal(t, []string{"Activity-3"}, scheduledActivityNames(t, latest), "the latest execution is 3")
+	require.Equal(t, []string{"Activity-3"}, multiExecActivityNames(t, latest), "the latest execution is 3")
 }
 
-// startItemWithExecution is a StartOrchestration of TestOrch 1.0.0 for
+// multiExecStartItem is a StartOrchestration of TestOrch 1.0.0 for
 // execution executionID of instance.
-func startItemWithExecution(instance string, executionID uint64) duroxide.WorkItem {
+func multiExecStartItem(instance string, executionID uint64) duroxide.WorkItem {
 	item := lockingStartItem(instance)
 	start := item.Kind.(duroxide.StartOrchestrationItem)
 	start.ExecutionID = executionID
 	return duroxide.WorkItem{Kind: start}
 }
 
-// runExecutionTurn enqueues a start for execution executionID of instance,
+// multiExecTurn enqueues a start for execution executionID of instance,
 // fetches it and acks it as that execution with history and empty
 // metadata.
-func runExecutionTurn(t *testing.T, p duroxide.Provider, instance string, executionID uint64, history []duroxide.Event) {
+func multiExecTurn(t *testing.T, p duroxide.Provider, instance string, executionID uint64, history []duroxide.Event) {
 	t.Helper()
-	enqueueOrchestrator(t, p, startItemWithExecution(instance, executionID))
-	item := fetchOrchestration(t, p, longLock)
+	lockingEnqueueOrchestrator(t, p, multiExecStartItem(instance, executionID))
+	item := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, instance, item.Instance)
-	ackTurn(t, p, item.LockToken, executionID, history, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item.LockToken, executionID, history, duroxide.ExecutionMetadata{})
 }
 
-// eventTypes returns the wire tags of events, in order.
-func eventTypes(events []duroxide.Event) []duroxide.EventType {
+// multiExecEventTypes returns the wire tags of events, in order.
+func multiExecEventTypes(events []duroxide.Event) []duroxide.EventType {
 	types := make([]duroxide.EventType, len(events))
 	for i, e := range events {
 		types[i] = e.Type()
@@ -191,9 +191,9 @@ func eventTypes(events []duroxide.Event) []duroxide.EventType {
 	return types
 }
 
-// scheduledActivityNames returns the activity names of events, failing t
+// multiExecActivityNames returns the activity names of events, failing t
 // unless every event is an ActivityScheduled.
-func scheduledActivityNames(t *testing.T, events []duroxide.Event) []string {
+func multiExecActivityNames(t *testing.T, events []duroxide.Event) []string {
 	t.Helper()
 	names := make([]string, len(events))
 	for i, e := range events {

@@ -27,12 +27,12 @@ var poisonMessageCases = []Case{
 // orchestration_attempt_count_starts_at_one).
 func OrchestrationAttemptCountStartsAtOne(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	enqueueOrchestrator(t, p, lockingStartItem("poison-test-1"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("poison-test-1"))
 
-	item := fetchOrchestration(t, p, f.LockTimeout())
+	item := lockingFetchOrchestration(t, p, f.LockTimeout())
 	require.Equal(t, uint32(1), item.AttemptCount, "the first fetch should have attempt count 1")
 
-	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }
 
 // OrchestrationAttemptCountIncrementsOnRefetch checks that every fetch after
@@ -41,30 +41,30 @@ func OrchestrationAttemptCountStartsAtOne(t *testing.T, f Factory) {
 func OrchestrationAttemptCountIncrementsOnRefetch(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("poison-test-2"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("poison-test-2"))
 
 	var item *duroxide.OrchestrationItem
 	for want := uint32(1); want <= 3; want++ {
 		if item != nil {
 			require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, false))
 		}
-		item = fetchOrchestration(t, p, lockTimeout)
+		item = lockingFetchOrchestration(t, p, lockTimeout)
 		require.Equal(t, want, item.AttemptCount, "fetch %d should have attempt count %d", want, want)
 	}
 
-	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }
 
 // WorkerAttemptCountStartsAtOne checks that the first fetch of a worker item
 // reports attempt 1 (duroxide's worker_attempt_count_starts_at_one).
 func WorkerAttemptCountStartsAtOne(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	enqueueWorker(t, p, activityExecuteItem("poison-test-3", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("poison-test-3", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
 
-	item := fetchWork(t, p, f.LockTimeout())
+	item := lockingFetchWork(t, p, f.LockTimeout())
 	require.Equal(t, uint32(1), item.AttemptCount, "the first fetch should have attempt count 1")
 
-	ackWork(t, p, item.LockToken, activityCompletedItem("poison-test-3", duroxide.InitialExecutionID, 1, "done"))
+	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("poison-test-3", duroxide.InitialExecutionID, 1, "done"))
 	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type())
 }
 
@@ -75,17 +75,17 @@ func WorkerAttemptCountStartsAtOne(t *testing.T, f Factory) {
 func WorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("poison-test-4", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("poison-test-4", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
 
-	item1 := fetchWork(t, p, lockTimeout)
+	item1 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
-	item2 := fetchWork(t, p, lockTimeout)
+	item2 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the fetch after lock expiry should have attempt count 2")
 
-	ackWork(t, p, item2.LockToken, activityCompletedItem("poison-test-4", duroxide.InitialExecutionID, 1, "done"))
+	lockingAckWork(t, p, item2.LockToken, lockingActivityCompleted("poison-test-4", duroxide.InitialExecutionID, 1, "done"))
 }
 
 // AttemptCountIsPerMessage checks that attempt counts are kept per worker
@@ -93,19 +93,19 @@ func WorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, f Factory) {
 func AttemptCountIsPerMessage(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("poison-test-5a", duroxide.InitialExecutionID, 1, "Activity1", "{}"))
-	enqueueWorker(t, p, activityExecuteItem("poison-test-5b", duroxide.InitialExecutionID, 2, "Activity2", "{}"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("poison-test-5a", duroxide.InitialExecutionID, 1, "Activity1", "{}"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("poison-test-5b", duroxide.InitialExecutionID, 2, "Activity2", "{}"))
 
-	item1 := fetchWork(t, p, lockTimeout)
+	item1 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first item's first fetch should have attempt count 1")
-	item2 := fetchWork(t, p, lockTimeout)
+	item2 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item2.AttemptCount, "the second item's first fetch should have attempt count 1")
 
-	id1, id2 := activityExecuteID(t, item1.Item), activityExecuteID(t, item2.Item)
+	id1, id2 := lockingExecuteID(t, item1.Item), lockingExecuteID(t, item2.Item)
 	require.NotEqual(t, id1, id2, "should be different items")
 
-	ackWork(t, p, item1.LockToken, activityCompletedItem(item1.Item.Instance(), duroxide.InitialExecutionID, id1, "done"))
-	ackWork(t, p, item2.LockToken, activityCompletedItem(item2.Item.Instance(), duroxide.InitialExecutionID, id2, "done"))
+	lockingAckWork(t, p, item1.LockToken, lockingActivityCompleted(item1.Item.Instance(), duroxide.InitialExecutionID, id1, "done"))
+	lockingAckWork(t, p, item2.LockToken, lockingActivityCompleted(item2.Item.Instance(), duroxide.InitialExecutionID, id2, "done"))
 }
 
 // AbandonWorkItemIgnoreAttemptDecrements checks that abandoning a worker
@@ -114,21 +114,21 @@ func AttemptCountIsPerMessage(t *testing.T, f Factory) {
 func AbandonWorkItemIgnoreAttemptDecrements(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("poison-test-ignore-1", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("poison-test-ignore-1", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
 
-	item1 := fetchWork(t, p, lockTimeout)
+	item1 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 	require.NoError(t, p.AbandonWorkItem(t.Context(), item1.LockToken, 0, false))
 
-	item2 := fetchWork(t, p, lockTimeout)
+	item2 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the second fetch should have attempt count 2")
 	require.NoError(t, p.AbandonWorkItem(t.Context(), item2.LockToken, 0, true), "abandon with ignoreAttempt")
 
-	item3 := fetchWork(t, p, lockTimeout)
+	item3 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item3.AttemptCount,
 		"the third fetch should have attempt count 2 (decremented, then incremented by the fetch)")
 
-	ackWork(t, p, item3.LockToken, activityCompletedItem("poison-test-ignore-1", duroxide.InitialExecutionID, 1, "done"))
+	lockingAckWork(t, p, item3.LockToken, lockingActivityCompleted("poison-test-ignore-1", duroxide.InitialExecutionID, 1, "done"))
 }
 
 // AbandonOrchestrationItemIgnoreAttemptDecrements checks that abandoning an
@@ -137,21 +137,21 @@ func AbandonWorkItemIgnoreAttemptDecrements(t *testing.T, f Factory) {
 func AbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueOrchestrator(t, p, lockingStartItem("poison-test-ignore-2"))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem("poison-test-ignore-2"))
 
-	item1 := fetchOrchestration(t, p, lockTimeout)
+	item1 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item1.LockToken, 0, false))
 
-	item2 := fetchOrchestration(t, p, lockTimeout)
+	item2 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the second fetch should have attempt count 2")
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item2.LockToken, 0, true), "abandon with ignoreAttempt")
 
-	item3 := fetchOrchestration(t, p, lockTimeout)
+	item3 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item3.AttemptCount,
 		"the third fetch should have attempt count 2 (decremented, then incremented by the fetch)")
 
-	ackTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }
 
 // IgnoreAttemptNeverGoesNegative checks that repeated abandons with
@@ -160,19 +160,19 @@ func AbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, f Factory) {
 func IgnoreAttemptNeverGoesNegative(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("poison-test-never-neg", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("poison-test-never-neg", duroxide.InitialExecutionID, 1, "TestActivity", "{}"))
 
 	var item *duroxide.LockedWorkItem
 	for fetch := 1; fetch <= 3; fetch++ {
 		if item != nil {
 			require.NoError(t, p.AbandonWorkItem(t.Context(), item.LockToken, 0, true), "abandon with ignoreAttempt")
 		}
-		item = fetchWork(t, p, lockTimeout)
+		item = lockingFetchWork(t, p, lockTimeout)
 		require.Equal(t, uint32(1), item.AttemptCount,
 			"fetch %d should have attempt count 1: the count never goes below 0", fetch)
 	}
 
-	ackWork(t, p, item.LockToken, activityCompletedItem("poison-test-never-neg", duroxide.InitialExecutionID, 1, "done"))
+	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("poison-test-never-neg", duroxide.InitialExecutionID, 1, "done"))
 }
 
 // MaxAttemptCountAcrossMessageBatch checks that a fetch reports the highest
@@ -183,24 +183,24 @@ func MaxAttemptCountAcrossMessageBatch(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
 	const inst = "poison-batch-test"
-	enqueueOrchestrator(t, p, lockingStartItem(inst))
+	lockingEnqueueOrchestrator(t, p, lockingStartItem(inst))
 
-	item1 := fetchOrchestration(t, p, lockTimeout)
+	item1 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 	require.Len(t, item1.Messages, 1, "should have 1 message")
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item1.LockToken, 0, false))
 
-	item2 := fetchOrchestration(t, p, lockTimeout)
+	item2 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the second fetch should have attempt count 2")
 
 	// A completion arrives while the lock is held, then the turn fails again.
-	enqueueOrchestrator(t, p, activityCompletedItem(inst, duroxide.InitialExecutionID, 1, "activity result"))
+	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted(inst, duroxide.InitialExecutionID, 1, "activity result"))
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item2.LockToken, 0, false))
 
-	item3 := fetchOrchestration(t, p, lockTimeout)
+	item3 := lockingFetchOrchestration(t, p, lockTimeout)
 	require.Len(t, item3.Messages, 2, "should have 2 messages in the batch")
 	require.Equal(t, uint32(3), item3.AttemptCount,
 		"the attempt count should be the max across messages (3), not the newer message's (1)")
 
-	ackTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }

@@ -29,16 +29,16 @@ var queueSemanticsCases = []Case{
 func WorkerQueueFIFOOrdering(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	for i := range uint64(5) {
-		enqueueWorker(t, p, activityExecuteItem("instance-A", 1, i, fmt.Sprintf("Activity%d", i), fmt.Sprintf("input%d", i)))
+		lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, i, fmt.Sprintf("Activity%d", i), fmt.Sprintf("input%d", i)))
 	}
 	for i := range uint64(5) {
-		item := fetchWork(t, p, longLock)
+		item := lockingFetchWork(t, p, lockingLongLock)
 		a, ok := item.Item.Kind.(duroxide.ActivityExecuteItem)
 		require.True(t, ok, "expected ActivityExecute, got %s", item.Item.Type())
 		require.Equal(t, i, a.ID, "fetch %d", i)
 		require.Equal(t, fmt.Sprintf("Activity%d", i), a.Name, "fetch %d", i)
 	}
-	requireNoWork(t, p, longLock, "the queue should be empty")
+	lockingRequireNoWork(t, p, lockingLongLock, "the queue should be empty")
 }
 
 // WorkerPeekLockSemantics checks that a fetched worker item stays queued but
@@ -46,14 +46,14 @@ func WorkerQueueFIFOOrdering(t *testing.T, f Factory) {
 // test_worker_peek_lock_semantics).
 func WorkerPeekLockSemantics(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	enqueueWorker(t, p, activityExecuteItem("instance-A", 1, 1, "Activity1", "input1"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, 1, "Activity1", "input1"))
 
-	item := fetchWork(t, p, longLock)
+	item := lockingFetchWork(t, p, lockingLongLock)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type())
-	requireNoWork(t, p, longLock, "a locked item must not be fetched again")
+	lockingRequireNoWork(t, p, lockingLongLock, "a locked item must not be fetched again")
 
-	ackWork(t, p, item.LockToken, activityCompletedItem("instance-A", 1, 1, "result1"))
-	requireNoWork(t, p, longLock, "the queue should be empty after the ack")
+	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("instance-A", 1, 1, "result1"))
+	lockingRequireNoWork(t, p, lockingLongLock, "the queue should be empty after the ack")
 }
 
 // WorkerAckAtomicity checks that AckWorkItem removes the worker item and
@@ -61,14 +61,14 @@ func WorkerPeekLockSemantics(t *testing.T, f Factory) {
 // test_worker_ack_atomicity).
 func WorkerAckAtomicity(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	runExecutionTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
-	enqueueWorker(t, p, activityExecuteItem("instance-A", 1, 1, "Activity1", "input1"))
+	multiExecTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
+	lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, 1, "Activity1", "input1"))
 
-	item := fetchWork(t, p, longLock)
-	ackWork(t, p, item.LockToken, activityCompletedItem("instance-A", 1, 1, "result1"))
+	item := lockingFetchWork(t, p, lockingLongLock)
+	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("instance-A", 1, 1, "result1"))
 
-	requireNoWork(t, p, longLock, "the worker queue should be empty")
-	orch := fetchOrchestration(t, p, longLock)
+	lockingRequireNoWork(t, p, lockingLongLock, "the worker queue should be empty")
+	orch := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-A", orch.Instance)
 	require.Len(t, orch.Messages, 1)
 	require.Equal(t, duroxide.WorkItemActivityCompleted, orch.Messages[0].Type(),
@@ -81,16 +81,16 @@ func WorkerAckAtomicity(t *testing.T, f Factory) {
 // instead of a fixed 5 s, duroxide's default lock timeout).
 func TimerDelayedVisibility(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	runExecutionTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
+	multiExecTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
 
 	delay := f.LockTimeout()
 	timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: "instance-A", ExecutionID: 1, ID: 1}}
 	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), timer, delay))
-	requireNoOrchestration(t, p, longLock, "the timer must not be visible yet")
+	lockingRequireNoOrchestration(t, p, lockingLongLock, "the timer must not be visible yet")
 
-	time.Sleep(delay + lockExpiryMargin)
+	time.Sleep(delay + lockingExpiryMargin)
 
-	item := fetchOrchestration(t, p, longLock)
+	item := lockingFetchOrchestration(t, p, lockingLongLock)
 	require.Equal(t, "instance-A", item.Instance)
 	require.Len(t, item.Messages, 1)
 	require.Equal(t, duroxide.WorkItemTimerFired, item.Messages[0].Type())
@@ -102,14 +102,14 @@ func TimerDelayedVisibility(t *testing.T, f Factory) {
 func LostLockTokenHandling(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("instance-A", 1, 1, "Activity1", "input1"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, 1, "Activity1", "input1"))
 
-	fetchWork(t, p, lockTimeout) // the token is dropped: a crashed worker
-	requireNoWork(t, p, lockTimeout, "the item is locked")
+	lockingFetchWork(t, p, lockTimeout) // the token is dropped: a crashed worker
+	lockingRequireNoWork(t, p, lockTimeout, "the item is locked")
 
-	sleepPastLockTimeout(f)
+	lockingSleepPastTimeout(f)
 
-	item := fetchWork(t, p, lockTimeout)
+	item := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type(), "the item should be redelivered")
 }
 
@@ -118,7 +118,7 @@ func LostLockTokenHandling(t *testing.T, f Factory) {
 func WorkerItemImmediateVisibility(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-immediate-vis", 1, 1, "TestActivity", "test"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-immediate-vis", 1, 1, "TestActivity", "test"))
 
 	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func WorkerItemImmediateVisibility(t *testing.T, f Factory) {
 	require.True(t, ok, "expected ActivityExecute, got %s", item.Item.Type())
 	require.Equal(t, "TestActivity", a.Name)
 
-	ackWork(t, p, item.LockToken, activityCompletedItem("test-immediate-vis", 1, 1, "done"))
+	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("test-immediate-vis", 1, 1, "done"))
 }
 
 // WorkerDelayedVisibilitySkipsFutureItems checks that a worker item
@@ -138,26 +138,26 @@ func WorkerItemImmediateVisibility(t *testing.T, f Factory) {
 func WorkerDelayedVisibilitySkipsFutureItems(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	enqueueWorker(t, p, activityExecuteItem("test-delayed-vis", 1, 1, "Activity1", "first"))
-	enqueueWorker(t, p, activityExecuteItem("test-delayed-vis", 1, 2, "Activity2", "second"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-delayed-vis", 1, 1, "Activity1", "first"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("test-delayed-vis", 1, 2, "Activity2", "second"))
 
-	item1 := fetchWork(t, p, lockTimeout)
-	require.Equal(t, uint64(1), activityExecuteID(t, item1.Item))
+	item1 := lockingFetchWork(t, p, lockTimeout)
+	require.Equal(t, uint64(1), lockingExecuteID(t, item1.Item))
 
 	delay := lockTimeout / 2
 	require.NoError(t, p.AbandonWorkItem(t.Context(), item1.LockToken, delay, false))
 
-	item2 := fetchWork(t, p, lockTimeout)
-	require.Equal(t, uint64(2), activityExecuteID(t, item2.Item), "should skip the delayed item and fetch the second")
-	requireNoWork(t, p, lockTimeout, "no item should be available: the first is delayed, the second locked")
+	item2 := lockingFetchWork(t, p, lockTimeout)
+	require.Equal(t, uint64(2), lockingExecuteID(t, item2.Item), "should skip the delayed item and fetch the second")
+	lockingRequireNoWork(t, p, lockTimeout, "no item should be available: the first is delayed, the second locked")
 
-	time.Sleep(delay + lockExpiryMargin)
+	time.Sleep(delay + lockingExpiryMargin)
 
-	item3 := fetchWork(t, p, lockTimeout)
-	require.Equal(t, uint64(1), activityExecuteID(t, item3.Item), "the first item should be visible after the delay")
+	item3 := lockingFetchWork(t, p, lockTimeout)
+	require.Equal(t, uint64(1), lockingExecuteID(t, item3.Item), "the first item should be visible after the delay")
 
-	ackWork(t, p, item2.LockToken, activityCompletedItem("test-delayed-vis", 1, 2, "done"))
-	ackWork(t, p, item3.LockToken, activityCompletedItem("test-delayed-vis", 1, 1, "done"))
+	lockingAckWork(t, p, item2.LockToken, lockingActivityCompleted("test-delayed-vis", 1, 2, "done"))
+	lockingAckWork(t, p, item3.LockToken, lockingActivityCompleted("test-delayed-vis", 1, 1, "done"))
 }
 
 // OrphanQueueMessagesDropped checks that QueueMessage items for an instance
@@ -171,19 +171,19 @@ func OrphanQueueMessagesDropped(t *testing.T, f Factory) {
 	}
 
 	// Part 1: messages for an instance that does not exist are dropped.
-	enqueueOrchestrator(t, p, queueMessage("orphan-test", "v1"))
-	enqueueOrchestrator(t, p, queueMessage("orphan-test", "v2"))
-	requireNoOrchestration(t, p, 5*time.Second, "expected no item for orphan queue messages")
-	requireNoOrchestration(t, p, 5*time.Second, "orphan messages should have been deleted, not left in the queue")
+	lockingEnqueueOrchestrator(t, p, queueMessage("orphan-test", "v1"))
+	lockingEnqueueOrchestrator(t, p, queueMessage("orphan-test", "v2"))
+	lockingRequireNoOrchestration(t, p, 5*time.Second, "expected no item for orphan queue messages")
+	lockingRequireNoOrchestration(t, p, 5*time.Second, "orphan messages should have been deleted, not left in the queue")
 
 	// Part 2: messages for an existing instance are kept.
 	lockingCreateInstance(t, p, "orphan-test-existing")
-	enqueueOrchestrator(t, p, queueMessage("orphan-test-existing", "v3"))
+	lockingEnqueueOrchestrator(t, p, queueMessage("orphan-test-existing", "v3"))
 
-	item := fetchOrchestration(t, p, 5*time.Second)
+	item := lockingFetchOrchestration(t, p, 5*time.Second)
 	require.Equal(t, "orphan-test-existing", item.Instance)
 	require.Contains(t, item.Messages, queueMessage("orphan-test-existing", "v3"),
 		"the QueueMessage for the existing instance should be delivered")
 
-	ackTurn(t, p, item.LockToken, item.ExecutionID, nil, duroxide.ExecutionMetadata{})
+	lockingAckTurn(t, p, item.LockToken, item.ExecutionID, nil, duroxide.ExecutionMetadata{})
 }
