@@ -45,3 +45,13 @@ type HistoryCorrupter interface {
 type AttemptCountReader interface {
 	MaxAttemptCount(ctx context.Context, t testing.TB, p duroxide.Provider, instance string) uint32
 }
+
+// LongPollingReporter is the optional hook telling the suite whether the
+// provider long-polls (waits up to the poll timeout for work). duroxide's
+// factory has no such method: its long-polling tests are chosen per
+// provider (SQLite runs the short-poll ones). A factory without the hook
+// is treated as a short-polling provider; the tests that apply only to the
+// other kind are then skipped with a message saying so.
+type LongPollingReporter interface {
+	SupportsLongPolling() bool
+}

@@ -1,0 +1,272 @@
+package providertest
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// instanceIDsByAge returns every instance id, oldest first; the caller
+// holds p.mu.
+func (p *MemoryProvider) instanceIDsByAge() []string {
+	ids := make([]string, 0, len(p.instances))
+	for id := range p.instances {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(p.instances[a].seq, p.instances[b].seq) })
+	return ids
+}
+
+// currentStatus returns the status of the instance's current execution, or
+// "" when it has no execution record; the caller holds p.mu.
+func (p *MemoryProvider) currentStatus(id string) (string, *memExecution) {
+	inst := p.instances[id]
+	if inst == nil {
+		return "", nil
+	}
+	exec := p.executions[id][inst.currentExecution]
+	if exec == nil {
+		return "", nil
+	}
+	return exec.status, exec
+}
+
+// ListInstances returns every instance id, newest first (as SQLite orders
+// by created_at DESC).
+func (p *MemoryProvider) ListInstances(ctx context.Context) ([]string, error) {
+	if err := ctxErr("list_instances", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := p.instanceIDsByAge()
+	slices.Reverse(ids)
+	return ids, nil
+}
+
+// ListInstancesByStatus returns the ids of the instances whose current
+// execution has status, newest first.
+func (p *MemoryProvider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
+	if err := ctxErr("list_instances_by_status", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := p.instanceIDsByAge()
+	slices.Reverse(ids)
+	return slices.DeleteFunc(ids, func(id string) bool {
+		s, _ := p.currentStatus(id)
+		return s != status
+	}), nil
+}
+
+// ListExecutions returns the instance's execution ids in ascending order.
+func (p *MemoryProvider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
+	if err := ctxErr("list_executions", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]uint64, 0, len(p.executions[instance]))
+	for id := range p.executions[instance] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// ReadHistoryWithExecutionID returns one execution's history.
+func (p *MemoryProvider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
+	if err := ctxErr("read_history_with_execution_id", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	events, err := p.readHistory(instance, executionID)
+	if err != nil {
+		return nil, duroxide.WrapError("read_history_with_execution_id", false, err)
+	}
+	return events, nil
+}
+
+// ReadHistory returns the latest execution's history.
+func (p *MemoryProvider) ReadHistory(ctx context.Context, instance string) ([]duroxide.Event, error) {
+	if err := ctxErr("read_history", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	events, err := p.readHistory(instance, p.latestExecution(instance))
+	if err != nil {
+		return nil, duroxide.WrapError("read_history", false, err)
+	}
+	return events, nil
+}
+
+// LatestExecutionID returns the highest execution id of the instance; an
+// instance with neither a record nor an execution is a permanent error.
+func (p *MemoryProvider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
+	const op = "latest_execution_id"
+	if err := ctxErr(op, ctx); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.instances[instance] == nil && len(p.executions[instance]) == 0 {
+		return 0, permanent(op, "Instance %s not found", instance)
+	}
+	return p.latestExecution(instance), nil
+}
+
+// GetInstanceInfo returns the instance's metadata and its current
+// execution's status and output; an unknown instance is a permanent error.
+func (p *MemoryProvider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
+	const op = "get_instance_info"
+	if err := ctxErr(op, ctx); err != nil {
+		return duroxide.InstanceInfo{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.instances[instance]
+	if inst == nil {
+		return duroxide.InstanceInfo{}, permanent(op, "Instance %s not found", instance)
+	}
+	info := duroxide.InstanceInfo{
+		InstanceID:           instance,
+		OrchestrationName:    inst.name,
+		OrchestrationVersion: "unknown",
+		CurrentExecutionID:   inst.currentExecution,
+		Status:               "Unknown",
+		CreatedAt:            inst.createdAt,
+		UpdatedAt:            inst.updatedAt,
+		ParentInstanceID:     ptrClone(inst.parent),
+	}
+	if inst.version != nil {
+		info.OrchestrationVersion = *inst.version
+	}
+	if status, exec := p.currentStatus(instance); exec != nil {
+		info.Status = status
+		info.Output = ptrClone(exec.output)
+	}
+	return info, nil
+}
+
+// GetExecutionInfo returns one execution's metadata; an unknown execution is
+// a permanent error.
+func (p *MemoryProvider) GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (duroxide.ExecutionInfo, error) {
+	const op = "get_execution_info"
+	if err := ctxErr(op, ctx); err != nil {
+		return duroxide.ExecutionInfo{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	exec := p.executions[instance][executionID]
+	if exec == nil {
+		return duroxide.ExecutionInfo{}, permanent(op, "Execution %d not found for instance %s", executionID, instance)
+	}
+	return duroxide.ExecutionInfo{
+		ExecutionID: executionID,
+		Status:      exec.status,
+		Output:      ptrClone(exec.output),
+		StartedAt:   exec.startedAt,
+		CompletedAt: ptrClone(exec.completedAt),
+		EventCount:  uint64(len(p.history[instance][executionID])),
+	}, nil
+}
+
+// GetSystemMetrics counts instances by the status of their current
+// execution, all executions, and all history events.
+func (p *MemoryProvider) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics, error) {
+	if err := ctxErr("get_system_metrics", ctx); err != nil {
+		return duroxide.SystemMetrics{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var m duroxide.SystemMetrics
+	for id := range p.instances {
+		m.TotalInstances++
+		switch s, _ := p.currentStatus(id); s {
+		case duroxide.StatusRunning:
+			m.RunningInstances++
+		case duroxide.StatusCompleted:
+			m.CompletedInstances++
+		case duroxide.StatusFailed:
+			m.FailedInstances++
+		}
+	}
+	for _, execs := range p.executions {
+		m.TotalExecutions += uint64(len(execs))
+	}
+	for _, byExec := range p.history {
+		for _, rows := range byExec {
+			m.TotalEvents += uint64(len(rows))
+		}
+	}
+	return m, nil
+}
+
+// GetQueueDepths counts the messages no live lock holds: orchestrator
+// messages not tagged by their instance's unexpired lock, and worker
+// messages without an unexpired lock. TimerQueue is always 0: timers wait
+// in the orchestrator queue.
+func (p *MemoryProvider) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, error) {
+	if err := ctxErr("get_queue_depths", ctx); err != nil {
+		return duroxide.QueueDepths{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	var d duroxide.QueueDepths
+	for _, r := range p.orchQueue {
+		if l := p.locks[r.instance]; l == nil || l.lockedUntil <= now || r.lockToken != l.token {
+			d.OrchestratorQueue++
+		}
+	}
+	for _, r := range p.workQueue {
+		if r.lockToken == "" || r.lockedUntil <= now {
+			d.WorkerQueue++
+		}
+	}
+	return d, nil
+}
+
+// ListChildren returns the ids of the instance's direct sub-orchestrations,
+// oldest first.
+func (p *MemoryProvider) ListChildren(ctx context.Context, instance string) ([]string, error) {
+	if err := ctxErr("list_children", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.DeleteFunc(p.instanceIDsByAge(), func(id string) bool {
+		parent := p.instances[id].parent
+		return parent == nil || *parent != instance
+	}), nil
+}
+
+// GetParentID returns the instance's parent; ok is false for a root. An
+// unknown instance is a permanent error.
+func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
+	const op = "get_parent_id"
+	if err := ctxErr(op, ctx); err != nil {
+		return "", false, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.instances[instance]
+	if inst == nil {
+		return "", false, permanent(op, "Instance %s not found", instance)
+	}
+	if inst.parent == nil {
+		return "", false, nil
+	}
+	return *inst.parent, true, nil
+}
+
+// GetInstanceTree returns the instance and all its descendants (duroxide's
+// default implementation).
+func (p *MemoryProvider) GetInstanceTree(ctx context.Context, instance string) (duroxide.InstanceTree, error) {
+	return duroxide.GetInstanceTree(ctx, p, instance)
+}

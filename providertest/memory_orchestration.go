@@ -1,0 +1,421 @@
+package providertest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// EnqueueForOrchestrator appends item to its instance's orchestrator queue,
+// visible after delay. It never creates the instance record; a
+// QueueMessageItem for a never-started instance is dropped by the fetch
+// that finds it (as SQLite does). An ActivityExecuteItem or an item without
+// a kind is a permanent error.
+func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
+	const op = "enqueue_for_orchestrator"
+	if err := ctxErr(op, ctx); err != nil {
+		return err
+	}
+	if err := checkOrchestratorItem(item); err != nil {
+		return permanent(op, "%v", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pushOrchestrator(item, after(p.nowMs(), delay))
+	p.signal()
+	return nil
+}
+
+// checkOrchestratorItem rejects what cannot go on an orchestrator queue.
+func checkOrchestratorItem(item duroxide.WorkItem) error {
+	if item.Kind == nil {
+		return fmt.Errorf("work item has no kind")
+	}
+	if item.IsForWorker() {
+		return fmt.Errorf("Invalid work item type: ActivityExecute belongs on the worker queue")
+	}
+	return nil
+}
+
+// pushOrchestrator appends one message; the caller holds p.mu.
+func (p *MemoryProvider) pushOrchestrator(item duroxide.WorkItem, visibleAt int64) {
+	p.orchQueue = append(p.orchQueue, &orchRow{
+		id: p.nextID(), instance: item.Instance(), item: item, visibleAt: visibleAt,
+	})
+}
+
+// FetchOrchestrationItem locks the first instance (in message order) that
+// has a visible message, is not locked, and whose current execution's
+// pinned version falls in the filter's first range (duroxide's phase-1
+// capability filtering; an unpinned execution is always compatible, and an
+// empty range list matches nothing). The filter is applied before locking
+// and before history is read. Every visible message of the instance is
+// tagged with the new lock token and its attempt count incremented.
+//
+// An undecodable history is returned in HistoryError with the lock held.
+// An instance with no record is served from its StartOrchestration or
+// ContinueAsNew message; when it has only QueueMessage items they are
+// dropped, and when it has other items (racing a start) they stay queued.
+// With a positive pollTimeout the call waits up to that long for work.
+func (p *MemoryProvider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	const op = "fetch_orchestration_item"
+	if err := ctxErr(op, ctx); err != nil {
+		return nil, err
+	}
+	var item *duroxide.OrchestrationItem
+	err := p.longPoll(ctx, op, pollTimeout, func(now int64) bool {
+		item = p.tryFetchOrchestration(now, lockTimeout, filter)
+		return item != nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return item, nil
+}
+
+// tryFetchOrchestration is one fetch attempt; the caller holds p.mu.
+func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) *duroxide.OrchestrationItem {
+	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
+		return nil // supports nothing
+	}
+	skip := map[string]bool{}
+	for {
+		instance := p.nextCandidate(now, filter, skip)
+		if instance == "" {
+			return nil
+		}
+		var visible []*orchRow
+		var messages []duroxide.WorkItem
+		for _, r := range p.orchQueue {
+			if r.instance == instance && r.visibleAt <= now {
+				visible = append(visible, r)
+				messages = append(messages, r.item)
+			}
+		}
+		item := &duroxide.OrchestrationItem{Instance: instance, Messages: messages}
+		if inst := p.instances[instance]; inst != nil {
+			item.OrchestrationName = inst.name
+			item.Version = "unknown"
+			if inst.version != nil {
+				item.Version = *inst.version
+			}
+			item.ExecutionID = inst.currentExecution
+			history, err := p.readHistory(instance, inst.currentExecution)
+			if err != nil {
+				msg := "Failed to deserialize history: " + err.Error()
+				item.HistoryError = &msg
+				item.KVSnapshot = map[string]duroxide.KvEntry{}
+			} else {
+				item.History = history
+				item.KVSnapshot = maps.Clone(p.kvStore[instance])
+				if item.KVSnapshot == nil {
+					item.KVSnapshot = map[string]duroxide.KvEntry{}
+				}
+			}
+		} else if !p.describeNewInstance(item) {
+			if allQueueMessages(messages) {
+				p.deleteOrchRows(func(r *orchRow) bool { return r.instance == instance && r.visibleAt <= now })
+			}
+			skip[instance] = true
+			continue
+		}
+		token := p.newToken()
+		p.locks[instance] = &instanceLock{token: token, lockedUntil: after(now, lockTimeout)}
+		for _, r := range visible {
+			r.lockToken = token
+			r.attempts++
+			item.AttemptCount = max(item.AttemptCount, r.attempts)
+		}
+		item.LockToken = token
+		return item
+	}
+}
+
+// describeNewInstance fills name, version, execution and history of an
+// instance that has no record yet, from history appended without metadata
+// or from its start message (SQLite's fallback); it reports false when
+// neither exists. The caller holds p.mu.
+func (p *MemoryProvider) describeNewInstance(item *duroxide.OrchestrationItem) bool {
+	item.ExecutionID = duroxide.InitialExecutionID
+	item.KVSnapshot = map[string]duroxide.KvEntry{}
+	history, _ := p.readHistory(item.Instance, p.latestExecution(item.Instance))
+	for _, ev := range history {
+		if started, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+			item.OrchestrationName, item.Version, item.History = started.Name, started.Version, history
+			return true
+		}
+	}
+	for _, m := range item.Messages {
+		var name string
+		var version *string
+		switch k := m.Kind.(type) {
+		case duroxide.StartOrchestrationItem:
+			name, version = k.Orchestration, k.Version
+		case duroxide.ContinueAsNewItem:
+			name, version = k.Orchestration, k.Version
+		default:
+			continue
+		}
+		item.OrchestrationName, item.Version = name, "unknown"
+		if version != nil {
+			item.Version = *version
+		}
+		return true
+	}
+	return false
+}
+
+func allQueueMessages(items []duroxide.WorkItem) bool {
+	for _, it := range items {
+		if _, ok := it.Kind.(duroxide.QueueMessageItem); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// nextCandidate returns the instance of the oldest visible message whose
+// instance is unlocked, not in skip and compatible with filter, or "".
+// The caller holds p.mu.
+func (p *MemoryProvider) nextCandidate(now int64, filter *duroxide.DispatcherCapabilityFilter, skip map[string]bool) string {
+	for _, r := range p.orchQueue {
+		if r.visibleAt > now || skip[r.instance] {
+			continue
+		}
+		if l := p.locks[r.instance]; l != nil && l.lockedUntil > now {
+			continue
+		}
+		if !p.compatible(r.instance, filter) {
+			continue
+		}
+		return r.instance
+	}
+	return ""
+}
+
+// compatible applies the capability filter to the instance's current
+// execution: only the first range is used (duroxide's phase 1, as in
+// SQLite), versions compare by major.minor.patch, and an instance or
+// execution without a pinned version is always compatible. The caller
+// holds p.mu.
+func (p *MemoryProvider) compatible(instance string, filter *duroxide.DispatcherCapabilityFilter) bool {
+	if filter == nil {
+		return true
+	}
+	inst := p.instances[instance]
+	if inst == nil {
+		return true
+	}
+	exec := p.executions[instance][inst.currentExecution]
+	if exec == nil || exec.pinned == nil {
+		return true
+	}
+	r := filter.SupportedDuroxideVersions[0]
+	v := *exec.pinned
+	return compareCore(v, r.Min) >= 0 && compareCore(v, r.Max) <= 0
+}
+
+// compareCore compares major.minor.patch only, as SQLite's packed
+// integer comparison does.
+func compareCore(a, b duroxide.Version) int {
+	return duroxide.Version{Major: a.Major, Minor: a.Minor, Patch: a.Patch}.Compare(
+		duroxide.Version{Major: b.Major, Minor: b.Minor, Patch: b.Patch})
+}
+
+// deleteOrchRows removes the orchestrator messages match selects and
+// returns how many; the caller holds p.mu.
+func (p *MemoryProvider) deleteOrchRows(match func(*orchRow) bool) int {
+	kept := p.orchQueue[:0]
+	n := 0
+	for _, r := range p.orchQueue {
+		if match(r) {
+			n++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(p.orchQueue[len(kept):])
+	p.orchQueue = kept
+	return n
+}
+
+// AckOrchestrationItem commits a turn atomically (SQLite's
+// ack_orchestration_item): everything is validated first (lock token
+// known and unexpired, event ids non-zero and unique in the execution,
+// queue items of the right kinds) and nothing is written when anything is
+// wrong. It then deletes the messages tagged with the token, creates or
+// updates the instance from metadata (only when both name and version are
+// given), creates the execution, stores the pinned version, advances the
+// current execution, appends the history delta, stores status and output,
+// derives the custom status from the last CustomStatusUpdated event,
+// materializes KV events, enqueues worker and orchestrator items (timers
+// invisible until FireAtMs), removes cancelled activities from the worker
+// queue and releases the lock. History is only appended, never re-read.
+func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
+	const op = "ack_orchestration_item"
+	if err := ctxErr(op, ctx); err != nil {
+		return err
+	}
+	for _, w := range workerItems {
+		if !w.IsForWorker() {
+			return permanent(op, "worker item of type %q is not an ActivityExecute", w.Type())
+		}
+	}
+	for _, o := range orchestratorItems {
+		if err := checkOrchestratorItem(o); err != nil {
+			return permanent(op, "%v", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	instance, lock := p.lockFor(lockToken)
+	if lock == nil {
+		return permanent(op, "Invalid lock token")
+	}
+	if lock.lockedUntil <= now {
+		return permanent(op, "Instance lock expired")
+	}
+	if err := p.checkAppend(instance, executionID, historyDelta); err != nil {
+		return permanent(op, "Failed to append history: %v", err)
+	}
+
+	p.deleteOrchRows(func(r *orchRow) bool { return r.lockToken == lockToken })
+	p.applyMetadata(instance, executionID, metadata, uint64(now))
+	p.appendHistory(instance, executionID, historyDelta)
+	p.applyCustomStatus(instance, historyDelta)
+	p.applyKV(instance, historyDelta, metadata.Status, uint64(now))
+	for _, w := range workerItems {
+		p.pushWorker(w.Kind.(duroxide.ActivityExecuteItem), now)
+	}
+	for _, c := range cancelledActivities {
+		p.deleteWorkRows(func(r *workRow) bool {
+			return r.item.Instance == c.Instance && r.item.ExecutionID == c.ExecutionID && r.item.ID == c.ActivityID
+		})
+	}
+	for _, o := range orchestratorItems {
+		visibleAt := now
+		if t, ok := o.Kind.(duroxide.TimerFiredItem); ok {
+			visibleAt = int64(min(t.FireAtMs, 1<<63-1))
+		}
+		p.pushOrchestrator(o, visibleAt)
+	}
+	delete(p.locks, instance)
+	p.signal()
+	return nil
+}
+
+// applyMetadata stores what the runtime computed about the turn; the
+// caller holds p.mu.
+func (p *MemoryProvider) applyMetadata(instance string, executionID uint64, md duroxide.ExecutionMetadata, now uint64) {
+	inst := p.instances[instance]
+	if md.OrchestrationName != nil && md.OrchestrationVersion != nil {
+		if inst == nil {
+			inst = &memInstance{
+				currentExecution: executionID,
+				createdAt:        now,
+				parent:           ptrClone(md.ParentInstanceID),
+				seq:              p.nextID(),
+			}
+			p.instances[instance] = inst
+		}
+		inst.name = *md.OrchestrationName
+		inst.version = ptrClone(md.OrchestrationVersion)
+	}
+	execs := p.executions[instance]
+	if execs == nil {
+		execs = map[uint64]*memExecution{}
+		p.executions[instance] = execs
+	}
+	exec := execs[executionID]
+	if exec == nil {
+		exec = &memExecution{status: duroxide.StatusRunning, startedAt: now}
+		execs[executionID] = exec
+	}
+	if md.PinnedDuroxideVersion != nil {
+		exec.pinned = ptrClone(md.PinnedDuroxideVersion)
+	}
+	if inst != nil {
+		inst.currentExecution = max(inst.currentExecution, executionID)
+		inst.updatedAt = now
+	}
+	if md.Status != nil {
+		exec.status = *md.Status
+		exec.output = ptrClone(md.Output)
+		exec.completedAt = nil
+		if exec.status != duroxide.StatusRunning {
+			exec.completedAt = &now
+		}
+	}
+}
+
+// applyCustomStatus stores the last CustomStatusUpdated of the delta and
+// bumps the version (SQLite derives it the same way); the caller holds
+// p.mu.
+func (p *MemoryProvider) applyCustomStatus(instance string, delta []duroxide.Event) {
+	inst := p.instances[instance]
+	if inst == nil {
+		return
+	}
+	for i := len(delta) - 1; i >= 0; i-- {
+		if cs, ok := delta[i].Kind.(duroxide.CustomStatusUpdated); ok {
+			inst.customStatus = ptrClone(cs.Status)
+			inst.customStatusVersion++
+			return
+		}
+	}
+}
+
+// AbandonOrchestrationItem releases the instance lock named by lockToken
+// (expired or not, as long as no other fetch took it). With ignoreAttempt
+// every message of the instance has its attempt count decremented, never
+// below zero; with a delay its visible messages are hidden until now +
+// delay.
+func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	const op = "abandon_orchestration_item"
+	if err := ctxErr(op, ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	instance, lock := p.lockFor(lockToken)
+	if lock == nil {
+		return permanent(op, "Invalid lock token")
+	}
+	delete(p.locks, instance)
+	now := p.nowMs()
+	for _, r := range p.orchQueue {
+		if r.instance != instance {
+			continue
+		}
+		if ignoreAttempt && r.attempts > 0 {
+			r.attempts--
+		}
+		if delay > 0 && r.visibleAt <= now {
+			r.visibleAt = after(now, delay)
+		}
+	}
+	p.signal()
+	return nil
+}
+
+// RenewOrchestrationItemLock extends the instance lock to now + extendFor;
+// an unknown, expired or released lock is a permanent error.
+func (p *MemoryProvider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renew_orchestration_item_lock"
+	if err := ctxErr(op, ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	_, lock := p.lockFor(lockToken)
+	if lock == nil || lock.lockedUntil <= now {
+		return permanent(op, "Lock token invalid, expired, or already acked")
+	}
+	lock.lockedUntil = after(now, extendFor)
+	return nil
+}

@@ -1,0 +1,209 @@
+package providertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// MemoryOptions configures a MemoryProvider. The zero value is ready to use.
+type MemoryOptions struct {
+	// Now is the clock every visibility, lock and session time is read
+	// from; nil means time.Now. Long polls still wait in real time.
+	Now func() time.Time
+}
+
+// MemoryProvider is the reference in-memory duroxide.Provider and
+// duroxide.ProviderAdmin: a set of mutex-guarded maps that mirror the tables
+// of duroxide's SQLite provider (src/providers/sqlite.rs, the reference
+// implementation; seeds/sqlite-provider-design.md), so that the validation
+// suite can be checked before any Cosmos DB behaviour enters, and so that
+// runtime tests have a fast provider. Every method runs under one mutex, so
+// every operation is atomic; fetches long-poll for up to their poll timeout.
+//
+// A MemoryProvider holds no goroutines and needs no Close. It is safe for
+// concurrent use.
+type MemoryProvider struct {
+	now    func() time.Time
+	prefix string // random per provider, so lock tokens never repeat
+
+	mu sync.Mutex
+	// changed is closed (and replaced) whenever queued work may have
+	// become available, waking long polls.
+	changed chan struct{}
+	seq     uint64 // last queue-row id and token counter
+
+	instances  map[string]*memInstance
+	executions map[string]map[uint64]*memExecution
+	history    map[string]map[uint64][]storedEvent
+	orchQueue  []*orchRow
+	workQueue  []*workRow
+	locks      map[string]*instanceLock // by instance id
+	sessions   map[string]*sessionRow   // by session id
+	kvStore    map[string]map[string]duroxide.KvEntry
+	kvDelta    map[string]map[string]kvDeltaRow
+}
+
+// memInstance is one row of SQLite's instances table.
+type memInstance struct {
+	name                string
+	version             *string // nil: NULL (reported as "unknown")
+	currentExecution    uint64
+	customStatus        *string
+	customStatusVersion uint64
+	createdAt           uint64 // ms since the Unix epoch
+	updatedAt           uint64
+	parent              *string
+	seq                 uint64 // creation order
+}
+
+// memExecution is one row of SQLite's executions table.
+type memExecution struct {
+	status      string
+	output      *string
+	pinned      *duroxide.Version // nil: NULL, always compatible
+	startedAt   uint64
+	completedAt *uint64
+}
+
+// orchRow is one orchestrator-queue message. lockToken tags it with the
+// fetch that locked its instance; it stays set after abandon, as in SQLite,
+// and the next fetch re-tags every visible message.
+type orchRow struct {
+	id        uint64
+	instance  string
+	item      duroxide.WorkItem
+	visibleAt int64 // ms
+	lockToken string
+	attempts  uint32
+}
+
+// workRow is one worker-queue message with its own peek-lock.
+type workRow struct {
+	id          uint64
+	item        duroxide.ActivityExecuteItem
+	visibleAt   int64
+	lockToken   string // "" when unlocked
+	lockedUntil int64
+	attempts    uint32
+}
+
+// instanceLock is one row of SQLite's instance_locks table.
+type instanceLock struct {
+	token       string
+	lockedUntil int64
+}
+
+// sessionRow is one row of SQLite's sessions table.
+type sessionRow struct {
+	owner          string
+	lockedUntil    int64
+	lastActivityAt int64
+}
+
+// kvDeltaRow is one current-execution KV mutation; a nil value is a
+// tombstone.
+type kvDeltaRow struct {
+	value           *string
+	lastUpdatedAtMs uint64
+}
+
+// NewMemoryProvider returns an empty in-memory provider.
+func NewMemoryProvider(opts MemoryOptions) *MemoryProvider {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return &MemoryProvider{
+		now:        now,
+		prefix:     hex.EncodeToString(b[:]),
+		changed:    make(chan struct{}),
+		instances:  map[string]*memInstance{},
+		executions: map[string]map[uint64]*memExecution{},
+		history:    map[string]map[uint64][]storedEvent{},
+		locks:      map[string]*instanceLock{},
+		sessions:   map[string]*sessionRow{},
+		kvStore:    map[string]map[string]duroxide.KvEntry{},
+		kvDelta:    map[string]map[string]kvDeltaRow{},
+	}
+}
+
+// Compile-time checks of the contracts MemoryProvider keeps.
+var (
+	_ duroxide.Provider      = (*MemoryProvider)(nil)
+	_ duroxide.ProviderAdmin = (*MemoryProvider)(nil)
+)
+
+// Name returns "memory".
+func (p *MemoryProvider) Name() string { return "memory" }
+
+// Version returns the duroxide version whose contract the provider keeps.
+func (p *MemoryProvider) Version() string { return duroxide.DuroxideVersion }
+
+// nowMs returns the provider clock in milliseconds since the Unix epoch.
+func (p *MemoryProvider) nowMs() int64 { return p.now().UnixMilli() }
+
+// after returns now + d in milliseconds, saturating instead of overflowing.
+func after(now int64, d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if ms > 0 && now > (1<<63-1)-ms {
+		return 1<<63 - 1
+	}
+	return now + ms
+}
+
+// nextID returns the next row id; the caller holds p.mu.
+func (p *MemoryProvider) nextID() uint64 {
+	p.seq++
+	return p.seq
+}
+
+// newToken returns a lock token unique to this provider; the caller holds
+// p.mu.
+func (p *MemoryProvider) newToken() string {
+	return fmt.Sprintf("lock-%s-%d", p.prefix, p.nextID())
+}
+
+// signal wakes every long poll; the caller holds p.mu.
+func (p *MemoryProvider) signal() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// lockFor returns the instance id whose lock carries token, or "" when
+// none does; the caller holds p.mu.
+func (p *MemoryProvider) lockFor(token string) (string, *instanceLock) {
+	for id, l := range p.locks {
+		if l.token == token {
+			return id, l
+		}
+	}
+	return "", nil
+}
+
+// ctxErr converts a cancelled context into a retryable ProviderError.
+func ctxErr(op string, ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return duroxide.WrapError(op, true, err)
+	}
+	return nil
+}
+
+func permanent(op, format string, args ...any) error {
+	return duroxide.NewPermanentError(op, fmt.Sprintf(format, args...))
+}
+
+func ptrClone[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
+}

@@ -1,0 +1,54 @@
+package providertest
+
+import (
+	"context"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// GetCustomStatus returns the instance's custom status and its version when
+// the version is greater than lastSeenVersion; nil when it has not changed
+// or the instance does not exist.
+func (p *MemoryProvider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
+	if err := ctxErr("get_custom_status", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.instances[instance]
+	if inst == nil || inst.customStatusVersion <= lastSeenVersion {
+		return nil, nil
+	}
+	return &duroxide.CustomStatus{Status: ptrClone(inst.customStatus), Version: inst.customStatusVersion}, nil
+}
+
+// GetInstanceStats returns the size of the instance's stored state: its
+// current execution's history (count and JSON bytes), its pending
+// orchestrator messages, and its KV values (count and bytes, delta
+// included); nil when the instance has no record.
+func (p *MemoryProvider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
+	if err := ctxErr("get_instance_stats", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.instances[instance]
+	if inst == nil {
+		return nil, nil
+	}
+	stats := &duroxide.SystemStats{}
+	for _, r := range p.history[instance][inst.currentExecution] {
+		stats.HistoryEventCount++
+		stats.HistorySizeBytes += r.size()
+	}
+	for _, r := range p.orchQueue {
+		if r.instance == instance {
+			stats.QueuePendingCount++
+		}
+	}
+	for _, v := range p.kvView(instance) {
+		stats.KVUserKeyCount++
+		stats.KVTotalValueBytes += uint64(len(v))
+	}
+	return stats, nil
+}
