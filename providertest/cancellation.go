@@ -48,6 +48,21 @@ func cancellationStarted(instance string) duroxide.Event {
 	})
 }
 
+// cancellationMetadata is the ExecutionMetadata of a TestOrch turn that
+// sets status and output (nil: unchanged).
+func cancellationMetadata(status string, output *string) duroxide.ExecutionMetadata {
+	return duroxide.ExecutionMetadata{
+		OrchestrationName: duroxide.StringPtr("TestOrch"),
+		Status:            duroxide.StringPtr(status),
+		Output:            output,
+	}
+}
+
+// cancellationTerminal is ExecutionState Terminal(status).
+func cancellationTerminal(status string) duroxide.ExecutionState {
+	return duroxide.ExecutionState{Kind: duroxide.ExecutionTerminal, Status: status}
+}
+
 // cancellationStartTurn starts instance and commits its first turn: the
 // start message is enqueued and fetched, then acked with
 // OrchestrationStarted followed by terminal (if any), scheduling activities
@@ -140,10 +155,7 @@ func fetchReturnsStateCase(t *testing.T, f Factory, instance string, terminal []
 // of a running orchestration can be fetched, and that its orchestration is
 // reported Running.
 func FetchReturnsRunningStateForActiveOrchestration(t *testing.T, f Factory) {
-	fetchReturnsStateCase(t, f, "inst-running", nil, duroxide.ExecutionMetadata{
-		OrchestrationName: duroxide.StringPtr("TestOrch"),
-		Status:            duroxide.StringPtr(duroxide.StatusRunning),
-	}, duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
+	fetchReturnsStateCase(t, f, "inst-running", nil, cancellationMetadata(duroxide.StatusRunning, nil), duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
 }
 
 // FetchReturnsTerminalStateWhenOrchestrationCompleted checks that an
@@ -154,11 +166,8 @@ func FetchReturnsTerminalStateWhenOrchestrationCompleted(t *testing.T, f Factory
 	const instance = "inst-completed"
 	fetchReturnsStateCase(t, f, instance,
 		[]duroxide.Event{duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationCompleted{Output: "done"})},
-		duroxide.ExecutionMetadata{
-			OrchestrationName: duroxide.StringPtr("TestOrch"),
-			Status:            duroxide.StringPtr(duroxide.StatusCompleted),
-			Output:            duroxide.StringPtr("done"),
-		}, duroxide.ExecutionState{Kind: duroxide.ExecutionTerminal, Status: duroxide.StatusCompleted})
+		cancellationMetadata(duroxide.StatusCompleted, duroxide.StringPtr("done")),
+		cancellationTerminal(duroxide.StatusCompleted))
 }
 
 // FetchReturnsTerminalStateWhenOrchestrationFailed checks that an activity
@@ -170,10 +179,8 @@ func FetchReturnsTerminalStateWhenOrchestrationFailed(t *testing.T, f Factory) {
 		[]duroxide.Event{duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationFailed{
 			Details: duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed, "boom"),
 		})},
-		duroxide.ExecutionMetadata{
-			OrchestrationName: duroxide.StringPtr("TestOrch"),
-			Status:            duroxide.StringPtr(duroxide.StatusFailed),
-		}, duroxide.ExecutionState{Kind: duroxide.ExecutionTerminal, Status: duroxide.StatusFailed})
+		cancellationMetadata(duroxide.StatusFailed, nil),
+		cancellationTerminal(duroxide.StatusFailed))
 }
 
 // FetchReturnsTerminalStateWhenOrchestrationContinuedAsNew checks that an
@@ -184,11 +191,8 @@ func FetchReturnsTerminalStateWhenOrchestrationContinuedAsNew(t *testing.T, f Fa
 	const instance = "inst-can"
 	fetchReturnsStateCase(t, f, instance,
 		[]duroxide.Event{duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationContinuedAsNew{Input: "new-input"})},
-		duroxide.ExecutionMetadata{
-			OrchestrationName: duroxide.StringPtr("TestOrch"),
-			Status:            duroxide.StringPtr(duroxide.StatusContinuedAsNew),
-			Output:            duroxide.StringPtr("new-input"),
-		}, duroxide.ExecutionState{Kind: duroxide.ExecutionTerminal, Status: duroxide.StatusContinuedAsNew})
+		cancellationMetadata(duroxide.StatusContinuedAsNew, duroxide.StringPtr("new-input")),
+		cancellationTerminal(duroxide.StatusContinuedAsNew))
 }
 
 // FetchReturnsMissingStateWhenInstanceDeleted checks that an activity whose
@@ -209,10 +213,8 @@ func FetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, f Factory) {
 func RenewReturnsRunningWhenOrchestrationActive(t *testing.T, f Factory) {
 	const instance = "inst-renew-run"
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, nil, duroxide.ExecutionMetadata{
-		OrchestrationName: duroxide.StringPtr("TestOrch"),
-		Status:            duroxide.StringPtr(duroxide.StatusRunning),
-	}, cancellationActivity(instance, 1, "TestActivity"))
+	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
+		cancellationActivity(instance, 1, "TestActivity"))
 
 	locked := cancellationFetchWork(t, f, p)
 	cancellationRequireActivity(t, locked, instance, 1)
@@ -226,10 +228,8 @@ func RenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, f Factory) {
 	const instance = "inst-renew-term"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, nil, duroxide.ExecutionMetadata{
-		OrchestrationName: duroxide.StringPtr("TestOrch"),
-		Status:            duroxide.StringPtr(duroxide.StatusRunning),
-	}, cancellationActivity(instance, 1, "TestActivity"))
+	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
+		cancellationActivity(instance, 1, "TestActivity"))
 
 	locked := cancellationFetchWork(t, f, p)
 	cancellationRequireActivity(t, locked, instance, 1)
@@ -244,7 +244,7 @@ func RenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, f Factory) {
 			Output: duroxide.StringPtr("done"),
 		}, nil))
 
-	cancellationRequireState(t, f, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionTerminal, Status: duroxide.StatusCompleted})
+	cancellationRequireState(t, f, p, locked, cancellationTerminal(duroxide.StatusCompleted))
 }
 
 // RenewReturnsMissingWhenInstanceDeleted checks that renewing the lock of
@@ -286,10 +286,7 @@ func CancelledActivitiesDeletedFromWorkerQueue(t *testing.T, f Factory) {
 	const instance = "inst-cancel-delete"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, nil, duroxide.ExecutionMetadata{
-		OrchestrationName: duroxide.StringPtr("TestOrch"),
-		Status:            duroxide.StringPtr(duroxide.StatusRunning),
-	},
+	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
 		cancellationActivity(instance, 1, "Activity1"),
 		cancellationActivity(instance, 2, "Activity2"),
 		cancellationActivity(instance, 3, "Activity3"))
@@ -386,10 +383,7 @@ func BatchCancellationDeletesMultipleActivities(t *testing.T, f Factory) {
 		activities = append(activities, cancellationActivity(instance, i, fmt.Sprintf("Activity%d", i)))
 		cancelled = append(cancelled, duroxide.ScheduledActivityIdentifier{Instance: instance, ExecutionID: 1, ActivityID: i})
 	}
-	cancellationStartTurn(t, f, p, instance, nil, duroxide.ExecutionMetadata{
-		OrchestrationName: duroxide.StringPtr("TestOrch"),
-		Status:            duroxide.StringPtr(duroxide.StatusRunning),
-	}, activities...)
+	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil), activities...)
 
 	cancellationTrigger(t, p, instance)
 	turn := cancellationFetchOrchestration(t, f, p)
@@ -415,10 +409,7 @@ func SameActivityInWorkerItemsAndCancelledIsNoop(t *testing.T, f Factory) {
 			cancellationActivity(instance, 2, "DroppedActivity"),
 			cancellationActivity(instance, 3, "NormalActivity"),
 		}, nil,
-		duroxide.ExecutionMetadata{
-			OrchestrationName: duroxide.StringPtr("TestOrch"),
-			Status:            duroxide.StringPtr(duroxide.StatusRunning),
-		},
+		cancellationMetadata(duroxide.StatusRunning, nil),
 		[]duroxide.ScheduledActivityIdentifier{{Instance: instance, ExecutionID: 1, ActivityID: 2}},
 	), "AckOrchestrationItem should succeed")
 
