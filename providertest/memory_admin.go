@@ -36,7 +36,7 @@ func (p *MemoryProvider) currentStatus(id string) (string, *memExecution) {
 // ListInstances returns every instance id, newest first (as SQLite orders
 // by created_at DESC).
 func (p *MemoryProvider) ListInstances(ctx context.Context) ([]string, error) {
-	if err := ctxErr("list_instances", ctx); err != nil {
+	if err := memCtxErr("list_instances", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -49,7 +49,7 @@ func (p *MemoryProvider) ListInstances(ctx context.Context) ([]string, error) {
 // ListInstancesByStatus returns the ids of the instances whose current
 // execution has status, newest first.
 func (p *MemoryProvider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
-	if err := ctxErr("list_instances_by_status", ctx); err != nil {
+	if err := memCtxErr("list_instances_by_status", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -64,7 +64,7 @@ func (p *MemoryProvider) ListInstancesByStatus(ctx context.Context, status strin
 
 // ListExecutions returns the instance's execution ids in ascending order.
 func (p *MemoryProvider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
-	if err := ctxErr("list_executions", ctx); err != nil {
+	if err := memCtxErr("list_executions", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -79,7 +79,7 @@ func (p *MemoryProvider) ListExecutions(ctx context.Context, instance string) ([
 
 // ReadHistoryWithExecutionID returns one execution's history.
 func (p *MemoryProvider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	if err := ctxErr("read_history_with_execution_id", ctx); err != nil {
+	if err := memCtxErr("read_history_with_execution_id", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -93,7 +93,7 @@ func (p *MemoryProvider) ReadHistoryWithExecutionID(ctx context.Context, instanc
 
 // ReadHistory returns the latest execution's history.
 func (p *MemoryProvider) ReadHistory(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	if err := ctxErr("read_history", ctx); err != nil {
+	if err := memCtxErr("read_history", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -109,13 +109,13 @@ func (p *MemoryProvider) ReadHistory(ctx context.Context, instance string) ([]du
 // instance with neither a record nor an execution is a permanent error.
 func (p *MemoryProvider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
 	const op = "latest_execution_id"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.instances[instance] == nil && len(p.executions[instance]) == 0 {
-		return 0, permanent(op, "Instance %s not found", instance)
+		return 0, memPermanent(op, "Instance %s not found", instance)
 	}
 	return p.latestExecution(instance), nil
 }
@@ -124,14 +124,14 @@ func (p *MemoryProvider) LatestExecutionID(ctx context.Context, instance string)
 // execution's status and output; an unknown instance is a permanent error.
 func (p *MemoryProvider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
 	const op = "get_instance_info"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return duroxide.InstanceInfo{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
 	if inst == nil {
-		return duroxide.InstanceInfo{}, permanent(op, "Instance %s not found", instance)
+		return duroxide.InstanceInfo{}, memPermanent(op, "Instance %s not found", instance)
 	}
 	info := duroxide.InstanceInfo{
 		InstanceID:           instance,
@@ -141,14 +141,14 @@ func (p *MemoryProvider) GetInstanceInfo(ctx context.Context, instance string) (
 		Status:               "Unknown",
 		CreatedAt:            inst.createdAt,
 		UpdatedAt:            inst.updatedAt,
-		ParentInstanceID:     ptrClone(inst.parent),
+		ParentInstanceID:     memClone(inst.parent),
 	}
 	if inst.version != nil {
 		info.OrchestrationVersion = *inst.version
 	}
 	if status, exec := p.currentStatus(instance); exec != nil {
 		info.Status = status
-		info.Output = ptrClone(exec.output)
+		info.Output = memClone(exec.output)
 	}
 	return info, nil
 }
@@ -157,21 +157,21 @@ func (p *MemoryProvider) GetInstanceInfo(ctx context.Context, instance string) (
 // a permanent error.
 func (p *MemoryProvider) GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (duroxide.ExecutionInfo, error) {
 	const op = "get_execution_info"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return duroxide.ExecutionInfo{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	exec := p.executions[instance][executionID]
 	if exec == nil {
-		return duroxide.ExecutionInfo{}, permanent(op, "Execution %d not found for instance %s", executionID, instance)
+		return duroxide.ExecutionInfo{}, memPermanent(op, "Execution %d not found for instance %s", executionID, instance)
 	}
 	return duroxide.ExecutionInfo{
 		ExecutionID: executionID,
 		Status:      exec.status,
-		Output:      ptrClone(exec.output),
+		Output:      memClone(exec.output),
 		StartedAt:   exec.startedAt,
-		CompletedAt: ptrClone(exec.completedAt),
+		CompletedAt: memClone(exec.completedAt),
 		EventCount:  uint64(len(p.history[instance][executionID])),
 	}, nil
 }
@@ -179,7 +179,7 @@ func (p *MemoryProvider) GetExecutionInfo(ctx context.Context, instance string, 
 // GetSystemMetrics counts instances by the status of their current
 // execution, all executions, and all history events.
 func (p *MemoryProvider) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics, error) {
-	if err := ctxErr("get_system_metrics", ctx); err != nil {
+	if err := memCtxErr("get_system_metrics", ctx); err != nil {
 		return duroxide.SystemMetrics{}, err
 	}
 	p.mu.Lock()
@@ -212,7 +212,7 @@ func (p *MemoryProvider) GetSystemMetrics(ctx context.Context) (duroxide.SystemM
 // messages without an unexpired lock. TimerQueue is always 0: timers wait
 // in the orchestrator queue.
 func (p *MemoryProvider) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, error) {
-	if err := ctxErr("get_queue_depths", ctx); err != nil {
+	if err := memCtxErr("get_queue_depths", ctx); err != nil {
 		return duroxide.QueueDepths{}, err
 	}
 	p.mu.Lock()
@@ -235,7 +235,7 @@ func (p *MemoryProvider) GetQueueDepths(ctx context.Context) (duroxide.QueueDept
 // ListChildren returns the ids of the instance's direct sub-orchestrations,
 // oldest first.
 func (p *MemoryProvider) ListChildren(ctx context.Context, instance string) ([]string, error) {
-	if err := ctxErr("list_children", ctx); err != nil {
+	if err := memCtxErr("list_children", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -250,14 +250,14 @@ func (p *MemoryProvider) ListChildren(ctx context.Context, instance string) ([]s
 // unknown instance is a permanent error.
 func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	const op = "get_parent_id"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return "", false, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
 	if inst == nil {
-		return "", false, permanent(op, "Instance %s not found", instance)
+		return "", false, memPermanent(op, "Instance %s not found", instance)
 	}
 	if inst.parent == nil {
 		return "", false, nil

@@ -7,9 +7,9 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// defaultBulkLimit is how many instances a bulk operation processes when
+// memDefaultBulkLimit is how many instances a bulk operation processes when
 // the filter sets no limit (SQLite's DEFAULT_BULK_OPERATION_LIMIT).
-const defaultBulkLimit = 1000
+const memDefaultBulkLimit = 1000
 
 // DeleteInstancesAtomic deletes the instances ids and all their data
 // (history, executions, queue messages, locks, KV) in one step. Without
@@ -20,7 +20,7 @@ const defaultBulkLimit = 1000
 // InstancesDeleted counts the ids that had a record.
 func (p *MemoryProvider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
 	const op = "delete_instances_atomic"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return duroxide.DeleteInstanceResult{}, err
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
@@ -36,15 +36,15 @@ func (p *MemoryProvider) DeleteInstancesAtomic(ctx context.Context, ids []string
 	if !force {
 		for _, id := range ids {
 			if s, _ := p.currentStatus(id); s == duroxide.StatusRunning {
-				return duroxide.DeleteInstanceResult{}, permanent(op,
+				return duroxide.DeleteInstanceResult{}, memPermanent(op,
 					"Instance %s is still running. Use force=true to delete anyway, or cancel first.", id)
 			}
 		}
 	}
 	for _, child := range p.instanceIDsByAge() {
 		if parent := p.instances[child].parent; parent != nil && in[*parent] && !in[child] {
-			return duroxide.DeleteInstanceResult{}, permanent(op,
-				"Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.", *parent, child)
+			return duroxide.DeleteInstanceResult{}, memPermanent(op,
+				"Cannot delete: instance %s has child %s that was created memAfter tree traversal. Re-fetch the tree and retry.", *parent, child)
 		}
 	}
 	var res duroxide.DeleteInstanceResult
@@ -63,8 +63,8 @@ func (p *MemoryProvider) DeleteInstancesAtomic(ctx context.Context, ids []string
 		delete(p.kvStore, id)
 		delete(p.kvDelta, id)
 	}
-	res.QueueMessagesDeleted += uint64(p.deleteOrchRows(func(r *orchRow) bool { return in[r.instance] }))
-	res.QueueMessagesDeleted += uint64(p.deleteWorkRows(func(r *workRow) bool { return in[r.item.Instance] }))
+	res.QueueMessagesDeleted += uint64(p.deleteOrchRows(func(r *memOrchRow) bool { return in[r.instance] }))
+	res.QueueMessagesDeleted += uint64(p.deleteWorkRows(func(r *memWorkRow) bool { return in[r.item.Instance] }))
 	p.signal()
 	return res, nil
 }
@@ -76,8 +76,8 @@ func (p *MemoryProvider) DeleteInstance(ctx context.Context, instance string, fo
 	return duroxide.DeleteInstance(ctx, p, instance, force)
 }
 
-// terminal reports whether status ends an execution.
-func terminal(status string) bool {
+// memTerminal reports whether status ends an execution.
+func memTerminal(status string) bool {
 	return status == duroxide.StatusCompleted || status == duroxide.StatusFailed || status == duroxide.StatusContinuedAsNew
 }
 
@@ -88,7 +88,7 @@ func (p *MemoryProvider) selectInstances(filter duroxide.InstanceFilter, keep fu
 	if filter.InstanceIDs != nil && len(filter.InstanceIDs) == 0 {
 		return nil
 	}
-	limit := uint32(defaultBulkLimit)
+	limit := uint32(memDefaultBulkLimit)
 	if filter.Limit != nil {
 		limit = *filter.Limit
 	}
@@ -118,12 +118,12 @@ func (p *MemoryProvider) selectInstances(filter duroxide.InstanceFilter, keep fu
 // time.
 func (p *MemoryProvider) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
 	const op = "delete_instance_bulk"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return duroxide.DeleteInstanceResult{}, err
 	}
 	p.mu.Lock()
 	roots := p.selectInstances(filter, func(id string, exec *memExecution) bool {
-		return p.instances[id].parent == nil && exec != nil && terminal(exec.status)
+		return p.instances[id].parent == nil && exec != nil && memTerminal(exec.status)
 	})
 	p.mu.Unlock()
 	var total duroxide.DeleteInstanceResult
@@ -148,14 +148,14 @@ func (p *MemoryProvider) DeleteInstanceBulk(ctx context.Context, filter duroxide
 // An unknown instance is a permanent error.
 func (p *MemoryProvider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
 	const op = "prune_executions"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return duroxide.PruneResult{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
 	if inst == nil {
-		return duroxide.PruneResult{}, permanent(op, "Instance %s not found", instance)
+		return duroxide.PruneResult{}, memPermanent(op, "Instance %s not found", instance)
 	}
 	execIDs := make([]uint64, 0, len(p.executions[instance]))
 	for id := range p.executions[instance] {
@@ -185,7 +185,7 @@ func (p *MemoryProvider) PruneExecutions(ctx context.Context, instance string, o
 // PruneExecutionsBulk applies PruneExecutions to every instance matching
 // filter, whatever its status (the current execution is protected anyway).
 func (p *MemoryProvider) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
-	if err := ctxErr("prune_executions_bulk", ctx); err != nil {
+	if err := memCtxErr("prune_executions_bulk", ctx); err != nil {
 		return duroxide.PruneResult{}, err
 	}
 	p.mu.Lock()

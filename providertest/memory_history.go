@@ -10,20 +10,20 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// storedEvent is one history row. ev is the event as appended; raw, when
+// memStoredEvent is one history row. ev is the event as appended; raw, when
 // non-nil, is the stored form that replaced it (the HistoryCorrupter hook
 // writes undecodable bytes there), and reading the row then decodes raw,
 // which fails for anything but a valid event. This keeps the provider
 // independent of the event JSON codec while letting corruption reach fetch
 // exactly as it reaches SQLite's read_history_in_tx.
-type storedEvent struct {
+type memStoredEvent struct {
 	id  uint64
 	ev  duroxide.Event
 	raw []byte
 }
 
 // decode returns the row's event or the decoding error.
-func (s storedEvent) decode() (duroxide.Event, error) {
+func (s memStoredEvent) decode() (duroxide.Event, error) {
 	if s.raw == nil {
 		return s.ev, nil
 	}
@@ -35,7 +35,7 @@ func (s storedEvent) decode() (duroxide.Event, error) {
 }
 
 // size returns the row's stored size in bytes (its JSON encoding).
-func (s storedEvent) size() uint64 {
+func (s memStoredEvent) size() uint64 {
 	if s.raw != nil {
 		return uint64(len(s.raw))
 	}
@@ -105,21 +105,21 @@ func (p *MemoryProvider) appendHistory(instance string, execution uint64, events
 	}
 	byExec := p.history[instance]
 	if byExec == nil {
-		byExec = map[uint64][]storedEvent{}
+		byExec = map[uint64][]memStoredEvent{}
 		p.history[instance] = byExec
 	}
 	rows := byExec[execution]
 	for _, ev := range events {
-		rows = append(rows, storedEvent{id: ev.EventID, ev: ev})
+		rows = append(rows, memStoredEvent{id: ev.EventID, ev: ev})
 	}
-	slices.SortStableFunc(rows, func(a, b storedEvent) int { return cmp.Compare(a.id, b.id) })
+	slices.SortStableFunc(rows, func(a, b memStoredEvent) int { return cmp.Compare(a.id, b.id) })
 	byExec[execution] = rows
 }
 
 // Read returns the latest execution's history (duroxide's read); an
 // undecodable event is a permanent error.
 func (p *MemoryProvider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	if err := ctxErr("read", ctx); err != nil {
+	if err := memCtxErr("read", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -134,7 +134,7 @@ func (p *MemoryProvider) Read(ctx context.Context, instance string) ([]duroxide.
 // ReadWithExecution returns one execution's history, empty when it does not
 // exist.
 func (p *MemoryProvider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	if err := ctxErr("read_with_execution", ctx); err != nil {
+	if err := memCtxErr("read_with_execution", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -150,13 +150,13 @@ func (p *MemoryProvider) ReadWithExecution(ctx context.Context, instance string,
 // nothing: a zero or duplicate event id is a permanent error and nothing is
 // written. Like SQLite it creates no instance or execution record.
 func (p *MemoryProvider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []duroxide.Event) error {
-	if err := ctxErr("append_with_execution", ctx); err != nil {
+	if err := memCtxErr("append_with_execution", ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.checkAppend(instance, executionID, events); err != nil {
-		return permanent("append_with_execution", "Failed to append history: %v", err)
+		return memPermanent("append_with_execution", "Failed to append history: %v", err)
 	}
 	p.appendHistory(instance, executionID, events)
 	return nil

@@ -17,16 +17,16 @@ func (p *MemoryProvider) applyKV(instance string, delta []duroxide.Event, status
 	for _, ev := range delta {
 		switch k := ev.Kind.(type) {
 		case duroxide.KeyValueSet:
-			p.kvDeltaOf(instance)[k.Key] = kvDeltaRow{value: &k.Value, lastUpdatedAtMs: k.LastUpdatedAtMs}
+			p.kvDeltaOf(instance)[k.Key] = memKVDeltaRow{value: &k.Value, lastUpdatedAtMs: k.LastUpdatedAtMs}
 		case duroxide.KeyValueCleared:
-			p.kvDeltaOf(instance)[k.Key] = kvDeltaRow{lastUpdatedAtMs: now}
+			p.kvDeltaOf(instance)[k.Key] = memKVDeltaRow{lastUpdatedAtMs: now}
 		case duroxide.KeyValuesCleared:
 			d := p.kvDeltaOf(instance)
 			for key := range d {
-				d[key] = kvDeltaRow{lastUpdatedAtMs: now}
+				d[key] = memKVDeltaRow{lastUpdatedAtMs: now}
 			}
 			for key := range p.kvStore[instance] {
-				d[key] = kvDeltaRow{lastUpdatedAtMs: now}
+				d[key] = memKVDeltaRow{lastUpdatedAtMs: now}
 			}
 		}
 	}
@@ -62,10 +62,10 @@ func (p *MemoryProvider) applyKV(instance string, delta []duroxide.Event, status
 }
 
 // kvDeltaOf returns the instance's delta, creating it; the caller holds p.mu.
-func (p *MemoryProvider) kvDeltaOf(instance string) map[string]kvDeltaRow {
+func (p *MemoryProvider) kvDeltaOf(instance string) map[string]memKVDeltaRow {
 	d := p.kvDelta[instance]
 	if d == nil {
-		d = map[string]kvDeltaRow{}
+		d = map[string]memKVDeltaRow{}
 		p.kvDelta[instance] = d
 	}
 	return d
@@ -91,7 +91,7 @@ func (p *MemoryProvider) kvView(instance string) map[string]string {
 // GetKVValue returns one KV value, the running execution's delta taking
 // precedence over the store; ok is false for a missing or cleared key.
 func (p *MemoryProvider) GetKVValue(ctx context.Context, instance, key string) (string, bool, error) {
-	if err := ctxErr("get_kv_value", ctx); err != nil {
+	if err := memCtxErr("get_kv_value", ctx); err != nil {
 		return "", false, err
 	}
 	p.mu.Lock()
@@ -109,7 +109,7 @@ func (p *MemoryProvider) GetKVValue(ctx context.Context, instance, key string) (
 // GetKVAllValues returns every KV value of the instance (empty, not nil,
 // for an unknown instance).
 func (p *MemoryProvider) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
-	if err := ctxErr("get_kv_all_values", ctx); err != nil {
+	if err := memCtxErr("get_kv_all_values", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()

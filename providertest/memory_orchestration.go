@@ -16,21 +16,21 @@ import (
 // a kind is a permanent error.
 func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
 	const op = "enqueue_for_orchestrator"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
-	if err := checkOrchestratorItem(item); err != nil {
-		return permanent(op, "%v", err)
+	if err := memCheckOrchestratorItem(item); err != nil {
+		return memPermanent(op, "%v", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pushOrchestrator(item, after(p.nowMs(), delay))
+	p.pushOrchestrator(item, memAfter(p.nowMs(), delay))
 	p.signal()
 	return nil
 }
 
-// checkOrchestratorItem rejects what cannot go on an orchestrator queue.
-func checkOrchestratorItem(item duroxide.WorkItem) error {
+// memCheckOrchestratorItem rejects what cannot go on an orchestrator queue.
+func memCheckOrchestratorItem(item duroxide.WorkItem) error {
 	if item.Kind == nil {
 		return fmt.Errorf("work item has no kind")
 	}
@@ -42,7 +42,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 
 // pushOrchestrator appends one message; the caller holds p.mu.
 func (p *MemoryProvider) pushOrchestrator(item duroxide.WorkItem, visibleAt int64) {
-	p.orchQueue = append(p.orchQueue, &orchRow{
+	p.orchQueue = append(p.orchQueue, &memOrchRow{
 		id: p.nextID(), instance: item.Instance(), item: item, visibleAt: visibleAt,
 	})
 }
@@ -62,7 +62,7 @@ func (p *MemoryProvider) pushOrchestrator(item duroxide.WorkItem, visibleAt int6
 // With a positive pollTimeout the call waits up to that long for work.
 func (p *MemoryProvider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	const op = "fetch_orchestration_item"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return nil, err
 	}
 	var item *duroxide.OrchestrationItem
@@ -87,7 +87,7 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 		if instance == "" {
 			return nil
 		}
-		var visible []*orchRow
+		var visible []*memOrchRow
 		var messages []duroxide.WorkItem
 		for _, r := range p.orchQueue {
 			if r.instance == instance && r.visibleAt <= now {
@@ -116,14 +116,14 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 				}
 			}
 		} else if !p.describeNewInstance(item) {
-			if allQueueMessages(messages) {
-				p.deleteOrchRows(func(r *orchRow) bool { return r.instance == instance && r.visibleAt <= now })
+			if memAllQueueMessages(messages) {
+				p.deleteOrchRows(func(r *memOrchRow) bool { return r.instance == instance && r.visibleAt <= now })
 			}
 			skip[instance] = true
 			continue
 		}
 		token := p.newToken()
-		p.locks[instance] = &instanceLock{token: token, lockedUntil: after(now, lockTimeout)}
+		p.locks[instance] = &memInstanceLock{token: token, lockedUntil: memAfter(now, lockTimeout)}
 		for _, r := range visible {
 			r.lockToken = token
 			r.attempts++
@@ -168,7 +168,7 @@ func (p *MemoryProvider) describeNewInstance(item *duroxide.OrchestrationItem) b
 	return false
 }
 
-func allQueueMessages(items []duroxide.WorkItem) bool {
+func memAllQueueMessages(items []duroxide.WorkItem) bool {
 	for _, it := range items {
 		if _, ok := it.Kind.(duroxide.QueueMessageItem); !ok {
 			return false
@@ -215,19 +215,19 @@ func (p *MemoryProvider) compatible(instance string, filter *duroxide.Dispatcher
 	}
 	r := filter.SupportedDuroxideVersions[0]
 	v := *exec.pinned
-	return compareCore(v, r.Min) >= 0 && compareCore(v, r.Max) <= 0
+	return memCompareCore(v, r.Min) >= 0 && memCompareCore(v, r.Max) <= 0
 }
 
-// compareCore compares major.minor.patch only, as SQLite's packed
+// memCompareCore compares major.minor.patch only, as SQLite's packed
 // integer comparison does.
-func compareCore(a, b duroxide.Version) int {
+func memCompareCore(a, b duroxide.Version) int {
 	return duroxide.Version{Major: a.Major, Minor: a.Minor, Patch: a.Patch}.Compare(
 		duroxide.Version{Major: b.Major, Minor: b.Minor, Patch: b.Patch})
 }
 
 // deleteOrchRows removes the orchestrator messages match selects and
 // returns how many; the caller holds p.mu.
-func (p *MemoryProvider) deleteOrchRows(match func(*orchRow) bool) int {
+func (p *MemoryProvider) deleteOrchRows(match func(*memOrchRow) bool) int {
 	kept := p.orchQueue[:0]
 	n := 0
 	for _, r := range p.orchQueue {
@@ -256,17 +256,17 @@ func (p *MemoryProvider) deleteOrchRows(match func(*orchRow) bool) int {
 // queue and releases the lock. History is only appended, never re-read.
 func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
 	const op = "ack_orchestration_item"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
 	for _, w := range workerItems {
 		if !w.IsForWorker() {
-			return permanent(op, "worker item of type %q is not an ActivityExecute", w.Type())
+			return memPermanent(op, "worker item of type %q is not an ActivityExecute", w.Type())
 		}
 	}
 	for _, o := range orchestratorItems {
-		if err := checkOrchestratorItem(o); err != nil {
-			return permanent(op, "%v", err)
+		if err := memCheckOrchestratorItem(o); err != nil {
+			return memPermanent(op, "%v", err)
 		}
 	}
 	p.mu.Lock()
@@ -274,16 +274,16 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 	now := p.nowMs()
 	instance, lock := p.lockFor(lockToken)
 	if lock == nil {
-		return permanent(op, "Invalid lock token")
+		return memPermanent(op, "Invalid lock token")
 	}
 	if lock.lockedUntil <= now {
-		return permanent(op, "Instance lock expired")
+		return memPermanent(op, "Instance lock expired")
 	}
 	if err := p.checkAppend(instance, executionID, historyDelta); err != nil {
-		return permanent(op, "Failed to append history: %v", err)
+		return memPermanent(op, "Failed to append history: %v", err)
 	}
 
-	p.deleteOrchRows(func(r *orchRow) bool { return r.lockToken == lockToken })
+	p.deleteOrchRows(func(r *memOrchRow) bool { return r.lockToken == lockToken })
 	p.applyMetadata(instance, executionID, metadata, uint64(now))
 	p.appendHistory(instance, executionID, historyDelta)
 	p.applyCustomStatus(instance, historyDelta)
@@ -292,7 +292,7 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 		p.pushWorker(w.Kind.(duroxide.ActivityExecuteItem), now)
 	}
 	for _, c := range cancelledActivities {
-		p.deleteWorkRows(func(r *workRow) bool {
+		p.deleteWorkRows(func(r *memWorkRow) bool {
 			return r.item.Instance == c.Instance && r.item.ExecutionID == c.ExecutionID && r.item.ID == c.ActivityID
 		})
 	}
@@ -317,13 +317,13 @@ func (p *MemoryProvider) applyMetadata(instance string, executionID uint64, md d
 			inst = &memInstance{
 				currentExecution: executionID,
 				createdAt:        now,
-				parent:           ptrClone(md.ParentInstanceID),
+				parent:           memClone(md.ParentInstanceID),
 				seq:              p.nextID(),
 			}
 			p.instances[instance] = inst
 		}
 		inst.name = *md.OrchestrationName
-		inst.version = ptrClone(md.OrchestrationVersion)
+		inst.version = memClone(md.OrchestrationVersion)
 	}
 	execs := p.executions[instance]
 	if execs == nil {
@@ -336,7 +336,7 @@ func (p *MemoryProvider) applyMetadata(instance string, executionID uint64, md d
 		execs[executionID] = exec
 	}
 	if md.PinnedDuroxideVersion != nil {
-		exec.pinned = ptrClone(md.PinnedDuroxideVersion)
+		exec.pinned = memClone(md.PinnedDuroxideVersion)
 	}
 	if inst != nil {
 		inst.currentExecution = max(inst.currentExecution, executionID)
@@ -344,7 +344,7 @@ func (p *MemoryProvider) applyMetadata(instance string, executionID uint64, md d
 	}
 	if md.Status != nil {
 		exec.status = *md.Status
-		exec.output = ptrClone(md.Output)
+		exec.output = memClone(md.Output)
 		exec.completedAt = nil
 		if exec.status != duroxide.StatusRunning {
 			exec.completedAt = &now
@@ -362,7 +362,7 @@ func (p *MemoryProvider) applyCustomStatus(instance string, delta []duroxide.Eve
 	}
 	for i := len(delta) - 1; i >= 0; i-- {
 		if cs, ok := delta[i].Kind.(duroxide.CustomStatusUpdated); ok {
-			inst.customStatus = ptrClone(cs.Status)
+			inst.customStatus = memClone(cs.Status)
 			inst.customStatusVersion++
 			return
 		}
@@ -376,14 +376,14 @@ func (p *MemoryProvider) applyCustomStatus(instance string, delta []duroxide.Eve
 // delay.
 func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
 	const op = "abandon_orchestration_item"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	instance, lock := p.lockFor(lockToken)
 	if lock == nil {
-		return permanent(op, "Invalid lock token")
+		return memPermanent(op, "Invalid lock token")
 	}
 	delete(p.locks, instance)
 	now := p.nowMs()
@@ -395,7 +395,7 @@ func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken
 			r.attempts--
 		}
 		if delay > 0 && r.visibleAt <= now {
-			r.visibleAt = after(now, delay)
+			r.visibleAt = memAfter(now, delay)
 		}
 	}
 	p.signal()
@@ -406,7 +406,7 @@ func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken
 // an unknown, expired or released lock is a permanent error.
 func (p *MemoryProvider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renew_orchestration_item_lock"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -414,8 +414,8 @@ func (p *MemoryProvider) RenewOrchestrationItemLock(ctx context.Context, lockTok
 	now := p.nowMs()
 	_, lock := p.lockFor(lockToken)
 	if lock == nil || lock.lockedUntil <= now {
-		return permanent(op, "Lock token invalid, expired, or already acked")
+		return memPermanent(op, "Lock token invalid, expired, or already acked")
 	}
-	lock.lockedUntil = after(now, extendFor)
+	lock.lockedUntil = memAfter(now, extendFor)
 	return nil
 }

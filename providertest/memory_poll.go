@@ -33,7 +33,7 @@ func (p *MemoryProvider) longPoll(ctx context.Context, op string, pollTimeout ti
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return ctxErr(op, ctx)
+			return memCtxErr(op, ctx)
 		case <-changed:
 			timer.Stop()
 		case <-timer.C:

@@ -40,13 +40,13 @@ type MemoryProvider struct {
 
 	instances  map[string]*memInstance
 	executions map[string]map[uint64]*memExecution
-	history    map[string]map[uint64][]storedEvent
-	orchQueue  []*orchRow
-	workQueue  []*workRow
-	locks      map[string]*instanceLock // by instance id
-	sessions   map[string]*sessionRow   // by session id
+	history    map[string]map[uint64][]memStoredEvent
+	orchQueue  []*memOrchRow
+	workQueue  []*memWorkRow
+	locks      map[string]*memInstanceLock // by instance id
+	sessions   map[string]*memSessionRow   // by session id
 	kvStore    map[string]map[string]duroxide.KvEntry
-	kvDelta    map[string]map[string]kvDeltaRow
+	kvDelta    map[string]map[string]memKVDeltaRow
 }
 
 // memInstance is one row of SQLite's instances table.
@@ -71,10 +71,10 @@ type memExecution struct {
 	completedAt *uint64
 }
 
-// orchRow is one orchestrator-queue message. lockToken tags it with the
+// memOrchRow is one orchestrator-queue message. lockToken tags it with the
 // fetch that locked its instance; it stays set after abandon, as in SQLite,
 // and the next fetch re-tags every visible message.
-type orchRow struct {
+type memOrchRow struct {
 	id        uint64
 	instance  string
 	item      duroxide.WorkItem
@@ -83,8 +83,8 @@ type orchRow struct {
 	attempts  uint32
 }
 
-// workRow is one worker-queue message with its own peek-lock.
-type workRow struct {
+// memWorkRow is one worker-queue message with its own peek-lock.
+type memWorkRow struct {
 	id          uint64
 	item        duroxide.ActivityExecuteItem
 	visibleAt   int64
@@ -93,22 +93,22 @@ type workRow struct {
 	attempts    uint32
 }
 
-// instanceLock is one row of SQLite's instance_locks table.
-type instanceLock struct {
+// memInstanceLock is one row of SQLite's instance_locks table.
+type memInstanceLock struct {
 	token       string
 	lockedUntil int64
 }
 
-// sessionRow is one row of SQLite's sessions table.
-type sessionRow struct {
+// memSessionRow is one row of SQLite's sessions table.
+type memSessionRow struct {
 	owner          string
 	lockedUntil    int64
 	lastActivityAt int64
 }
 
-// kvDeltaRow is one current-execution KV mutation; a nil value is a
+// memKVDeltaRow is one current-execution KV mutation; a nil value is a
 // tombstone.
-type kvDeltaRow struct {
+type memKVDeltaRow struct {
 	value           *string
 	lastUpdatedAtMs uint64
 }
@@ -127,11 +127,11 @@ func NewMemoryProvider(opts MemoryOptions) *MemoryProvider {
 		changed:    make(chan struct{}),
 		instances:  map[string]*memInstance{},
 		executions: map[string]map[uint64]*memExecution{},
-		history:    map[string]map[uint64][]storedEvent{},
-		locks:      map[string]*instanceLock{},
-		sessions:   map[string]*sessionRow{},
+		history:    map[string]map[uint64][]memStoredEvent{},
+		locks:      map[string]*memInstanceLock{},
+		sessions:   map[string]*memSessionRow{},
 		kvStore:    map[string]map[string]duroxide.KvEntry{},
-		kvDelta:    map[string]map[string]kvDeltaRow{},
+		kvDelta:    map[string]map[string]memKVDeltaRow{},
 	}
 }
 
@@ -150,8 +150,8 @@ func (p *MemoryProvider) Version() string { return duroxide.DuroxideVersion }
 // nowMs returns the provider clock in milliseconds since the Unix epoch.
 func (p *MemoryProvider) nowMs() int64 { return p.now().UnixMilli() }
 
-// after returns now + d in milliseconds, saturating instead of overflowing.
-func after(now int64, d time.Duration) int64 {
+// memAfter returns now + d in milliseconds, saturating instead of overflowing.
+func memAfter(now int64, d time.Duration) int64 {
 	ms := d.Milliseconds()
 	if ms > 0 && now > (1<<63-1)-ms {
 		return 1<<63 - 1
@@ -179,7 +179,7 @@ func (p *MemoryProvider) signal() {
 
 // lockFor returns the instance id whose lock carries token, or "" when
 // none does; the caller holds p.mu.
-func (p *MemoryProvider) lockFor(token string) (string, *instanceLock) {
+func (p *MemoryProvider) lockFor(token string) (string, *memInstanceLock) {
 	for id, l := range p.locks {
 		if l.token == token {
 			return id, l
@@ -188,19 +188,19 @@ func (p *MemoryProvider) lockFor(token string) (string, *instanceLock) {
 	return "", nil
 }
 
-// ctxErr converts a cancelled context into a retryable ProviderError.
-func ctxErr(op string, ctx context.Context) error {
+// memCtxErr converts a cancelled context into a retryable ProviderError.
+func memCtxErr(op string, ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return duroxide.WrapError(op, true, err)
 	}
 	return nil
 }
 
-func permanent(op, format string, args ...any) error {
+func memPermanent(op, format string, args ...any) error {
 	return duroxide.NewPermanentError(op, fmt.Sprintf(format, args...))
 }
 
-func ptrClone[T any](v *T) *T {
+func memClone[T any](v *T) *T {
 	if v == nil {
 		return nil
 	}

@@ -20,9 +20,9 @@ func (p *MemoryProvider) sessionAvailable(sid, owner string, now int64) bool {
 // stamps its last activity (SQLite's upsert on fetch); the caller holds
 // p.mu and has checked sessionAvailable.
 func (p *MemoryProvider) claimSession(sid string, cfg *duroxide.SessionFetchConfig, now int64) {
-	p.sessions[sid] = &sessionRow{
+	p.sessions[sid] = &memSessionRow{
 		owner:          cfg.OwnerID,
-		lockedUntil:    after(now, cfg.LockTimeout),
+		lockedUntil:    memAfter(now, cfg.LockTimeout),
 		lastActivityAt: now,
 	}
 }
@@ -44,7 +44,7 @@ func (p *MemoryProvider) touchSession(sid *string, now int64) {
 // another worker can claim them.
 func (p *MemoryProvider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
 	const op = "renew_session_lock"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return 0, err
 	}
 	if len(ownerIDs) == 0 {
@@ -57,7 +57,7 @@ func (p *MemoryProvider) RenewSessionLock(ctx context.Context, ownerIDs []string
 	n := 0
 	for _, s := range p.sessions {
 		if slices.Contains(ownerIDs, s.owner) && s.lockedUntil > now && s.lastActivityAt > idleCutoff {
-			s.lockedUntil = after(now, extendFor)
+			s.lockedUntil = memAfter(now, extendFor)
 			n++
 		}
 	}
@@ -69,7 +69,7 @@ func (p *MemoryProvider) RenewSessionLock(ctx context.Context, ownerIDs []string
 // idleTimeout is unused, as in SQLite.
 func (p *MemoryProvider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
 	const op = "cleanup_orphaned_sessions"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return 0, err
 	}
 	p.mu.Lock()

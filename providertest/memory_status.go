@@ -10,7 +10,7 @@ import (
 // the version is greater than lastSeenVersion; nil when it has not changed
 // or the instance does not exist.
 func (p *MemoryProvider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
-	if err := ctxErr("get_custom_status", ctx); err != nil {
+	if err := memCtxErr("get_custom_status", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -19,7 +19,7 @@ func (p *MemoryProvider) GetCustomStatus(ctx context.Context, instance string, l
 	if inst == nil || inst.customStatusVersion <= lastSeenVersion {
 		return nil, nil
 	}
-	return &duroxide.CustomStatus{Status: ptrClone(inst.customStatus), Version: inst.customStatusVersion}, nil
+	return &duroxide.CustomStatus{Status: memClone(inst.customStatus), Version: inst.customStatusVersion}, nil
 }
 
 // GetInstanceStats returns the size of the instance's stored state: its
@@ -27,7 +27,7 @@ func (p *MemoryProvider) GetCustomStatus(ctx context.Context, instance string, l
 // orchestrator messages, and its KV values (count and bytes, delta
 // included); nil when the instance has no record.
 func (p *MemoryProvider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
-	if err := ctxErr("get_instance_stats", ctx); err != nil {
+	if err := memCtxErr("get_instance_stats", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()

@@ -11,12 +11,12 @@ import (
 // visible at once; any other kind is a permanent error.
 func (p *MemoryProvider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {
 	const op = "enqueue_for_worker"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
 	act, ok := item.Kind.(duroxide.ActivityExecuteItem)
 	if !ok {
-		return permanent(op, "Invalid work item type %q: only ActivityExecute goes to the worker queue", item.Type())
+		return memPermanent(op, "Invalid work item type %q: only ActivityExecute goes to the worker queue", item.Type())
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -27,12 +27,12 @@ func (p *MemoryProvider) EnqueueForWorker(ctx context.Context, item duroxide.Wor
 
 // pushWorker appends one worker message; the caller holds p.mu.
 func (p *MemoryProvider) pushWorker(item duroxide.ActivityExecuteItem, visibleAt int64) {
-	p.workQueue = append(p.workQueue, &workRow{id: p.nextID(), item: item, visibleAt: visibleAt})
+	p.workQueue = append(p.workQueue, &memWorkRow{id: p.nextID(), item: item, visibleAt: visibleAt})
 }
 
 // deleteWorkRows removes the worker messages match selects and returns how
 // many; the caller holds p.mu.
-func (p *MemoryProvider) deleteWorkRows(match func(*workRow) bool) int {
+func (p *MemoryProvider) deleteWorkRows(match func(*memWorkRow) bool) int {
 	kept := p.workQueue[:0]
 	n := 0
 	for _, r := range p.workQueue {
@@ -49,7 +49,7 @@ func (p *MemoryProvider) deleteWorkRows(match func(*workRow) bool) int {
 
 // workRowByToken returns the message locked with token whose lock has not
 // expired, or nil; the caller holds p.mu.
-func (p *MemoryProvider) workRowByToken(token string, now int64) *workRow {
+func (p *MemoryProvider) workRowByToken(token string, now int64) *memWorkRow {
 	if token == "" {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (p *MemoryProvider) workRowByToken(token string, now int64) *workRow {
 // pollTimeout the call waits up to that long for work.
 func (p *MemoryProvider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	const op = "fetch_work_item"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return nil, err
 	}
 	if tagFilter.Mode() == duroxide.TagFilterModeNone {
@@ -104,7 +104,7 @@ func (p *MemoryProvider) tryFetchWork(now int64, lockTimeout time.Duration, sess
 			p.claimSession(*sid, session, now)
 		}
 		r.lockToken = p.newToken()
-		r.lockedUntil = after(now, lockTimeout)
+		r.lockedUntil = memAfter(now, lockTimeout)
 		r.attempts++
 		return &duroxide.LockedWorkItem{
 			Item:         duroxide.WorkItem{Kind: r.item},
@@ -122,14 +122,14 @@ func (p *MemoryProvider) tryFetchWork(now int64, lockTimeout time.Duration, sess
 // so is a completion of another kind, with nothing deleted.
 func (p *MemoryProvider) AckWorkItem(ctx context.Context, lockToken string, completion *duroxide.WorkItem) error {
 	const op = "ack_work_item"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
 	if completion != nil {
 		switch completion.Kind.(type) {
 		case duroxide.ActivityCompletedItem, duroxide.ActivityFailedItem:
 		default:
-			return permanent(op, "Invalid completion type for worker ack: %q", completion.Type())
+			return memPermanent(op, "Invalid completion type for worker ack: %q", completion.Type())
 		}
 	}
 	p.mu.Lock()
@@ -137,9 +137,9 @@ func (p *MemoryProvider) AckWorkItem(ctx context.Context, lockToken string, comp
 	now := p.nowMs()
 	row := p.workRowByToken(lockToken, now)
 	if row == nil {
-		return permanent(op, "Activity was cancelled or lock expired (worker queue row not found or lock invalid)")
+		return memPermanent(op, "Activity was cancelled or lock expired (worker queue row not found or lock invalid)")
 	}
-	p.deleteWorkRows(func(r *workRow) bool { return r == row })
+	p.deleteWorkRows(func(r *memWorkRow) bool { return r == row })
 	p.touchSession(row.item.SessionID, now)
 	if completion != nil {
 		p.pushOrchestrator(*completion, now)
@@ -155,7 +155,7 @@ func (p *MemoryProvider) AckWorkItem(ctx context.Context, lockToken string, comp
 // A removed item or an expired lock is a permanent error.
 func (p *MemoryProvider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) (duroxide.ExecutionState, error) {
 	const op = "renew_work_item_lock"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return duroxide.ExecutionState{}, err
 	}
 	p.mu.Lock()
@@ -163,9 +163,9 @@ func (p *MemoryProvider) RenewWorkItemLock(ctx context.Context, lockToken string
 	now := p.nowMs()
 	row := p.workRowByToken(lockToken, now)
 	if row == nil {
-		return duroxide.ExecutionState{}, permanent(op, "Lock renewal failed - activity was cancelled or lock expired")
+		return duroxide.ExecutionState{}, memPermanent(op, "Lock renewal failed - activity was cancelled or lock expired")
 	}
-	row.lockedUntil = after(now, extendFor)
+	row.lockedUntil = memAfter(now, extendFor)
 	p.touchSession(row.item.SessionID, now)
 	return p.executionState(row.item.Instance, row.item.ExecutionID), nil
 }
@@ -190,7 +190,7 @@ func (p *MemoryProvider) executionState(instance string, executionID uint64) dur
 // below zero. An unknown token is a permanent error.
 func (p *MemoryProvider) AbandonWorkItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
 	const op = "abandon_work_item"
-	if err := ctxErr(op, ctx); err != nil {
+	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -200,12 +200,12 @@ func (p *MemoryProvider) AbandonWorkItem(ctx context.Context, lockToken string, 
 			continue
 		}
 		r.lockToken, r.lockedUntil = "", 0
-		r.visibleAt = after(p.nowMs(), delay)
+		r.visibleAt = memAfter(p.nowMs(), delay)
 		if ignoreAttempt && r.attempts > 0 {
 			r.attempts--
 		}
 		p.signal()
 		return nil
 	}
-	return permanent(op, "Invalid lock token or already acked")
+	return memPermanent(op, "Invalid lock token or already acked")
 }
