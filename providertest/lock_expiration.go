@@ -161,8 +161,7 @@ func WorkerLockRenewalAfterExpiration(t *testing.T, f Factory) {
 
 // WorkerLockRenewalExtendsTimeout checks that a renewal at 60% of the lock
 // timeout keeps the item locked past the original expiry (duroxide's
-// test_worker_lock_renewal_extends_timeout). The activity belongs to a
-// running orchestration, so the renewal also reports it Running.
+// test_worker_lock_renewal_extends_timeout).
 func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
@@ -184,9 +183,8 @@ func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 	fetchedAt := time.Now()
 
 	time.Sleep(time.Until(fetchedAt.Add(lockTimeout * 6 / 10)))
-	state, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
+	_, err = p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
 	require.NoError(t, err, "renewing at 0.6x the lock timeout")
-	require.Equal(t, duroxide.ExecutionRunning, state.Kind, "the activity's orchestration is running, got %s", state)
 
 	// Past the original expiry; the renewal extended the lock to ~1.6x.
 	time.Sleep(time.Until(fetchedAt.Add(lockTimeout + lockingExpiryMargin)))

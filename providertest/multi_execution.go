@@ -101,14 +101,18 @@ func ExecutionIDSequencing(t *testing.T, f Factory) {
 	require.Equal(t, uint64(2), item3.ExecutionID, "current execution should be 2")
 }
 
-// ContinueAsNewCreatesNewExecution checks that acking a ContinueAsNew turn
-// as execution 2 makes 2 the current execution (duroxide's
-// test_continue_as_new_creates_new_execution). duroxide checks the
-// execution id only if a last fetch happens to return an item, which it
-// never does there; this port enqueues a message so that the fetch must
-// return the instance, and also checks that Read returns execution 2.
+// ContinueAsNewCreatesNewExecution checks that a ContinueAsNew turn acked
+// as execution 2 creates execution 2 beside execution 1, consumes the
+// ContinueAsNew message, and makes Read return the new execution
+// (duroxide's test_continue_as_new_creates_new_execution). duroxide checks
+// the execution id of a last fetch only if it returns an item, which it
+// cannot once the ack consumed the message (and with empty metadata no
+// instance record exists, so sqlite would report execution 1); this port
+// checks instead that the fetch returns nothing and that the latest
+// history is execution 2's.
 func ContinueAsNewCreatesNewExecution(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
+	ctx := t.Context()
 	const inst = "instance-A"
 
 	multiExecTurn(t, p, inst, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")})
@@ -120,18 +124,18 @@ func ContinueAsNewCreatesNewExecution(t *testing.T, f Factory) {
 		Version:       duroxide.StringPtr("1.0.0"),
 	}})
 	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	require.Equal(t, inst, item2.Instance)
+	require.Equal(t, []duroxide.WorkItemType{duroxide.WorkItemContinueAsNew}, multiExecItemTypes(item2.Messages))
 	lockingAckTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "new-input")}, duroxide.ExecutionMetadata{})
 
-	latest, err := p.Read(t.Context(), inst)
+	lockingRequireNoOrchestration(t, p, lockingLongLock, "the ack consumed the ContinueAsNew message")
+
+	require.Equal(t, []string{"new-input"}, multiExecStartedInputs(t, p, inst, 2), "execution 2's history")
+	require.Equal(t, []string{"{}"}, multiExecStartedInputs(t, p, inst, 1), "execution 1 keeps its history")
+	latest, err := p.Read(ctx, inst)
 	require.NoError(t, err)
 	require.Len(t, latest, 1, "Read returns the new execution's history")
-	started, ok := latest[0].Kind.(duroxide.OrchestrationStarted)
-	require.True(t, ok, "expected OrchestrationStarted, got %s", latest[0].Type())
-	require.Equal(t, "new-input", started.Input)
-
-	lockingEnqueueOrchestrator(t, p, customStatusPoke(inst))
-	item3 := lockingFetchOrchestration(t, p, lockingLongLock)
-	require.Equal(t, uint64(2), item3.ExecutionID, "continue-as-new should create execution 2")
+	require.Equal(t, uint64(2), latest[0].ExecutionID, "continue-as-new should create execution 2")
 }
 
 // ExecutionHistoryPersistence checks that three executions keep independent
@@ -202,4 +206,29 @@ func multiExecActivityNames(t *testing.T, events []duroxide.Event) []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// multiExecItemTypes returns the wire tags of items, in order.
+func multiExecItemTypes(items []duroxide.WorkItem) []duroxide.WorkItemType {
+	types := make([]duroxide.WorkItemType, len(items))
+	for i, w := range items {
+		types[i] = w.Type()
+	}
+	return types
+}
+
+// multiExecStartedInputs reads execution executionID of instance and
+// returns the inputs of its events, failing t unless every event is an
+// OrchestrationStarted.
+func multiExecStartedInputs(t *testing.T, p duroxide.Provider, instance string, executionID uint64) []string {
+	t.Helper()
+	history, err := p.ReadWithExecution(t.Context(), instance, executionID)
+	require.NoError(t, err)
+	inputs := make([]string, len(history))
+	for i, e := range history {
+		s, ok := e.Kind.(duroxide.OrchestrationStarted)
+		require.True(t, ok, "expected OrchestrationStarted, got %s", e.Type())
+		inputs[i] = s.Input
+	}
+	return inputs
 }
