@@ -1,0 +1,272 @@
+package emulator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxRequestBytes bounds what the emulator reads of a request body. Larger
+// bodies are answered 413 like any body over the service's 2 MB item limit.
+const maxRequestBytes = 16 << 20
+
+// request is one HTTP request on its way through the emulator.
+type request struct {
+	r          *http.Request
+	body       []byte
+	segs       []string // decoded path segments
+	resType    string   // resource type for authorization ("docs", "colls", ...)
+	resLink    string   // resource link for authorization
+	op         OpKind
+	activityID string
+
+	// fault matching keys
+	pkHeader string   // x-ms-documentdb-partitionkey as sent
+	itemIDs  []string // item ids the request touches, when known
+}
+
+// response is what a handler produces; ServeHTTP writes it.
+type response struct {
+	status  int
+	header  http.Header
+	body    []byte
+	items   int     // documents in the body, for the counters
+	charge  float64 // request units
+	lsn     uint64  // session token / lsn headers when non-zero
+	errCode string  // non-empty: body is the service's error JSON
+	errMsg  string
+	subst   int // x-ms-substatus when non-zero
+}
+
+func (resp *response) setHeader(k, v string) {
+	if resp.header == nil {
+		resp.header = make(http.Header)
+	}
+	resp.header.Set(k, v)
+}
+
+// statusCodes maps HTTP statuses to the "code" of the service's error body.
+var statusCodes = map[int]string{
+	http.StatusBadRequest:            "BadRequest",
+	http.StatusUnauthorized:          "Unauthorized",
+	http.StatusForbidden:             "Forbidden",
+	http.StatusNotFound:              "NotFound",
+	http.StatusMethodNotAllowed:      "MethodNotAllowed",
+	http.StatusRequestTimeout:        "RequestTimeout",
+	http.StatusConflict:              "Conflict",
+	http.StatusGone:                  "Gone",
+	http.StatusPreconditionFailed:    "PreconditionFailed",
+	http.StatusRequestEntityTooLarge: "RequestEntityTooLarge",
+	http.StatusFailedDependency:      "FailedDependency",
+	http.StatusTooManyRequests:       "TooManyRequests",
+	http.StatusInternalServerError:   "InternalServerError",
+	http.StatusServiceUnavailable:    "ServiceUnavailable",
+}
+
+// errorResponse builds the service's error answer: a JSON body
+// {"code": "...", "message": "..."} and an optional x-ms-substatus.
+func errorResponse(status, substatus int, msg string) *response {
+	code := statusCodes[status]
+	if code == "" {
+		code = http.StatusText(status)
+	}
+	return &response{status: status, errCode: code, errMsg: msg, subst: substatus, charge: 1}
+}
+
+func badRequest(msg string) *response { return errorResponse(http.StatusBadRequest, 0, msg) }
+
+func notFound() *response {
+	return errorResponse(http.StatusNotFound, 0, "Entity with the specified id does not exist in the system. More info: https://aka.ms/cosmosdb-tsg-not-found")
+}
+
+func conflict() *response {
+	return errorResponse(http.StatusConflict, 0, "Entity with the specified id already exists in the system.")
+}
+
+func preconditionFailed() *response {
+	return errorResponse(http.StatusPreconditionFailed, 0, "Operation cannot be performed because one of the specified precondition is not met.")
+}
+
+func tooLarge() *response {
+	return errorResponse(http.StatusRequestEntityTooLarge, 0, "Request size is too large")
+}
+
+func jsonResponse(status int, body []byte) *response {
+	return &response{status: status, body: body, charge: 1}
+}
+
+// ServeHTTP implements http.Handler: it authorizes, counts, applies faults
+// and dispatches one REST request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rq := &request{r: r}
+	rq.activityID = r.Header.Get("x-ms-activity-id")
+	if rq.activityID == "" {
+		rq.activityID = newActivityID()
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		// The client went away mid-request; nothing to answer.
+		return
+	}
+	rq.body = body
+	rq.pkHeader = r.Header.Get("x-ms-documentdb-partitionkey")
+
+	segs, ok := splitPath(r.URL.EscapedPath())
+	var handler func(*request) *response
+	if !ok {
+		rq.op = OpOther
+		handler = func(*request) *response { return badRequest("The request path is invalid.") }
+	} else {
+		rq.segs = segs
+		rq.resType, rq.resLink = authResource(segs)
+		rq.op, handler = s.route(rq)
+	}
+
+	var resp *response
+	switch {
+	case len(body) > maxRequestBytes:
+		resp = tooLarge()
+	default:
+		resp = s.authorize(rq)
+	}
+	var fault *Fault
+	if resp == nil {
+		fault = s.faults.match(rq)
+		if fault != nil {
+			switch fault.Kind {
+			case FaultDelay:
+				t := time.NewTimer(fault.Delay)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					t.Stop()
+				}
+			case FaultDropConnection:
+				s.counters.record(rq.op, len(body), 0, 0)
+				dropConnection(w)
+				return
+			case FaultApplyThenDrop:
+				// handled after the handler ran
+			default:
+				resp = fault.response()
+			}
+		}
+	}
+	if resp == nil {
+		resp = handler(rq)
+	}
+	if fault != nil && fault.Kind == FaultApplyThenDrop {
+		s.counters.record(rq.op, len(body), 0, 0)
+		dropConnection(w)
+		return
+	}
+	n := s.writeResponse(w, rq, resp)
+	s.counters.record(rq.op, len(body), n, resp.items)
+}
+
+// writeResponse writes resp with the headers every gateway answer carries and
+// returns the number of body bytes written.
+func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *response) int {
+	h := w.Header()
+	for k, v := range resp.header {
+		h[k] = v
+	}
+	h.Set("x-ms-activity-id", rq.activityID)
+	h.Set("x-ms-request-charge", strconv.FormatFloat(resp.charge, 'f', 2, 64))
+	h.Set("x-ms-gatewayversion", "version=2.14.0")
+	h.Set("x-ms-serviceversion", "version=2.14.0.0")
+	h.Set("x-ms-schemaversion", "1.16")
+	h.Set("Date", s.now().UTC().Format(http.TimeFormat))
+	if resp.lsn != 0 {
+		l := strconv.FormatUint(resp.lsn, 10)
+		h.Set("x-ms-session-token", "0:-1#"+l)
+		h.Set("lsn", l)
+		h.Set("x-ms-cosmos-llsn", l)
+	}
+	if resp.subst != 0 {
+		h.Set("x-ms-substatus", strconv.Itoa(resp.subst))
+	}
+	body := resp.body
+	if resp.errCode != "" {
+		msg := resp.errMsg + "\r\nActivityId: " + rq.activityID + ", Microsoft.Azure.Documents.Common/2.14.0"
+		body = append([]byte(`{"code":`), appendString(nil, resp.errCode)...)
+		body = append(body, `,"message":`...)
+		body = appendString(body, msg)
+		body = append(body, '}')
+	}
+	if body != nil {
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", "application/json")
+		}
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(resp.status)
+	if body != nil && rq.r.Method != http.MethodHead {
+		n, _ := w.Write(body)
+		return n
+	}
+	return 0
+}
+
+// dropConnection closes the client connection without answering.
+func dropConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+// splitPath splits an escaped URL path into decoded segments, so that an
+// escaped '/' inside an id stays inside its segment.
+func splitPath(escaped string) ([]string, bool) {
+	escaped = strings.Trim(escaped, "/")
+	if escaped == "" {
+		return nil, true
+	}
+	parts := strings.Split(escaped, "/")
+	for i, p := range parts {
+		d, err := url.PathUnescape(p)
+		if err != nil {
+			return nil, false
+		}
+		parts[i] = d
+	}
+	return parts, true
+}
+
+// authResource derives the resource type and resource link the client signs:
+// for a feed (odd number of segments) the type is the last segment and the
+// link its parent; for a single resource the type is the collection segment
+// and the link the full path.
+func authResource(segs []string) (resType, link string) {
+	switch n := len(segs); {
+	case n == 0:
+		return "", ""
+	case n%2 == 1:
+		return strings.ToLower(segs[n-1]), strings.Join(segs[:n-1], "/")
+	default:
+		return strings.ToLower(segs[n-2]), strings.Join(segs, "/")
+	}
+}
+
+func newActivityID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// headerBool reports whether header k is "true" (any case).
+func headerBool(r *http.Request, k string) bool {
+	return strings.EqualFold(r.Header.Get(k), "true")
+}

@@ -1,0 +1,395 @@
+package emulator
+
+import (
+	"net/http"
+	"strings"
+)
+
+// maxItemBytes is the service's limit on one document (and on a
+// transactional batch request): 2 MB.
+const maxItemBytes = 2 * 1024 * 1024
+
+// preparedDoc is a validated document body ready to be stored.
+type preparedDoc struct {
+	id    string
+	body  []byte // compact JSON, system properties stripped
+	pkKey string // canonical partition key
+}
+
+// prepareDoc validates a document for a write: JSON object, valid id,
+// primitive partition key value, size limit.
+func (c *container) prepareDoc(raw []byte) (*preparedDoc, *response) {
+	if len(raw) > maxItemBytes {
+		return nil, tooLarge()
+	}
+	v, err := parseJSON(raw)
+	if err != nil {
+		return nil, badRequest("The request payload is invalid. Ensure to provide a valid request payload.")
+	}
+	return c.prepareValue(v)
+}
+
+// prepareValue validates a parsed document for a write.
+func (c *container) prepareValue(v value) (*preparedDoc, *response) {
+	if v.k != kObject {
+		return nil, badRequest("The request payload is invalid. A document must be a JSON object.")
+	}
+	id := v.get("id")
+	if id.k != kString {
+		return nil, badRequest("The input content is invalid because the required properties - 'id; ' - are missing")
+	}
+	if resp := validateID(id.s); resp != nil {
+		return nil, resp
+	}
+	comps := c.pkOf(v)
+	if !pkValid(comps) {
+		return nil, badRequest("The partition key value of the document must be a string, number, boolean or null.")
+	}
+	body := make([]byte, 0, 256)
+	body = append(body, '{')
+	first := true
+	for _, m := range v.members() {
+		if isSystemProperty(m.key) {
+			continue
+		}
+		if !first {
+			body = append(body, ',')
+		}
+		first = false
+		body = appendString(body, m.key)
+		body = append(body, ':')
+		body = m.val.appendJSON(body)
+	}
+	body = append(body, '}')
+	if len(body) > maxItemBytes {
+		return nil, tooLarge()
+	}
+	return &preparedDoc{id: id.s, body: body, pkKey: canonicalPK(comps)}, nil
+}
+
+// requestPK parses the partition key header of a point operation.
+func requestPK(rq *request) (string, *response) {
+	if rq.pkHeader == "" {
+		return "", badRequest("PartitionKey value must be supplied for this operation.")
+	}
+	comps, err := parsePKHeader(rq.pkHeader)
+	if err != nil {
+		return "", badRequest("The partition key supplied in x-ms-partitionkey header has an invalid format: " + err.Error())
+	}
+	return canonicalPK(comps), nil
+}
+
+// checkPKComponents verifies the header has as many components as the
+// container's partition key definition.
+func (c *container) checkPKComponents(key string) *response {
+	comps, err := parsePKHeader(key)
+	if err != nil {
+		return badRequest("The partition key supplied in x-ms-partitionkey header has an invalid format.")
+	}
+	if len(comps) != len(c.pkPaths) {
+		return badRequest("Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document.")
+	}
+	return nil
+}
+
+func pkMismatch() *response {
+	return errorResponse(http.StatusBadRequest, 1001,
+		"PartitionKey extracted from document doesn't match the one specified in the header. Learn more: https://aka.ms/CosmosDB/sql/errors/wrong-pk-value")
+}
+
+// view is a container as a batch sees it: committed documents overlaid with
+// the effects of the batch's earlier operations.
+type view struct {
+	c       *container
+	overlay map[string]*item // pkKey + "\x00" + id -> version; nil = deleted
+}
+
+func (v *view) get(pkKey, id string) *item {
+	if v.overlay != nil {
+		if it, ok := v.overlay[pkKey+"\x00"+id]; ok {
+			return it
+		}
+	}
+	return v.c.lookup(pkKey, id)
+}
+
+func (v *view) set(pkKey, id string, it *item) {
+	if v.overlay == nil {
+		v.overlay = make(map[string]*item)
+	}
+	v.overlay[pkKey+"\x00"+id] = it
+}
+
+// plan is the outcome of one document operation before it is committed.
+type plan struct {
+	status int
+	pkKey  string
+	prev   *item // version replaced or deleted
+	next   *item // version written
+	read   *item // version read
+	fail   *response
+}
+
+// newVersion builds the next version of a document.
+func (s *Server) newVersion(c *container, d *preparedDoc, lsn uint64) *item {
+	return &item{id: d.id, body: d.body, coll: c, etag: s.newETag(), ts: s.unixNow(), lsn: lsn}
+}
+
+func etagMatches(it *item, ifMatch string) bool {
+	return ifMatch == "" || ifMatch == "*" || ifMatch == formatETag(it.etag)
+}
+
+func (s *Server) planCreate(v *view, d *preparedDoc, lsn uint64) plan {
+	if v.get(d.pkKey, d.id) != nil {
+		return plan{fail: conflict()}
+	}
+	it := s.newVersion(v.c, d, lsn)
+	v.set(d.pkKey, d.id, it)
+	return plan{status: http.StatusCreated, pkKey: d.pkKey, next: it}
+}
+
+func (s *Server) planUpsert(v *view, d *preparedDoc, ifMatch string, lsn uint64) plan {
+	prev := v.get(d.pkKey, d.id)
+	if prev == nil {
+		if ifMatch != "" && ifMatch != "*" {
+			return plan{fail: notFound()}
+		}
+		it := s.newVersion(v.c, d, lsn)
+		v.set(d.pkKey, d.id, it)
+		return plan{status: http.StatusCreated, pkKey: d.pkKey, next: it}
+	}
+	if !etagMatches(prev, ifMatch) {
+		return plan{fail: preconditionFailed()}
+	}
+	it := s.newVersion(v.c, d, lsn)
+	v.set(d.pkKey, d.id, it)
+	return plan{status: http.StatusOK, pkKey: d.pkKey, prev: prev, next: it}
+}
+
+func (s *Server) planReplace(v *view, id string, d *preparedDoc, ifMatch string, lsn uint64) plan {
+	if d.id != id {
+		return plan{fail: badRequest("The id of the document in the request body does not match the id in the request.")}
+	}
+	prev := v.get(d.pkKey, d.id)
+	if prev == nil {
+		return plan{fail: notFound()}
+	}
+	if !etagMatches(prev, ifMatch) {
+		return plan{fail: preconditionFailed()}
+	}
+	it := s.newVersion(v.c, d, lsn)
+	v.set(d.pkKey, d.id, it)
+	return plan{status: http.StatusOK, pkKey: d.pkKey, prev: prev, next: it}
+}
+
+func (s *Server) planDelete(v *view, pkKey, id, ifMatch string) plan {
+	prev := v.get(pkKey, id)
+	if prev == nil {
+		return plan{fail: notFound()}
+	}
+	if !etagMatches(prev, ifMatch) {
+		return plan{fail: preconditionFailed()}
+	}
+	v.set(pkKey, id, nil)
+	return plan{status: http.StatusNoContent, pkKey: pkKey, prev: prev}
+}
+
+func (s *Server) planRead(v *view, pkKey, id string) plan {
+	it := v.get(pkKey, id)
+	if it == nil {
+		return plan{fail: notFound()}
+	}
+	return plan{status: http.StatusOK, pkKey: pkKey, read: it}
+}
+
+func (s *Server) planPatch(v *view, pkKey, id string, spec *patchSpec, ifMatch string, lsn uint64) plan {
+	prev := v.get(pkKey, id)
+	if prev == nil {
+		return plan{fail: notFound()}
+	}
+	if !etagMatches(prev, ifMatch) {
+		return plan{fail: preconditionFailed()}
+	}
+	doc, fail := spec.apply(v.c, prev)
+	if fail != nil {
+		return plan{fail: fail}
+	}
+	d, fail := v.c.prepareValue(doc)
+	if fail != nil {
+		return plan{fail: fail}
+	}
+	if d.pkKey != pkKey || d.id != id {
+		return plan{fail: badRequest("The id and the partition key of a document cannot be patched.")}
+	}
+	it := s.newVersion(v.c, d, lsn)
+	v.set(pkKey, id, it)
+	return plan{status: http.StatusOK, pkKey: pkKey, prev: prev, next: it}
+}
+
+// commit publishes the effects of successful plans in order and advances the
+// container's LSN once. The caller holds c.mu for writing.
+func (c *container) commit(plans []plan, lsn uint64) {
+	wrote := false
+	for _, p := range plans {
+		switch {
+		case p.next != nil:
+			p.next.part = c.partition(p.pkKey, true)
+			c.put(p.next, p.prev)
+			wrote = true
+		case p.prev != nil:
+			c.remove(p.prev)
+			wrote = true
+		}
+	}
+	if wrote {
+		c.lsn = lsn
+	}
+}
+
+// writeCharge is a plausible request charge for writing size bytes.
+func writeCharge(size int) float64 { return 5.71 + float64(size/1024)*0.8 }
+
+// readCharge is a plausible request charge for reading size bytes.
+func readCharge(size int) float64 { return 1 + float64(size/1024)*0.1 }
+
+// itemResponse answers a point operation from its plan.
+func itemResponse(rq *request, p plan, lsn uint64) *response {
+	if p.fail != nil {
+		return p.fail
+	}
+	resp := &response{status: p.status, lsn: lsn}
+	it := p.next
+	if it == nil {
+		it = p.read
+	}
+	switch {
+	case it != nil:
+		resp.setHeader("etag", formatETag(it.etag))
+		minimal := p.read == nil && strings.EqualFold(rq.r.Header.Get("Prefer"), "return=minimal")
+		if !minimal {
+			resp.body = it.appendJSON(make([]byte, 0, len(it.body)+160))
+			resp.items = 1
+		}
+		if p.read != nil {
+			resp.charge = readCharge(it.size())
+		} else {
+			resp.charge = writeCharge(it.size())
+		}
+	case p.prev != nil:
+		resp.charge = writeCharge(p.prev.size())
+	}
+	return resp
+}
+
+// pointWrite runs one single-document write under the container lock.
+func (s *Server) pointWrite(c *container, rq *request, do func(v *view, lsn uint64) plan) *response {
+	c.mu.Lock()
+	lsn := c.lsn + 1
+	v := &view{c: c}
+	p := do(v, lsn)
+	if p.fail == nil {
+		c.commit([]plan{p}, lsn)
+	}
+	c.mu.Unlock()
+	return itemResponse(rq, p, lsn)
+}
+
+// docRequest resolves the container and partition key of a document request
+// and, for writes with a body, validates the document against the header.
+func (s *Server) docRequest(rq *request, withBody bool) (*container, string, *preparedDoc, *response) {
+	c, resp := s.containerOf(rq)
+	if resp != nil {
+		return nil, "", nil, resp
+	}
+	var d *preparedDoc
+	if withBody {
+		d, resp = c.prepareDoc(rq.body)
+		if resp != nil {
+			return nil, "", nil, resp
+		}
+	}
+	pkKey, resp := requestPK(rq)
+	if resp != nil {
+		return nil, "", nil, resp
+	}
+	if resp := c.checkPKComponents(pkKey); resp != nil {
+		return nil, "", nil, resp
+	}
+	if d != nil && d.pkKey != pkKey {
+		return nil, "", nil, pkMismatch()
+	}
+	return c, pkKey, d, nil
+}
+
+func (s *Server) handleCreateItem(rq *request) *response {
+	c, _, d, resp := s.docRequest(rq, true)
+	if resp != nil {
+		return resp
+	}
+	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planCreate(v, d, lsn) })
+}
+
+func (s *Server) handleUpsertItem(rq *request) *response {
+	c, _, d, resp := s.docRequest(rq, true)
+	if resp != nil {
+		return resp
+	}
+	ifMatch := rq.r.Header.Get("If-Match")
+	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planUpsert(v, d, ifMatch, lsn) })
+}
+
+func (s *Server) handleReplaceItem(rq *request) *response {
+	c, _, d, resp := s.docRequest(rq, true)
+	if resp != nil {
+		return resp
+	}
+	ifMatch := rq.r.Header.Get("If-Match")
+	id := rq.segs[5]
+	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planReplace(v, id, d, ifMatch, lsn) })
+}
+
+func (s *Server) handleDeleteItem(rq *request) *response {
+	c, pkKey, _, resp := s.docRequest(rq, false)
+	if resp != nil {
+		return resp
+	}
+	ifMatch := rq.r.Header.Get("If-Match")
+	id := rq.segs[5]
+	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planDelete(v, pkKey, id, ifMatch) })
+}
+
+func (s *Server) handlePatchItem(rq *request) *response {
+	c, pkKey, _, resp := s.docRequest(rq, false)
+	if resp != nil {
+		return resp
+	}
+	spec, resp := parsePatchSpec(rq.body)
+	if resp != nil {
+		return resp
+	}
+	ifMatch := rq.r.Header.Get("If-Match")
+	id := rq.segs[5]
+	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planPatch(v, pkKey, id, spec, ifMatch, lsn) })
+}
+
+func (s *Server) handleReadItem(rq *request) *response {
+	c, pkKey, _, resp := s.docRequest(rq, false)
+	if resp != nil {
+		return resp
+	}
+	c.mu.RLock()
+	it := c.lookup(pkKey, rq.segs[5])
+	lsn := c.lsn
+	c.mu.RUnlock()
+	if it == nil {
+		resp := notFound()
+		resp.lsn = lsn
+		return resp
+	}
+	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && (inm == "*" || inm == formatETag(it.etag)) {
+		resp := &response{status: http.StatusNotModified, lsn: lsn, charge: 1}
+		resp.setHeader("etag", formatETag(it.etag))
+		return resp
+	}
+	return itemResponse(rq, plan{status: http.StatusOK, read: it}, lsn)
+}

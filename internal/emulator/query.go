@@ -1,0 +1,257 @@
+package emulator
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// defaultPageSize is the page size when x-ms-max-item-count is absent.
+const defaultPageSize = 100
+
+// queryRequest is the body of a query request.
+type queryRequest struct {
+	q      *query
+	params map[string]value
+}
+
+// queryErrorResponse renders a query error as the service does: 400 with
+// the query compiler's error list in the message.
+func queryErrorResponse(err error) *response {
+	msg := err.Error()
+	pos := 0
+	if qe, ok := err.(*queryError); ok {
+		pos = qe.pos
+	}
+	code := "SC1001"
+	if strings.Contains(msg, "could not be resolved") || strings.Contains(msg, "not defined") {
+		code = "SC2001"
+	}
+	detail := []byte(`{"errors":[{"severity":"Error","location":{"start":`)
+	detail = strconv.AppendInt(detail, int64(pos), 10)
+	detail = append(detail, `,"end":`...)
+	detail = strconv.AppendInt(detail, int64(pos+1), 10)
+	detail = append(detail, `},"code":"`...)
+	detail = append(detail, code...)
+	detail = append(detail, `","message":`...)
+	detail = appendString(detail, msg)
+	detail = append(detail, `}]}`...)
+	return badRequest("Message: " + string(detail))
+}
+
+// parseQueryRequest parses {"query": "...", "parameters": [{"name", "value"}]}.
+func parseQueryRequest(body []byte) (*queryRequest, *response) {
+	v, err := parseJSON(body)
+	if err != nil || v.k != kObject {
+		return nil, badRequest("The query request body is invalid. Ensure to provide a valid request payload.")
+	}
+	text := v.get("query")
+	if text.k != kString || strings.TrimSpace(text.s) == "" {
+		return nil, badRequest("The query text is missing.")
+	}
+	q, err := parseQuery(text.s)
+	if err != nil {
+		return nil, queryErrorResponse(err)
+	}
+	if q.from != nil && q.from.sub != nil {
+		return nil, badRequest("Subqueries in the FROM clause are not supported by the emulator.")
+	}
+	params := make(map[string]value)
+	ps := v.get("parameters")
+	if ps.defined() && ps.k != kArray && ps.k != kNull {
+		return nil, badRequest("The query parameters must be an array.")
+	}
+	for _, p := range ps.elems() {
+		name := p.get("name")
+		if name.k != kString || !strings.HasPrefix(name.s, "@") || len(name.s) < 2 {
+			return nil, badRequest("Query parameter names must be strings starting with '@'.")
+		}
+		params[name.s] = p.get("value")
+	}
+	return &queryRequest{q: q, params: params}, nil
+}
+
+// pageSize reads x-ms-max-item-count: absent or 0 means the default page
+// size, a negative value means no count limit (the 4 MB cap still applies).
+func pageSize(r *http.Request) (int, *response) {
+	h := r.Header.Get("x-ms-max-item-count")
+	if h == "" {
+		return defaultPageSize, nil
+	}
+	n, err := strconv.Atoi(h)
+	if err != nil {
+		return 0, badRequest("Invalid value for header x-ms-max-item-count: " + h)
+	}
+	switch {
+	case n == 0:
+		return defaultPageSize, nil
+	case n < 0:
+		return -1, nil
+	}
+	return n, nil
+}
+
+// needsQueryPlan reports whether a cross-partition query uses a feature the
+// gateway cannot serve without a client-side query plan.
+func (q *query) needsQueryPlan() bool {
+	return q.top != nil || len(q.orderBy) > 0 || q.offset != nil || q.distinct || q.hasAgg || len(q.groupBy) > 0
+}
+
+// crossPartitionNotServable is the gateway's answer to such a query.
+func crossPartitionNotServable() *response {
+	return errorResponse(http.StatusBadRequest, 1004,
+		"The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message.")
+}
+
+// orderByPath returns the document path an ORDER BY expression sorts on.
+func (q *query) orderByPath(e expr) ([]string, bool) {
+	var segs []string
+	for {
+		switch x := e.(type) {
+		case propExpr:
+			segs = append([]string{x.name}, segs...)
+			e = x.base
+			continue
+		case indexExpr:
+			lit, ok := x.index.(litExpr)
+			if !ok || lit.v.k != kNumber {
+				return nil, false
+			}
+			segs = append([]string{strconv.Itoa(int(lit.v.n))}, segs...)
+			e = x.base
+			continue
+		case identExpr:
+			if q.from == nil || q.from.e != nil || x.name != q.from.alias || len(segs) == 0 {
+				return nil, false
+			}
+			return segs, true
+		}
+		return nil, false
+	}
+}
+
+// checkOrderByIndex refuses ORDER BY clauses the container's indexing
+// policy cannot serve, as the service does.
+func (q *query) checkOrderByIndex(ip *indexPolicy) *response {
+	if len(q.orderBy) == 0 {
+		return nil
+	}
+	paths := make([][]string, len(q.orderBy))
+	desc := make([]bool, len(q.orderBy))
+	for i, o := range q.orderBy {
+		segs, ok := q.orderByPath(o.e)
+		if !ok {
+			return queryErrorResponse(errAt(0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path."))
+		}
+		paths[i], desc[i] = segs, o.desc
+	}
+	if len(paths) == 1 {
+		if !ip.rangeIndexed(paths[0]) {
+			return badRequest("Order-by item requires a range index to be defined on the corresponding index path.")
+		}
+		return nil
+	}
+	if !ip.hasComposite(paths, desc) {
+		return badRequest("The order by query does not have a corresponding composite index that it can be served from.")
+	}
+	return nil
+}
+
+func (s *Server) handleQuery(rq *request) *response {
+	c, resp := s.containerOf(rq)
+	if resp != nil {
+		return resp
+	}
+	qr, resp := parseQueryRequest(rq.body)
+	if resp != nil {
+		return resp
+	}
+	size, resp := pageSize(rq.r)
+	if resp != nil {
+		return resp
+	}
+	var pkKey *string
+	if rq.pkHeader != "" {
+		key, resp := requestPK(rq)
+		if resp != nil {
+			return resp
+		}
+		if resp := c.checkPKComponents(key); resp != nil {
+			return resp
+		}
+		pkKey = &key
+	} else if rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid") == "" {
+		if !headerBool(rq.r, "x-ms-documentdb-query-enablecrosspartition") {
+			return badRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
+		}
+		if qr.q.needsQueryPlan() {
+			return crossPartitionNotServable()
+		}
+	}
+	c.mu.RLock()
+	idx := c.index
+	docs := c.snapshot(pkKey)
+	lsn := c.lsn
+	rid := c.ridString()
+	c.mu.RUnlock()
+	if resp := qr.q.checkOrderByIndex(idx); resp != nil {
+		return resp
+	}
+	pg, err := qr.q.execute(execInput{docs: docs}, pageRequest{
+		params:   qr.params,
+		maxItems: size,
+		token:    rq.r.Header.Get("x-ms-continuation"),
+	})
+	if err != nil {
+		return queryErrorResponse(err)
+	}
+	resp = pageResponse(rid, "Documents", pg)
+	resp.lsn = lsn
+	resp.charge = 2.3 + float64(len(docs))*0.01 + float64(pg.count)*0.1
+	return resp
+}
+
+// queryResources runs a query over database or container resources.
+func (s *Server) queryResources(rq *request, rid, name string, vals []value) *response {
+	qr, resp := parseQueryRequest(rq.body)
+	if resp != nil {
+		return resp
+	}
+	size, resp := pageSize(rq.r)
+	if resp != nil {
+		return resp
+	}
+	pg, err := qr.q.execute(execInput{vals: vals}, pageRequest{
+		params:   qr.params,
+		maxItems: size,
+		token:    rq.r.Header.Get("x-ms-continuation"),
+	})
+	if err != nil {
+		return queryErrorResponse(err)
+	}
+	resp = pageResponse(rid, name, pg)
+	resp.items = 0
+	return resp
+}
+
+// pageResponse renders {"_rid":..., "<name>":[...], "_count":n} with the
+// continuation header.
+func pageResponse(rid, name string, pg page) *response {
+	buf := make([]byte, 0, len(pg.buf)+64)
+	buf = append(buf, `{"_rid":`...)
+	buf = appendString(buf, rid)
+	buf = append(buf, `,"`...)
+	buf = append(buf, name...)
+	buf = append(buf, `":[`...)
+	buf = append(buf, pg.buf...)
+	buf = append(buf, `],"_count":`...)
+	buf = strconv.AppendInt(buf, int64(pg.count), 10)
+	buf = append(buf, '}')
+	resp := jsonResponse(http.StatusOK, buf)
+	resp.items = pg.count
+	resp.setHeader("x-ms-item-count", strconv.Itoa(pg.count))
+	if pg.next != "" {
+		resp.setHeader("x-ms-continuation", pg.next)
+	}
+	return resp
+}

@@ -1,0 +1,665 @@
+package emulator
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// maxResponseBytes is the service's cap on one page of results (4 MB).
+const maxResponseBytes = 4 << 20
+
+// execInput is what a query runs over: stored documents or, for database
+// and container queries, plain values. Both are in rid order.
+type execInput struct {
+	docs []*item
+	vals []value
+}
+
+func (in execInput) len() int {
+	if in.docs != nil {
+		return len(in.docs)
+	}
+	return len(in.vals)
+}
+
+func (in execInput) value(i int) value {
+	if in.docs != nil {
+		return docValue(in.docs[i])
+	}
+	return in.vals[i]
+}
+
+func (in execInput) seq(i int) uint64 {
+	if in.docs != nil {
+		return in.docs[i].seq
+	}
+	return uint64(i + 1)
+}
+
+// pageRequest carries the paging inputs of one query request.
+type pageRequest struct {
+	params   map[string]value
+	maxItems int    // documents per page; <= 0 means no count limit
+	token    string // continuation from the previous page, "" for the first
+	maxBytes int
+}
+
+// page is one page of query results.
+type page struct {
+	buf   []byte // the documents, comma-separated JSON
+	count int
+	next  string // continuation token, "" when done
+}
+
+// resultRow is one row of the FROM/JOIN product that passed WHERE.
+type resultRow struct {
+	row  []value
+	doc  *item // the stored document behind row[0], if any
+	seq  uint64
+	sub  int
+	keys []value
+}
+
+// contToken is the decoded continuation token.
+type contToken struct {
+	Hash uint64   `json:"h"`
+	Kind string   `json:"k"`
+	Seq  uint64   `json:"s,omitempty"`
+	Sub  int      `json:"u,omitempty"`
+	N    int      `json:"n,omitempty"`
+	Keys []string `json:"o,omitempty"`
+	I    int      `json:"i,omitempty"`
+}
+
+func queryHash(q *query) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(q.text))
+	return h.Sum64()
+}
+
+func encodeToken(t contToken) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(s string, q *query) (contToken, error) {
+	var t contToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &t) != nil || t.Hash != queryHash(q) {
+		return t, errAt(0, "Invalid Continuation Token")
+	}
+	return t, nil
+}
+
+// queryMode is how a query pages.
+type queryMode int
+
+const (
+	modeStream   queryMode = iota // rid order, resumable by position
+	modeOrdered                   // ORDER BY, resumable by the last sort keys
+	modeBuffered                  // aggregates, GROUP BY, DISTINCT: computed whole
+)
+
+func (q *query) mode() queryMode {
+	switch {
+	case q.hasAgg || len(q.groupBy) > 0 || q.distinct:
+		return modeBuffered
+	case len(q.orderBy) > 0:
+		return modeOrdered
+	}
+	return modeStream
+}
+
+// countLimits resolves TOP and OFFSET/LIMIT: results [skip, skip+take).
+func (q *query) countLimits(ev *evaluator) (skip, take int, err error) {
+	take = math.MaxInt
+	num := func(e expr) (int, error) {
+		v := ev.eval(e, nil)
+		if ev.err != nil {
+			return 0, ev.err
+		}
+		if v.k != kNumber || v.n < 0 || v.n != math.Trunc(v.n) {
+			return 0, errAt(0, "The count value provided for a TOP, OFFSET or LIMIT clause must be a non-negative integer.")
+		}
+		if v.n > math.MaxInt32 {
+			return math.MaxInt32, nil
+		}
+		return int(v.n), nil
+	}
+	if q.top != nil {
+		n, err := num(q.top)
+		if err != nil {
+			return 0, 0, err
+		}
+		take = n
+	}
+	if q.offset != nil {
+		o, err := num(q.offset)
+		if err != nil {
+			return 0, 0, err
+		}
+		l, err := num(q.limit)
+		if err != nil {
+			return 0, 0, err
+		}
+		skip = o
+		if l < take {
+			take = l
+		}
+	}
+	return skip, take, nil
+}
+
+// rowsOf expands one input value into the rows of FROM and JOIN, calling fn
+// for each; fn returns false to stop.
+func (q *query) rowsOf(ev *evaluator, outer []value, doc value, fn func(row []value, sub int) bool) bool {
+	base := make([]value, len(outer), len(outer)+1+len(q.joins))
+	copy(base, outer)
+	var firsts []value
+	switch {
+	case q.from == nil:
+		return fn(base, 0)
+	case q.from.e == nil:
+		firsts = []value{doc}
+	default:
+		v := ev.evalFrom(q.from.e, outer, doc)
+		if q.from.iterate {
+			if v.k != kArray {
+				return true
+			}
+			firsts = v.elems()
+		} else if v.defined() {
+			firsts = []value{v}
+		}
+	}
+	sub := 0
+	for _, f := range firsts {
+		row := append(base[:len(outer):len(outer)], f)
+		if !q.joinRows(ev, row, 0, &sub, fn) {
+			return false
+		}
+	}
+	return true
+}
+
+func (q *query) joinRows(ev *evaluator, row []value, j int, sub *int, fn func([]value, int) bool) bool {
+	if j == len(q.joins) {
+		*sub++
+		return fn(row, *sub-1)
+	}
+	v := ev.eval(q.joins[j].e, row)
+	if q.joins[j].sub != nil {
+		res, err := runSubquery(q.joins[j].sub, ev, row)
+		if err != nil {
+			if ev.err == nil {
+				ev.err = err
+			}
+			return false
+		}
+		v = arrayValue(res)
+	}
+	if v.k != kArray {
+		return true
+	}
+	for _, e := range v.elems() {
+		next := append(row[:len(row):len(row)], e)
+		if !q.joinRows(ev, next, j+1, sub, fn) {
+			return false
+		}
+	}
+	return true
+}
+
+// evalFrom evaluates a FROM path: its root names either an alias of an
+// enclosing query or the container (then it is the document itself).
+func (ev *evaluator) evalFrom(e expr, outer []value, doc value) value {
+	root := e
+	for {
+		switch x := root.(type) {
+		case propExpr:
+			root = x.base
+			continue
+		case indexExpr:
+			root = x.base
+			continue
+		}
+		break
+	}
+	id, _ := root.(identExpr)
+	if inScope(id.name, ev.names[:len(outer)]) {
+		return ev.eval(e, outer)
+	}
+	sub := &evaluator{params: ev.params, names: []string{id.name}}
+	v := sub.eval(e, []value{doc})
+	if sub.err != nil && ev.err == nil {
+		ev.err = sub.err
+	}
+	return v
+}
+
+// filter reports whether row passes WHERE.
+func (q *query) filter(ev *evaluator, row []value) bool {
+	return q.where == nil || ev.eval(q.where, row).truthy()
+}
+
+// matches reports whether a single document satisfies the query's WHERE
+// (used by patch conditions).
+func (q *query) matches(doc value) (bool, error) {
+	ev := &evaluator{names: q.aliases}
+	ok := false
+	q.rowsOf(ev, nil, doc, func(row []value, _ int) bool {
+		if q.filter(ev, row) {
+			ok = true
+			return false
+		}
+		return true
+	})
+	return ok, ev.err
+}
+
+// project computes the output of one row; undefined means "no result".
+func (q *query) project(ev *evaluator, row []value) value {
+	switch {
+	case q.star:
+		return row[len(row)-1]
+	case q.value != nil:
+		return ev.eval(q.value, row)
+	}
+	ms := make([]member, 0, len(q.items))
+	unnamed := 0
+	for _, it := range q.items {
+		name := it.alias
+		if name == "" {
+			switch x := it.e.(type) {
+			case propExpr:
+				name = x.name
+			case identExpr:
+				name = x.name
+			default:
+				unnamed++
+				name = "$" + strconv.Itoa(unnamed)
+			}
+		}
+		v := ev.eval(it.e, row)
+		if !v.defined() {
+			continue
+		}
+		ms = append(ms, member{key: name, val: v})
+	}
+	return objectValue(ms)
+}
+
+// orderKeys evaluates the ORDER BY expressions of a row.
+func (q *query) orderKeys(ev *evaluator, row []value) []value {
+	keys := make([]value, len(q.orderBy))
+	for i, o := range q.orderBy {
+		keys[i] = ev.eval(o.e, row)
+	}
+	return keys
+}
+
+func (q *query) compareRows(a, b *resultRow) int {
+	for i, o := range q.orderBy {
+		c := compareValues(a.keys[i], b.keys[i])
+		if o.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	switch {
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	case a.sub < b.sub:
+		return -1
+	case a.sub > b.sub:
+		return 1
+	}
+	return 0
+}
+
+// pageWriter accumulates output documents within the page limits.
+type pageWriter struct {
+	p        page
+	maxItems int
+	maxBytes int
+}
+
+func (w *pageWriter) full() bool {
+	return (w.maxItems > 0 && w.p.count >= w.maxItems) || (w.p.count > 0 && len(w.p.buf) >= w.maxBytes)
+}
+
+func (w *pageWriter) add(v value, doc *item) {
+	if w.p.count > 0 {
+		w.p.buf = append(w.p.buf, ',')
+	}
+	if doc != nil {
+		w.p.buf = doc.appendJSON(w.p.buf)
+	} else {
+		w.p.buf = v.appendJSON(w.p.buf)
+	}
+	w.p.count++
+}
+
+// execute runs q over in and returns one page.
+func (q *query) execute(in execInput, req pageRequest) (page, error) {
+	ev := &evaluator{params: req.params, names: q.aliases}
+	skip, take, err := q.countLimits(ev)
+	if err != nil {
+		return page{}, err
+	}
+	var tok contToken
+	if req.token != "" {
+		if tok, err = decodeToken(req.token, q); err != nil {
+			return page{}, err
+		}
+	}
+	if req.maxBytes <= 0 {
+		req.maxBytes = maxResponseBytes
+	}
+	w := &pageWriter{maxItems: req.maxItems, maxBytes: req.maxBytes}
+	var p page
+	switch q.mode() {
+	case modeStream:
+		p = q.execStream(ev, in, tok, skip, take, w)
+	case modeOrdered:
+		p = q.execOrdered(ev, in, tok, skip, take, w)
+	default:
+		p = q.execBuffered(ev, in, tok, skip, take, w)
+	}
+	if ev.err != nil {
+		return page{}, ev.err
+	}
+	return p, nil
+}
+
+// starDoc returns the stored document to emit verbatim for SELECT * over
+// a plain FROM, or nil.
+func (q *query) starDoc(r *resultRow) *item {
+	if q.star && q.from != nil && q.from.e == nil {
+		return r.doc
+	}
+	return nil
+}
+
+func (q *query) execStream(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
+	n := tok.N // results produced so far, including those OFFSET skipped
+	start := sort.Search(in.len(), func(i int) bool { return in.seq(i) >= tok.Seq })
+	var last resultRow
+	more, done := false, false
+	for i := start; i < in.len() && !more && !done; i++ {
+		seq := in.seq(i)
+		var doc *item
+		if in.docs != nil {
+			doc = in.docs[i]
+		}
+		q.rowsOf(ev, nil, in.value(i), func(row []value, sub int) bool {
+			if tok.Kind != "" && seq == tok.Seq && sub <= tok.Sub {
+				return true
+			}
+			if !q.filter(ev, row) {
+				return true
+			}
+			r := resultRow{row: row, doc: doc, seq: seq, sub: sub}
+			out := q.project(ev, row)
+			if !out.defined() {
+				return true
+			}
+			if take != math.MaxInt && n >= skip+take {
+				done = true
+				return false
+			}
+			if w.full() {
+				more = true
+				return false
+			}
+			n++
+			if n > skip {
+				w.add(out, q.starDoc(&r))
+			}
+			last = r
+			return true
+		})
+		if ev.err != nil {
+			break
+		}
+	}
+	if more {
+		w.p.next = encodeToken(contToken{Hash: queryHash(q), Kind: "s", Seq: last.seq, Sub: last.sub, N: n})
+	}
+	return w.p
+}
+
+func (q *query) execOrdered(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
+	var rows []resultRow
+	for i := 0; i < in.len(); i++ {
+		seq := in.seq(i)
+		var doc *item
+		if in.docs != nil {
+			doc = in.docs[i]
+		}
+		q.rowsOf(ev, nil, in.value(i), func(row []value, sub int) bool {
+			if q.filter(ev, row) {
+				rows = append(rows, resultRow{row: append([]value(nil), row...), doc: doc, seq: seq, sub: sub, keys: q.orderKeys(ev, row)})
+			}
+			return true
+		})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return q.compareRows(&rows[i], &rows[j]) < 0 })
+	start := 0
+	n := 0
+	if tok.Kind != "" {
+		last := resultRow{seq: tok.Seq, sub: tok.Sub, keys: make([]value, len(q.orderBy))}
+		for i, k := range tok.Keys {
+			if i < len(last.keys) && k != "undefined" {
+				last.keys[i], _ = parseJSON([]byte(k))
+			}
+		}
+		start = sort.Search(len(rows), func(i int) bool { return q.compareRows(&rows[i], &last) > 0 })
+		n = tok.N
+	}
+	var lastRow *resultRow
+	for i := start; i < len(rows); i++ {
+		r := &rows[i]
+		out := q.project(ev, r.row)
+		if !out.defined() {
+			continue
+		}
+		if n >= skip+take && take != math.MaxInt {
+			break
+		}
+		if w.full() {
+			keys := make([]string, len(lastRow.keys))
+			for k, v := range lastRow.keys {
+				keys[k] = v.canonical()
+			}
+			w.p.next = encodeToken(contToken{Hash: queryHash(q), Kind: "o", Seq: lastRow.seq, Sub: lastRow.sub, N: n, Keys: keys})
+			break
+		}
+		n++
+		if n > skip {
+			w.add(out, q.starDoc(r))
+		}
+		lastRow = r
+	}
+	return w.p
+}
+
+func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
+	var rows []resultRow
+	for i := 0; i < in.len(); i++ {
+		seq := in.seq(i)
+		var doc *item
+		if in.docs != nil {
+			doc = in.docs[i]
+		}
+		q.rowsOf(ev, nil, in.value(i), func(row []value, sub int) bool {
+			if q.filter(ev, row) {
+				r := resultRow{row: append([]value(nil), row...), doc: doc, seq: seq, sub: sub}
+				if len(q.orderBy) > 0 {
+					r.keys = q.orderKeys(ev, row)
+				}
+				rows = append(rows, r)
+			}
+			return true
+		})
+	}
+	if len(q.orderBy) > 0 {
+		sort.SliceStable(rows, func(i, j int) bool { return q.compareRows(&rows[i], &rows[j]) < 0 })
+	}
+	type outRow struct {
+		v   value
+		doc *item
+	}
+	var outs []outRow
+	if q.hasAgg || len(q.groupBy) > 0 {
+		for _, g := range q.groups(ev, rows) {
+			ev.group = g
+			var first []value
+			if len(g) > 0 {
+				first = g[0]
+			} else {
+				first = make([]value, len(q.aliases))
+			}
+			if v := q.project(ev, first); v.defined() {
+				outs = append(outs, outRow{v: v})
+			}
+			ev.group = nil
+		}
+	} else {
+		for i := range rows {
+			if v := q.project(ev, rows[i].row); v.defined() {
+				outs = append(outs, outRow{v: v, doc: q.starDoc(&rows[i])})
+			}
+		}
+	}
+	if q.distinct {
+		seen := make(map[string]bool, len(outs))
+		kept := outs[:0]
+		for _, o := range outs {
+			k := o.v.canonical()
+			if !seen[k] {
+				seen[k] = true
+				kept = append(kept, o)
+			}
+		}
+		outs = kept
+	}
+	if skip > len(outs) {
+		skip = len(outs)
+	}
+	outs = outs[skip:]
+	if take < len(outs) {
+		outs = outs[:take]
+	}
+	for i := tok.I; i < len(outs); i++ {
+		if w.full() {
+			w.p.next = encodeToken(contToken{Hash: queryHash(q), Kind: "b", I: i})
+			break
+		}
+		w.add(outs[i].v, outs[i].doc)
+	}
+	return w.p
+}
+
+// groups partitions rows by the GROUP BY keys, in order of first
+// appearance. Without GROUP BY (aggregates only) there is one group, even
+// when empty.
+func (q *query) groups(ev *evaluator, rows []resultRow) [][][]value {
+	if len(q.groupBy) == 0 {
+		g := make([][]value, len(rows))
+		for i := range rows {
+			g[i] = rows[i].row
+		}
+		return [][][]value{g}
+	}
+	index := map[string]int{}
+	var out [][][]value
+	for i := range rows {
+		key := make([]byte, 0, 32)
+		for _, g := range q.groupBy {
+			key = ev.eval(g, rows[i].row).appendCanonical(key)
+			key = append(key, 0)
+		}
+		k := string(key)
+		gi, ok := index[k]
+		if !ok {
+			gi = len(out)
+			index[k] = gi
+			out = append(out, nil)
+		}
+		out[gi] = append(out[gi], rows[i].row)
+	}
+	return out
+}
+
+// runSubquery evaluates a correlated subquery for one outer row and
+// returns all its results.
+func runSubquery(q *query, outer *evaluator, outerRow []value) ([]value, error) {
+	names := append(append([]string(nil), outer.names[:len(outerRow)]...), q.aliases...)
+	ev := &evaluator{params: outer.params, names: names}
+	skip, take, err := q.countLimits(ev)
+	if err != nil {
+		return nil, err
+	}
+	var rows []resultRow
+	q.rowsOf(ev, outerRow, undefined, func(row []value, sub int) bool {
+		if q.filter(ev, row) {
+			r := resultRow{row: append([]value(nil), row...), sub: sub}
+			if len(q.orderBy) > 0 {
+				r.keys = q.orderKeys(ev, row)
+			}
+			rows = append(rows, r)
+		}
+		return len(rows) < 100000
+	})
+	if len(q.orderBy) > 0 {
+		sort.SliceStable(rows, func(i, j int) bool { return q.compareRows(&rows[i], &rows[j]) < 0 })
+	}
+	var outs []value
+	if q.hasAgg || len(q.groupBy) > 0 {
+		for _, g := range q.groups(ev, rows) {
+			ev.group = g
+			first := outerRow
+			if len(g) > 0 {
+				first = g[0]
+			}
+			if v := q.project(ev, first); v.defined() {
+				outs = append(outs, v)
+			}
+			ev.group = nil
+		}
+	} else {
+		for _, r := range rows {
+			if v := q.project(ev, r.row); v.defined() {
+				outs = append(outs, v)
+			}
+		}
+	}
+	if q.distinct {
+		seen := map[string]bool{}
+		kept := outs[:0]
+		for _, o := range outs {
+			if k := o.canonical(); !seen[k] {
+				seen[k] = true
+				kept = append(kept, o)
+			}
+		}
+		outs = kept
+	}
+	if skip > len(outs) {
+		skip = len(outs)
+	}
+	outs = outs[skip:]
+	if take < len(outs) {
+		outs = outs[:take]
+	}
+	return outs, ev.err
+}

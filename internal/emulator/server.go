@@ -1,0 +1,202 @@
+// Package emulator is an in-process Azure Cosmos DB (NoSQL API) emulator that
+// speaks the gateway REST protocol the azcosmos SDK uses.
+//
+// It is held to one rule: a test that passes against it passes against the
+// real service. Where Cosmos DB refuses a request (a cross-partition ORDER BY
+// through the gateway, a batch of 101 operations, a 2.1 MB document, an id
+// containing '/'), the emulator refuses it the same way, with the same status
+// code. It also counts requests per operation kind and can inject faults.
+// See README.md for what is supported and what is deliberately not emulated.
+//
+// Typical use in a test:
+//
+//	srv, err := emulator.Start(emulator.Options{})
+//	if err != nil { t.Fatal(err) }
+//	defer srv.Close()
+//	cred, _ := azcosmos.NewKeyCredential(srv.Key())
+//	client, _ := azcosmos.NewClientWithKey(srv.Endpoint(), cred,
+//		&azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.HTTPClient()}})
+package emulator
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WellKnownKey is the master key of the official Cosmos DB emulator; the
+// emulator uses it unless Options.Key says otherwise.
+const WellKnownKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// Options configure Start. The zero value serves plain HTTP on a random
+// loopback port with WellKnownKey.
+type Options struct {
+	// Addr is the TCP listen address; default "127.0.0.1:0" (a random
+	// loopback port).
+	Addr string
+	// TLS serves HTTPS with a self-signed certificate generated at start,
+	// valid for 127.0.0.1, ::1 and localhost. HTTPClient trusts it.
+	TLS bool
+	// Key is the base64 master key clients must sign requests with;
+	// default WellKnownKey.
+	Key string
+}
+
+// Server is a running emulator. All methods are safe for concurrent use.
+type Server struct {
+	key     string
+	keyRaw  []byte
+	tls     bool
+	ln      net.Listener
+	http    *http.Server
+	client  *http.Client
+	certPEM []byte
+	done    chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu      sync.RWMutex
+	dbs     map[string]*database
+	nextRID uint32
+
+	etagSeq atomic.Uint64
+
+	counters counterSet
+	faults   faultSet
+
+	// now returns the current time; replaced only by tests of this package.
+	now func() time.Time
+}
+
+// Start listens on opts.Addr and serves the emulator in the background. It
+// returns once the listener is open, typically within a few milliseconds.
+// It fails if the key is not valid base64, the address cannot be listened on,
+// or the TLS certificate cannot be generated.
+func Start(opts Options) (*Server, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.Key == "" {
+		opts.Key = WellKnownKey
+	}
+	keyRaw, err := base64.StdEncoding.DecodeString(opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("emulator: key is not valid base64: %w", err)
+	}
+	s := &Server{
+		key:    opts.Key,
+		keyRaw: keyRaw,
+		tls:    opts.TLS,
+		dbs:    make(map[string]*database),
+		done:   make(chan struct{}),
+		now:    time.Now,
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("emulator: listen %s: %w", opts.Addr, err)
+	}
+	transport := &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		// Keep HTTP/1.1 so that faults can hijack and drop connections.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ErrorLog:     discardLogger(),
+	}
+	if opts.TLS {
+		cert, certPEM, err := selfSignedCert()
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("emulator: generate certificate: %w", err)
+		}
+		s.certPEM = certPEM
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(certPEM)
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			NextProtos:   []string{"http/1.1"},
+			MinVersion:   tls.VersionTLS12,
+		})
+	}
+	s.ln = ln
+	s.client = &http.Client{Transport: transport}
+	go func() {
+		defer close(s.done)
+		_ = s.http.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Endpoint returns the account endpoint to hand to azcosmos, with a trailing
+// slash, e.g. "http://127.0.0.1:34567/" (or "https://..." with TLS). An
+// unspecified listen host (0.0.0.0, ::) is reported as 127.0.0.1.
+func (s *Server) Endpoint() string {
+	addr := s.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if s.tls {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s/", scheme, net.JoinHostPort(host, fmt.Sprint(addr.Port)))
+}
+
+// Key returns the base64 master key clients must sign requests with.
+func (s *Server) Key() string { return s.key }
+
+// HTTPClient returns an HTTP client for this server. With TLS it trusts the
+// server's self-signed certificate. Pass it as the azcore transport:
+// azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.HTTPClient()}}.
+func (s *Server) HTTPClient() *http.Client { return s.client }
+
+// CertificatePEM returns the PEM-encoded self-signed certificate the server
+// presents, or nil when it serves plain HTTP.
+func (s *Server) CertificatePEM() []byte {
+	if s.certPEM == nil {
+		return nil
+	}
+	return append([]byte(nil), s.certPEM...)
+}
+
+// Close stops the server at once, dropping open connections, and discards
+// all data. It is idempotent; later calls return the first call's result.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		err := s.http.Close()
+		<-s.done
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.closeErr = err
+		}
+		s.client.CloseIdleConnections()
+	})
+	return s.closeErr
+}
+
+// nextResourceNumber hands out database and container numbers for rids.
+// The caller holds s.mu for writing.
+func (s *Server) nextResourceNumber() uint32 {
+	s.nextRID++
+	return s.nextRID
+}
+
+// newETag returns a fresh ETag counter value, unique across the server.
+func (s *Server) newETag() uint64 { return s.etagSeq.Add(1) }
+
+// unixNow is the current time in seconds, for _ts.
+func (s *Server) unixNow() int64 { return s.now().Unix() }
