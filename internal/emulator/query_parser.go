@@ -8,10 +8,10 @@ import (
 type expr interface{}
 
 type (
-	litExpr    struct{ v value }
-	paramExpr  struct{ name string }
-	identExpr  struct{ name string }
-	propExpr   struct {
+	litExpr   struct{ v value }
+	paramExpr struct{ name string }
+	identExpr struct{ name string }
+	propExpr  struct {
 		base expr
 		name string
 	}

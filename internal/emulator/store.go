@@ -26,7 +26,7 @@ type container struct {
 
 	db   *database
 	id   string
-	num  uint32 // creation number, for listing order
+	num  uint32  // creation number, for listing order
 	rid  [8]byte // database rid (4 bytes) + collection number (4 bytes)
 	etag uint64
 	ts   int64
