@@ -1,5 +1,144 @@
 package providertest
 
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
 // instanceCreationCases ports duroxide's src/provider_validation/instance_creation.rs; see README.md for
 // the table from each Rust test to its Go function.
-var instanceCreationCases = []Case{}
+var instanceCreationCases = []Case{
+	{"test_instance_creation_via_metadata", InstanceCreationViaMetadata},
+	{"test_no_instance_creation_on_enqueue", NoInstanceCreationOnEnqueue},
+	{"test_null_version_handling", NullVersionHandling},
+	{"test_sub_orchestration_instance_creation", SubOrchestrationInstanceCreation},
+}
+
+// InstanceCreationViaMetadata checks that a new instance is served from its
+// start message, and that the first ack's metadata creates the instance
+// record with the version the runtime resolved, which later fetches report
+// (duroxide's test_instance_creation_via_metadata).
+func InstanceCreationViaMetadata(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "instance-A"
+
+	enqueueOrch(t, p, startItem(inst))
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, inst, item.Instance)
+	require.Equal(t, testOrch, item.OrchestrationName, "the name comes from the start message")
+	require.Equal(t, uint64(1), item.ExecutionID)
+	require.Empty(t, item.History, "no history yet")
+
+	ackTurn(t, p, item.LockToken, 1,
+		[]duroxide.Event{startedEvent(inst, 1, 1, testOrch, "2.0.0")},
+		orchMetadata(testOrch, "2.0.0")) // the version the runtime resolved
+
+	enqueueOrch(t, p, startItem(inst))
+	again := fetchOrch(t, p, longLock)
+	require.Equal(t, inst, again.Instance)
+	require.Equal(t, testOrch, again.OrchestrationName)
+	require.Equal(t, "2.0.0", again.Version, "the version comes from the metadata, not the work item")
+	require.Equal(t, uint64(1), again.ExecutionID)
+	require.Len(t, again.History, 1, "the OrchestrationStarted event")
+
+	ackTurn(t, p, again.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+}
+
+// NoInstanceCreationOnEnqueue checks that enqueueing a start creates no
+// instance, yet the start can be fetched and acked (duroxide's
+// test_no_instance_creation_on_enqueue). duroxide leaves the "no instance
+// yet" check to the provider; when the provider has ProviderAdmin this port
+// checks it: GetInstanceInfo fails until the ack.
+func NoInstanceCreationOnEnqueue(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	const inst = "instance-B"
+
+	enqueueOrch(t, p, startItem(inst))
+	admin, hasAdmin := duroxide.AsManagementCapability(p)
+	if hasAdmin {
+		_, err := admin.GetInstanceInfo(ctx, inst)
+		require.Error(t, err, "the instance should not exist after enqueue")
+	}
+
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "should be able to fetch a work item even if the instance doesn't exist")
+	require.Equal(t, inst, item.Instance)
+
+	ackTurn(t, p, item.LockToken, 1,
+		[]duroxide.Event{startedEvent(inst, 1, 1, testOrch, testOrchVersion)},
+		orchMetadata(testOrch, testOrchVersion))
+	if hasAdmin {
+		info, err := admin.GetInstanceInfo(ctx, inst)
+		require.NoError(t, err, "the ack's metadata should create the instance")
+		require.Equal(t, testOrch, info.OrchestrationName)
+		require.Equal(t, testOrchVersion, info.OrchestrationVersion)
+	}
+}
+
+// NullVersionHandling checks that a start without a version can be fetched
+// and that the ack's metadata then sets the version (duroxide's
+// test_null_version_handling).
+func NullVersionHandling(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "instance-C"
+
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
+		Instance: inst, Orchestration: testOrch, Input: "{}", ExecutionID: 1, // no version
+	}})
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, inst, item.Instance)
+
+	ackTurn(t, p, item.LockToken, 1,
+		[]duroxide.Event{startedEvent(inst, 1, 1, testOrch, "3.0.0")},
+		orchMetadata(testOrch, "3.0.0"))
+
+	enqueueOrch(t, p, startItem(inst))
+	again := fetchOrch(t, p, longLock)
+	require.Equal(t, "3.0.0", again.Version, "the version comes from the metadata")
+
+	ackTurn(t, p, again.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+}
+
+// SubOrchestrationInstanceCreation checks that a sub-orchestration started
+// from a parent's ack is not created on enqueue but by its own first ack's
+// metadata (duroxide's test_sub_orchestration_instance_creation).
+func SubOrchestrationInstanceCreation(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	const parent, child = "parent-instance", "parent-instance::child-instance"
+
+	enqueueOrch(t, p, startItem(parent))
+	parentItem := fetchOrch(t, p, longLock)
+	require.NoError(t, p.AckOrchestrationItem(ctx, parentItem.LockToken, 1,
+		[]duroxide.Event{startedEvent(parent, 1, 1, "ParentOrch", "1.0.0")},
+		nil,
+		[]duroxide.WorkItem{{Kind: duroxide.StartOrchestrationItem{
+			Instance: child, Orchestration: "ChildOrch", Input: "{}",
+			ParentInstance: duroxide.StringPtr(parent), ParentID: duroxide.Uint64Ptr(1), ExecutionID: 1,
+		}}},
+		orchMetadata("ParentOrch", "1.0.0"), nil))
+
+	childItem := fetchOrch(t, p, longLock)
+	require.Equal(t, child, childItem.Instance)
+	require.Equal(t, "ChildOrch", childItem.OrchestrationName)
+
+	childStarted := duroxide.NewEvent(1, child, 1, nil, duroxide.OrchestrationStarted{
+		Name: "ChildOrch", Version: "1.5.0", Input: "{}",
+		ParentInstance: duroxide.StringPtr(parent), ParentID: duroxide.Uint64Ptr(1),
+	})
+	ackTurn(t, p, childItem.LockToken, 1, []duroxide.Event{childStarted}, orchMetadata("ChildOrch", "1.5.0"))
+
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
+		Instance: child, Orchestration: "ChildOrch", Input: "{}", ExecutionID: 1,
+	}})
+	again := fetchOrch(t, p, longLock)
+	require.Equal(t, child, again.Instance)
+	require.Equal(t, "1.5.0", again.Version, "the version comes from the metadata")
+
+	ackTurn(t, p, again.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+}

@@ -1,5 +1,134 @@
 package providertest
 
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
 // longPollingCases ports duroxide's src/provider_validation/long_polling.rs; see README.md for
 // the table from each Rust test to its Go function.
-var longPollingCases = []Case{}
+//
+// duroxide chooses these tests per provider: a short-polling provider
+// (SQLite) runs the short-poll ones, a long-polling provider the long-poll
+// ones, and every provider the upper-bound one. Here the optional
+// LongPollingReporter hook tells which kind a factory's providers are
+// (short polling without it). On a long-polling provider the short-poll
+// tests check the short-poll contract with a zero poll timeout, which a
+// long-polling provider must honour by returning at once; on a
+// short-polling provider the long-poll tests are skipped, with a message,
+// because they do not apply.
+var longPollingCases = []Case{
+	{"test_short_poll_returns_immediately", ShortPollReturnsImmediately},
+	{"test_long_poll_waits_for_timeout", LongPollWaitsForTimeout},
+	{"test_fetch_respects_timeout_upper_bound", FetchRespectsTimeoutUpperBound},
+	{"test_short_poll_work_item_returns_immediately", ShortPollWorkItemReturnsImmediately},
+	{"test_long_poll_work_item_waits_for_timeout", LongPollWorkItemWaitsForTimeout},
+}
+
+// longPollTimeout is the poll timeout duroxide's long-polling tests pass.
+const longPollTimeout = 500 * time.Millisecond
+
+// shortPollTimeout is the poll timeout to pass when checking that a fetch
+// with no work returns at once: duroxide's 500 ms, which a short-polling
+// provider ignores, or zero for a long-polling provider.
+func shortPollTimeout(f Factory) time.Duration {
+	if supportsLongPolling(f) {
+		return 0
+	}
+	return longPollTimeout
+}
+
+// requireLongPolling skips t unless f's providers long-poll.
+func requireLongPolling(t *testing.T, f Factory) {
+	t.Helper()
+	if !supportsLongPolling(f) {
+		t.Skip("skipped: applies only to long-polling providers; the factory reports short polling (LongPollingReporter absent or false)")
+	}
+}
+
+// ShortPollReturnsImmediately checks that an orchestration fetch with no
+// work returns nothing within the factory's ShortPollThreshold (duroxide's
+// test_short_poll_returns_immediately).
+func ShortPollReturnsImmediately(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	threshold := f.ShortPollThreshold()
+
+	start := time.Now()
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, shortPollTimeout(f), nil)
+	elapsed := time.Since(start)
+
+	require.NoError(t, err)
+	require.Nil(t, item, "the queue should be empty")
+	require.Less(t, elapsed, threshold, "a short poll should return immediately (elapsed %v, threshold %v)", elapsed, threshold)
+}
+
+// LongPollWaitsForTimeout checks that a long-polling provider's
+// orchestration fetch with no work waits at least the poll timeout
+// (duroxide's test_long_poll_waits_for_timeout).
+func LongPollWaitsForTimeout(t *testing.T, f Factory) {
+	requireLongPolling(t, f)
+	p := f.NewProvider(t)
+
+	start := time.Now()
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, longPollTimeout, nil)
+	elapsed := time.Since(start)
+
+	require.NoError(t, err)
+	require.Nil(t, item, "the queue should be empty")
+	require.GreaterOrEqual(t, elapsed, longPollTimeout, "a long poll should wait for the timeout")
+}
+
+// FetchRespectsTimeoutUpperBound checks that an orchestration fetch with no
+// work does not block much beyond its poll timeout, whatever the polling
+// kind (duroxide's test_fetch_respects_timeout_upper_bound: 300 ms poll
+// timeout, 200 ms tolerance; the tolerance here is the larger of 200 ms and
+// the factory's ShortPollThreshold, the latency it declares for one call).
+func FetchRespectsTimeoutUpperBound(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const pollTimeout = 300 * time.Millisecond
+	tolerance := max(200*time.Millisecond, f.ShortPollThreshold())
+
+	start := time.Now()
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollTimeout, nil)
+	elapsed := time.Since(start)
+
+	require.NoError(t, err)
+	require.Nil(t, item, "the queue should be empty")
+	require.Less(t, elapsed, pollTimeout+tolerance, "the provider blocked too long")
+}
+
+// ShortPollWorkItemReturnsImmediately checks that a worker fetch with no
+// work returns nothing within the factory's ShortPollThreshold (duroxide's
+// test_short_poll_work_item_returns_immediately).
+func ShortPollWorkItemReturnsImmediately(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	threshold := f.ShortPollThreshold()
+
+	start := time.Now()
+	item, err := p.FetchWorkItem(t.Context(), longLock, shortPollTimeout(f), nil, duroxide.TagFilterDefaultOnly())
+	elapsed := time.Since(start)
+
+	require.NoError(t, err)
+	require.Nil(t, item, "the worker queue should be empty")
+	require.Less(t, elapsed, threshold, "a short poll should return immediately (elapsed %v, threshold %v)", elapsed, threshold)
+}
+
+// LongPollWorkItemWaitsForTimeout checks that a long-polling provider's
+// worker fetch with no work waits at least the poll timeout (duroxide's
+// test_long_poll_work_item_waits_for_timeout).
+func LongPollWorkItemWaitsForTimeout(t *testing.T, f Factory) {
+	requireLongPolling(t, f)
+	p := f.NewProvider(t)
+
+	start := time.Now()
+	item, err := p.FetchWorkItem(t.Context(), longLock, longPollTimeout, nil, duroxide.TagFilterDefaultOnly())
+	elapsed := time.Since(start)
+
+	require.NoError(t, err)
+	require.Nil(t, item, "the worker queue should be empty")
+	require.GreaterOrEqual(t, elapsed, longPollTimeout, "a long poll should wait for the timeout")
+}
