@@ -66,8 +66,8 @@ func DeleteInstanceBulkSafetyAndLimits(t *testing.T, f Factory) {
 
 	delCompletedInstance(t, p, "bulk-del-safe-completed-1", "")
 	delCompletedInstance(t, p, "bulk-del-safe-completed-2", "")
-	delCreateInstance(t, p, "bulk-del-safe-running-1")
-	delCreateInstance(t, p, "bulk-del-safe-running-2")
+	createInstance(t, p, "bulk-del-safe-running-1")
+	createInstance(t, p, "bulk-del-safe-running-2")
 
 	res, err := admin.DeleteInstanceBulk(ctx, duroxide.InstanceFilter{InstanceIDs: []string{
 		"bulk-del-safe-completed-1", "bulk-del-safe-completed-2",

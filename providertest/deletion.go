@@ -3,7 +3,6 @@ package providertest
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,11 +71,11 @@ func DeleteRunningRejectedForceSucceeds(t *testing.T, f Factory) {
 	ctx := t.Context()
 
 	const id = "delete-running-force"
-	delCreateInstance(t, p, id)
+	createInstance(t, p, id)
 
 	_, err := admin.DeleteInstance(ctx, id, false)
 	require.Error(t, err, "deleting a running instance without force must fail")
-	delRequirePermanent(t, err)
+	requirePermanent(t, err)
 	assert.Contains(t, strings.ToLower(err.Error()), "running", "the error should mention 'running'")
 	delRequireExists(t, admin, id)
 
@@ -95,7 +94,7 @@ func DeleteNonexistentInstance(t *testing.T, f Factory) {
 
 	_, err := admin.DeleteInstance(t.Context(), "does-not-exist-12345", false)
 	require.Error(t, err, "deleting an unknown instance must fail")
-	delRequirePermanent(t, err)
+	requirePermanent(t, err)
 	assert.Contains(t, strings.ToLower(err.Error()), "not found")
 }
 
@@ -109,13 +108,13 @@ func DeleteCleansQueuesAndLocks(t *testing.T, f Factory) {
 	ctx := t.Context()
 
 	const id = "delete-queues-locks"
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, delStartItem(id), 0))
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(id), 0))
 	require.NoError(t, p.EnqueueForWorker(ctx, duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{
 		Instance: id, ExecutionID: 1, ID: 1, Name: "TestActivity", Input: "{}",
 	}}))
-	item := delFetch(t, p, id)
+	item := fetchOrch(t, p, longLock)
 	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1,
-		[]duroxide.Event{delStarted(id, 1)}, nil, nil,
+		[]duroxide.Event{startedEvent(id, duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, nil, nil,
 		delMetadata(duroxide.StatusCompleted, "", ""), nil))
 
 	res, err := admin.DeleteInstance(ctx, id, false)
@@ -127,7 +126,7 @@ func DeleteCleansQueuesAndLocks(t *testing.T, f Factory) {
 	require.NoError(t, p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
 		Instance: id, Orchestration: newName, Version: duroxide.StringPtr(newVersion), Input: newInput, ExecutionID: 1,
 	}}, 0))
-	item = delFetch(t, p, id)
+	item = fetchOrch(t, p, longLock)
 	assert.Equal(t, newName, item.OrchestrationName, "the fetched item should carry the new orchestration name")
 	err = p.AckOrchestrationItem(ctx, item.LockToken, 1,
 		[]duroxide.Event{duroxide.NewEvent(1, id, 1, nil, duroxide.OrchestrationStarted{Name: newName, Version: newVersion, Input: newInput})},
@@ -191,12 +190,12 @@ func ForceDeletePreventsAckRecreation(t *testing.T, f Factory) {
 	ctx := t.Context()
 
 	const id = "zombie-prevention"
-	delCreateInstance(t, p, id)
+	createInstance(t, p, id)
 
 	require.NoError(t, p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{
 		Instance: id, Name: "test-event", Data: "{}",
 	}}, 0))
-	item := delFetch(t, p, id)
+	item := fetchOrch(t, p, longLock)
 
 	res, err := admin.DeleteInstance(ctx, id, true)
 	require.NoError(t, err, "force delete should succeed while the instance is locked")
@@ -341,7 +340,7 @@ func DeleteInstancesAtomicForce(t *testing.T, f Factory) {
 
 	const completed, running = "atomic-force-completed", "atomic-force-running"
 	delCompletedInstance(t, p, completed, "")
-	delCreateInstance(t, p, running)
+	createInstance(t, p, running)
 	ids := []string{completed, running}
 
 	_, err := admin.DeleteInstancesAtomic(ctx, ids, false)
@@ -400,16 +399,16 @@ func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
 	activity := duroxide.ActivityExecuteItem{
 		Instance: id, ExecutionID: duroxide.InitialExecutionID, ID: 2, Name: "OldActivity", Input: "old-input",
 	}
-	delTurn(t, p, delStartItem(id), duroxide.InitialExecutionID,
+	delTurn(t, p, startItem(id), duroxide.InitialExecutionID,
 		[]duroxide.Event{
-			delStarted(id, duroxide.InitialExecutionID),
+			startedEvent(id, duroxide.InitialEventID, duroxide.InitialExecutionID, testOrch, testOrchVersion),
 			duroxide.NewEvent(2, id, duroxide.InitialExecutionID, duroxide.Uint64Ptr(2),
 				duroxide.ActivityScheduled{Name: "OldActivity", Input: "old-input"}),
 		},
 		[]duroxide.WorkItem{{Kind: activity}},
 		delMetadata("", "", ""))
 
-	old, err := p.FetchWorkItem(ctx, delLongLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	old, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err)
 	require.NotNil(t, old, "the worker should fetch the activity")
 
@@ -419,10 +418,10 @@ func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
 	delRequireGone(t, admin, id)
 
 	// Recreate the instance with the same id, name, version and input.
-	delCreateInstance(t, p, id)
+	createInstance(t, p, id)
 	info, err := admin.GetInstanceInfo(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, "TestOrch", info.OrchestrationName)
+	assert.Equal(t, testOrch, info.OrchestrationName)
 
 	err = p.AckWorkItem(ctx, old.LockToken, &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
 		Instance: id, ExecutionID: duroxide.InitialExecutionID, ID: 2, Result: "stale-result-from-old-instance",
@@ -433,7 +432,7 @@ func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
 	require.NoError(t, p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{
 		Instance: id, Name: "probe-event", Data: "{}",
 	}}, 0))
-	item := delFetch(t, p, id)
+	item := fetchOrch(t, p, longLock)
 	for _, m := range item.Messages {
 		if c, ok := m.Kind.(duroxide.ActivityCompletedItem); ok {
 			assert.NotContains(t, c.Result, "stale-result", "the new instance must not see the old activity's completion")
@@ -446,11 +445,7 @@ func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
 	_, _ = admin.DeleteInstance(ctx, id, true)
 }
 
-// ===== helpers shared by the deletion, bulk_deletion, management and prune ports =====
-
-// delLongLock is the lock timeout of fetches whose lock must not lapse
-// during a test (duroxide's suite uses 30 s).
-const delLongLock = 30 * time.Second
+// ===== helpers shared by the deletion, bulk_deletion, management, prune and tag_filtering ports =====
 
 // delAdmin returns p's ProviderAdmin, failing t when p has none.
 func delAdmin(t *testing.T, p duroxide.Provider) duroxide.ProviderAdmin {
@@ -461,28 +456,10 @@ func delAdmin(t *testing.T, p duroxide.Provider) duroxide.ProviderAdmin {
 	return admin
 }
 
-// delStartItem is duroxide's start_item: a StartOrchestration of TestOrch
-// 1.0.0 with input "{}" for execution 1.
-func delStartItem(instance string) duroxide.WorkItem {
-	return duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
-		Instance: instance, Orchestration: "TestOrch", Input: "{}",
-		Version: duroxide.StringPtr("1.0.0"), ExecutionID: duroxide.InitialExecutionID,
-	}}
-}
-
-// delStarted is event 1 of an execution of TestOrch 1.0.0 with input "{}".
-func delStarted(instance string, executionID uint64) duroxide.Event {
-	return duroxide.NewEvent(duroxide.InitialEventID, instance, executionID, nil,
-		duroxide.OrchestrationStarted{Name: "TestOrch", Version: "1.0.0", Input: "{}"})
-}
-
 // delMetadata is the ExecutionMetadata of a TestOrch 1.0.0 turn; an empty
 // status, output or parent leaves that field nil.
 func delMetadata(status, output, parent string) duroxide.ExecutionMetadata {
-	md := duroxide.ExecutionMetadata{
-		OrchestrationName:    duroxide.StringPtr("TestOrch"),
-		OrchestrationVersion: duroxide.StringPtr("1.0.0"),
-	}
+	md := orchMetadata(testOrch, testOrchVersion)
 	if status != "" {
 		md.Status = duroxide.StringPtr(status)
 	}
@@ -495,34 +472,17 @@ func delMetadata(status, output, parent string) duroxide.ExecutionMetadata {
 	return md
 }
 
-// delFetch fetches the next orchestration item with delLongLock and
-// requires it to be instance's.
-func delFetch(t *testing.T, p duroxide.Provider, instance string) *duroxide.OrchestrationItem {
-	t.Helper()
-	item, err := p.FetchOrchestrationItem(t.Context(), delLongLock, 0, nil)
-	require.NoError(t, err)
-	require.NotNil(t, item, "expected an orchestration item for %s", instance)
-	require.Equal(t, instance, item.Instance)
-	return item
-}
-
-// delTurn enqueues start, fetches its turn and acks it as execution
-// executionID with events, workerItems and md; it returns the fetched item.
+// delTurn enqueues start, fetches its turn (requiring it to be start's
+// instance) and acks it as execution executionID with events, workerItems
+// and md; it returns the fetched item.
 func delTurn(t *testing.T, p duroxide.Provider, start duroxide.WorkItem, executionID uint64, events []duroxide.Event, workerItems []duroxide.WorkItem, md duroxide.ExecutionMetadata) *duroxide.OrchestrationItem {
 	t.Helper()
-	ctx := t.Context()
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, start, 0))
-	item := delFetch(t, p, start.Instance())
-	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, executionID, events, workerItems, nil, md, nil))
+	enqueueOrch(t, p, start)
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, start.Instance(), item.Instance, "fetched another instance")
+	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, executionID, events, workerItems, nil, md, nil),
+		"ack_orchestration_item")
 	return item
-}
-
-// delCreateInstance is duroxide's create_instance: a Running TestOrch
-// instance with one OrchestrationStarted event.
-func delCreateInstance(t *testing.T, p duroxide.Provider, instance string) {
-	t.Helper()
-	delTurn(t, p, delStartItem(instance), duroxide.InitialExecutionID,
-		[]duroxide.Event{delStarted(instance, duroxide.InitialExecutionID)}, nil, delMetadata("", "", ""))
 }
 
 // delCompletedInstance creates a Completed TestOrch instance (output
@@ -537,11 +497,8 @@ func delCompletedInstance(t *testing.T, p duroxide.Provider, instance, parent st
 // unless parent is empty.
 func delTerminalInstance(t *testing.T, p duroxide.Provider, instance, parent, status, output string) {
 	t.Helper()
-	start := duroxide.StartOrchestrationItem{
-		Instance: instance, Orchestration: "TestOrch", Input: "{}",
-		Version: duroxide.StringPtr("1.0.0"), ExecutionID: duroxide.InitialExecutionID,
-	}
-	started := duroxide.OrchestrationStarted{Name: "TestOrch", Version: "1.0.0", Input: "{}"}
+	start := startItem(instance).Kind.(duroxide.StartOrchestrationItem)
+	started := duroxide.OrchestrationStarted{Name: testOrch, Version: testOrchVersion, Input: "{}"}
 	if parent != "" {
 		start.ParentInstance, start.ParentID = duroxide.StringPtr(parent), duroxide.Uint64Ptr(1)
 		started.ParentInstance, started.ParentID = duroxide.StringPtr(parent), duroxide.Uint64Ptr(1)
@@ -563,13 +520,4 @@ func delRequireGone(t *testing.T, admin duroxide.ProviderAdmin, instance string)
 	t.Helper()
 	_, err := admin.GetInstanceInfo(t.Context(), instance)
 	require.Error(t, err, "instance %s should not exist", instance)
-}
-
-// delRequirePermanent requires err to be a non-retryable
-// *duroxide.ProviderError.
-func delRequirePermanent(t *testing.T, err error) {
-	t.Helper()
-	var pe *duroxide.ProviderError
-	require.ErrorAs(t, err, &pe, "provider errors are *duroxide.ProviderError")
-	assert.False(t, pe.Retryable, "the error should be permanent: %v", err)
 }

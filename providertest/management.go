@@ -29,7 +29,7 @@ func ListInstances(t *testing.T, f Factory) {
 	admin := delAdmin(t, p)
 
 	for i := range 3 {
-		delCreateInstance(t, p, fmt.Sprintf("mgmt-inst-%d", i))
+		createInstance(t, p, fmt.Sprintf("mgmt-inst-%d", i))
 	}
 	instances, err := admin.ListInstances(t.Context())
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func ListExecutions(t *testing.T, f Factory) {
 	admin := delAdmin(t, p)
 
 	const id = "mgmt-multi-exec"
-	delTurn(t, p, delStartItem(id), 1, []duroxide.Event{delStarted(id, 1)}, nil, duroxide.ExecutionMetadata{})
+	delTurn(t, p, startItem(id), 1, []duroxide.Event{startedEvent(id, duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, nil, duroxide.ExecutionMetadata{})
 	executions, err := admin.ListExecutions(t.Context(), id)
 	require.NoError(t, err)
 	assert.Contains(t, executions, uint64(1))
@@ -73,7 +73,7 @@ func GetInstanceInfo(t *testing.T, f Factory) {
 	admin := delAdmin(t, p)
 
 	const id = "mgmt-info"
-	delTurn(t, p, delStartItem(id), 1,
+	delTurn(t, p, startItem(id), 1,
 		[]duroxide.Event{duroxide.NewEvent(1, id, 1, nil, duroxide.OrchestrationStarted{Name: "InfoOrch", Version: "2.0.0", Input: "test"})},
 		nil,
 		duroxide.ExecutionMetadata{OrchestrationName: duroxide.StringPtr("InfoOrch"), OrchestrationVersion: duroxide.StringPtr("2.0.0")})
@@ -93,7 +93,7 @@ func GetExecutionInfo(t *testing.T, f Factory) {
 	admin := delAdmin(t, p)
 
 	const id = "mgmt-exec-info"
-	delTurn(t, p, delStartItem(id), 1, []duroxide.Event{delStarted(id, 1)}, nil,
+	delTurn(t, p, startItem(id), 1, []duroxide.Event{startedEvent(id, duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, nil,
 		duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr("result")})
 
 	info, err := admin.GetExecutionInfo(t.Context(), id, 1)
@@ -114,7 +114,7 @@ func GetSystemMetrics(t *testing.T, f Factory) {
 
 	baseline, err := admin.GetSystemMetrics(ctx)
 	require.NoError(t, err)
-	delCreateInstance(t, p, "mgmt-metrics")
+	createInstance(t, p, "mgmt-metrics")
 	updated, err := admin.GetSystemMetrics(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, updated.TotalInstances, baseline.TotalInstances, "total_instances should increase")
@@ -130,7 +130,7 @@ func GetQueueDepths(t *testing.T, f Factory) {
 
 	baseline, err := admin.GetQueueDepths(ctx)
 	require.NoError(t, err)
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, delStartItem("mgmt-queue"), 0))
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("mgmt-queue"), 0))
 	updated, err := admin.GetQueueDepths(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, updated.OrchestratorQueue, baseline.OrchestratorQueue, "orchestrator_queue should increase")

@@ -161,13 +161,13 @@ func pruneMultiExecutionInstance(t *testing.T, p duroxide.Provider, instance str
 		if exec == n {
 			status = lastStatus
 		}
-		start := delStartItem(instance)
+		start := startItem(instance)
 		if exec > 1 {
 			start = duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
-				Instance: instance, Orchestration: "TestOrch", Input: "{}", Version: duroxide.StringPtr("1.0.0"),
+				Instance: instance, Orchestration: testOrch, Input: "{}", Version: duroxide.StringPtr(testOrchVersion),
 			}}
 		}
-		delTurn(t, p, start, exec, []duroxide.Event{delStarted(instance, exec)}, nil, delMetadata(status, "", ""))
+		delTurn(t, p, start, exec, []duroxide.Event{startedEvent(instance, duroxide.InitialEventID, exec, testOrch, testOrchVersion)}, nil, delMetadata(status, "", ""))
 	}
 }
 

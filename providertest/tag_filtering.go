@@ -187,7 +187,7 @@ func TagPreservedThroughAckOrchestrationItem(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	const id = "tag-ack-inst"
-	delTurn(t, p, delStartItem(id), 1, []duroxide.Event{delStarted(id, 1)},
+	delTurn(t, p, startItem(id), 1, []duroxide.Event{startedEvent(id, duroxide.InitialEventID, 1, testOrch, testOrchVersion)},
 		[]duroxide.WorkItem{
 			{Kind: duroxide.ActivityExecuteItem{Instance: id, ExecutionID: 1, ID: 10, Name: "GpuWork", Input: `"model-v3"`, Tag: duroxide.StringPtr("gpu")}},
 			{Kind: duroxide.ActivityExecuteItem{Instance: id, ExecutionID: 1, ID: 11, Name: "CpuWork", Input: `"data"`}},
@@ -226,7 +226,7 @@ func tagTags(t *testing.T, tags ...string) duroxide.TagFilter {
 // with a lock that does not lapse during the test; nil when there is none.
 func tagFetch(t *testing.T, p duroxide.Provider, filter duroxide.TagFilter) *duroxide.LockedWorkItem {
 	t.Helper()
-	w, err := p.FetchWorkItem(t.Context(), delLongLock, 0, nil, filter)
+	w, err := p.FetchWorkItem(t.Context(), longLock, 0, nil, filter)
 	require.NoError(t, err)
 	return w
 }
