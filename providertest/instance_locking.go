@@ -92,19 +92,8 @@ func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
 	}
 
-	items := make([]*duroxide.OrchestrationItem, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			// Staggered starts, as in duroxide, to reduce contention.
-			time.Sleep(time.Duration(i) * 30 * time.Millisecond)
-			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockingLongLock, 0, nil)
-		})
-	}
-	wg.Wait()
-
-	require.NoError(t, errors.Join(errs...))
+	// Staggered starts, as in duroxide, to reduce contention.
+	items := lockingConcurrentFetches(t, p, n, 30*time.Millisecond, lockingLongLock)
 	instances := map[string]bool{}
 	for _, item := range items {
 		if item != nil {
@@ -218,19 +207,7 @@ func MultiThreadedLockContention(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockingEnqueueOrchestrator(t, p, lockingStartItem("contention-instance"))
 
-	const n = 10
-	items := make([]*duroxide.OrchestrationItem, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			time.Sleep(time.Duration(i) * 5 * time.Millisecond)
-			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockingLongLock, 0, nil)
-		})
-	}
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
-
+	items := lockingConcurrentFetches(t, p, 10, 5*time.Millisecond, lockingLongLock)
 	var winners []*duroxide.OrchestrationItem
 	for _, item := range items {
 		if item != nil {
@@ -396,6 +373,26 @@ func lockingCreateInstance(t *testing.T, p duroxide.Provider, instance string) {
 	require.Equal(t, instance, item.Instance, "create_instance fetched another instance")
 	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID,
 		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")}, lockingTestOrchMetadata())
+}
+
+// lockingConcurrentFetches runs n orchestration fetches with lockTimeout
+// in parallel goroutines, the i-th starting i*stagger late, and returns
+// their items (nil where a fetch found nothing), failing t if any fetch
+// failed.
+func lockingConcurrentFetches(t *testing.T, p duroxide.Provider, n int, stagger, lockTimeout time.Duration) []*duroxide.OrchestrationItem {
+	t.Helper()
+	items := make([]*duroxide.OrchestrationItem, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * stagger)
+			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...), "concurrent fetch_orchestration_item")
+	return items
 }
 
 // lockingEnqueueOrchestrator enqueues item on the orchestrator queue, visible at

@@ -1,7 +1,6 @@
 package providertest
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -95,21 +94,8 @@ func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
 	lockedAt := time.Now()
 
 	// Five fetchers, staggered over the first fifth of the lock timeout.
-	const n = 5
-	stagger := lockTimeout / 20
-	items := make([]*duroxide.OrchestrationItem, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			time.Sleep(time.Duration(i) * stagger)
-			items[i], errs[i] = p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
-		})
-	}
-	wg.Wait()
-	for i := range n {
-		require.NoError(t, errs[i])
-		require.Nil(t, items[i], "fetcher %d must not get the locked instance", i)
+	for i, item := range lockingConcurrentFetches(t, p, 5, lockTimeout/20, lockTimeout) {
+		require.Nil(t, item, "fetcher %d must not get the locked instance", i)
 	}
 
 	time.Sleep(time.Until(lockedAt.Add(lockTimeout + lockingExpiryMargin)))

@@ -195,19 +195,6 @@ func multiExecEventTypes(events []duroxide.Event) []duroxide.EventType {
 	return types
 }
 
-// multiExecActivityNames returns the activity names of events, failing t
-// unless every event is an ActivityScheduled.
-func multiExecActivityNames(t *testing.T, events []duroxide.Event) []string {
-	t.Helper()
-	names := make([]string, len(events))
-	for i, e := range events {
-		s, ok := e.Kind.(duroxide.ActivityScheduled)
-		require.True(t, ok, "expected ActivityScheduled, got %s", e.Type())
-		names[i] = s.Name
-	}
-	return names
-}
-
 // multiExecItemTypes returns the wire tags of items, in order.
 func multiExecItemTypes(items []duroxide.WorkItem) []duroxide.WorkItemType {
 	types := make([]duroxide.WorkItemType, len(items))
@@ -217,6 +204,13 @@ func multiExecItemTypes(items []duroxide.WorkItem) []duroxide.WorkItemType {
 	return types
 }
 
+// multiExecActivityNames returns the activity names of events, failing t
+// unless every event is an ActivityScheduled.
+func multiExecActivityNames(t *testing.T, events []duroxide.Event) []string {
+	t.Helper()
+	return multiExecKindFields(t, events, func(k duroxide.ActivityScheduled) string { return k.Name })
+}
+
 // multiExecStartedInputs reads execution executionID of instance and
 // returns the inputs of its events, failing t unless every event is an
 // OrchestrationStarted.
@@ -224,11 +218,18 @@ func multiExecStartedInputs(t *testing.T, p duroxide.Provider, instance string, 
 	t.Helper()
 	history, err := p.ReadWithExecution(t.Context(), instance, executionID)
 	require.NoError(t, err)
-	inputs := make([]string, len(history))
-	for i, e := range history {
-		s, ok := e.Kind.(duroxide.OrchestrationStarted)
-		require.True(t, ok, "expected OrchestrationStarted, got %s", e.Type())
-		inputs[i] = s.Input
+	return multiExecKindFields(t, history, func(k duroxide.OrchestrationStarted) string { return k.Input })
+}
+
+// multiExecKindFields returns field of every event's kind, failing t
+// unless every event is of kind K.
+func multiExecKindFields[K duroxide.EventKind](t *testing.T, events []duroxide.Event, field func(K) string) []string {
+	t.Helper()
+	out := make([]string, len(events))
+	for i, e := range events {
+		k, ok := e.Kind.(K)
+		require.True(t, ok, "expected %T, got %s", k, e.Type())
+		out[i] = field(k)
 	}
-	return inputs
+	return out
 }
