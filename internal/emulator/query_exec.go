@@ -364,6 +364,10 @@ func (q *query) execute(in execInput, req pageRequest) (page, error) {
 	if req.maxBytes <= 0 {
 		req.maxBytes = maxResponseBytes
 	}
+	if q.from == nil {
+		// Without FROM a query evaluates its select list once.
+		in = execInput{vals: []value{undefined}}
+	}
 	w := &pageWriter{maxItems: req.maxItems, maxBytes: req.maxBytes}
 	var p page
 	switch q.mode() {
