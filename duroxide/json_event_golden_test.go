@@ -342,6 +342,11 @@ var eventDecodeOnly = []goldenEvent{
 		event: ev(1, nil, OrchestrationStarted{Name: "N", Version: "1.0.0"}),
 	},
 	{
+		name:  "CustomStatusUpdated without status (a missing Option is None)",
+		json:  common("3", "null") + `"type":"CustomStatusUpdated"}`,
+		event: ev(3, nil, CustomStatusUpdated{}),
+	},
+	{
 		name:  "KeyValuesCleared with extra members",
 		json:  common("4", "null") + `"type":"KeyValuesCleared","key":"ignored","n":[1,{"x":null}]}`,
 		event: ev(4, nil, KeyValuesCleared{}),
