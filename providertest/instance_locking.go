@@ -54,9 +54,7 @@ func ExclusiveInstanceLock(t *testing.T, f Factory) {
 // (duroxide's test_lock_token_uniqueness).
 func LockTokenUniqueness(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	for i := range 5 {
-		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
-	}
+	lockingEnqueueStarts(t, p, "inst-", 5)
 	tokens := map[string]bool{}
 	for range 5 {
 		tokens[lockingFetchOrchestration(t, p, lockingLongLock).LockToken] = true
@@ -88,9 +86,7 @@ func InvalidLockTokenRejection(t *testing.T, f Factory) {
 func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const n = 10
-	for i := range n {
-		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("inst-%d", i)))
-	}
+	lockingEnqueueStarts(t, p, "inst-", n)
 
 	// Staggered starts, as in duroxide, to reduce contention.
 	items := lockingConcurrentFetches(t, p, n, 30*time.Millisecond, lockingLongLock)
@@ -228,9 +224,7 @@ func MultiThreadedLockContention(t *testing.T, f Factory) {
 func MultiThreadedNoDuplicateProcessing(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const instances = 20
-	for i := range instances {
-		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("dup-test-%d", i)))
-	}
+	lockingEnqueueStarts(t, p, "dup-test-", instances)
 
 	const goroutines = instances * 2
 	fetched := make([]string, goroutines)
@@ -400,6 +394,15 @@ func lockingConcurrentFetches(t *testing.T, p duroxide.Provider, n int, stagger,
 func lockingEnqueueOrchestrator(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
 	t.Helper()
 	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), item, 0), "enqueue_for_orchestrator")
+}
+
+// lockingEnqueueStarts enqueues starts of n instances named prefix0,
+// prefix1, ...
+func lockingEnqueueStarts(t *testing.T, p duroxide.Provider, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("%s%d", prefix, i)))
+	}
 }
 
 // lockingEnqueueWorker enqueues item on the worker queue, failing t on error.
