@@ -10,40 +10,24 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// memStoredEvent is one history row. ev is the event as appended; raw, when
-// non-nil, is the stored form that replaced it (the HistoryCorrupter hook
-// writes undecodable bytes there), and reading the row then decodes raw,
-// which fails for anything but a valid event. This keeps the provider
-// independent of the event JSON codec while letting corruption reach fetch
-// exactly as it reaches SQLite's read_history_in_tx.
+// memStoredEvent is one history row: the event's id and its JSON (the
+// serde-compatible encoding of duroxide.Event), decoded on every read, as
+// SQLite stores event_data. Storing bytes keeps history immune to later
+// changes of the caller's values and lets the HistoryCorrupter hook
+// replace them with undecodable data that fetch then reports in
+// HistoryError.
 type memStoredEvent struct {
-	id  uint64
-	ev  duroxide.Event
-	raw []byte
+	id   uint64
+	data []byte
 }
 
 // decode returns the row's event or the decoding error.
 func (s memStoredEvent) decode() (duroxide.Event, error) {
-	if s.raw == nil {
-		return s.ev, nil
-	}
 	var ev duroxide.Event
-	if err := json.Unmarshal(s.raw, &ev); err != nil {
+	if err := json.Unmarshal(s.data, &ev); err != nil {
 		return duroxide.Event{}, err
 	}
 	return ev, nil
-}
-
-// size returns the row's stored size in bytes (its JSON encoding).
-func (s memStoredEvent) size() uint64 {
-	if s.raw != nil {
-		return uint64(len(s.raw))
-	}
-	b, err := json.Marshal(s.ev)
-	if err != nil {
-		return 0
-	}
-	return uint64(len(b))
 }
 
 // latestExecution returns the highest execution id recorded for instance,
@@ -75,32 +59,37 @@ func (p *MemoryProvider) readHistory(instance string, execution uint64) ([]durox
 	return events, nil
 }
 
-// checkAppend validates events for appending to one execution: every
-// event id is set by the runtime (non-zero) and unique in the execution.
-// The caller holds p.mu.
-func (p *MemoryProvider) checkAppend(instance string, execution uint64, events []duroxide.Event) error {
+// encodeAppend validates events for appending to one execution (every
+// event id set by the runtime, non-zero and unique in the execution, every
+// event encodable) and returns their rows; nothing is stored. The caller
+// holds p.mu.
+func (p *MemoryProvider) encodeAppend(instance string, execution uint64, events []duroxide.Event) ([]memStoredEvent, error) {
 	seen := map[uint64]bool{}
 	for _, r := range p.history[instance][execution] {
 		seen[r.id] = true
 	}
+	rows := make([]memStoredEvent, 0, len(events))
 	for _, ev := range events {
 		if ev.EventID == 0 {
-			return fmt.Errorf("event_id must be set by runtime")
-		}
-		if ev.Kind == nil {
-			return fmt.Errorf("event %d has no kind", ev.EventID)
+			return nil, fmt.Errorf("event_id must be set by runtime")
 		}
 		if seen[ev.EventID] {
-			return fmt.Errorf("duplicate event_id %d for instance '%s' execution %d", ev.EventID, instance, execution)
+			return nil, fmt.Errorf("duplicate event_id %d for instance '%s' execution %d", ev.EventID, instance, execution)
 		}
 		seen[ev.EventID] = true
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("event %d cannot be serialized: %w", ev.EventID, err)
+		}
+		rows = append(rows, memStoredEvent{id: ev.EventID, data: data})
 	}
-	return nil
+	return rows, nil
 }
 
-// appendHistory stores events checked by checkAppend; the caller holds p.mu.
-func (p *MemoryProvider) appendHistory(instance string, execution uint64, events []duroxide.Event) {
-	if len(events) == 0 {
+// appendHistory stores rows returned by encodeAppend, keeping the
+// execution ordered by event id; the caller holds p.mu.
+func (p *MemoryProvider) appendHistory(instance string, execution uint64, rows []memStoredEvent) {
+	if len(rows) == 0 {
 		return
 	}
 	byExec := p.history[instance]
@@ -108,12 +97,9 @@ func (p *MemoryProvider) appendHistory(instance string, execution uint64, events
 		byExec = map[uint64][]memStoredEvent{}
 		p.history[instance] = byExec
 	}
-	rows := byExec[execution]
-	for _, ev := range events {
-		rows = append(rows, memStoredEvent{id: ev.EventID, ev: ev})
-	}
-	slices.SortStableFunc(rows, func(a, b memStoredEvent) int { return cmp.Compare(a.id, b.id) })
-	byExec[execution] = rows
+	all := append(byExec[execution], rows...)
+	slices.SortStableFunc(all, func(a, b memStoredEvent) int { return cmp.Compare(a.id, b.id) })
+	byExec[execution] = all
 }
 
 // Read returns the latest execution's history (duroxide's read); an
@@ -155,10 +141,11 @@ func (p *MemoryProvider) AppendWithExecution(ctx context.Context, instance strin
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.checkAppend(instance, executionID, events); err != nil {
+	rows, err := p.encodeAppend(instance, executionID, events)
+	if err != nil {
 		return memPermanent("append_with_execution", "Failed to append history: %v", err)
 	}
-	p.appendHistory(instance, executionID, events)
+	p.appendHistory(instance, executionID, rows)
 	return nil
 }
 
@@ -169,7 +156,7 @@ func (p *MemoryProvider) CorruptHistory(instance string) {
 	defer p.mu.Unlock()
 	for _, rows := range p.history[instance] {
 		for i := range rows {
-			rows[i].raw = []byte(`{"type":"UnknownEventFromTheFuture","event_id":` + fmt.Sprint(rows[i].id) + `,"garbage":`)
+			rows[i].data = []byte(`{"type":"UnknownEventFromTheFuture","event_id":` + fmt.Sprint(rows[i].id) + `,"garbage":`)
 		}
 	}
 }

@@ -279,13 +279,14 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 	if lock.lockedUntil <= now {
 		return memPermanent(op, "Instance lock expired")
 	}
-	if err := p.checkAppend(instance, executionID, historyDelta); err != nil {
+	rows, err := p.encodeAppend(instance, executionID, historyDelta)
+	if err != nil {
 		return memPermanent(op, "Failed to append history: %v", err)
 	}
 
 	p.deleteOrchRows(func(r *memOrchRow) bool { return r.lockToken == lockToken })
 	p.applyMetadata(instance, executionID, metadata, uint64(now))
-	p.appendHistory(instance, executionID, historyDelta)
+	p.appendHistory(instance, executionID, rows)
 	p.applyCustomStatus(instance, historyDelta)
 	p.applyKV(instance, historyDelta, metadata.Status, uint64(now))
 	for _, w := range workerItems {

@@ -39,7 +39,7 @@ func (p *MemoryProvider) GetInstanceStats(ctx context.Context, instance string) 
 	stats := &duroxide.SystemStats{}
 	for _, r := range p.history[instance][inst.currentExecution] {
 		stats.HistoryEventCount++
-		stats.HistorySizeBytes += r.size()
+		stats.HistorySizeBytes += uint64(len(r.data))
 	}
 	for _, r := range p.orchQueue {
 		if r.instance == instance {
