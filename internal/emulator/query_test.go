@@ -206,7 +206,7 @@ func TestQueryErrors(t *testing.T) {
 		"SELECT * FROM",
 		"SELECT * FROM c WHERE",
 		"SELECT * FROM c WHERE c.id = 'unterminated",
-		"SELECT id FROM c",             // unresolved identifier
+		"SELECT id FROM c",              // unresolved identifier
 		"SELECT * FROM c WHERE x.a = 1", // unresolved alias
 		"SELECT NOSUCHFUNC(c.id) FROM c",
 		"SELECT * FROM c WHERE COUNT(1) > 1",
