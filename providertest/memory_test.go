@@ -1,9 +1,14 @@
 package providertest
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
 // TestMemoryProviderValidation runs the whole validation suite against the
@@ -12,4 +17,128 @@ func TestMemoryProviderValidation(t *testing.T) {
 	tally := RunAll(t, MemoryFactory{})
 	require.Zero(t, tally.Failed(), "validation: %s", tally)
 	require.Zero(t, tally.Skipped(), "validation: %s", tally)
+}
+
+// The tests below cover what the suite leaves to each provider: how the
+// in-memory provider's long polls wake up. A fetch that failed to wake
+// would return nil at the end of its poll timeout and fail the test.
+
+// pollLong is a poll timeout no test should reach.
+const pollLong = 10 * time.Second
+
+// orderingPause gives a goroutine time to start waiting before the test
+// acts; it only orders events and is never asserted on.
+const orderingPause = 50 * time.Millisecond
+
+func TestMemoryLongPollWakesOnEnqueue(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	got := make(chan *duroxide.OrchestrationItem, 1)
+	go func() {
+		item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollLong, nil)
+		if err != nil {
+			t.Errorf("fetch: %v", err)
+		}
+		got <- item
+	}()
+	time.Sleep(orderingPause)
+	enqueueOrch(t, p, startItem("wake-on-enqueue"))
+	item := <-got
+	require.NotNil(t, item, "the waiting fetch should return the new message")
+	require.Equal(t, "wake-on-enqueue", item.Instance)
+}
+
+func TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), startItem("delayed"), 200*time.Millisecond))
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollLong, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "the fetch should wake when the delayed message becomes visible")
+	require.Equal(t, "delayed", item.Instance)
+}
+
+func TestMemoryLongPollWakesWhenLockExpires(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	enqueueOrch(t, p, startItem("expiring"))
+	fetchOrch(t, p, 200*time.Millisecond)
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollLong, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "the fetch should wake when the other lock expires")
+	require.Equal(t, uint32(2), item.AttemptCount)
+}
+
+func TestMemoryLongPollWorkItemWakesOnAck(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	enqueueOrch(t, p, startItem("wake-worker"))
+	turn := fetchOrch(t, p, longLock)
+	got := make(chan *duroxide.LockedWorkItem, 1)
+	go func() {
+		w, err := p.FetchWorkItem(t.Context(), longLock, pollLong, nil, duroxide.TagFilterDefaultOnly())
+		if err != nil {
+			t.Errorf("fetch work: %v", err)
+		}
+		got <- w
+	}()
+	time.Sleep(orderingPause)
+	activity := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "wake-worker", ExecutionID: 1, ID: 2, Name: "A", Input: "{}"}}
+	require.NoError(t, p.AckOrchestrationItem(t.Context(), turn.LockToken, 1,
+		[]duroxide.Event{
+			startedEvent("wake-worker", 1, 1, testOrch, testOrchVersion),
+			duroxide.NewEvent(2, "wake-worker", 1, nil, duroxide.ActivityScheduled{Name: "A", Input: "{}"}),
+		},
+		[]duroxide.WorkItem{activity}, nil, orchMetadata(testOrch, testOrchVersion), nil))
+	w := <-got
+	require.NotNil(t, w, "the waiting worker fetch should return the activity the ack enqueued")
+	require.Equal(t, activity, w.Item)
+}
+
+func TestMemoryLongPollEndsWithCancelledContext(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := p.FetchOrchestrationItem(ctx, longLock, pollLong, nil)
+		errs <- err
+	}()
+	time.Sleep(orderingPause)
+	cancel()
+	err := <-errs
+	pe := requireProviderError(t, err, "a cancelled long poll should fail")
+	require.True(t, pe.Retryable, "a cancelled call may be retried")
+	require.True(t, errors.Is(err, context.Canceled), "the error should wrap context.Canceled: %v", err)
+}
+
+func TestMemoryTagFilterNoneNeverReturnsWork(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	require.NoError(t, p.EnqueueForWorker(t.Context(), duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "i", ExecutionID: 1, ID: 1, Name: "A"}}))
+	w, err := p.FetchWorkItem(t.Context(), longLock, 0, nil, duroxide.TagFilterNone())
+	require.NoError(t, err)
+	require.Nil(t, w)
+	w, err = p.FetchWorkItem(t.Context(), longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w, "the item was there all along")
+}
+
+func TestMemoryProviderIsItsOwnAdmin(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	admin, ok := duroxide.AsManagementCapability(p)
+	require.True(t, ok)
+	require.Same(t, p, admin.(*MemoryProvider))
+}
+
+func TestMemoryProviderUsesInjectedClock(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_000_000)
+	p := NewMemoryProvider(MemoryOptions{Now: func() time.Time { return now }})
+	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), startItem("clocked"), time.Minute))
+	requireNoOrch(t, p, longLock, "the message is delayed by a minute of the injected clock")
+	now = now.Add(time.Minute)
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, "clocked", item.Instance)
 }

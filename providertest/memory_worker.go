@@ -62,7 +62,7 @@ func (p *MemoryProvider) workRowByToken(token string, now int64) *memWorkRow {
 }
 
 // FetchWorkItem locks the oldest visible, unlocked worker message that
-// tagFilter accepts (TagFilterNone returns nil at once). Without a session
+// tagFilter accepts (none, for TagFilterNone). Without a session
 // config only session-less items are eligible; with one, items of sessions
 // that are unowned, expired or owned by session.OwnerID are eligible too,
 // and fetching one claims (or refreshes) its session for
@@ -73,9 +73,6 @@ func (p *MemoryProvider) FetchWorkItem(ctx context.Context, lockTimeout, pollTim
 	const op = "fetch_work_item"
 	if err := memCtxErr(op, ctx); err != nil {
 		return nil, err
-	}
-	if tagFilter.Mode() == duroxide.TagFilterModeNone {
-		return nil, nil
 	}
 	var locked *duroxide.LockedWorkItem
 	err := p.longPoll(ctx, op, pollTimeout, func(now int64) bool {
