@@ -24,7 +24,7 @@ var customStatusCases = []Case{
 // the custom status at version 1 (duroxide's test_custom_status_set).
 func CustomStatusSet(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "cs-set")
+	createInstance(t, p, "cs-set")
 
 	customStatusTurn(t, p, "cs-set", customStatusEvent("cs-set", 100, duroxide.StringPtr("progress")))
 
@@ -39,7 +39,7 @@ func CustomStatusSet(t *testing.T, f Factory) {
 // test_custom_status_clear).
 func CustomStatusClear(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "cs-clear")
+	createInstance(t, p, "cs-clear")
 
 	customStatusTurn(t, p, "cs-clear", customStatusEvent("cs-clear", 100, duroxide.StringPtr("temp")))
 	cs := customStatusGet(t, p, "cs-clear", 0)
@@ -58,7 +58,7 @@ func CustomStatusClear(t *testing.T, f Factory) {
 // test_custom_status_none_preserves).
 func CustomStatusNonePreserves(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "cs-noop")
+	createInstance(t, p, "cs-noop")
 
 	customStatusTurn(t, p, "cs-noop", customStatusEvent("cs-noop", 100, duroxide.StringPtr("keep-me")))
 	customStatusTurn(t, p, "cs-noop")
@@ -74,7 +74,7 @@ func CustomStatusNonePreserves(t *testing.T, f Factory) {
 // test_custom_status_version_increments).
 func CustomStatusVersionIncrements(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "cs-ver")
+	createInstance(t, p, "cs-ver")
 
 	updates := []*string{duroxide.StringPtr("a"), duroxide.StringPtr("b"), nil}
 	for i, status := range updates {
@@ -91,7 +91,7 @@ func CustomStatusVersionIncrements(t *testing.T, f Factory) {
 // is (duroxide's test_custom_status_polling_no_change).
 func CustomStatusPollingNoChange(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "cs-poll")
+	createInstance(t, p, "cs-poll")
 
 	customStatusTurn(t, p, "cs-poll", customStatusEvent("cs-poll", 100, duroxide.StringPtr("v1")))
 
@@ -112,7 +112,7 @@ func CustomStatusNonexistentInstance(t *testing.T, f Factory) {
 // test_custom_status_default_on_new_instance).
 func CustomStatusDefaultOnNewInstance(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "cs-default")
+	createInstance(t, p, "cs-default")
 	require.Nil(t, customStatusGet(t, p, "cs-default", 0), "a new instance has version 0, which is not > 0")
 }
 
@@ -134,10 +134,10 @@ func customStatusPoke(instance string) duroxide.WorkItem {
 // empty metadata.
 func customStatusTurn(t *testing.T, p duroxide.Provider, instance string, historyDelta ...duroxide.Event) {
 	t.Helper()
-	lockingEnqueueOrchestrator(t, p, customStatusPoke(instance))
-	item := lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, customStatusPoke(instance))
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, instance, item.Instance)
-	lockingAckTurn(t, p, item.LockToken, 1, historyDelta, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item.LockToken, 1, historyDelta, duroxide.ExecutionMetadata{})
 }
 
 // customStatusGet calls GetCustomStatus, failing t on error.

@@ -28,24 +28,20 @@ var instanceLockingCases = []Case{
 	{"test_multi_threaded_lock_expiration_recovery", MultiThreadedLockExpirationRecovery},
 }
 
-// lockingLongLock is the lock timeout of fetches whose lock must not expire during
-// a test (duroxide's tests use 30 s for these).
-const lockingLongLock = 30 * time.Second
-
 // ExclusiveInstanceLock checks that a fetched instance cannot be fetched
 // again until its lock expires, and that the fetch after expiry gets a new
 // lock token (duroxide's test_exclusive_instance_lock).
 func ExclusiveInstanceLock(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	enqueueOrch(t, p, startItem("instance-A"))
 
-	first := lockingFetchOrchestration(t, p, lockTimeout)
-	lockingRequireNoOrchestration(t, p, lockTimeout, "a locked instance must not be fetched again")
+	first := fetchOrch(t, p, lockTimeout)
+	requireNoOrch(t, p, lockTimeout, "a locked instance must not be fetched again")
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
-	second := lockingFetchOrchestration(t, p, lockTimeout)
+	second := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", second.Instance)
 	require.NotEqual(t, first.LockToken, second.LockToken, "a new fetch gets a new lock token")
 }
@@ -57,7 +53,7 @@ func LockTokenUniqueness(t *testing.T, f Factory) {
 	lockingEnqueueStarts(t, p, "inst-", 5)
 	tokens := map[string]bool{}
 	for range 5 {
-		tokens[lockingFetchOrchestration(t, p, lockingLongLock).LockToken] = true
+		tokens[fetchOrch(t, p, longLock).LockToken] = true
 	}
 	require.Len(t, tokens, 5, "all lock tokens should be unique")
 }
@@ -68,16 +64,16 @@ func LockTokenUniqueness(t *testing.T, f Factory) {
 func InvalidLockTokenRejection(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, startItem("instance-A"))
+	fetchOrch(t, p, longLock)
 
 	err := p.AckOrchestrationItem(ctx, "invalid-token", 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
-	lockingRequirePermanent(t, err, "ack must reject an invalid lock token")
+	requirePermanent(t, err, "ack must reject an invalid lock token")
 
 	err = p.AbandonOrchestrationItem(ctx, "invalid-token", 0, false)
-	lockingRequirePermanent(t, err, "abandon must reject an invalid lock token")
+	requirePermanent(t, err, "abandon must reject an invalid lock token")
 
-	lockingRequireNoOrchestration(t, p, lockingLongLock, "the original item must still be locked")
+	requireNoOrch(t, p, longLock, "the original item must still be locked")
 }
 
 // ConcurrentInstanceFetching checks that ten concurrent fetchers over ten
@@ -89,7 +85,7 @@ func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 	lockingEnqueueStarts(t, p, "inst-", n)
 
 	// Staggered starts, as in duroxide, to reduce contention.
-	items := lockingConcurrentFetches(t, p, n, 30*time.Millisecond, lockingLongLock)
+	items := lockingConcurrentFetches(t, p, n, 30*time.Millisecond, longLock)
 	instances := map[string]bool{}
 	for _, item := range items {
 		if item != nil {
@@ -106,19 +102,19 @@ func ConcurrentInstanceFetching(t *testing.T, f Factory) {
 func CompletionsArrivingDuringLockBlocked(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
+	enqueueOrch(t, p, startItem("instance-A"))
 
-	item1 := lockingFetchOrchestration(t, p, lockTimeout)
+	item1 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item1.Instance)
 
 	for id := uint64(1); id <= 3; id++ {
-		lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, id, fmt.Sprintf("result-%d", id)))
+		enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, id, fmt.Sprintf("result-%d", id)))
 	}
-	lockingRequireNoOrchestration(t, p, lockTimeout, "instance still locked, no fetch possible")
+	requireNoOrch(t, p, lockTimeout, "instance still locked, no fetch possible")
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
-	item3 := lockingFetchOrchestration(t, p, lockTimeout)
+	item3 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item3.Instance)
 	require.Len(t, item3.Messages, 4, "should have StartOrchestration + 3 completions")
 	require.Equal(t, []uint64{1, 2, 3}, lockingCompletedIDs(item3.Messages),
@@ -129,22 +125,22 @@ func CompletionsArrivingDuringLockBlocked(t *testing.T, f Factory) {
 // block fetching another (duroxide's test_cross_instance_lock_isolation).
 func CrossInstanceLockIsolation(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "instance-A")
-	lockingCreateInstance(t, p, "instance-B")
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-B"))
+	createInstance(t, p, "instance-A")
+	createInstance(t, p, "instance-B")
+	enqueueOrch(t, p, startItem("instance-A"))
+	enqueueOrch(t, p, startItem("instance-B"))
 
-	itemA := lockingFetchOrchestration(t, p, lockingLongLock)
+	itemA := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-A", itemA.Instance)
 
-	itemB := lockingFetchOrchestration(t, p, lockingLongLock)
+	itemB := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-B", itemB.Instance, "instance-B must be fetchable while instance-A is locked")
 
-	lockingAckTurn(t, p, itemB.LockToken, 1, nil, lockingTestOrchMetadata())
+	ackTurn(t, p, itemB.LockToken, 1, nil, orchMetadata(testOrch, testOrchVersion))
 
 	// While A is still locked, a completion arrives for B.
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-B", 1, 1, "done"))
-	itemB2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, lockingActivityCompleted("instance-B", 1, 1, "done"))
+	itemB2 := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-B", itemB2.Instance)
 
 	require.NotEqual(t, itemA.Instance, itemB.Instance, "instance locks must not block other instances")
@@ -155,18 +151,18 @@ func CrossInstanceLockIsolation(t *testing.T, f Factory) {
 // (duroxide's test_message_tagging_during_lock).
 func MessageTaggingDuringLock(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "instance-A")
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 1, "msg1"))
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 2, "msg2"))
+	createInstance(t, p, "instance-A")
+	enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, 1, "msg1"))
+	enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, 2, "msg2"))
 
-	item := lockingFetchOrchestration(t, p, lockingLongLock)
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-A", item.Instance)
 	require.Len(t, item.Messages, 2)
 
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 3, "msg3"))
-	lockingAckTurn(t, p, item.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+	enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, 3, "msg3"))
+	ackTurn(t, p, item.LockToken, 1, nil, duroxide.ExecutionMetadata{})
 
-	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	item2 := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-A", item2.Instance)
 	require.Len(t, item2.Messages, 1)
 	require.Equal(t, []uint64{3}, lockingCompletedIDs(item2.Messages), "only msg3 should remain")
@@ -178,19 +174,19 @@ func MessageTaggingDuringLock(t *testing.T, f Factory) {
 // test_ack_only_affects_locked_messages).
 func AckOnlyAffectsLockedMessages(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingCreateInstance(t, p, "instance-A")
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 1, "msg1"))
+	createInstance(t, p, "instance-A")
+	enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, 1, "msg1"))
 
-	item1 := lockingFetchOrchestration(t, p, lockingLongLock)
+	item1 := fetchOrch(t, p, longLock)
 	require.Len(t, item1.Messages, 1)
 
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 2, "msg2"))
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted("instance-A", 1, 3, "msg3"))
-	lockingRequireNoOrchestration(t, p, lockingLongLock, "the instance is locked")
+	enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, 2, "msg2"))
+	enqueueOrch(t, p, lockingActivityCompleted("instance-A", 1, 3, "msg3"))
+	requireNoOrch(t, p, longLock, "the instance is locked")
 
-	lockingAckTurn(t, p, item1.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item1.LockToken, 1, nil, duroxide.ExecutionMetadata{})
 
-	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	item2 := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-A", item2.Instance)
 	require.Len(t, item2.Messages, 2, "should have messages 2 and 3")
 	require.Equal(t, []uint64{2, 3}, lockingCompletedIDs(item2.Messages), "should only have messages 2 and 3")
@@ -201,9 +197,9 @@ func AckOnlyAffectsLockedMessages(t *testing.T, f Factory) {
 // (duroxide's test_multi_threaded_lock_contention).
 func MultiThreadedLockContention(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("contention-instance"))
+	enqueueOrch(t, p, startItem("contention-instance"))
 
-	items := lockingConcurrentFetches(t, p, 10, 5*time.Millisecond, lockingLongLock)
+	items := lockingConcurrentFetches(t, p, 10, 5*time.Millisecond, longLock)
 	var winners []*duroxide.OrchestrationItem
 	for _, item := range items {
 		if item != nil {
@@ -213,7 +209,7 @@ func MultiThreadedLockContention(t *testing.T, f Factory) {
 	require.Len(t, winners, 1, "only one goroutine should acquire the lock of the instance")
 	require.Equal(t, "contention-instance", winners[0].Instance)
 
-	lockingRequireNoOrchestration(t, p, lockingLongLock, "the instance must still be locked")
+	requireNoOrch(t, p, longLock, "the instance must still be locked")
 }
 
 // MultiThreadedNoDuplicateProcessing checks that forty goroutines fetching
@@ -234,7 +230,7 @@ func MultiThreadedNoDuplicateProcessing(t *testing.T, f Factory) {
 		wg.Go(func() {
 			time.Sleep(time.Duration((i*3)%50) * time.Millisecond)
 			for attempt := range 3 {
-				item, err := p.FetchOrchestrationItem(t.Context(), lockingLongLock, 0, nil)
+				item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
 				if err != nil {
 					if duroxide.IsRetryable(err) {
 						if attempt < 2 {
@@ -277,7 +273,7 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("expiration-instance"))
+	enqueueOrch(t, p, startItem("expiration-instance"))
 
 	start := make(chan struct{})
 	var (
@@ -325,50 +321,6 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 // relying on the lock having expired.
 const lockingExpiryMargin = 100 * time.Millisecond
 
-// lockingSleepPastTimeout sleeps until a lock taken with f.LockTimeout() just
-// before the call has expired.
-func lockingSleepPastTimeout(f Factory) { time.Sleep(f.LockTimeout() + lockingExpiryMargin) }
-
-// lockingStartItem is duroxide's start_item: a StartOrchestration of
-// TestOrch 1.0.0 with input "{}" for instance's first execution.
-func lockingStartItem(instance string) duroxide.WorkItem {
-	return duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
-		Instance:      instance,
-		Orchestration: "TestOrch",
-		Input:         "{}",
-		Version:       duroxide.StringPtr("1.0.0"),
-		ExecutionID:   duroxide.InitialExecutionID,
-	}}
-}
-
-// lockingStartedEvent returns the OrchestrationStarted event (id 1) of
-// TestOrch 1.0.0 with input for execution executionID of instance.
-func lockingStartedEvent(instance string, executionID uint64, input string) duroxide.Event {
-	return duroxide.NewEvent(duroxide.InitialEventID, instance, executionID, nil, duroxide.OrchestrationStarted{
-		Name: "TestOrch", Version: "1.0.0", Input: input,
-	})
-}
-
-// lockingTestOrchMetadata is the ExecutionMetadata naming TestOrch 1.0.0.
-func lockingTestOrchMetadata() duroxide.ExecutionMetadata {
-	return duroxide.ExecutionMetadata{
-		OrchestrationName:    duroxide.StringPtr("TestOrch"),
-		OrchestrationVersion: duroxide.StringPtr("1.0.0"),
-	}
-}
-
-// lockingCreateInstance is duroxide's create_instance: it starts instance
-// (enqueue, fetch, ack with its OrchestrationStarted event and TestOrch
-// metadata).
-func lockingCreateInstance(t *testing.T, p duroxide.Provider, instance string) {
-	t.Helper()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem(instance))
-	item := lockingFetchOrchestration(t, p, lockingLongLock)
-	require.Equal(t, instance, item.Instance, "create_instance fetched another instance")
-	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID,
-		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")}, lockingTestOrchMetadata())
-}
-
 // lockingConcurrentFetches runs n orchestration fetches with lockTimeout
 // in parallel goroutines, the i-th starting i*stagger late, and returns
 // their items (nil where a fetch found nothing), failing t if any fetch
@@ -389,19 +341,12 @@ func lockingConcurrentFetches(t *testing.T, p duroxide.Provider, n int, stagger,
 	return items
 }
 
-// lockingEnqueueOrchestrator enqueues item on the orchestrator queue, visible at
-// once, failing t on error.
-func lockingEnqueueOrchestrator(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
-	t.Helper()
-	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), item, 0), "enqueue_for_orchestrator")
-}
-
 // lockingEnqueueStarts enqueues starts of n instances named prefix0,
 // prefix1, ...
 func lockingEnqueueStarts(t *testing.T, p duroxide.Provider, prefix string, n int) {
 	t.Helper()
 	for i := range n {
-		lockingEnqueueOrchestrator(t, p, lockingStartItem(fmt.Sprintf("%s%d", prefix, i)))
+		enqueueOrch(t, p, startItem(fmt.Sprintf("%s%d", prefix, i)))
 	}
 }
 
@@ -409,24 +354,6 @@ func lockingEnqueueStarts(t *testing.T, p duroxide.Provider, prefix string, n in
 func lockingEnqueueWorker(t *testing.T, p duroxide.Provider, item duroxide.WorkItem) {
 	t.Helper()
 	require.NoError(t, p.EnqueueForWorker(t.Context(), item), "enqueue_for_worker")
-}
-
-// lockingFetchOrchestration fetches the next orchestration item with lockTimeout
-// and no long poll, failing t on error or when there is none.
-func lockingFetchOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration) *duroxide.OrchestrationItem {
-	t.Helper()
-	item, err := p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
-	require.NoError(t, err, "fetch_orchestration_item")
-	require.NotNil(t, item, "fetch_orchestration_item returned no item")
-	return item
-}
-
-// lockingRequireNoOrchestration fails t unless a fetch returns no item.
-func lockingRequireNoOrchestration(t *testing.T, p duroxide.Provider, lockTimeout time.Duration, msgAndArgs ...any) {
-	t.Helper()
-	item, err := p.FetchOrchestrationItem(t.Context(), lockTimeout, 0, nil)
-	require.NoError(t, err, "fetch_orchestration_item")
-	require.Nil(t, item, msgAndArgs...)
 }
 
 // lockingFetchWork fetches the next untagged, session-less worker item with
@@ -445,14 +372,6 @@ func lockingRequireNoWork(t *testing.T, p duroxide.Provider, lockTimeout time.Du
 	item, err := p.FetchWorkItem(t.Context(), lockTimeout, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err, "fetch_work_item")
 	require.Nil(t, item, msgAndArgs...)
-}
-
-// lockingAckTurn acks the turn locked by token with historyDelta and metadata and
-// no new work items, failing t on error.
-func lockingAckTurn(t *testing.T, p duroxide.Provider, token string, executionID uint64, historyDelta []duroxide.Event, metadata duroxide.ExecutionMetadata) {
-	t.Helper()
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), token, executionID, historyDelta, nil, nil, metadata, nil),
-		"ack_orchestration_item")
 }
 
 // lockingAckWork acks the worker item locked by token with completion, failing t
@@ -495,16 +414,4 @@ func lockingExecuteID(t *testing.T, w duroxide.WorkItem) uint64 {
 	a, ok := w.Kind.(duroxide.ActivityExecuteItem)
 	require.True(t, ok, "expected ActivityExecute, got %s", w.Type())
 	return a.ID
-}
-
-// lockingRequirePermanent fails t unless err is a non-retryable
-// *duroxide.ProviderError: a lost, expired or unknown lock token can never
-// succeed on retry (duroxide's sqlite provider returns
-// ProviderError::permanent for every such case).
-func lockingRequirePermanent(t *testing.T, err error, msgAndArgs ...any) {
-	t.Helper()
-	require.Error(t, err, msgAndArgs...)
-	var pe *duroxide.ProviderError
-	require.ErrorAs(t, err, &pe, "errors must be *duroxide.ProviderError")
-	require.False(t, pe.Retryable, "a lock failure must be permanent, got %v", err)
 }

@@ -33,18 +33,18 @@ var lockExpirationCases = []Case{
 func LockExpiresAfterTimeout(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	item := lockingFetchOrchestration(t, p, lockTimeout)
-	lockingRequireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+	enqueueOrch(t, p, startItem("instance-A"))
+	item := fetchOrch(t, p, lockTimeout)
+	requireNoOrch(t, p, lockTimeout, "the lock should be held")
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
-	item2 := lockingFetchOrchestration(t, p, lockTimeout)
+	item2 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance)
 	require.NotEqual(t, item.LockToken, item2.LockToken, "should have a new lock token")
 
 	err := p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
-	lockingRequirePermanent(t, err, "the expired lock token must no longer work")
+	requirePermanent(t, err, "the expired lock token must no longer work")
 }
 
 // AbandonReleasesLockImmediately checks that abandoning an orchestration
@@ -53,13 +53,13 @@ func LockExpiresAfterTimeout(t *testing.T, f Factory) {
 func AbandonReleasesLockImmediately(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	item := lockingFetchOrchestration(t, p, lockTimeout)
-	lockingRequireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+	enqueueOrch(t, p, startItem("instance-A"))
+	item := fetchOrch(t, p, lockTimeout)
+	requireNoOrch(t, p, lockTimeout, "the lock should be held")
 
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, false))
 
-	item2 := lockingFetchOrchestration(t, p, lockTimeout)
+	item2 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance)
 }
 
@@ -69,17 +69,17 @@ func AbandonReleasesLockImmediately(t *testing.T, f Factory) {
 func LockRenewalOnAck(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	item := lockingFetchOrchestration(t, p, lockTimeout)
-	lockingRequireNoOrchestration(t, p, lockTimeout, "the lock should be held")
+	enqueueOrch(t, p, startItem("instance-A"))
+	item := fetchOrch(t, p, lockTimeout)
+	requireNoOrch(t, p, lockTimeout, "the lock should be held")
 
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	lockingRequireNoOrchestration(t, p, lockTimeout, "the new message must wait for the lock")
+	enqueueOrch(t, p, startItem("instance-A"))
+	requireNoOrch(t, p, lockTimeout, "the new message must wait for the lock")
 
-	lockingAckTurn(t, p, item.LockToken, 1,
-		[]duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")}, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item.LockToken, 1,
+		[]duroxide.Event{startedEvent("instance-A", duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, duroxide.ExecutionMetadata{})
 
-	item2 := lockingFetchOrchestration(t, p, lockTimeout)
+	item2 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance, "the new message should be fetchable right after the ack")
 }
 
@@ -89,8 +89,8 @@ func LockRenewalOnAck(t *testing.T, f Factory) {
 func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("instance-A"))
-	lockingFetchOrchestration(t, p, lockTimeout)
+	enqueueOrch(t, p, startItem("instance-A"))
+	fetchOrch(t, p, lockTimeout)
 	lockedAt := time.Now()
 
 	// Five fetchers, staggered over the first fifth of the lock timeout.
@@ -100,7 +100,7 @@ func ConcurrentLockAttemptsRespectExpiration(t *testing.T, f Factory) {
 
 	time.Sleep(time.Until(lockedAt.Add(lockTimeout + lockingExpiryMargin)))
 
-	item2 := lockingFetchOrchestration(t, p, lockTimeout)
+	item2 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, "instance-A", item2.Instance)
 }
 
@@ -125,8 +125,8 @@ func WorkerLockRenewalSuccess(t *testing.T, f Factory) {
 // token fails (duroxide's test_worker_lock_renewal_invalid_token).
 func WorkerLockRenewalInvalidToken(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	_, err := p.RenewWorkItemLock(t.Context(), "invalid-token-123", lockingLongLock)
-	lockingRequirePermanent(t, err, "renewal should fail with an invalid token")
+	_, err := p.RenewWorkItemLock(t.Context(), "invalid-token-123", longLock)
+	requirePermanent(t, err, "renewal should fail with an invalid token")
 }
 
 // WorkerLockRenewalAfterExpiration checks that an expired worker lock cannot
@@ -139,10 +139,10 @@ func WorkerLockRenewalAfterExpiration(t *testing.T, f Factory) {
 	lockingEnqueueWorker(t, p, lockingActivityExecute("test-instance", 1, 1, "TestActivity", "test"))
 	item := lockingFetchWork(t, p, lockTimeout)
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
 	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
-	lockingRequirePermanent(t, err, "renewing an expired lock should fail")
+	requirePermanent(t, err, "renewing an expired lock should fail")
 }
 
 // WorkerLockRenewalExtendsTimeout checks that a renewal at 60% of the lock
@@ -153,10 +153,10 @@ func WorkerLockRenewalExtendsTimeout(t *testing.T, f Factory) {
 	lockTimeout := f.LockTimeout()
 	const instance = "test-lock-renewal-extends"
 
-	lockingEnqueueOrchestrator(t, p, lockingStartItem(instance))
-	orch := lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, startItem(instance))
+	orch := fetchOrch(t, p, longLock)
 	err := p.AckOrchestrationItem(t.Context(), orch.LockToken, duroxide.InitialExecutionID,
-		[]duroxide.Event{lockingStartedEvent(instance, duroxide.InitialExecutionID, "{}")},
+		[]duroxide.Event{startedEvent(instance, duroxide.InitialEventID, duroxide.InitialExecutionID, testOrch, testOrchVersion)},
 		[]duroxide.WorkItem{lockingActivityExecute(instance, duroxide.InitialExecutionID, 1, "TestActivity", "test")},
 		nil,
 		duroxide.ExecutionMetadata{
@@ -187,7 +187,7 @@ func WorkerLockRenewalAfterAck(t *testing.T, f Factory) {
 	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("test-instance", 1, 1, "done"))
 
 	_, err := p.RenewWorkItemLock(t.Context(), item.LockToken, lockTimeout)
-	lockingRequirePermanent(t, err, "renewal should fail after the ack")
+	requirePermanent(t, err, "renewal should fail after the ack")
 }
 
 // AbandonWorkItemReleasesLock checks that abandoning a worker item makes it
@@ -245,7 +245,7 @@ func WorkerAckFailsAfterLockExpiry(t *testing.T, f Factory) {
 
 	completion := lockingActivityCompleted("ack-expiry-test", 1, 1, "done")
 	err := p.AckWorkItem(t.Context(), item.LockToken, &completion)
-	lockingRequirePermanent(t, err, "the ack must fail when the worker lock has expired")
+	requirePermanent(t, err, "the ack must fail when the worker lock has expired")
 
 	refetched := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, refetched.Item.Type(),
@@ -258,11 +258,11 @@ func WorkerAckFailsAfterLockExpiry(t *testing.T, f Factory) {
 func OrchestrationLockRenewalAfterExpiration(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("orch-renewal-expiry"))
-	item := lockingFetchOrchestration(t, p, lockTimeout)
+	enqueueOrch(t, p, startItem("orch-renewal-expiry"))
+	item := fetchOrch(t, p, lockTimeout)
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
 	err := p.RenewOrchestrationItemLock(t.Context(), item.LockToken, lockTimeout)
-	lockingRequirePermanent(t, err, "renewing an expired orchestration lock should fail")
+	requirePermanent(t, err, "renewing an expired orchestration lock should fail")
 }

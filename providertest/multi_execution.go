@@ -27,12 +27,12 @@ func ExecutionIsolation(t *testing.T, f Factory) {
 	const inst = "instance-A"
 
 	multiExecTurn(t, p, inst, 1, []duroxide.Event{
-		lockingStartedEvent(inst, 1, "{}"),
+		startedEvent(inst, duroxide.InitialEventID, 1, testOrch, testOrchVersion),
 		duroxide.NewEvent(2, inst, 1, nil, duroxide.ActivityScheduled{Name: "Activity1", Input: "input1"}),
 		duroxide.NewEvent(3, inst, 1, nil, duroxide.OrchestrationCompleted{Output: "result1"}),
 	})
 	multiExecTurn(t, p, inst, 2, []duroxide.Event{
-		lockingStartedEvent(inst, 2, "{}"),
+		startedEvent(inst, duroxide.InitialEventID, 2, testOrch, testOrchVersion),
 		duroxide.NewEvent(2, inst, 2, nil, duroxide.OrchestrationCompleted{Output: "result2"}),
 	})
 
@@ -86,18 +86,18 @@ func ExecutionIDSequencing(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const inst = "instance-A"
 
-	lockingEnqueueOrchestrator(t, p, multiExecStartItem(inst, 1))
-	item1 := lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, multiExecStartItem(inst, 1))
+	item1 := fetchOrch(t, p, longLock)
 	require.Equal(t, uint64(1), item1.ExecutionID, "the first execution is 1")
-	lockingAckTurn(t, p, item1.LockToken, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")}, lockingTestOrchMetadata())
+	ackTurn(t, p, item1.LockToken, 1, []duroxide.Event{startedEvent(inst, duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, orchMetadata(testOrch, testOrchVersion))
 
 	// The fetch still reports execution 1; acking with 2 creates execution 2.
-	lockingEnqueueOrchestrator(t, p, multiExecStartItem(inst, 2))
-	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
-	lockingAckTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "{}")}, lockingTestOrchMetadata())
+	enqueueOrch(t, p, multiExecStartItem(inst, 2))
+	item2 := fetchOrch(t, p, longLock)
+	ackTurn(t, p, item2.LockToken, 2, []duroxide.Event{startedEvent(inst, duroxide.InitialEventID, 2, testOrch, testOrchVersion)}, orchMetadata(testOrch, testOrchVersion))
 
-	lockingEnqueueOrchestrator(t, p, multiExecStartItem(inst, 3))
-	item3 := lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, multiExecStartItem(inst, 3))
+	item3 := fetchOrch(t, p, longLock)
 	require.Equal(t, uint64(2), item3.ExecutionID, "current execution should be 2")
 }
 
@@ -115,20 +115,22 @@ func ContinueAsNewCreatesNewExecution(t *testing.T, f Factory) {
 	ctx := t.Context()
 	const inst = "instance-A"
 
-	multiExecTurn(t, p, inst, 1, []duroxide.Event{lockingStartedEvent(inst, 1, "{}")})
+	multiExecTurn(t, p, inst, 1, []duroxide.Event{startedEvent(inst, duroxide.InitialEventID, 1, testOrch, testOrchVersion)})
 
-	lockingEnqueueOrchestrator(t, p, duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
 		Instance:      inst,
 		Orchestration: "TestOrch",
 		Input:         "new-input",
 		Version:       duroxide.StringPtr("1.0.0"),
 	}})
-	item2 := lockingFetchOrchestration(t, p, lockingLongLock)
+	item2 := fetchOrch(t, p, longLock)
 	require.Equal(t, inst, item2.Instance)
 	require.Equal(t, []duroxide.WorkItemType{duroxide.WorkItemContinueAsNew}, multiExecItemTypes(item2.Messages))
-	lockingAckTurn(t, p, item2.LockToken, 2, []duroxide.Event{lockingStartedEvent(inst, 2, "new-input")}, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item2.LockToken, 2, []duroxide.Event{duroxide.NewEvent(duroxide.InitialEventID, inst, 2, nil, duroxide.OrchestrationStarted{
+		Name: testOrch, Version: testOrchVersion, Input: "new-input",
+	})}, duroxide.ExecutionMetadata{})
 
-	lockingRequireNoOrchestration(t, p, lockingLongLock, "the ack consumed the ContinueAsNew message")
+	requireNoOrch(t, p, longLock, "the ack consumed the ContinueAsNew message")
 
 	require.Equal(t, []string{"new-input"}, multiExecStartedInputs(t, p, inst, 2), "execution 2's history")
 	require.Equal(t, []string{"{}"}, multiExecStartedInputs(t, p, inst, 1), "execution 1 keeps its history")
@@ -169,7 +171,7 @@ func ExecutionHistoryPersistence(t *testing.T, f Factory) {
 // multiExecStartItem is a StartOrchestration of TestOrch 1.0.0 for
 // execution executionID of instance.
 func multiExecStartItem(instance string, executionID uint64) duroxide.WorkItem {
-	item := lockingStartItem(instance)
+	item := startItem(instance)
 	start := item.Kind.(duroxide.StartOrchestrationItem)
 	start.ExecutionID = executionID
 	return duroxide.WorkItem{Kind: start}
@@ -180,10 +182,10 @@ func multiExecStartItem(instance string, executionID uint64) duroxide.WorkItem {
 // metadata.
 func multiExecTurn(t *testing.T, p duroxide.Provider, instance string, executionID uint64, history []duroxide.Event) {
 	t.Helper()
-	lockingEnqueueOrchestrator(t, p, multiExecStartItem(instance, executionID))
-	item := lockingFetchOrchestration(t, p, lockingLongLock)
+	enqueueOrch(t, p, multiExecStartItem(instance, executionID))
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, instance, item.Instance)
-	lockingAckTurn(t, p, item.LockToken, executionID, history, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item.LockToken, executionID, history, duroxide.ExecutionMetadata{})
 }
 
 // multiExecEventTypes returns the wire tags of events, in order.

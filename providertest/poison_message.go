@@ -27,12 +27,12 @@ var poisonMessageCases = []Case{
 // orchestration_attempt_count_starts_at_one).
 func OrchestrationAttemptCountStartsAtOne(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("poison-test-1"))
+	enqueueOrch(t, p, startItem("poison-test-1"))
 
-	item := lockingFetchOrchestration(t, p, f.LockTimeout())
+	item := fetchOrch(t, p, f.LockTimeout())
 	require.Equal(t, uint32(1), item.AttemptCount, "the first fetch should have attempt count 1")
 
-	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }
 
 // OrchestrationAttemptCountIncrementsOnRefetch checks that every fetch after
@@ -41,18 +41,18 @@ func OrchestrationAttemptCountStartsAtOne(t *testing.T, f Factory) {
 func OrchestrationAttemptCountIncrementsOnRefetch(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("poison-test-2"))
+	enqueueOrch(t, p, startItem("poison-test-2"))
 
 	var item *duroxide.OrchestrationItem
 	for want := uint32(1); want <= 3; want++ {
 		if item != nil {
 			require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, false))
 		}
-		item = lockingFetchOrchestration(t, p, lockTimeout)
+		item = fetchOrch(t, p, lockTimeout)
 		require.Equal(t, want, item.AttemptCount, "fetch %d should have attempt count %d", want, want)
 	}
 
-	lockingAckTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }
 
 // WorkerAttemptCountStartsAtOne checks that the first fetch of a worker item
@@ -80,7 +80,7 @@ func WorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, f Factory) {
 	item1 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
 	item2 := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the fetch after lock expiry should have attempt count 2")
@@ -137,21 +137,21 @@ func AbandonWorkItemIgnoreAttemptDecrements(t *testing.T, f Factory) {
 func AbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
-	lockingEnqueueOrchestrator(t, p, lockingStartItem("poison-test-ignore-2"))
+	enqueueOrch(t, p, startItem("poison-test-ignore-2"))
 
-	item1 := lockingFetchOrchestration(t, p, lockTimeout)
+	item1 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item1.LockToken, 0, false))
 
-	item2 := lockingFetchOrchestration(t, p, lockTimeout)
+	item2 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the second fetch should have attempt count 2")
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item2.LockToken, 0, true), "abandon with ignoreAttempt")
 
-	item3 := lockingFetchOrchestration(t, p, lockTimeout)
+	item3 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item3.AttemptCount,
 		"the third fetch should have attempt count 2 (decremented, then incremented by the fetch)")
 
-	lockingAckTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }
 
 // IgnoreAttemptNeverGoesNegative checks that repeated abandons with
@@ -183,24 +183,24 @@ func MaxAttemptCountAcrossMessageBatch(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockTimeout := f.LockTimeout()
 	const inst = "poison-batch-test"
-	lockingEnqueueOrchestrator(t, p, lockingStartItem(inst))
+	enqueueOrch(t, p, startItem(inst))
 
-	item1 := lockingFetchOrchestration(t, p, lockTimeout)
+	item1 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, uint32(1), item1.AttemptCount, "the first fetch should have attempt count 1")
 	require.Len(t, item1.Messages, 1, "should have 1 message")
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item1.LockToken, 0, false))
 
-	item2 := lockingFetchOrchestration(t, p, lockTimeout)
+	item2 := fetchOrch(t, p, lockTimeout)
 	require.Equal(t, uint32(2), item2.AttemptCount, "the second fetch should have attempt count 2")
 
 	// A completion arrives while the lock is held, then the turn fails again.
-	lockingEnqueueOrchestrator(t, p, lockingActivityCompleted(inst, duroxide.InitialExecutionID, 1, "activity result"))
+	enqueueOrch(t, p, lockingActivityCompleted(inst, duroxide.InitialExecutionID, 1, "activity result"))
 	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item2.LockToken, 0, false))
 
-	item3 := lockingFetchOrchestration(t, p, lockTimeout)
+	item3 := fetchOrch(t, p, lockTimeout)
 	require.Len(t, item3.Messages, 2, "should have 2 messages in the batch")
 	require.Equal(t, uint32(3), item3.AttemptCount,
 		"the attempt count should be the max across messages (3), not the newer message's (1)")
 
-	lockingAckTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
 }

@@ -32,13 +32,13 @@ func WorkerQueueFIFOOrdering(t *testing.T, f Factory) {
 		lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, i, fmt.Sprintf("Activity%d", i), fmt.Sprintf("input%d", i)))
 	}
 	for i := range uint64(5) {
-		item := lockingFetchWork(t, p, lockingLongLock)
+		item := lockingFetchWork(t, p, longLock)
 		a, ok := item.Item.Kind.(duroxide.ActivityExecuteItem)
 		require.True(t, ok, "expected ActivityExecute, got %s", item.Item.Type())
 		require.Equal(t, i, a.ID, "fetch %d", i)
 		require.Equal(t, fmt.Sprintf("Activity%d", i), a.Name, "fetch %d", i)
 	}
-	lockingRequireNoWork(t, p, lockingLongLock, "the queue should be empty")
+	lockingRequireNoWork(t, p, longLock, "the queue should be empty")
 }
 
 // WorkerPeekLockSemantics checks that a fetched worker item stays queued but
@@ -48,12 +48,12 @@ func WorkerPeekLockSemantics(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, 1, "Activity1", "input1"))
 
-	item := lockingFetchWork(t, p, lockingLongLock)
+	item := lockingFetchWork(t, p, longLock)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type())
-	lockingRequireNoWork(t, p, lockingLongLock, "a locked item must not be fetched again")
+	lockingRequireNoWork(t, p, longLock, "a locked item must not be fetched again")
 
 	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("instance-A", 1, 1, "result1"))
-	lockingRequireNoWork(t, p, lockingLongLock, "the queue should be empty after the ack")
+	lockingRequireNoWork(t, p, longLock, "the queue should be empty after the ack")
 }
 
 // WorkerAckAtomicity checks that AckWorkItem removes the worker item and
@@ -61,14 +61,14 @@ func WorkerPeekLockSemantics(t *testing.T, f Factory) {
 // test_worker_ack_atomicity).
 func WorkerAckAtomicity(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	multiExecTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
+	multiExecTurn(t, p, "instance-A", 1, []duroxide.Event{startedEvent("instance-A", duroxide.InitialEventID, 1, testOrch, testOrchVersion)})
 	lockingEnqueueWorker(t, p, lockingActivityExecute("instance-A", 1, 1, "Activity1", "input1"))
 
-	item := lockingFetchWork(t, p, lockingLongLock)
+	item := lockingFetchWork(t, p, longLock)
 	lockingAckWork(t, p, item.LockToken, lockingActivityCompleted("instance-A", 1, 1, "result1"))
 
-	lockingRequireNoWork(t, p, lockingLongLock, "the worker queue should be empty")
-	orch := lockingFetchOrchestration(t, p, lockingLongLock)
+	lockingRequireNoWork(t, p, longLock, "the worker queue should be empty")
+	orch := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-A", orch.Instance)
 	require.Len(t, orch.Messages, 1)
 	require.Equal(t, duroxide.WorkItemActivityCompleted, orch.Messages[0].Type(),
@@ -81,16 +81,16 @@ func WorkerAckAtomicity(t *testing.T, f Factory) {
 // instead of a fixed 5 s, duroxide's default lock timeout).
 func TimerDelayedVisibility(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	multiExecTurn(t, p, "instance-A", 1, []duroxide.Event{lockingStartedEvent("instance-A", 1, "{}")})
+	multiExecTurn(t, p, "instance-A", 1, []duroxide.Event{startedEvent("instance-A", duroxide.InitialEventID, 1, testOrch, testOrchVersion)})
 
 	delay := f.LockTimeout()
 	timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: "instance-A", ExecutionID: 1, ID: 1}}
 	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), timer, delay))
-	lockingRequireNoOrchestration(t, p, lockingLongLock, "the timer must not be visible yet")
+	requireNoOrch(t, p, longLock, "the timer must not be visible yet")
 
 	time.Sleep(delay + lockingExpiryMargin)
 
-	item := lockingFetchOrchestration(t, p, lockingLongLock)
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, "instance-A", item.Instance)
 	require.Len(t, item.Messages, 1)
 	require.Equal(t, duroxide.WorkItemTimerFired, item.Messages[0].Type())
@@ -107,7 +107,7 @@ func LostLockTokenHandling(t *testing.T, f Factory) {
 	lockingFetchWork(t, p, lockTimeout) // the token is dropped: a crashed worker
 	lockingRequireNoWork(t, p, lockTimeout, "the item is locked")
 
-	lockingSleepPastTimeout(f)
+	sleepPastLockTimeout(f)
 
 	item := lockingFetchWork(t, p, lockTimeout)
 	require.Equal(t, duroxide.WorkItemActivityExecute, item.Item.Type(), "the item should be redelivered")
@@ -171,19 +171,19 @@ func OrphanQueueMessagesDropped(t *testing.T, f Factory) {
 	}
 
 	// Part 1: messages for an instance that does not exist are dropped.
-	lockingEnqueueOrchestrator(t, p, queueMessage("orphan-test", "v1"))
-	lockingEnqueueOrchestrator(t, p, queueMessage("orphan-test", "v2"))
-	lockingRequireNoOrchestration(t, p, 5*time.Second, "expected no item for orphan queue messages")
-	lockingRequireNoOrchestration(t, p, 5*time.Second, "orphan messages should have been deleted, not left in the queue")
+	enqueueOrch(t, p, queueMessage("orphan-test", "v1"))
+	enqueueOrch(t, p, queueMessage("orphan-test", "v2"))
+	requireNoOrch(t, p, 5*time.Second, "expected no item for orphan queue messages")
+	requireNoOrch(t, p, 5*time.Second, "orphan messages should have been deleted, not left in the queue")
 
 	// Part 2: messages for an existing instance are kept.
-	lockingCreateInstance(t, p, "orphan-test-existing")
-	lockingEnqueueOrchestrator(t, p, queueMessage("orphan-test-existing", "v3"))
+	createInstance(t, p, "orphan-test-existing")
+	enqueueOrch(t, p, queueMessage("orphan-test-existing", "v3"))
 
-	item := lockingFetchOrchestration(t, p, 5*time.Second)
+	item := fetchOrch(t, p, 5*time.Second)
 	require.Equal(t, "orphan-test-existing", item.Instance)
 	require.Contains(t, item.Messages, queueMessage("orphan-test-existing", "v3"),
 		"the QueueMessage for the existing instance should be delivered")
 
-	lockingAckTurn(t, p, item.LockToken, item.ExecutionID, nil, duroxide.ExecutionMetadata{})
+	ackTurn(t, p, item.LockToken, item.ExecutionID, nil, duroxide.ExecutionMetadata{})
 }
