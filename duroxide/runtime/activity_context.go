@@ -1,0 +1,80 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+)
+
+// ActivityContext is what an activity receives (duroxide's ActivityContext).
+// It is a context.Context: it is cancelled when the runtime learns, while
+// renewing the activity's lock, that the result is no longer wanted (the
+// orchestration terminated, the activity lost a select, or the lock was
+// lost) and when the runtime shuts down, so pass it to I/O and watch Done.
+type ActivityContext struct {
+	context.Context
+
+	instanceID           string
+	executionID          uint64
+	orchestrationName    string
+	orchestrationVersion string
+	activityName         string
+	activityID           uint64
+	workerID             string
+	sessionID            string
+	tag                  string
+	client               *Client
+	logger               *slog.Logger
+}
+
+// InstanceID returns the orchestration instance the activity belongs to.
+func (a *ActivityContext) InstanceID() string { return a.instanceID }
+
+// ExecutionID returns the orchestration's execution id.
+func (a *ActivityContext) ExecutionID() uint64 { return a.executionID }
+
+// OrchestrationName returns the orchestration's name ("unknown" when its
+// history could not be read).
+func (a *ActivityContext) OrchestrationName() string { return a.orchestrationName }
+
+// OrchestrationVersion returns the orchestration's version ("unknown" when
+// its history could not be read).
+func (a *ActivityContext) OrchestrationVersion() string { return a.orchestrationVersion }
+
+// ActivityName returns the activity's registered name.
+func (a *ActivityContext) ActivityName() string { return a.activityName }
+
+// ActivityID returns the id of the ActivityScheduled event.
+func (a *ActivityContext) ActivityID() uint64 { return a.activityID }
+
+// WorkerID returns the id of the worker goroutine running the activity.
+func (a *ActivityContext) WorkerID() string { return a.workerID }
+
+// SessionID returns the activity's session, or "" when it has none.
+func (a *ActivityContext) SessionID() string { return a.sessionID }
+
+// Tag returns the activity's routing tag, or "" when untagged.
+func (a *ActivityContext) Tag() string { return a.tag }
+
+// IsCancelled reports whether the activity has been asked to stop.
+func (a *ActivityContext) IsCancelled() bool { return a.Err() != nil }
+
+// Client returns a Client on the runtime's provider, for activities that
+// start or signal other orchestrations.
+func (a *ActivityContext) Client() *Client { return a.client }
+
+// TraceInfo logs message at INFO with the activity's correlation fields.
+func (a *ActivityContext) TraceInfo(message string) { a.trace(slog.LevelInfo, message) }
+
+// TraceWarn logs message at WARN with the activity's correlation fields.
+func (a *ActivityContext) TraceWarn(message string) { a.trace(slog.LevelWarn, message) }
+
+// TraceError logs message at ERROR with the activity's correlation fields.
+func (a *ActivityContext) TraceError(message string) { a.trace(slog.LevelError, message) }
+
+func (a *ActivityContext) trace(level slog.Level, message string) {
+	if a.logger == nil {
+		return
+	}
+	a.logger.Log(a, level, message, "instance_id", a.instanceID, "execution_id", a.executionID,
+		"activity_name", a.activityName, "activity_id", a.activityID, "worker_id", a.workerID)
+}

@@ -1,0 +1,283 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Client starts, signals, cancels and observes orchestrations through a
+// provider (duroxide's Client). It needs no running Runtime: it only
+// enqueues messages and reads state. Errors from the provider are returned
+// wrapped (errors.As finds the *duroxide.ProviderError).
+type Client struct {
+	provider duroxide.Provider
+}
+
+// NewClient returns a client on provider.
+func NewClient(provider duroxide.Provider) *Client { return &Client{provider: provider} }
+
+// ErrTimeout is returned by the Wait* methods when their timeout elapsed
+// first (duroxide's ClientError::Timeout).
+var ErrTimeout = errors.New("runtime: operation timed out")
+
+// Polling of the Wait* methods: 5ms doubling up to 100ms, as in duroxide.
+const (
+	initialPollDelay = 5 * time.Millisecond
+	maxPollDelay     = 100 * time.Millisecond
+)
+
+func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemKind) error {
+	if err := c.provider.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: kind}, 0); err != nil {
+		return fmt.Errorf("runtime: %s %s: %w", op, kind.TargetInstance(), err)
+	}
+	return nil
+}
+
+// StartOrchestration starts instance running orchestration name (the
+// version the registry's policy picks) with input.
+func (c *Client) StartOrchestration(ctx context.Context, instance, name, input string) error {
+	return c.start(ctx, instance, name, nil, input)
+}
+
+// StartOrchestrationVersioned starts instance running version of name.
+func (c *Client) StartOrchestrationVersioned(ctx context.Context, instance, name, version, input string) error {
+	return c.start(ctx, instance, name, &version, input)
+}
+
+func (c *Client) start(ctx context.Context, instance, name string, version *string, input string) error {
+	if instance == "" || name == "" {
+		return fmt.Errorf("runtime: start needs an instance id and an orchestration name")
+	}
+	return c.enqueue(ctx, "start", duroxide.StartOrchestrationItem{
+		Instance: instance, Orchestration: name, Input: input, Version: version, ExecutionID: duroxide.InitialExecutionID,
+	})
+}
+
+// StartOrchestrationTyped starts instance with input encoded by Encode.
+func StartOrchestrationTyped[In any](ctx context.Context, c *Client, instance, name string, input In) error {
+	s, err := Encode(input)
+	if err != nil {
+		return err
+	}
+	return c.StartOrchestration(ctx, instance, name, s)
+}
+
+// RaiseEvent raises the external event name with data; an orchestration
+// waiting on ScheduleWait(name) receives it (an event with no waiting
+// subscription is dropped).
+func (c *Client) RaiseEvent(ctx context.Context, instance, name, data string) error {
+	return c.enqueue(ctx, "raise event", duroxide.ExternalRaisedItem{Instance: instance, Name: name, Data: data})
+}
+
+// EnqueueEvent puts data on the persistent queue name of instance, where it
+// waits for DequeueEvent (a provider drops it when the instance was never
+// started).
+func (c *Client) EnqueueEvent(ctx context.Context, instance, queue, data string) error {
+	return c.enqueue(ctx, "enqueue event", duroxide.QueueMessageItem{Instance: instance, Name: queue, Data: data})
+}
+
+// CancelInstance asks instance to stop: it fails with "canceled: <reason>",
+// its in-flight activities are cancelled and its children cancelled in turn.
+func (c *Client) CancelInstance(ctx context.Context, instance, reason string) error {
+	return c.enqueue(ctx, "cancel", duroxide.CancelInstanceItem{Instance: instance, Reason: reason})
+}
+
+// StatusKind is the state of an orchestration as the client sees it
+// (duroxide's OrchestrationStatus variants).
+type StatusKind string
+
+// The orchestration states.
+const (
+	StatusNotFound  StatusKind = "NotFound"
+	StatusRunning   StatusKind = "Running"
+	StatusCompleted StatusKind = "Completed"
+	StatusFailed    StatusKind = "Failed"
+)
+
+// OrchestrationStatus is an instance's state (duroxide's
+// OrchestrationStatus). Output is set when Completed, Details when Failed.
+type OrchestrationStatus struct {
+	Kind    StatusKind
+	Output  string
+	Details *duroxide.ErrorDetails
+	// CustomStatus is the last custom status (nil when none) and
+	// CustomStatusVersion its change counter.
+	CustomStatus        *string
+	CustomStatusVersion uint64
+}
+
+// Error returns the failure's display message ("" unless Failed).
+func (s OrchestrationStatus) Error() string {
+	if s.Details == nil {
+		return ""
+	}
+	return s.Details.DisplayMessage()
+}
+
+// IsTerminal reports whether the status is Completed or Failed.
+func (s OrchestrationStatus) IsTerminal() bool {
+	return s.Kind == StatusCompleted || s.Kind == StatusFailed
+}
+
+// GetOrchestrationStatus reads instance's status from its latest
+// execution's history: Completed or Failed from the terminal event, Running
+// once started (including between continue-as-new executions), NotFound
+// otherwise.
+func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (OrchestrationStatus, error) {
+	hist, err := c.provider.Read(ctx, instance)
+	if err != nil {
+		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
+	}
+	var st OrchestrationStatus
+	if cs, err := c.provider.GetCustomStatus(ctx, instance, 0); err == nil && cs != nil {
+		st.CustomStatus, st.CustomStatusVersion = cs.Status, cs.Version
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		switch k := hist[i].Kind.(type) {
+		case duroxide.OrchestrationCompleted:
+			st.Kind, st.Output = StatusCompleted, k.Output
+			return st, nil
+		case duroxide.OrchestrationFailed:
+			d := k.Details
+			st.Kind, st.Details = StatusFailed, &d
+			return st, nil
+		}
+	}
+	for _, ev := range hist {
+		if _, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+			st.Kind = StatusRunning
+			return st, nil
+		}
+	}
+	st.Kind = StatusNotFound
+	return st, nil
+}
+
+// WaitForOrchestration polls until instance is Completed or Failed and
+// returns that status; ErrTimeout after timeout, or ctx's error.
+func (c *Client) WaitForOrchestration(ctx context.Context, instance string, timeout time.Duration) (OrchestrationStatus, error) {
+	return pollUntil(ctx, timeout, func() (OrchestrationStatus, bool, error) {
+		st, err := c.GetOrchestrationStatus(ctx, instance)
+		return st, err == nil && st.IsTerminal(), err
+	})
+}
+
+// WaitForOrchestrationTyped waits like WaitForOrchestration and decodes a
+// Completed output into Out; a Failed orchestration is returned as an error
+// (*OrchestrationFailedError).
+func WaitForOrchestrationTyped[Out any](ctx context.Context, c *Client, instance string, timeout time.Duration) (Out, error) {
+	var zero Out
+	st, err := c.WaitForOrchestration(ctx, instance, timeout)
+	if err != nil {
+		return zero, err
+	}
+	if st.Kind == StatusFailed {
+		return zero, &OrchestrationFailedError{Instance: instance, Details: *st.Details}
+	}
+	return Decode[Out](st.Output)
+}
+
+// OrchestrationFailedError reports a Failed orchestration to typed callers.
+type OrchestrationFailedError struct {
+	Instance string
+	Details  duroxide.ErrorDetails
+}
+
+// Error returns the failure's display message.
+func (e *OrchestrationFailedError) Error() string {
+	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, e.Details.DisplayMessage())
+}
+
+// WaitForStatusChange waits until instance's custom status version exceeds
+// lastSeenVersion, or it reaches a terminal state, and returns its status;
+// it checks every pollInterval and returns ErrTimeout after timeout.
+func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastSeenVersion uint64, pollInterval, timeout time.Duration) (OrchestrationStatus, error) {
+	if pollInterval <= 0 {
+		pollInterval = maxPollDelay
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		cs, err := c.provider.GetCustomStatus(ctx, instance, lastSeenVersion)
+		if err != nil {
+			return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
+		}
+		st, err := c.GetOrchestrationStatus(ctx, instance)
+		if err != nil {
+			return OrchestrationStatus{}, err
+		}
+		if cs != nil || st.IsTerminal() {
+			return st, nil
+		}
+		if err := sleepCtx(ctx, min(pollInterval, time.Until(deadline))); err != nil {
+			return OrchestrationStatus{}, err
+		}
+	}
+	return OrchestrationStatus{}, ErrTimeout
+}
+
+// GetKVValue reads key of instance's KV store; ok is false when absent.
+func (c *Client) GetKVValue(ctx context.Context, instance, key string) (value string, ok bool, err error) {
+	value, ok, err = c.provider.GetKVValue(ctx, instance, key)
+	if err != nil {
+		return "", false, fmt.Errorf("runtime: kv %s/%s: %w", instance, key, err)
+	}
+	return value, ok, nil
+}
+
+// GetKVAllValues reads instance's whole KV store.
+func (c *Client) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
+	m, err := c.provider.GetKVAllValues(ctx, instance)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: kv %s: %w", instance, err)
+	}
+	return m, nil
+}
+
+// WaitForKVValue polls until key exists in instance's KV store and returns
+// it; ErrTimeout after timeout.
+func (c *Client) WaitForKVValue(ctx context.Context, instance, key string, timeout time.Duration) (string, error) {
+	return pollUntil(ctx, timeout, func() (string, bool, error) {
+		return c.GetKVValue(ctx, instance, key)
+	})
+}
+
+// pollUntil calls check with duroxide's backoff (5ms doubling to 100ms)
+// until it reports done, fails, the timeout elapses (ErrTimeout) or ctx ends.
+func pollUntil[T any](ctx context.Context, timeout time.Duration, check func() (T, bool, error)) (T, error) {
+	deadline := time.Now().Add(timeout)
+	delay := initialPollDelay
+	for {
+		v, done, err := check()
+		if err != nil || done {
+			return v, err
+		}
+		if !time.Now().Before(deadline) {
+			var zero T
+			return zero, ErrTimeout
+		}
+		if err := sleepCtx(ctx, min(delay, time.Until(deadline))); err != nil {
+			var zero T
+			return zero, err
+		}
+		delay = min(delay*2, maxPollDelay)
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends (returning ctx's error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// ErrManagementNotAvailable is returned by the management calls when the
+// provider does not implement duroxide.ProviderAdmin.
+var ErrManagementNotAvailable = errors.New("runtime: management features not available - provider doesn't implement ProviderAdmin")
+
+// Errors DeleteInstance reports in duroxide's terms (duroxide translates the
+// provider's message the same way); they wrap the provider error.
+var (
+	ErrInstanceNotFound             = errors.New("instance not found")
+	ErrInstanceStillRunning         = errors.New("instance is still running; use force or cancel it first")
+	ErrCannotDeleteSubOrchestration = errors.New("cannot delete a sub-orchestration directly; delete the root orchestration instead")
+)
+
+// HasManagementCapability reports whether the provider implements
+// duroxide.ProviderAdmin.
+func (c *Client) HasManagementCapability() bool {
+	_, ok := duroxide.AsManagementCapability(c.provider)
+	return ok
+}
+
+func (c *Client) admin() (duroxide.ProviderAdmin, error) {
+	a, ok := duroxide.AsManagementCapability(c.provider)
+	if !ok {
+		return nil, ErrManagementNotAvailable
+	}
+	return a, nil
+}
+
+// adminCall runs f on the provider's admin interface and wraps its error.
+func adminCall[T any](c *Client, op string, f func(duroxide.ProviderAdmin) (T, error)) (T, error) {
+	a, err := c.admin()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := f(a)
+	if err != nil {
+		return v, fmt.Errorf("runtime: %s: %w", op, err)
+	}
+	return v, nil
+}
+
+// ListAllInstances returns every instance id.
+func (c *Client) ListAllInstances(ctx context.Context) ([]string, error) {
+	return adminCall(c, "list instances", func(a duroxide.ProviderAdmin) ([]string, error) { return a.ListInstances(ctx) })
+}
+
+// ListInstancesByStatus returns the ids of instances with status
+// ("Running", "Completed", "Failed", "ContinuedAsNew").
+func (c *Client) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
+	return adminCall(c, "list instances by status", func(a duroxide.ProviderAdmin) ([]string, error) {
+		return a.ListInstancesByStatus(ctx, status)
+	})
+}
+
+// GetInstanceInfo returns instance's metadata.
+func (c *Client) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
+	return adminCall(c, "instance info", func(a duroxide.ProviderAdmin) (duroxide.InstanceInfo, error) {
+		return a.GetInstanceInfo(ctx, instance)
+	})
+}
+
+// GetExecutionInfo returns one execution's metadata.
+func (c *Client) GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (duroxide.ExecutionInfo, error) {
+	return adminCall(c, "execution info", func(a duroxide.ProviderAdmin) (duroxide.ExecutionInfo, error) {
+		return a.GetExecutionInfo(ctx, instance, executionID)
+	})
+}
+
+// ListExecutions returns instance's execution ids in ascending order.
+func (c *Client) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
+	return adminCall(c, "list executions", func(a duroxide.ProviderAdmin) ([]uint64, error) { return a.ListExecutions(ctx, instance) })
+}
+
+// ReadExecutionHistory returns one execution's history.
+func (c *Client) ReadExecutionHistory(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
+	return adminCall(c, "read history", func(a duroxide.ProviderAdmin) ([]duroxide.Event, error) {
+		return a.ReadHistoryWithExecutionID(ctx, instance, executionID)
+	})
+}
+
+// GetSystemMetrics returns counts over all instances.
+func (c *Client) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics, error) {
+	return adminCall(c, "system metrics", func(a duroxide.ProviderAdmin) (duroxide.SystemMetrics, error) { return a.GetSystemMetrics(ctx) })
+}
+
+// GetQueueDepths returns the unlocked message counts per queue.
+func (c *Client) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, error) {
+	return adminCall(c, "queue depths", func(a duroxide.ProviderAdmin) (duroxide.QueueDepths, error) { return a.GetQueueDepths(ctx) })
+}
+
+// GetInstanceTree returns instance and all its descendants.
+func (c *Client) GetInstanceTree(ctx context.Context, instance string) (duroxide.InstanceTree, error) {
+	return adminCall(c, "instance tree", func(a duroxide.ProviderAdmin) (duroxide.InstanceTree, error) {
+		return a.GetInstanceTree(ctx, instance)
+	})
+}
+
+// DeleteInstance deletes a root instance and its descendants. Without force
+// a running instance is refused. Refusals wrap ErrInstanceNotFound,
+// ErrInstanceStillRunning or ErrCannotDeleteSubOrchestration (matched from
+// the provider's message as duroxide does) together with the provider error.
+func (c *Client) DeleteInstance(ctx context.Context, instance string, force bool) (duroxide.DeleteInstanceResult, error) {
+	a, err := c.admin()
+	if err != nil {
+		return duroxide.DeleteInstanceResult{}, err
+	}
+	res, err := a.DeleteInstance(ctx, instance, force)
+	if err == nil {
+		return res, nil
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "not found"):
+		return res, fmt.Errorf("runtime: delete %s: %w: %w", instance, ErrInstanceNotFound, err)
+	case strings.Contains(msg, "still running"):
+		return res, fmt.Errorf("runtime: delete %s: %w: %w", instance, ErrInstanceStillRunning, err)
+	case strings.Contains(msg, "sub-orchestration") || strings.Contains(msg, "delete the root"):
+		return res, fmt.Errorf("runtime: delete %s: %w: %w", instance, ErrCannotDeleteSubOrchestration, err)
+	}
+	return res, fmt.Errorf("runtime: delete %s: %w", instance, err)
+}
+
+// DeleteInstanceBulk deletes the terminal root instances matching filter.
+func (c *Client) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
+	return adminCall(c, "bulk delete", func(a duroxide.ProviderAdmin) (duroxide.DeleteInstanceResult, error) {
+		return a.DeleteInstanceBulk(ctx, filter)
+	})
+}
+
+// PruneExecutions deletes old executions of instance (never the current
+// one).
+func (c *Client) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
+	return adminCall(c, "prune", func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
+		return a.PruneExecutions(ctx, instance, options)
+	})
+}
+
+// PruneExecutionsBulk prunes every instance matching filter.
+func (c *Client) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
+	return adminCall(c, "bulk prune", func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
+		return a.PruneExecutionsBulk(ctx, filter, options)
+	})
+}

@@ -1,0 +1,264 @@
+package runtime
+
+import (
+	"slices"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// scheduleKind says how a future's scheduled work is cancelled when the
+// future is dropped (duroxide's ScheduleKind).
+type scheduleKind int
+
+const (
+	kindActivity scheduleKind = iota
+	kindTimer
+	kindExternalWait
+	kindQueueDequeue
+	kindSubOrchestration
+)
+
+// completion is a result the engine delivered to a future (duroxide's
+// CompletionResult).
+type completion struct {
+	value string
+	err   error
+}
+
+type tokenAction struct {
+	token  uint64
+	action action
+}
+
+type externalSub struct {
+	name  string
+	index int
+}
+
+type queueSub struct {
+	scheduleID uint64
+	name       string
+}
+
+// ctxState is the replay bookkeeping of one turn (duroxide's CtxInner):
+// tokens handed to futures, the actions they emitted, the bindings of
+// tokens to history event ids, delivered results, external and queue
+// subscriptions and arrivals, dropped futures, custom status and KV. It is
+// only touched by the engine and by the orchestration goroutine while the
+// engine waits for it, always under OrchestrationContext.mu.
+type ctxState struct {
+	replaying bool
+	nextToken uint64
+	emitted   []tokenAction
+	results   map[uint64]completion // token → result
+	bindings  map[uint64]uint64     // token → schedule event id
+	byID      map[uint64]uint64     // schedule event id → token
+
+	extSubs      map[uint64]externalSub // schedule id → subscription
+	extArrivals  map[string][]string
+	extNextIndex map[string]int
+	extCancelled map[uint64]bool
+
+	queueSubs      []queueSub
+	queueArrivals  map[string][]string
+	queueCancelled map[uint64]bool
+	queueResolved  map[uint64]bool
+
+	subOrchInstances map[uint64]string // token → child instance (unprefixed)
+
+	cancelledTokens map[uint64]scheduleKind
+
+	customStatus *string
+	kv           map[string]string
+	kvUpdatedAt  map[string]uint64
+}
+
+func newCtxState() *ctxState {
+	return &ctxState{
+		replaying:        true,
+		results:          map[uint64]completion{},
+		bindings:         map[uint64]uint64{},
+		byID:             map[uint64]uint64{},
+		extSubs:          map[uint64]externalSub{},
+		extArrivals:      map[string][]string{},
+		extNextIndex:     map[string]int{},
+		extCancelled:     map[uint64]bool{},
+		queueArrivals:    map[string][]string{},
+		queueCancelled:   map[uint64]bool{},
+		queueResolved:    map[uint64]bool{},
+		subOrchInstances: map[uint64]string{},
+		cancelledTokens:  map[uint64]scheduleKind{},
+		kv:               map[string]string{},
+		kvUpdatedAt:      map[string]uint64{},
+	}
+}
+
+// emit records an action and returns its token.
+func (s *ctxState) emit(a action) uint64 {
+	s.nextToken++
+	s.emitted = append(s.emitted, tokenAction{token: s.nextToken, action: a})
+	return s.nextToken
+}
+
+// drain returns and forgets the actions emitted since the last drain.
+func (s *ctxState) drain() []tokenAction {
+	out := s.emitted
+	s.emitted = nil
+	return out
+}
+
+func (s *ctxState) bindToken(token, scheduleID uint64) {
+	s.bindings[token] = scheduleID
+	s.byID[scheduleID] = token
+}
+
+func (s *ctxState) boundID(token uint64) (uint64, bool) {
+	id, ok := s.bindings[token]
+	return id, ok
+}
+
+// deliver stores the result of the schedule with event id scheduleID for the
+// token bound to it; a result without a binding is dropped, as in duroxide.
+func (s *ctxState) deliver(scheduleID uint64, c completion) {
+	if token, ok := s.byID[scheduleID]; ok {
+		s.results[token] = c
+	}
+}
+
+// bindExternalSubscription gives subscription scheduleID the next positional
+// index for name.
+func (s *ctxState) bindExternalSubscription(scheduleID uint64, name string) {
+	idx := s.extNextIndex[name]
+	s.extNextIndex[name] = idx + 1
+	s.extSubs[scheduleID] = externalSub{name: name, index: idx}
+}
+
+// hasPendingSubscriptionSlot reports whether an active (not cancelled)
+// subscription to name still waits for an arrival; an ExternalEvent with no
+// such slot is skipped (it stays in history for audit).
+func (s *ctxState) hasPendingSubscriptionSlot(name string) bool {
+	active := 0
+	for id, sub := range s.extSubs {
+		if sub.name == name && !s.extCancelled[id] {
+			active++
+		}
+	}
+	return active > len(s.extArrivals[name])
+}
+
+func (s *ctxState) deliverExternal(name, data string) {
+	s.extArrivals[name] = append(s.extArrivals[name], data)
+}
+
+// externalEvent returns the arrival matched to subscription scheduleID:
+// positional matching over the name's subscriptions, skipping cancelled
+// ones (its effective index is its raw index minus the cancelled
+// subscriptions below it).
+func (s *ctxState) externalEvent(scheduleID uint64) (string, bool) {
+	sub, ok := s.extSubs[scheduleID]
+	if !ok || s.extCancelled[scheduleID] {
+		return "", false
+	}
+	below := 0
+	for id, other := range s.extSubs {
+		if other.name == sub.name && other.index < sub.index && s.extCancelled[id] {
+			below++
+		}
+	}
+	arrivals := s.extArrivals[sub.name]
+	if i := sub.index - below; i < len(arrivals) {
+		return arrivals[i], true
+	}
+	return "", false
+}
+
+func (s *ctxState) bindQueueSubscription(scheduleID uint64, name string) {
+	s.queueSubs = append(s.queueSubs, queueSub{scheduleID: scheduleID, name: name})
+}
+
+func (s *ctxState) deliverQueue(name, data string) {
+	s.queueArrivals[name] = append(s.queueArrivals[name], data)
+}
+
+// queueMessage returns the message for subscription scheduleID and marks it
+// resolved: strict FIFO, where a subscription's arrival index is the number
+// of active subscriptions to the same queue created before it.
+func (s *ctxState) queueMessage(scheduleID uint64) (string, bool) {
+	pos := slices.IndexFunc(s.queueSubs, func(q queueSub) bool { return q.scheduleID == scheduleID })
+	if pos < 0 || s.queueResolved[scheduleID] || s.queueCancelled[scheduleID] {
+		return "", false
+	}
+	name := s.queueSubs[pos].name
+	idx := 0
+	for _, q := range s.queueSubs[:pos] {
+		if q.name == name && !s.queueCancelled[q.scheduleID] {
+			idx++
+		}
+	}
+	arrivals := s.queueArrivals[name]
+	if idx < len(arrivals) {
+		s.queueResolved[scheduleID] = true
+		return arrivals[idx], true
+	}
+	return "", false
+}
+
+// markCancelled records that the future with token was dropped unresolved.
+func (s *ctxState) markCancelled(token uint64, kind scheduleKind) {
+	s.cancelledTokens[token] = kind
+}
+
+// cancelledIDs returns, in token order, the schedule ids of the dropped
+// futures of kind that are bound to history.
+func (s *ctxState) cancelledIDs(kind scheduleKind) []uint64 {
+	tokens := make([]uint64, 0, len(s.cancelledTokens))
+	for t, k := range s.cancelledTokens {
+		if k == kind {
+			tokens = append(tokens, t)
+		}
+	}
+	slices.Sort(tokens)
+	var ids []uint64
+	for _, t := range tokens {
+		if id, ok := s.bindings[t]; ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+type cancelledChild struct {
+	scheduleID uint64
+	instance   string
+}
+
+// cancelledSubOrchestrations returns the dropped, bound sub-orchestration
+// futures with their (unprefixed) child ids.
+func (s *ctxState) cancelledSubOrchestrations() []cancelledChild {
+	tokens := make([]uint64, 0, len(s.cancelledTokens))
+	for t, k := range s.cancelledTokens {
+		if k == kindSubOrchestration {
+			tokens = append(tokens, t)
+		}
+	}
+	slices.Sort(tokens)
+	var out []cancelledChild
+	for _, t := range tokens {
+		id, bound := s.bindings[t]
+		inst, known := s.subOrchInstances[t]
+		if bound && known {
+			out = append(out, cancelledChild{scheduleID: id, instance: inst})
+		}
+	}
+	return out
+}
+
+func (s *ctxState) clearCancelled() { clear(s.cancelledTokens) }
+
+// seedKV loads the provider's KV snapshot before the turn runs.
+func (s *ctxState) seedKV(snapshot map[string]duroxide.KvEntry) {
+	for k, e := range snapshot {
+		s.kv[k] = e.Value
+		s.kvUpdatedAt[k] = e.LastUpdatedAtMs
+	}
+}

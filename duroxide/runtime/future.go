@@ -1,0 +1,95 @@
+package runtime
+
+import "github.com/duroxide-go/duroxide-cdb/duroxide"
+
+// Future is the pending result of a durable call (duroxide's DurableFuture):
+// an activity, timer, external event, queue message or sub-orchestration.
+// Get blocks the orchestration until the result is in history; Join and
+// Select wait on several at once. A Future belongs to the turn that created
+// it and must only be used by its orchestration.
+type Future struct {
+	ctx   *OrchestrationContext
+	token uint64
+	kind  scheduleKind
+	// check looks for the result; it is called under ctx.mu.
+	check func(s *ctxState) (completion, bool)
+
+	done      bool // the result was observed (duroxide: completed)
+	cancelled bool // dropped unresolved
+	result    completion
+}
+
+// TaskFailedError is the error a Future returns when its activity or
+// sub-orchestration failed. Error returns duroxide's display message, which
+// is what Rust orchestration code sees.
+type TaskFailedError struct {
+	// Details is the failure recorded in history.
+	Details duroxide.ErrorDetails
+}
+
+// Error returns the failure's display message.
+func (e *TaskFailedError) Error() string { return e.Details.DisplayMessage() }
+
+// poll checks for the result once; it must be called with ctx.mu held.
+func (f *Future) poll() bool {
+	if f.done {
+		return true
+	}
+	if f.cancelled {
+		return false
+	}
+	if c, ok := f.check(f.ctx.state); ok {
+		f.done, f.result = true, c
+	}
+	return f.done
+}
+
+// Get blocks until the result is available and returns it: an activity's or
+// sub-orchestration's output (or a *TaskFailedError), an event's data, a
+// queue message, or "" for a timer. Get on a cancelled future never returns,
+// like awaiting a dropped duroxide future cannot happen.
+func (f *Future) Get() (string, error) {
+	f.ctx.waitUntil(f.poll)
+	return f.result.value, f.result.err
+}
+
+// IsReady reports, without blocking, whether the result is available.
+func (f *Future) IsReady() bool {
+	f.ctx.mu.Lock()
+	defer f.ctx.mu.Unlock()
+	return f.poll()
+}
+
+// Cancel drops the future (duroxide's drop of an unresolved DurableFuture):
+// unless its result was already observed, the scheduled work is cancelled
+// at the end of the turn. It is a no-op on a completed future and on timers.
+func (f *Future) Cancel() {
+	f.ctx.mu.Lock()
+	defer f.ctx.mu.Unlock()
+	f.cancelLocked()
+}
+
+func (f *Future) cancelLocked() {
+	if f.done || f.cancelled {
+		return
+	}
+	f.cancelled = true
+	f.ctx.state.markCancelled(f.token, f.kind)
+}
+
+// Await waits for f and decodes its value into T with Decode (the typed
+// counterpart of Get).
+func Await[T any](f *Future) (T, error) {
+	s, err := f.Get()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return Decode[T](s)
+}
+
+// Result is one outcome of Join.
+type Result struct {
+	Value string
+	Err   error
+}

@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"log/slog"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// historyManager holds an execution's persisted history and the events a
+// turn adds to it (duroxide's HistoryManager), with what the latest
+// OrchestrationStarted says.
+type historyManager struct {
+	history []duroxide.Event
+	delta   []duroxide.Event
+
+	started                           *duroxide.OrchestrationStarted
+	completed, failed, continuedAsNew bool
+}
+
+func newHistoryManager(history []duroxide.Event) *historyManager {
+	h := &historyManager{history: history}
+	last := -1
+	for i, ev := range history {
+		if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+			h.started = &s
+			last = i
+		}
+	}
+	if last >= 0 {
+	scan:
+		for _, ev := range history[last+1:] {
+			switch ev.Kind.(type) {
+			case duroxide.OrchestrationCompleted:
+				h.completed = true
+				break scan
+			case duroxide.OrchestrationFailed:
+				h.failed = true
+				break scan
+			case duroxide.OrchestrationContinuedAsNew:
+				h.continuedAsNew = true
+				break scan
+			}
+		}
+	}
+	return h
+}
+
+func (h *historyManager) isEmpty() bool { return len(h.history) == 0 && len(h.delta) == 0 }
+
+func (h *historyManager) full() []duroxide.Event {
+	out := make([]duroxide.Event, 0, len(h.history)+len(h.delta))
+	return append(append(out, h.history...), h.delta...)
+}
+
+// nextEventID is one past the highest event id so far.
+func (h *historyManager) nextEventID() uint64 {
+	var m uint64
+	for _, ev := range h.history {
+		m = max(m, ev.EventID)
+	}
+	for _, ev := range h.delta {
+		m = max(m, ev.EventID)
+	}
+	return m + 1
+}
+
+// appendNew appends an event with the next event id.
+func (h *historyManager) appendNew(instance string, executionID uint64, source *uint64, kind duroxide.EventKind) {
+	h.delta = append(h.delta, duroxide.NewEvent(h.nextEventID(), instance, executionID, source, kind))
+}
+
+// startedEvent returns the latest OrchestrationStarted, looking at the
+// delta too (a brand-new execution has it only there).
+func (h *historyManager) startedEvent() *duroxide.OrchestrationStarted {
+	for i := len(h.delta) - 1; i >= 0; i-- {
+		if s, ok := h.delta[i].Kind.(duroxide.OrchestrationStarted); ok {
+			return &s
+		}
+	}
+	return h.started
+}
+
+// version returns the orchestration version of the latest
+// OrchestrationStarted, nil when unknown or the "0.0.0" placeholder.
+func (h *historyManager) version() *string {
+	s := h.startedEvent()
+	if s == nil || s.Version == "0.0.0" {
+		return nil
+	}
+	return duroxide.StringPtr(s.Version)
+}
+
+// parentLink returns the parent instance and its SubOrchestrationScheduled
+// id when this is a sub-orchestration.
+func (h *historyManager) parentLink() (parent string, parentID uint64, ok bool) {
+	s := h.startedEvent()
+	if s == nil || s.ParentInstance == nil || s.ParentID == nil {
+		return "", 0, false
+	}
+	return *s.ParentInstance, *s.ParentID, true
+}
+
+// inflightActivities returns the activities scheduled and neither completed
+// nor already asked to cancel, in schedule order (duroxide's
+// compute_inflight_activities).
+func (h *historyManager) inflightActivities(instance string, executionID uint64) []duroxide.ScheduledActivityIdentifier {
+	all := h.full()
+	closed := map[uint64]bool{}
+	for _, ev := range all {
+		switch ev.Kind.(type) {
+		case duroxide.ActivityCompleted, duroxide.ActivityFailed, duroxide.ActivityCancelRequested:
+			if ev.SourceEventID != nil {
+				closed[*ev.SourceEventID] = true
+			}
+		}
+	}
+	var out []duroxide.ScheduledActivityIdentifier
+	for _, ev := range all {
+		if _, ok := ev.Kind.(duroxide.ActivityScheduled); ok && !closed[ev.EventID] {
+			out = append(out, duroxide.ScheduledActivityIdentifier{Instance: instance, ExecutionID: executionID, ActivityID: ev.EventID})
+		}
+	}
+	return out
+}
+
+// workItemReader splits a turn's messages into the start item (a
+// StartOrchestration or ContinueAsNew) and the completions, and says what to
+// run (duroxide's WorkItemReader).
+type workItemReader struct {
+	start          *duroxide.WorkItem
+	completions    []duroxide.WorkItem
+	name           string
+	input          string
+	version        *string
+	parentInstance *string
+	parentID       *uint64
+	continueAsNew  bool
+}
+
+func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance string, logger *slog.Logger) workItemReader {
+	var r workItemReader
+	for _, m := range messages {
+		switch m.Kind.(type) {
+		case duroxide.StartOrchestrationItem, duroxide.ContinueAsNewItem:
+			if r.start != nil {
+				logger.Warn("duplicate Start/ContinueAsNew in batch - ignoring duplicate", "instance", instance)
+				continue
+			}
+			m := m
+			r.start = &m
+		case duroxide.ActivityExecuteItem:
+			// never on the orchestrator queue
+		default:
+			r.completions = append(r.completions, m)
+		}
+	}
+	switch s := startKind(r.start).(type) {
+	case duroxide.StartOrchestrationItem:
+		r.name, r.input, r.version, r.parentInstance, r.parentID = s.Orchestration, s.Input, s.Version, s.ParentInstance, s.ParentID
+	case duroxide.ContinueAsNewItem:
+		// Carried-forward queue messages come first, ahead of anything
+		// raised since, to keep FIFO order across the boundary.
+		carried := make([]duroxide.WorkItem, 0, len(s.CarryForwardEvents)+len(r.completions))
+		for _, nd := range s.CarryForwardEvents {
+			carried = append(carried, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: nd.Name, Data: nd.Data}})
+		}
+		r.completions = append(carried, r.completions...)
+		r.name, r.input, r.version, r.continueAsNew = s.Orchestration, s.Input, s.Version, true
+	default:
+		if st := h.started; st != nil {
+			r.name, r.input, r.version = st.Name, st.Input, h.version()
+			r.parentInstance, r.parentID = st.ParentInstance, st.ParentID
+		} else if len(r.completions) > 0 {
+			logger.Warn("completion messages for unstarted instance", "instance", instance)
+		}
+	}
+	return r
+}
+
+func startKind(w *duroxide.WorkItem) duroxide.WorkItemKind {
+	if w == nil {
+		return nil
+	}
+	return w.Kind
+}

@@ -1,0 +1,171 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Options configures a Runtime (duroxide's RuntimeOptions). A zero field
+// takes the documented default, so Options{} is a valid configuration.
+type Options struct {
+	// PollInterval is the minimum duration of one idle polling cycle of a
+	// dispatcher: when a fetch returns no work sooner, the dispatcher sleeps
+	// for the rest of it. Default: 100ms.
+	PollInterval time.Duration
+	// LongPollTimeout is passed to fetches as the long-poll wait for
+	// providers that support it. Default: 0 (return at once), which suits
+	// polling providers; duroxide's default is 30s.
+	LongPollTimeout time.Duration
+	// OrchestrationConcurrency is the number of orchestration dispatcher
+	// goroutines (turns processed in parallel). Default: 2.
+	OrchestrationConcurrency int
+	// WorkerConcurrency is the number of worker goroutines (activities
+	// executed in parallel). Default: 2.
+	WorkerConcurrency int
+	// OrchestratorLockTimeout is the peek-lock duration of an orchestration
+	// turn. Default: 5s.
+	OrchestratorLockTimeout time.Duration
+	// OrchestratorLockRenewalBuffer: a turn's lock is renewed at
+	// (timeout - buffer) when the timeout is at least 15s, and at half the
+	// timeout otherwise. Default: 2s.
+	OrchestratorLockRenewalBuffer time.Duration
+	// WorkerLockTimeout is the peek-lock duration of an activity. Default: 30s.
+	WorkerLockTimeout time.Duration
+	// WorkerLockRenewalBuffer: an activity's lock is renewed at
+	// (timeout - buffer) when the timeout is at least 15s, and at half the
+	// timeout otherwise. Default: 5s.
+	WorkerLockRenewalBuffer time.Duration
+	// MaxAttempts is how many fetches of the same message are allowed; the
+	// next one fails the orchestration or activity as a poison message.
+	// Default: 10.
+	MaxAttempts uint32
+	// UnregisteredBackoff is the delay before an orchestration or activity
+	// that is not registered here is offered again (rolling deployments).
+	// Default: 1s base, 60s cap.
+	UnregisteredBackoff UnregisteredBackoff
+	// ActivityCancellationGracePeriod is how long a cancelled activity may
+	// take to return before its result is dropped and its worker slot freed
+	// (the goroutine itself cannot be killed). Default: 10s.
+	ActivityCancellationGracePeriod time.Duration
+	// SupportedReplayVersions overrides the range of pinned duroxide
+	// versions this runtime replays (the capability filter passed to
+	// FetchOrchestrationItem). Default: [0.0.0, 0.1.26].
+	SupportedReplayVersions *duroxide.SemverRange
+	// SessionLockTimeout is how long a claimed session stays owned without
+	// a heartbeat. Default: 30s.
+	SessionLockTimeout time.Duration
+	// SessionLockRenewalBuffer sets the session heartbeat interval with the
+	// same rule as WorkerLockRenewalBuffer. Default: 5s.
+	SessionLockRenewalBuffer time.Duration
+	// SessionIdleTimeout is how long a session stays pinned after its last
+	// activity. Default: 5m.
+	SessionIdleTimeout time.Duration
+	// SessionCleanupInterval is how often orphaned sessions are swept.
+	// Default: 5m.
+	SessionCleanupInterval time.Duration
+	// MaxSessionsPerRuntime caps the distinct sessions this runtime serves
+	// at once; at the cap workers fetch only items without a session.
+	// Default: 10.
+	MaxSessionsPerRuntime int
+	// WorkerNodeID is the stable session owner id shared by every worker
+	// goroutine (for example a pod name); empty means one ephemeral owner id
+	// per worker goroutine, "work-<n>-<runtime id>".
+	WorkerNodeID string
+	// TagFilter selects the activities this runtime's workers fetch. The
+	// zero value is DefaultOnly (untagged activities only);
+	// duroxide.TagFilterNone() disables the workers.
+	TagFilter duroxide.TagFilter
+	// Logger receives the runtime's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// UnregisteredBackoff is duroxide's UnregisteredBackoffConfig: attempt n
+// (1-based) waits Base * 2^(n-1), with the exponent capped at 6 and the delay
+// capped at Max.
+type UnregisteredBackoff struct {
+	Base time.Duration
+	Max  time.Duration
+}
+
+// Delay returns the backoff for a message fetched attemptCount times.
+func (b UnregisteredBackoff) Delay(attemptCount uint32) time.Duration {
+	exp := uint32(0)
+	if attemptCount > 1 {
+		exp = min(attemptCount-1, 6)
+	}
+	return min(b.Base*time.Duration(uint64(1)<<exp), b.Max)
+}
+
+// withDefaults returns o with every zero field set to its default, or an
+// error for values that cannot work.
+func (o Options) withDefaults() (Options, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.PollInterval, 100*time.Millisecond)
+	def(&o.OrchestratorLockTimeout, 5*time.Second)
+	def(&o.OrchestratorLockRenewalBuffer, 2*time.Second)
+	def(&o.WorkerLockTimeout, 30*time.Second)
+	def(&o.WorkerLockRenewalBuffer, 5*time.Second)
+	def(&o.ActivityCancellationGracePeriod, 10*time.Second)
+	def(&o.SessionLockTimeout, 30*time.Second)
+	def(&o.SessionLockRenewalBuffer, 5*time.Second)
+	def(&o.SessionIdleTimeout, 5*time.Minute)
+	def(&o.SessionCleanupInterval, 5*time.Minute)
+	def(&o.UnregisteredBackoff.Base, time.Second)
+	def(&o.UnregisteredBackoff.Max, time.Minute)
+	if o.OrchestrationConcurrency == 0 {
+		o.OrchestrationConcurrency = 2
+	}
+	if o.WorkerConcurrency == 0 {
+		o.WorkerConcurrency = 2
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	if o.MaxSessionsPerRuntime == 0 {
+		o.MaxSessionsPerRuntime = 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0:
+		return o, fmt.Errorf("runtime: concurrency must not be negative")
+	case o.MaxSessionsPerRuntime < 0:
+		return o, fmt.Errorf("runtime: MaxSessionsPerRuntime must not be negative")
+	case o.PollInterval < 0 || o.LongPollTimeout < 0 || o.OrchestratorLockTimeout < 0 || o.WorkerLockTimeout < 0:
+		return o, fmt.Errorf("runtime: durations must not be negative")
+	}
+	// duroxide's invariant: a session must not unpin while one of its
+	// activities is still renewing its lock.
+	if o.SessionIdleTimeout <= renewalInterval(o.WorkerLockTimeout, o.WorkerLockRenewalBuffer) {
+		return o, fmt.Errorf("runtime: SessionIdleTimeout (%v) must be greater than the worker lock renewal interval (%v)",
+			o.SessionIdleTimeout, renewalInterval(o.WorkerLockTimeout, o.WorkerLockRenewalBuffer))
+	}
+	return o, nil
+}
+
+// capabilityFilter returns the filter passed to FetchOrchestrationItem.
+func (o Options) capabilityFilter() duroxide.DispatcherCapabilityFilter {
+	if o.SupportedReplayVersions != nil {
+		return duroxide.DispatcherCapabilityFilter{SupportedDuroxideVersions: []duroxide.SemverRange{*o.SupportedReplayVersions}}
+	}
+	return duroxide.DefaultCapabilityFilter()
+}
+
+// renewalInterval is duroxide's calculate_renewal_interval: timeout - buffer
+// (at least 1s) for timeouts of 15s or more, half the timeout below that
+// (duroxide rounds that half up to whole seconds; here it is kept exact so
+// that short test timeouts renew in time).
+func renewalInterval(timeout, buffer time.Duration) time.Duration {
+	if timeout >= 15*time.Second {
+		return max(timeout-min(buffer, timeout), time.Second)
+	}
+	return max(timeout/2, time.Millisecond)
+}

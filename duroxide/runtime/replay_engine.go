@@ -1,0 +1,707 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// turnResultKind enumerates duroxide's TurnResult.
+type turnResultKind int
+
+const (
+	turnContinue turnResultKind = iota
+	turnCompleted
+	turnFailed
+	turnContinueAsNew
+	turnCancelled
+)
+
+// turnResult is the outcome of one orchestration turn.
+type turnResult struct {
+	kind    turnResultKind
+	output  string                // Completed
+	details duroxide.ErrorDetails // Failed
+	input   string                // ContinueAsNew
+	version *string               // ContinueAsNew
+	reason  string                // Cancelled
+}
+
+func failed(d duroxide.ErrorDetails) turnResult { return turnResult{kind: turnFailed, details: d} }
+
+func nondeterminism(msg string) turnResult {
+	return failed(duroxide.NondeterminismError("", msg))
+}
+
+// maxQuiescenceIterations bounds the re-polls after a turn's actions are
+// bound (duroxide's MAX_QUIESCENCE_ITERATIONS).
+const maxQuiescenceIterations = 100
+
+// Reasons recorded in cancellation events, as duroxide writes them.
+const reasonDroppedFuture = "dropped_future"
+
+// replayEngine replays an execution's history against its orchestration
+// function and decides one turn (duroxide's ReplayEngine): prepComplete
+// turns incoming messages into history events, execute re-runs the code
+// against the history and returns the turn's result, and the engine
+// collects the new events (historyDelta), the actions to dispatch
+// (pendingActions) and the select losers to cancel.
+type replayEngine struct {
+	instance    string
+	executionID uint64
+	logger      *slog.Logger
+
+	baseline       []duroxide.Event
+	persistedLen   int
+	historyDelta   []duroxide.Event
+	pendingActions []action
+	nextEventID    uint64
+	abortError     *duroxide.ErrorDetails
+	kvSnapshot     map[string]duroxide.KvEntry
+
+	cancelledActivityIDs    []uint64
+	cancelledSubOrchestrate []string // unprefixed child ids
+}
+
+// newReplayEngine prepares a turn over baseline, the execution's history;
+// persistedLen is how many of its events came from the provider (the rest,
+// such as a fresh OrchestrationStarted, are new this turn).
+func newReplayEngine(instance string, executionID uint64, baseline []duroxide.Event, persistedLen int, kv map[string]duroxide.KvEntry, logger *slog.Logger) *replayEngine {
+	next := uint64(1)
+	if n := len(baseline); n > 0 {
+		next = baseline[n-1].EventID + 1
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &replayEngine{
+		instance: instance, executionID: executionID, logger: logger,
+		baseline: baseline, persistedLen: persistedLen, nextEventID: next, kvSnapshot: kv,
+	}
+}
+
+func (e *replayEngine) newEvent(source *uint64, kind duroxide.EventKind) duroxide.Event {
+	ev := duroxide.NewEvent(e.nextEventID, e.instance, e.executionID, source, kind)
+	e.nextEventID++
+	return ev
+}
+
+func (e *replayEngine) allEvents() func(yield func(duroxide.Event) bool) {
+	return func(yield func(duroxide.Event) bool) {
+		for _, ev := range e.baseline {
+			if !yield(ev) {
+				return
+			}
+		}
+		for _, ev := range e.historyDelta {
+			if !yield(ev) {
+				return
+			}
+		}
+	}
+}
+
+// scheduleKindOf returns "activity", "timer" or "suborchestration" for the
+// schedule event with id, or "".
+func (e *replayEngine) scheduleKindOf(id uint64) string {
+	for ev := range e.allEvents() {
+		if ev.EventID != id {
+			continue
+		}
+		switch ev.Kind.(type) {
+		case duroxide.ActivityScheduled:
+			return "activity"
+		case duroxide.TimerCreated:
+			return "timer"
+		case duroxide.SubOrchestrationScheduled:
+			return "suborchestration"
+		}
+	}
+	return ""
+}
+
+// hasCompletion reports whether events already hold a completion of the
+// given kinds for schedule id.
+func hasCompletion(events []duroxide.Event, id uint64, kinds ...duroxide.EventType) bool {
+	for _, ev := range events {
+		if ev.SourceEventID != nil && *ev.SourceEventID == id && slices.Contains(kinds, ev.Type()) {
+			return true
+		}
+	}
+	return false
+}
+
+// prepCompletions converts the turn's messages into history events
+// (duroxide's prep_completions): messages of another execution and
+// duplicates (a second completion of the same schedule) are dropped, a completion without a matching schedule of the
+// same kind is nondeterminism, and a system error (Configuration,
+// Infrastructure, Poison) in an activity or child failure aborts the turn.
+func (e *replayEngine) prepCompletions(messages []duroxide.WorkItem) {
+	for _, msg := range messages {
+		var (
+			id         uint64
+			wantKind   string
+			source     *uint64
+			kind       duroxide.EventKind
+			sysErr     *duroxide.ErrorDetails
+			execID     uint64
+			checkExec  bool
+			dupKinds   []duroxide.EventType
+			completion = true
+		)
+		switch m := msg.Kind.(type) {
+		case duroxide.ActivityCompletedItem:
+			id, wantKind, execID, checkExec = m.ID, "activity", m.ExecutionID, true
+			kind = duroxide.ActivityCompleted{Result: m.Result}
+			dupKinds = []duroxide.EventType{duroxide.EventTypeActivityCompleted, duroxide.EventTypeActivityFailed}
+		case duroxide.ActivityFailedItem:
+			id, wantKind, execID, checkExec = m.ID, "activity", m.ExecutionID, true
+			kind = duroxide.ActivityFailed{Details: m.Details}
+			dupKinds = []duroxide.EventType{duroxide.EventTypeActivityCompleted, duroxide.EventTypeActivityFailed}
+			if m.Details.Application == nil {
+				d := m.Details
+				sysErr = &d
+			}
+		case duroxide.TimerFiredItem:
+			id, wantKind, execID, checkExec = m.ID, "timer", m.ExecutionID, true
+			kind = duroxide.TimerFired{FireAtMs: m.FireAtMs}
+			dupKinds = []duroxide.EventType{duroxide.EventTypeTimerFired}
+		case duroxide.SubOrchCompletedItem:
+			id, wantKind, execID, checkExec = m.ParentID, "suborchestration", m.ParentExecutionID, true
+			kind = duroxide.SubOrchestrationCompleted{Result: m.Result}
+			dupKinds = []duroxide.EventType{duroxide.EventTypeSubOrchestrationCompleted, duroxide.EventTypeSubOrchestrationFailed}
+		case duroxide.SubOrchFailedItem:
+			id, wantKind, execID, checkExec = m.ParentID, "suborchestration", m.ParentExecutionID, true
+			kind = duroxide.SubOrchestrationFailed{Details: m.Details}
+			dupKinds = []duroxide.EventType{duroxide.EventTypeSubOrchestrationCompleted, duroxide.EventTypeSubOrchestrationFailed}
+			if m.Details.Application == nil {
+				d := m.Details
+				sysErr = &d
+			}
+		case duroxide.ExternalRaisedItem:
+			completion = false
+			kind = duroxide.ExternalEvent{Name: m.Name, Data: m.Data}
+		case duroxide.QueueMessageItem:
+			completion = false
+			kind = duroxide.QueueEventDelivered{Name: m.Name, Data: m.Data}
+		case duroxide.CancelInstanceItem:
+			completion = false
+			if e.cancelAlreadyDecided() {
+				continue
+			}
+			kind = duroxide.OrchestrationCancelRequested{Reason: m.Reason}
+		default:
+			continue // start items are handled by the dispatcher
+		}
+		if completion {
+			if checkExec && execID != e.executionID {
+				e.logger.Warn("ignoring completion from a different execution", "instance", e.instance, "id", id, "execution_id", execID)
+				continue
+			}
+			// duroxide checks only the same completion kind against the
+			// persisted history (and ActivityFailed not at all); any earlier
+			// completion of the schedule makes a redelivery a duplicate here,
+			// which a later replay would otherwise reject.
+			if hasCompletion(e.baseline, id, dupKinds...) {
+				e.logger.Warn("ignoring duplicate completion", "instance", e.instance, "id", id)
+				continue
+			}
+			if hasCompletion(e.historyDelta, id, dupKinds...) {
+				e.logger.Warn("dropping duplicate completion in current run", "instance", e.instance, "id", id)
+				continue
+			}
+			switch got := e.scheduleKindOf(id); {
+			case got == "":
+				what := map[string]string{"activity": "completion", "timer": "timer", "suborchestration": "sub-orchestration"}[wantKind]
+				d := duroxide.NondeterminismError("", fmt.Sprintf("no matching schedule for %s id=%d", what, id))
+				e.abortError = &d
+				continue
+			case got != wantKind:
+				d := duroxide.NondeterminismError("", fmt.Sprintf("completion kind mismatch for id=%d, expected '%s', got '%s'", id, got, wantKind))
+				e.abortError = &d
+				continue
+			}
+			idCopy := id
+			source = &idCopy
+			if sysErr != nil && e.abortError == nil {
+				e.abortError = sysErr
+			}
+		}
+		e.historyDelta = append(e.historyDelta, e.newEvent(source, kind))
+	}
+}
+
+// cancelAlreadyDecided reports whether the instance already terminated or
+// already recorded a cancellation request, so a CancelInstance is dropped.
+func (e *replayEngine) cancelAlreadyDecided() bool {
+	for _, ev := range e.baseline {
+		switch ev.Kind.(type) {
+		case duroxide.OrchestrationCompleted, duroxide.OrchestrationFailed, duroxide.OrchestrationCancelRequested:
+			return true
+		}
+	}
+	for _, ev := range e.historyDelta {
+		if _, ok := ev.Kind.(duroxide.OrchestrationCancelRequested); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// replayRun is the state of one execute call.
+type replayRun struct {
+	ctx           *OrchestrationContext
+	co            *coroutine
+	emitted       []tokenAction
+	openSchedules map[uint64]bool
+	scheduleKinds map[uint64]duroxide.EventType
+	mustPoll      bool
+	finished      bool
+}
+
+// poll resumes the orchestration and queues the actions it emitted; it
+// returns true when the function has returned (or panicked).
+func (r *replayRun) poll() bool {
+	done := r.co.poll()
+	r.ctx.mu.Lock()
+	r.emitted = append(r.emitted, r.ctx.state.drain()...)
+	r.ctx.mu.Unlock()
+	r.finished = done
+	return done
+}
+
+// execute replays the history and runs the orchestration for one turn
+// (duroxide's execute_orchestration).
+func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string) turnResult {
+	if e.abortError != nil {
+		return failed(*e.abortError)
+	}
+	working := slices.Concat(e.baseline, e.historyDelta)
+	for _, ev := range working {
+		if ev.IsTerminal() {
+			return turnResult{kind: turnContinue}
+		}
+	}
+	if len(working) == 0 {
+		return nondeterminism("corrupted history: empty")
+	}
+	started, ok := working[0].Kind.(duroxide.OrchestrationStarted)
+	if !ok {
+		return nondeterminism("corrupted history: first event must be OrchestrationStarted")
+	}
+
+	ctx := newOrchestrationContext(e.instance, e.executionID, name, version, e.logger)
+	ctx.state.seedKV(e.kvSnapshot)
+	ctx.state.customStatus = started.InitialCustomStatus
+	co := newCoroutine(func() (string, error) {
+		out, err := fn(ctx, input)
+		ctx.dropPending()
+		return out, err
+	})
+	ctx.co = co
+	defer co.abort()
+
+	run := &replayRun{ctx: ctx, co: co, openSchedules: map[uint64]bool{}, scheduleKinds: map[uint64]duroxide.EventType{}, mustPoll: true}
+	if e.persistedLen == 0 {
+		ctx.setReplaying(false)
+	}
+	for i, ev := range working {
+		if i >= e.persistedLen {
+			ctx.setReplaying(false)
+		}
+		if run.mustPoll {
+			if run.poll() {
+				break
+			}
+			run.mustPoll = false
+		}
+		if res, failedTurn := e.applyHistoryEvent(run, ev); failedTurn {
+			return res
+		}
+	}
+	ctx.setReplaying(false)
+	if run.mustPoll && !run.finished {
+		run.poll()
+	}
+	if co.panicked != nil {
+		return failed(duroxide.ErrorDetails{Application: &duroxide.ApplicationDetails{
+			Kind: duroxide.AppErrorKind{Name: duroxide.AppErrorPanicked}, Message: *co.panicked,
+		}})
+	}
+
+	ctx.mu.Lock()
+	for _, id := range ctx.state.cancelledIDs(kindQueueDequeue) {
+		ctx.state.queueCancelled[id] = true
+	}
+	ctx.mu.Unlock()
+	e.convertEmitted(ctx, run.emitted)
+	run.emitted = nil
+
+	if res, bad := e.quiesce(run); bad {
+		return res
+	}
+	return e.finalize(run)
+}
+
+// applyHistoryEvent replays one event against the code's actions (duroxide's
+// apply_history_event); failedTurn is true with the nondeterminism result
+// when they disagree.
+func (e *replayEngine) applyHistoryEvent(run *replayRun, ev duroxide.Event) (res turnResult, failedTurn bool) {
+	ctx := run.ctx
+	popAndCheck := func(what string) (turnResult, bool) {
+		if len(run.emitted) == 0 {
+			return turnResult{}, false // no action: the event came from carry-forward or older code
+		}
+		ta := run.emitted[0]
+		run.emitted = run.emitted[1:]
+		if !ta.action.matchesEvent(ev.Kind) {
+			return nondeterminism(fmt.Sprintf("%s mismatch: action=%s vs event=%s", what, ta.action, describeEvent(ev.Kind))), true
+		}
+		return turnResult{}, false
+	}
+	deliver := func(c completion) (turnResult, bool) {
+		if ev.SourceEventID == nil {
+			return turnResult{}, false
+		}
+		src := *ev.SourceEventID
+		if !run.openSchedules[src] {
+			return nondeterminism("completion without open schedule"), true
+		}
+		ctx.mu.Lock()
+		ctx.state.deliver(src, c)
+		ctx.mu.Unlock()
+		delete(run.openSchedules, src)
+		run.mustPoll = true
+		return turnResult{}, false
+	}
+
+	switch k := ev.Kind.(type) {
+	case duroxide.OrchestrationStarted:
+		if k.InitialCustomStatus != nil {
+			ctx.mu.Lock()
+			ctx.state.customStatus = k.InitialCustomStatus
+			ctx.mu.Unlock()
+		}
+	case duroxide.CustomStatusUpdated:
+		return popAndCheck("custom status")
+	case duroxide.KeyValueSet:
+		return popAndCheck("kv set")
+	case duroxide.KeyValueCleared:
+		return popAndCheck("kv clear")
+	case duroxide.KeyValuesCleared:
+		return popAndCheck("kv clear_all")
+	case duroxide.ActivityScheduled, duroxide.TimerCreated:
+		_, res, bad := e.matchAndBind(run, ev)
+		return res, bad
+	case duroxide.ExternalSubscribed:
+		_, res, bad := e.matchAndBind(run, ev)
+		if !bad {
+			ctx.mu.Lock()
+			ctx.state.bindExternalSubscription(ev.EventID, k.Name)
+			ctx.mu.Unlock()
+		}
+		return res, bad
+	case duroxide.QueueSubscribed:
+		_, res, bad := e.matchAndBind(run, ev)
+		if !bad {
+			ctx.mu.Lock()
+			ctx.state.bindQueueSubscription(ev.EventID, k.Name)
+			ctx.mu.Unlock()
+			run.mustPoll = true
+		}
+		return res, bad
+	case duroxide.SubOrchestrationScheduled:
+		token, res, bad := e.matchAndBind(run, ev)
+		if !bad {
+			ctx.mu.Lock()
+			ctx.state.subOrchInstances[token] = k.Instance
+			ctx.mu.Unlock()
+		}
+		return res, bad
+	case duroxide.OrchestrationChained:
+		if len(run.emitted) == 0 {
+			return nondeterminism("history OrchestrationChained but no emitted action"), true
+		}
+		ta := run.emitted[0]
+		run.emitted = run.emitted[1:]
+		if !ta.action.matchesEvent(ev.Kind) {
+			return nondeterminism(fmt.Sprintf("schedule mismatch: action=%s vs event=%s", ta.action, describeEvent(ev.Kind))), true
+		}
+		ctx.mu.Lock()
+		ctx.state.bindToken(ta.token, ev.EventID)
+		ctx.mu.Unlock()
+	case duroxide.ActivityCompleted:
+		if ev.SourceEventID != nil && run.openSchedules[*ev.SourceEventID] && run.scheduleKinds[*ev.SourceEventID] != duroxide.EventTypeActivityScheduled {
+			return nondeterminism("completion kind mismatch: expected activity"), true
+		}
+		return deliver(completion{value: k.Result})
+	case duroxide.ActivityFailed:
+		return deliver(completion{err: &TaskFailedError{Details: k.Details}})
+	case duroxide.TimerFired:
+		return deliver(completion{})
+	case duroxide.SubOrchestrationCompleted:
+		return deliver(completion{value: k.Result})
+	case duroxide.SubOrchestrationFailed:
+		return deliver(completion{err: &TaskFailedError{Details: k.Details}})
+	case duroxide.ExternalSubscribedCancelled:
+		if ev.SourceEventID != nil {
+			ctx.mu.Lock()
+			ctx.state.extCancelled[*ev.SourceEventID] = true
+			ctx.mu.Unlock()
+		}
+	case duroxide.QueueSubscriptionCancelled:
+		if ev.SourceEventID != nil {
+			ctx.mu.Lock()
+			ctx.state.queueCancelled[*ev.SourceEventID] = true
+			ctx.mu.Unlock()
+		}
+	case duroxide.ExternalEvent:
+		ctx.mu.Lock()
+		if ctx.state.hasPendingSubscriptionSlot(k.Name) {
+			ctx.state.deliverExternal(k.Name, k.Data)
+			run.mustPoll = true
+		} else {
+			e.logger.Warn("skipping ExternalEvent delivery: no pending subscription slot (event remains in history for audit)",
+				"instance", e.instance, "event_name", k.Name)
+		}
+		ctx.mu.Unlock()
+	case duroxide.QueueEventDelivered:
+		ctx.mu.Lock()
+		ctx.state.deliverQueue(k.Name, k.Data)
+		ctx.mu.Unlock()
+		run.mustPoll = true
+	}
+	return turnResult{}, false
+}
+
+// matchAndBind pops the next emitted action, checks it against the schedule
+// event ev and binds its token to ev's id (duroxide's
+// match_and_bind_schedule).
+func (e *replayEngine) matchAndBind(run *replayRun, ev duroxide.Event) (token uint64, res turnResult, bad bool) {
+	if len(run.emitted) == 0 {
+		return 0, nondeterminism("history schedule but no emitted action"), true
+	}
+	ta := run.emitted[0]
+	run.emitted = run.emitted[1:]
+	if !ta.action.matchesEvent(ev.Kind) {
+		return 0, nondeterminism(fmt.Sprintf("schedule mismatch: action=%s vs event=%s", ta.action, describeEvent(ev.Kind))), true
+	}
+	run.ctx.mu.Lock()
+	run.ctx.state.bindToken(ta.token, ev.EventID)
+	run.ctx.mu.Unlock()
+	run.openSchedules[ev.EventID] = true
+	run.scheduleKinds[ev.EventID] = ev.Type()
+	return ta.token, turnResult{}, false
+}
+
+// convertEmitted gives new actions their event ids, binds their tokens and
+// records their events (duroxide's convert_emitted_actions).
+func (e *replayEngine) convertEmitted(ctx *OrchestrationContext, emitted []tokenAction) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	for _, ta := range emitted {
+		id := e.nextEventID
+		a := ta.action.withEventID(id)
+		ctx.state.bindToken(ta.token, id)
+		switch a.kind {
+		case actStartSubOrchestration:
+			ctx.state.subOrchInstances[ta.token] = a.instance
+		case actWaitExternal:
+			ctx.state.bindExternalSubscription(id, a.name)
+		case actDequeueEvent:
+			ctx.state.bindQueueSubscription(id, a.name)
+		}
+		if kind, ok := a.toEventKind(); ok {
+			e.historyDelta = append(e.historyDelta, e.newEvent(nil, kind))
+		} else {
+			e.nextEventID++ // duroxide consumes an id for ContinueAsNew too
+		}
+		e.pendingActions = append(e.pendingActions, a)
+	}
+}
+
+// quiesce re-polls while the newly bound actions let the code progress
+// (duroxide's run_quiescence_loop): a dequeue whose message is already
+// buffered resolves in the same turn.
+func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
+	iter := 0
+	for !run.finished && len(e.pendingActions) > 0 && iter < maxQuiescenceIterations {
+		iter++
+		before := len(e.pendingActions)
+		run.poll()
+		if run.co.panicked != nil {
+			return failed(duroxide.ErrorDetails{Application: &duroxide.ApplicationDetails{
+				Kind: duroxide.AppErrorKind{Name: duroxide.AppErrorPanicked}, Message: *run.co.panicked,
+			}}), true
+		}
+		e.convertEmitted(run.ctx, run.emitted)
+		run.emitted = nil
+		if len(e.pendingActions) == before {
+			break
+		}
+	}
+	if iter >= maxQuiescenceIterations {
+		return failed(duroxide.ErrorDetails{Infrastructure: &duroxide.InfrastructureDetails{
+			Operation: "quiescence_loop",
+			Message:   fmt.Sprintf("quiescence loop exceeded %d iterations — orchestration is emitting unbounded persistent event subscriptions", maxQuiescenceIterations),
+		}}), true
+	}
+	return turnResult{}, false
+}
+
+// finalize decides the turn's result (duroxide's finalize_turn): a recorded
+// cancellation request wins, then continue-as-new, then the function's
+// output; dropped futures are reconciled with history on the way.
+func (e *replayEngine) finalize(run *replayRun) turnResult {
+	for ev := range e.allEvents() {
+		if k, ok := ev.Kind.(duroxide.OrchestrationCancelRequested); ok {
+			return turnResult{kind: turnCancelled, reason: k.Reason}
+		}
+	}
+	for _, a := range e.pendingActions {
+		if a.kind == actContinueAsNew {
+			return turnResult{kind: turnContinueAsNew, input: a.input, version: a.version}
+		}
+	}
+	if res, bad := e.collectCancelled(run.ctx); bad {
+		return res
+	}
+	if run.finished {
+		if run.co.err != nil {
+			return failed(duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed, run.co.err.Error()))
+		}
+		return turnResult{kind: turnCompleted, output: run.co.output}
+	}
+	return turnResult{kind: turnContinue}
+}
+
+// collectCancelled reconciles the futures the code dropped with the
+// cancellation events already in history and records the new ones
+// (duroxide's collect_cancelled_from_context): a persisted dropped-future
+// cancellation the code no longer makes is nondeterminism; a new one adds a
+// *CancelRequested/*Cancelled event and, for activities and children, the
+// provider side channel.
+func (e *replayEngine) collectCancelled(ctx *OrchestrationContext) (turnResult, bool) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	s := ctx.state
+	acts := s.cancelledIDs(kindActivity)
+	children := s.cancelledSubOrchestrations()
+	exts := s.cancelledIDs(kindExternalWait)
+	queues := s.cancelledIDs(kindQueueDequeue)
+	childIDs := make([]uint64, len(children))
+	for i, c := range children {
+		childIDs[i] = c.scheduleID
+	}
+
+	if e.persistedLen > 0 {
+		persisted := e.baseline[:e.persistedLen]
+		checks := []struct {
+			what     string
+			cancel   duroxide.EventType
+			schedule duroxide.EventType
+			code     []uint64
+		}{
+			{"activities", duroxide.EventTypeActivityCancelRequested, duroxide.EventTypeActivityScheduled, acts},
+			{"sub-orchestrations", duroxide.EventTypeSubOrchestrationCancelRequested, duroxide.EventTypeSubOrchestrationScheduled, childIDs},
+			{"external waits", duroxide.EventTypeExternalSubscribedCancelled, duroxide.EventTypeExternalSubscribed, exts},
+			{"persistent waits", duroxide.EventTypeQueueSubscriptionCancelled, duroxide.EventTypeQueueSubscribed, queues},
+		}
+		for _, c := range checks {
+			recorded := map[uint64]bool{}
+			scheduled := map[uint64]bool{}
+			for _, ev := range persisted {
+				switch ev.Type() {
+				case c.cancel:
+					if ev.SourceEventID != nil && cancelReason(ev.Kind) == reasonDroppedFuture {
+						recorded[*ev.SourceEventID] = true
+					}
+				case c.schedule:
+					scheduled[ev.EventID] = true
+				}
+			}
+			inCode := map[uint64]bool{}
+			for _, id := range c.code {
+				if scheduled[id] {
+					inCode[id] = true
+				}
+			}
+			for id := range recorded {
+				if !inCode[id] {
+					return nondeterminism(fmt.Sprintf("cancellation mismatch (%s): baseline_dropped_future_cancel_requests=%v ctx_cancelled_in_replayed_segment=%v",
+						c.what, sortedKeys(recorded), sortedKeys(inCode))), true
+				}
+			}
+		}
+	}
+
+	already := map[duroxide.EventType]map[uint64]bool{}
+	for ev := range e.allEvents() {
+		switch ev.Kind.(type) {
+		case duroxide.ActivityCancelRequested, duroxide.SubOrchestrationCancelRequested,
+			duroxide.ExternalSubscribedCancelled, duroxide.QueueSubscriptionCancelled:
+			if ev.SourceEventID != nil {
+				if already[ev.Type()] == nil {
+					already[ev.Type()] = map[uint64]bool{}
+				}
+				already[ev.Type()][*ev.SourceEventID] = true
+			}
+		}
+	}
+	isNew := func(t duroxide.EventType, id uint64) bool {
+		if already[t] == nil {
+			already[t] = map[uint64]bool{}
+		}
+		if already[t][id] {
+			return false
+		}
+		already[t][id] = true
+		return true
+	}
+	for _, id := range acts {
+		if isNew(duroxide.EventTypeActivityCancelRequested, id) {
+			e.cancelledActivityIDs = append(e.cancelledActivityIDs, id)
+			e.historyDelta = append(e.historyDelta, e.newEvent(duroxide.Uint64Ptr(id), duroxide.ActivityCancelRequested{Reason: reasonDroppedFuture}))
+		}
+	}
+	for _, c := range children {
+		if isNew(duroxide.EventTypeSubOrchestrationCancelRequested, c.scheduleID) {
+			e.cancelledSubOrchestrate = append(e.cancelledSubOrchestrate, c.instance)
+			e.historyDelta = append(e.historyDelta, e.newEvent(duroxide.Uint64Ptr(c.scheduleID), duroxide.SubOrchestrationCancelRequested{Reason: reasonDroppedFuture}))
+		}
+	}
+	for _, id := range exts {
+		if isNew(duroxide.EventTypeExternalSubscribedCancelled, id) {
+			e.historyDelta = append(e.historyDelta, e.newEvent(duroxide.Uint64Ptr(id), duroxide.ExternalSubscribedCancelled{Reason: reasonDroppedFuture}))
+		}
+	}
+	for _, id := range queues {
+		if isNew(duroxide.EventTypeQueueSubscriptionCancelled, id) {
+			e.historyDelta = append(e.historyDelta, e.newEvent(duroxide.Uint64Ptr(id), duroxide.QueueSubscriptionCancelled{Reason: reasonDroppedFuture}))
+		}
+	}
+	s.clearCancelled()
+	return turnResult{}, false
+}
+
+// cancelReason returns the reason of a cancellation event kind.
+func cancelReason(kind duroxide.EventKind) string {
+	switch k := kind.(type) {
+	case duroxide.ActivityCancelRequested:
+		return k.Reason
+	case duroxide.SubOrchestrationCancelRequested:
+		return k.Reason
+	case duroxide.ExternalSubscribedCancelled:
+		return k.Reason
+	case duroxide.QueueSubscriptionCancelled:
+		return k.Reason
+	}
+	return ""
+}
+
+func sortedKeys(m map[uint64]bool) []uint64 {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,313 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// poisonHistorySentinelEventID is the event id duroxide uses for the
+// OrchestrationFailed of an instance whose history cannot be decoded (the
+// next id is unknowable).
+const poisonHistorySentinelEventID = 99999
+
+// historyErrorBackoff is how long an item with undecodable history waits
+// before another fetch (giving a newer runtime a chance), as in duroxide.
+const historyErrorBackoff = time.Second
+
+// ackRequest is everything AckOrchestrationItem commits for a turn.
+type ackRequest struct {
+	executionID         uint64
+	historyDelta        []duroxide.Event
+	workerItems         []duroxide.WorkItem
+	orchestratorItems   []duroxide.WorkItem
+	metadata            duroxide.ExecutionMetadata
+	cancelledActivities []duroxide.ScheduledActivityIdentifier
+}
+
+// turnDecision is what to do with a fetched orchestration item: ack it with
+// ack, or abandon it after delay.
+type turnDecision struct {
+	abandon bool
+	delay   time.Duration
+	ack     ackRequest
+	poison  bool
+	reason  string // why abandoned, for logs
+}
+
+// turnProcessor decides orchestration turns (the pure part of duroxide's
+// process_orchestration_item); it does no I/O except through parentExec.
+type turnProcessor struct {
+	registry    *Registry
+	maxAttempts uint32
+	backoff     UnregisteredBackoff
+	supported   duroxide.DispatcherCapabilityFilter
+	parentExec  parentExecutionFunc
+	logger      *slog.Logger
+}
+
+// decide processes one fetched item.
+func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
+	instance := item.Instance
+	// Defense in depth behind the provider's capability filter.
+	if pinned, ok := pinnedVersion(item.History); ok && !p.supported.IsCompatible(pinned) {
+		p.logger.Warn("execution pinned at incompatible version, abandoning", "instance", instance, "pinned_version", pinned.String())
+		return turnDecision{abandon: true, delay: time.Second, reason: "incompatible version"}
+	}
+	if item.AttemptCount > p.maxAttempts {
+		p.logger.Warn("orchestration message exceeded max attempts, marking as poison",
+			"instance", instance, "attempt_count", item.AttemptCount, "max_attempts", p.maxAttempts)
+		return p.poison(item)
+	}
+	if item.HistoryError != nil {
+		p.logger.Warn("history deserialization failed, abandoning with backoff",
+			"instance", instance, "error", *item.HistoryError, "attempt", item.AttemptCount)
+		return turnDecision{abandon: true, delay: historyErrorBackoff, reason: "history error"}
+	}
+
+	temp := newHistoryManager(item.History)
+	reader := newWorkItemReader(item.Messages, temp, instance, p.logger)
+	if temp.completed || temp.failed || (temp.continuedAsNew && !reader.continueAsNew) {
+		p.logger.Warn("instance is terminal, acking batch without processing", "instance", instance)
+		return turnDecision{ack: ackRequest{executionID: item.ExecutionID}}
+	}
+
+	executionID, h := item.ExecutionID, temp
+	if reader.continueAsNew {
+		executionID, h = item.ExecutionID+1, newHistoryManager(nil)
+	}
+
+	var exec executionResult
+	if reader.name != "" {
+		fn, resolved, ok := p.registry.resolveOrchestration(reader.name, reader.version)
+		if !ok {
+			delay := p.backoff.Delay(item.AttemptCount)
+			p.logger.Warn("orchestration not registered, abandoning with backoff",
+				"instance", instance, "orchestration_name", reader.name, "attempt_count", item.AttemptCount, "backoff", delay)
+			return turnDecision{abandon: true, delay: delay, reason: "unregistered orchestration " + reader.name}
+		}
+		if h.isEmpty() {
+			started := duroxide.OrchestrationStarted{
+				Name: reader.name, Version: resolved.String(), Input: reader.input,
+				ParentInstance: reader.parentInstance, ParentID: reader.parentID,
+			}
+			if can, ok := startKind(reader.start).(duroxide.ContinueAsNewItem); ok {
+				if len(can.CarryForwardEvents) > 0 {
+					started.CarryForwardEvents = can.CarryForwardEvents
+				}
+				started.InitialCustomStatus = can.InitialCustomStatus
+			}
+			h.delta = append(h.delta, duroxide.NewEvent(duroxide.InitialEventID, instance, executionID, nil, started))
+		}
+		exec = runExecution(instance, executionID, h, reader, fn, resolved.String(), item.KVSnapshot, p.parentExec, p.logger)
+	} else if len(reader.completions) > 0 {
+		p.logger.Warn("messages for an instance with no orchestration name; dropping them", "instance", instance)
+	}
+
+	metadata := computeMetadata(h.delta)
+	if violation := limitViolation(h.delta, item.KVSnapshot); violation != "" {
+		p.logger.Error("runtime limit exceeded, failing orchestration", "instance", instance, "violation", violation)
+		limited := p.failForLimit(h, instance, executionID, violation)
+		limited.cancelledActivities = exec.cancelledActivities
+		exec = limited
+		metadata = computeMetadata(h.delta)
+	}
+
+	cancelled := exec.cancelledActivities
+	if metadata.Status != nil {
+		reason := map[string]string{
+			duroxide.StatusCompleted:      "orchestration_terminal_completed",
+			duroxide.StatusFailed:         "orchestration_terminal_failed",
+			duroxide.StatusContinuedAsNew: "orchestration_terminal_continued_as_new",
+		}[*metadata.Status]
+		if reason != "" {
+			inflight := h.inflightActivities(instance, executionID)
+			for _, a := range inflight {
+				h.appendNew(instance, executionID, duroxide.Uint64Ptr(a.ActivityID), duroxide.ActivityCancelRequested{Reason: reason})
+			}
+			cancelled = append(cancelled, inflight...)
+		}
+	}
+	return turnDecision{ack: ackRequest{
+		executionID: executionID, historyDelta: h.delta,
+		workerItems: exec.workerItems, orchestratorItems: exec.orchestratorItems,
+		metadata: metadata, cancelledActivities: dedupeActivities(cancelled),
+	}}
+}
+
+// failForLimit fails the turn because a runtime limit was exceeded
+// (duroxide's fail_orchestration_for_limit): the work the turn scheduled is
+// dropped and OrchestrationFailed ends the history. Unlike duroxide, a
+// terminal event already in the delta is replaced rather than followed, and
+// a parent is still notified, so it does not wait forever.
+func (p *turnProcessor) failForLimit(h *historyManager, instance string, executionID uint64, message string) executionResult {
+	if n := len(h.delta); n > 0 && h.delta[n-1].IsTerminal() {
+		h.delta = h.delta[:n-1]
+	}
+	d := duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed, message)
+	h.appendNew(instance, executionID, nil, duroxide.OrchestrationFailed{Details: d})
+	var res executionResult
+	if parent, parentID, ok := h.parentLink(); ok {
+		res.orchestratorItems = []duroxide.WorkItem{{Kind: duroxide.SubOrchFailedItem{
+			ParentInstance: parent, ParentExecutionID: p.parentExec(parent, parentID, instance), ParentID: parentID, Details: d,
+		}}}
+	}
+	return res
+}
+
+// poison fails an item fetched more than maxAttempts times (duroxide's
+// fail_orchestration_as_poison).
+func (p *turnProcessor) poison(item *duroxide.OrchestrationItem) turnDecision {
+	if item.HistoryError != nil {
+		d := duroxide.ErrorDetails{Poison: &duroxide.PoisonDetails{
+			AttemptCount: item.AttemptCount, MaxAttempts: p.maxAttempts,
+			MessageType: duroxide.PoisonMessageType{FailedDeserialization: &duroxide.PoisonFailedDeserialization{
+				Instance: item.Instance, ExecutionID: item.ExecutionID, Error: *item.HistoryError,
+			}},
+			Message: *item.HistoryError,
+		}}
+		ev := duroxide.NewEvent(poisonHistorySentinelEventID, item.Instance, item.ExecutionID, nil, duroxide.OrchestrationFailed{Details: d})
+		return turnDecision{poison: true, ack: ackRequest{
+			executionID: item.ExecutionID, historyDelta: []duroxide.Event{ev},
+			metadata: duroxide.ExecutionMetadata{
+				Status: duroxide.StringPtr(duroxide.StatusFailed), Output: duroxide.StringPtr(d.DisplayMessage()),
+				OrchestrationName: duroxide.StringPtr(item.OrchestrationName), OrchestrationVersion: duroxide.StringPtr(item.Version),
+			},
+		}}
+	}
+	messages, err := json.Marshal(item.Messages)
+	if err != nil {
+		messages = []byte(fmt.Sprintf("%d messages (not serializable: %v)", len(item.Messages), err))
+	}
+	d := duroxide.ErrorDetails{Poison: &duroxide.PoisonDetails{
+		AttemptCount: item.AttemptCount, MaxAttempts: p.maxAttempts,
+		MessageType: duroxide.PoisonMessageType{Orchestration: &duroxide.PoisonOrchestration{Instance: item.Instance, ExecutionID: item.ExecutionID}},
+		Message:     string(messages),
+	}}
+	h := newHistoryManager(item.History)
+	if h.isEmpty() {
+		started := duroxide.OrchestrationStarted{Name: item.OrchestrationName, Version: item.Version}
+		for _, m := range item.Messages {
+			if s, ok := m.Kind.(duroxide.StartOrchestrationItem); ok {
+				started.Name, started.Input, started.ParentInstance, started.ParentID = s.Orchestration, s.Input, s.ParentInstance, s.ParentID
+				break
+			}
+			if c, ok := m.Kind.(duroxide.ContinueAsNewItem); ok {
+				started.Name, started.Input, started.CarryForwardEvents = c.Orchestration, c.Input, c.CarryForwardEvents
+				break
+			}
+		}
+		h.delta = append(h.delta, duroxide.NewEvent(duroxide.InitialEventID, item.Instance, item.ExecutionID, nil, started))
+	}
+	h.appendNew(item.Instance, item.ExecutionID, nil, duroxide.OrchestrationFailed{Details: d})
+	md := duroxide.ExecutionMetadata{
+		Status: duroxide.StringPtr(duroxide.StatusFailed), Output: duroxide.StringPtr(d.DisplayMessage()),
+		OrchestrationName: duroxide.StringPtr(item.OrchestrationName), OrchestrationVersion: duroxide.StringPtr(item.Version),
+	}
+	var orch []duroxide.WorkItem
+	if parent, parentID, ok := h.parentLink(); ok {
+		md.ParentInstanceID = duroxide.StringPtr(parent)
+		orch = append(orch, duroxide.WorkItem{Kind: duroxide.SubOrchFailedItem{
+			ParentInstance: parent, ParentExecutionID: p.parentExec(parent, parentID, item.Instance), ParentID: parentID, Details: d,
+		}})
+	}
+	return turnDecision{poison: true, ack: ackRequest{executionID: item.ExecutionID, historyDelta: h.delta, orchestratorItems: orch, metadata: md}}
+}
+
+// pinnedVersion returns the duroxide version that wrote the execution's
+// OrchestrationStarted.
+func pinnedVersion(history []duroxide.Event) (duroxide.Version, bool) {
+	for _, ev := range history {
+		if _, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+			v, err := duroxide.ParseVersion(ev.DuroxideVersion)
+			return v, err == nil
+		}
+	}
+	return duroxide.Version{}, false
+}
+
+// computeMetadata derives the ack metadata from the turn's events
+// (duroxide's compute_execution_metadata): name, version, parent and pinned
+// version from a new OrchestrationStarted, status and output from a
+// terminal event.
+func computeMetadata(delta []duroxide.Event) duroxide.ExecutionMetadata {
+	var md duroxide.ExecutionMetadata
+	for _, ev := range delta {
+		switch k := ev.Kind.(type) {
+		case duroxide.OrchestrationStarted:
+			md.OrchestrationName = duroxide.StringPtr(k.Name)
+			md.OrchestrationVersion = duroxide.StringPtr(k.Version)
+			md.ParentInstanceID = k.ParentInstance
+			if v, err := duroxide.ParseVersion(ev.DuroxideVersion); err == nil {
+				md.PinnedDuroxideVersion = &v
+			}
+		case duroxide.OrchestrationCompleted:
+			md.Status, md.Output = duroxide.StringPtr(duroxide.StatusCompleted), duroxide.StringPtr(k.Output)
+			return md
+		case duroxide.OrchestrationFailed:
+			md.Status, md.Output = duroxide.StringPtr(duroxide.StatusFailed), duroxide.StringPtr(k.Details.DisplayMessage())
+			return md
+		case duroxide.OrchestrationContinuedAsNew:
+			md.Status, md.Output = duroxide.StringPtr(duroxide.StatusContinuedAsNew), duroxide.StringPtr(k.Input)
+			return md
+		}
+	}
+	return md
+}
+
+// limitViolation checks the turn against duroxide's runtime limits (custom
+// status size, tag size, KV value size, KV key count) and returns the
+// failure message of the first one exceeded, or "".
+func limitViolation(delta []duroxide.Event, kv map[string]duroxide.KvEntry) string {
+	for i := len(delta) - 1; i >= 0; i-- {
+		if k, ok := delta[i].Kind.(duroxide.CustomStatusUpdated); ok && k.Status != nil {
+			if n := len(*k.Status); n > duroxide.MaxCustomStatusBytes {
+				return fmt.Sprintf("Custom status size (%d bytes) exceeds limit (%d bytes)", n, duroxide.MaxCustomStatusBytes)
+			}
+			break
+		}
+	}
+	for _, ev := range delta {
+		if k, ok := ev.Kind.(duroxide.ActivityScheduled); ok && k.Tag != nil && len(*k.Tag) > duroxide.MaxTagNameBytes {
+			return fmt.Sprintf("Activity '%s' tag size (%d bytes) exceeds limit (%d bytes)", k.Name, len(*k.Tag), duroxide.MaxTagNameBytes)
+		}
+	}
+	for _, ev := range delta {
+		if k, ok := ev.Kind.(duroxide.KeyValueSet); ok && len(k.Value) > duroxide.MaxKVValueBytes {
+			return fmt.Sprintf("KV value for key '%s' (%d bytes) exceeds limit (%d bytes)", k.Key, len(k.Value), duroxide.MaxKVValueBytes)
+		}
+	}
+	keys := map[string]bool{}
+	for k := range kv {
+		keys[k] = true
+	}
+	for _, ev := range delta {
+		switch k := ev.Kind.(type) {
+		case duroxide.KeyValueSet:
+			keys[k.Key] = true
+		case duroxide.KeyValueCleared:
+			delete(keys, k.Key)
+		case duroxide.KeyValuesCleared:
+			clear(keys)
+		}
+	}
+	if len(keys) > duroxide.MaxKVKeys {
+		return fmt.Sprintf("KV key count (%d) exceeds limit (%d)", len(keys), duroxide.MaxKVKeys)
+	}
+	return ""
+}
+
+func dedupeActivities(in []duroxide.ScheduledActivityIdentifier) []duroxide.ScheduledActivityIdentifier {
+	seen := map[duroxide.ScheduledActivityIdentifier]bool{}
+	out := in[:0:0]
+	for _, a := range in {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
