@@ -276,46 +276,87 @@ type KeyValueCleared struct{ Key string }
 // KeyValuesCleared records that every key of the instance was cleared.
 type KeyValuesCleared struct{}
 
-func (OrchestrationStarted) EventType() EventType    { return EventTypeOrchestrationStarted }
-func (OrchestrationCompleted) EventType() EventType  { return EventTypeOrchestrationCompleted }
-func (OrchestrationFailed) EventType() EventType     { return EventTypeOrchestrationFailed }
-func (ActivityScheduled) EventType() EventType       { return EventTypeActivityScheduled }
-func (ActivityCompleted) EventType() EventType       { return EventTypeActivityCompleted }
-func (ActivityFailed) EventType() EventType          { return EventTypeActivityFailed }
+// EventType returns EventTypeOrchestrationStarted.
+func (OrchestrationStarted) EventType() EventType { return EventTypeOrchestrationStarted }
+
+// EventType returns EventTypeOrchestrationCompleted.
+func (OrchestrationCompleted) EventType() EventType { return EventTypeOrchestrationCompleted }
+
+// EventType returns EventTypeOrchestrationFailed.
+func (OrchestrationFailed) EventType() EventType { return EventTypeOrchestrationFailed }
+
+// EventType returns EventTypeActivityScheduled.
+func (ActivityScheduled) EventType() EventType { return EventTypeActivityScheduled }
+
+// EventType returns EventTypeActivityCompleted.
+func (ActivityCompleted) EventType() EventType { return EventTypeActivityCompleted }
+
+// EventType returns EventTypeActivityFailed.
+func (ActivityFailed) EventType() EventType { return EventTypeActivityFailed }
+
+// EventType returns EventTypeActivityCancelRequested.
 func (ActivityCancelRequested) EventType() EventType { return EventTypeActivityCancelRequested }
-func (TimerCreated) EventType() EventType            { return EventTypeTimerCreated }
-func (TimerFired) EventType() EventType              { return EventTypeTimerFired }
-func (ExternalSubscribed) EventType() EventType      { return EventTypeExternalSubscribed }
-func (ExternalEvent) EventType() EventType           { return EventTypeExternalEvent }
-func (OrchestrationChained) EventType() EventType    { return EventTypeOrchestrationChained }
-func (SubOrchestrationScheduled) EventType() EventType {
-	return EventTypeSubOrchestrationScheduled
-}
-func (SubOrchestrationCompleted) EventType() EventType {
-	return EventTypeSubOrchestrationCompleted
-}
+
+// EventType returns EventTypeTimerCreated.
+func (TimerCreated) EventType() EventType { return EventTypeTimerCreated }
+
+// EventType returns EventTypeTimerFired.
+func (TimerFired) EventType() EventType { return EventTypeTimerFired }
+
+// EventType returns EventTypeExternalSubscribed.
+func (ExternalSubscribed) EventType() EventType { return EventTypeExternalSubscribed }
+
+// EventType returns EventTypeExternalEvent.
+func (ExternalEvent) EventType() EventType { return EventTypeExternalEvent }
+
+// EventType returns EventTypeOrchestrationChained.
+func (OrchestrationChained) EventType() EventType { return EventTypeOrchestrationChained }
+
+// EventType returns EventTypeSubOrchestrationScheduled.
+func (SubOrchestrationScheduled) EventType() EventType { return EventTypeSubOrchestrationScheduled }
+
+// EventType returns EventTypeSubOrchestrationCompleted.
+func (SubOrchestrationCompleted) EventType() EventType { return EventTypeSubOrchestrationCompleted }
+
+// EventType returns EventTypeSubOrchestrationFailed.
 func (SubOrchestrationFailed) EventType() EventType { return EventTypeSubOrchestrationFailed }
+
+// EventType returns EventTypeSubOrchestrationCancelRequested.
 func (SubOrchestrationCancelRequested) EventType() EventType {
 	return EventTypeSubOrchestrationCancelRequested
 }
-func (OrchestrationContinuedAsNew) EventType() EventType {
-	return EventTypeOrchestrationContinuedAsNew
-}
+
+// EventType returns EventTypeOrchestrationContinuedAsNew.
+func (OrchestrationContinuedAsNew) EventType() EventType { return EventTypeOrchestrationContinuedAsNew }
+
+// EventType returns EventTypeOrchestrationCancelRequested.
 func (OrchestrationCancelRequested) EventType() EventType {
 	return EventTypeOrchestrationCancelRequested
 }
-func (ExternalSubscribedCancelled) EventType() EventType {
-	return EventTypeExternalSubscribedCancelled
-}
-func (QueueSubscribed) EventType() EventType     { return EventTypeQueueSubscribed }
+
+// EventType returns EventTypeExternalSubscribedCancelled.
+func (ExternalSubscribedCancelled) EventType() EventType { return EventTypeExternalSubscribedCancelled }
+
+// EventType returns EventTypeQueueSubscribed.
+func (QueueSubscribed) EventType() EventType { return EventTypeQueueSubscribed }
+
+// EventType returns EventTypeQueueEventDelivered.
 func (QueueEventDelivered) EventType() EventType { return EventTypeQueueEventDelivered }
-func (QueueSubscriptionCancelled) EventType() EventType {
-	return EventTypeQueueSubscriptionCancelled
-}
+
+// EventType returns EventTypeQueueSubscriptionCancelled.
+func (QueueSubscriptionCancelled) EventType() EventType { return EventTypeQueueSubscriptionCancelled }
+
+// EventType returns EventTypeCustomStatusUpdated.
 func (CustomStatusUpdated) EventType() EventType { return EventTypeCustomStatusUpdated }
-func (KeyValueSet) EventType() EventType         { return EventTypeKeyValueSet }
-func (KeyValueCleared) EventType() EventType     { return EventTypeKeyValueCleared }
-func (KeyValuesCleared) EventType() EventType    { return EventTypeKeyValuesCleared }
+
+// EventType returns EventTypeKeyValueSet.
+func (KeyValueSet) EventType() EventType { return EventTypeKeyValueSet }
+
+// EventType returns EventTypeKeyValueCleared.
+func (KeyValueCleared) EventType() EventType { return EventTypeKeyValueCleared }
+
+// EventType returns EventTypeKeyValuesCleared.
+func (KeyValuesCleared) EventType() EventType { return EventTypeKeyValuesCleared }
 
 func (OrchestrationStarted) isEventKind()            {}
 func (OrchestrationCompleted) isEventKind()          {}
