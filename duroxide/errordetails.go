@@ -13,42 +13,42 @@ import "fmt"
 // orchestration code sees; Poison marks a message that exceeded its maximum
 // fetch attempts.
 type ErrorDetails struct {
-	Infrastructure *InfrastructureDetails
-	Configuration  *ConfigurationDetails
-	Application    *ApplicationDetails
-	Poison         *PoisonDetails
+	Infrastructure *InfrastructureDetails // "Infrastructure" variant
+	Configuration  *ConfigurationDetails  // "Configuration" variant
+	Application    *ApplicationDetails    // "Application" variant
+	Poison         *PoisonDetails         // "Poison" variant
 }
 
 // InfrastructureDetails is ErrorDetails::Infrastructure: a provider operation
 // failed.
 type InfrastructureDetails struct {
-	Operation string
-	Message   string
-	Retryable bool
+	Operation string // "operation": the provider method, e.g. "read"
+	Message   string // "message"
+	Retryable bool   // "retryable"
 }
 
 // ConfigurationDetails is ErrorDetails::Configuration: a deployment problem
 // such as nondeterminism. Message is nil (null on the wire) when absent.
 type ConfigurationDetails struct {
-	Kind     ConfigErrorKind
-	Resource string
-	Message  *string
+	Kind     ConfigErrorKind // "kind"
+	Resource string          // "resource": the orchestration or activity concerned
+	Message  *string         // "message": null when nil
 }
 
 // ApplicationDetails is ErrorDetails::Application: a business-logic failure.
 type ApplicationDetails struct {
-	Kind      AppErrorKind
-	Message   string
-	Retryable bool
+	Kind      AppErrorKind // "kind"
+	Message   string       // "message"
+	Retryable bool         // "retryable"
 }
 
 // PoisonDetails is ErrorDetails::Poison: a message was fetched AttemptCount
 // times, more than MaxAttempts. Message is the poisoned message as JSON.
 type PoisonDetails struct {
-	AttemptCount uint32
-	MaxAttempts  uint32
-	MessageType  PoisonMessageType
-	Message      string
+	AttemptCount uint32            // "attempt_count"
+	MaxAttempts  uint32            // "max_attempts"
+	MessageType  PoisonMessageType // "message_type"
+	Message      string            // "message": the poisoned message as JSON
 }
 
 // ConfigErrorKind is duroxide's ConfigErrorKind, a string on the wire.
@@ -63,8 +63,8 @@ const ConfigErrorNondeterminism ConfigErrorKind = "Nondeterminism"
 // kinds are strings ("ActivityFailed") and Cancelled is
 // {"Cancelled":{"reason":"..."}}.
 type AppErrorKind struct {
-	Name   string
-	Reason string
+	Name   string // one of the AppErrorKind* constants
+	Reason string // "reason" of Cancelled; empty otherwise
 }
 
 // The names of duroxide's application error kinds.
@@ -78,32 +78,32 @@ const (
 // PoisonMessageType identifies what was poisoned (duroxide's
 // PoisonMessageType); exactly one field is set, externally tagged on the wire.
 type PoisonMessageType struct {
-	Orchestration         *PoisonOrchestration
-	Activity              *PoisonActivity
-	FailedDeserialization *PoisonFailedDeserialization
+	Orchestration         *PoisonOrchestration         // "Orchestration" variant
+	Activity              *PoisonActivity              // "Activity" variant
+	FailedDeserialization *PoisonFailedDeserialization // "FailedDeserialization" variant
 }
 
 // PoisonOrchestration is PoisonMessageType::Orchestration: an orchestration
 // work-item batch.
 type PoisonOrchestration struct {
-	Instance    string
-	ExecutionID uint64
+	Instance    string // "instance"
+	ExecutionID uint64 // "execution_id"
 }
 
 // PoisonActivity is PoisonMessageType::Activity: an activity execution.
 type PoisonActivity struct {
-	Instance     string
-	ExecutionID  uint64
-	ActivityName string
-	ActivityID   uint64
+	Instance     string // "instance"
+	ExecutionID  uint64 // "execution_id"
+	ActivityName string // "activity_name"
+	ActivityID   uint64 // "activity_id": the ActivityScheduled event id
 }
 
 // PoisonFailedDeserialization is PoisonMessageType::FailedDeserialization:
 // an instance whose history could not be decoded.
 type PoisonFailedDeserialization struct {
-	Instance    string
-	ExecutionID uint64
-	Error       string
+	Instance    string // "instance"
+	ExecutionID uint64 // "execution_id"
+	Error       string // "error": the decoding error
 }
 
 // ApplicationError returns Application details of kind ActivityFailed (or

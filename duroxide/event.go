@@ -130,21 +130,21 @@ type EventKind interface {
 // two-element JSON array on the wire: ["name","data"]. Continue-as-new uses
 // it to carry persistent events forward.
 type NameData struct {
-	Name string
-	Data string
+	Name string // the persistent event (queue) name
+	Data string // the event payload
 }
 
 // OrchestrationStarted opens an execution: the orchestration's name, version
 // and input, the parent link when it is a sub-orchestration, and what a
 // continue-as-new carried forward.
 type OrchestrationStarted struct {
-	Name    string
-	Version string
-	Input   string
+	Name    string // "name": the registered orchestration name
+	Version string // "version": the orchestration version, e.g. "1.0.0"
+	Input   string // "input": the serialized input
 	// ParentInstance and ParentID link a sub-orchestration to the parent's
 	// SubOrchestrationScheduled event; nil for a root (serialized as null).
 	ParentInstance *string
-	ParentID       *uint64
+	ParentID       *uint64 // "parent_id": the parent's SubOrchestrationScheduled event id
 	// CarryForwardEvents holds the persistent events carried over by
 	// continue-as-new; nil (omitted on the wire) otherwise.
 	CarryForwardEvents []NameData
@@ -163,10 +163,10 @@ type OrchestrationFailed struct{ Details ErrorDetails }
 // the activity id completions refer to. SessionID and Tag are nil (omitted
 // on the wire) when not used.
 type ActivityScheduled struct {
-	Name      string
-	Input     string
-	SessionID *string
-	Tag       *string
+	Name      string  // "name": the registered activity name
+	Input     string  // "input": the serialized input
+	SessionID *string // "session_id": the session the activity is pinned to
+	Tag       *string // "tag": the routing tag (see TagFilter)
 }
 
 // ActivityCompleted records an activity's result; SourceEventID refers to the
@@ -196,24 +196,24 @@ type ExternalSubscribed struct{ Name string }
 // ExternalEvent records an external event raised with Name and Data; it is
 // matched to subscriptions by name, without SourceEventID.
 type ExternalEvent struct {
-	Name string
-	Data string
+	Name string // "name": the event name
+	Data string // "data": the serialized payload
 }
 
 // OrchestrationChained records a detached (fire-and-forget) orchestration
 // start of Name as Instance with Input.
 type OrchestrationChained struct {
-	Name     string
-	Instance string
-	Input    string
+	Name     string // "name": the orchestration started
+	Instance string // "instance": its instance id
+	Input    string // "input": its serialized input
 }
 
 // SubOrchestrationScheduled records a sub-orchestration start of Name as the
 // child Instance with Input.
 type SubOrchestrationScheduled struct {
-	Name     string
-	Instance string
-	Input    string
+	Name     string // "name": the child orchestration
+	Instance string // "instance": the child instance id
+	Input    string // "input": the child's serialized input
 }
 
 // SubOrchestrationCompleted records a child's result; SourceEventID refers to
@@ -248,8 +248,8 @@ type QueueSubscribed struct{ Name string }
 // QueueEventDelivered records a persistent event delivered to the queue Name.
 // Wire tag "ExternalEventPersistent".
 type QueueEventDelivered struct {
-	Name string
-	Data string
+	Name string // "name": the queue name
+	Data string // "data": the serialized payload
 }
 
 // QueueSubscriptionCancelled records that a persistent subscription was
@@ -265,9 +265,9 @@ type CustomStatusUpdated struct{ Status *string }
 // (milliseconds since the Unix epoch; 0 for events written before duroxide
 // stamped it, and the field defaults to 0 when absent on the wire).
 type KeyValueSet struct {
-	Key             string
-	Value           string
-	LastUpdatedAtMs uint64
+	Key             string // "key"
+	Value           string // "value"
+	LastUpdatedAtMs uint64 // "last_updated_at_ms": ms since the Unix epoch
 }
 
 // KeyValueCleared records that Key was cleared.

@@ -11,7 +11,7 @@ package duroxide
 // writes Rust enums: {"ActivityCompleted":{"instance":"i","execution_id":1,
 // "id":2,"result":"r"}}.
 type WorkItem struct {
-	Kind WorkItemKind
+	Kind WorkItemKind // the payload; never nil in a valid item
 }
 
 // Type returns the wire tag of the item's kind, or "" when Kind is nil.
@@ -73,13 +73,13 @@ type WorkItemKind interface {
 // for sub-orchestrations. The instance record itself is created by the
 // provider from ack metadata, never on enqueue (duroxide's contract).
 type StartOrchestrationItem struct {
-	Instance       string
-	Orchestration  string
-	Input          string
-	Version        *string
-	ParentInstance *string
-	ParentID       *uint64
-	ExecutionID    uint64
+	Instance       string  // "instance": the instance to start
+	Orchestration  string  // "orchestration": the registered orchestration name
+	Input          string  // "input": the serialized input
+	Version        *string // "version": nil (null) lets the runtime pick
+	ParentInstance *string // "parent_instance": nil (null) for a root
+	ParentID       *uint64 // "parent_id": the parent's SubOrchestrationScheduled event id; nil (null) for a root
+	ExecutionID    uint64  // "execution_id": usually InitialExecutionID
 }
 
 // ActivityExecuteItem asks a worker to run activity Name with Input; ID is
@@ -87,90 +87,90 @@ type StartOrchestrationItem struct {
 // none) and Tag routes it to workers whose TagFilter accepts the tag (nil =
 // the default, untagged queue); both are omitted on the wire when nil.
 type ActivityExecuteItem struct {
-	Instance    string
-	ExecutionID uint64
-	ID          uint64
-	Name        string
-	Input       string
-	SessionID   *string
-	Tag         *string
+	Instance    string  // "instance"
+	ExecutionID uint64  // "execution_id": the execution that scheduled it
+	ID          uint64  // "id": the ActivityScheduled event id
+	Name        string  // "name": the registered activity name
+	Input       string  // "input": the serialized input
+	SessionID   *string // "session_id": omitted when nil
+	Tag         *string // "tag": omitted when nil
 }
 
 // ActivityCompletedItem carries an activity's result to its orchestration;
 // ID is the ActivityScheduled event id.
 type ActivityCompletedItem struct {
-	Instance    string
-	ExecutionID uint64
-	ID          uint64
-	Result      string
+	Instance    string // "instance"
+	ExecutionID uint64 // "execution_id"
+	ID          uint64 // "id": the ActivityScheduled event id
+	Result      string // "result": the serialized result
 }
 
 // ActivityFailedItem carries an activity's failure to its orchestration.
 type ActivityFailedItem struct {
-	Instance    string
-	ExecutionID uint64
-	ID          uint64
-	Details     ErrorDetails
+	Instance    string       // "instance"
+	ExecutionID uint64       // "execution_id"
+	ID          uint64       // "id": the ActivityScheduled event id
+	Details     ErrorDetails // "details"
 }
 
 // TimerFiredItem fires timer ID at FireAtMs (milliseconds since the Unix
 // epoch); providers keep it invisible until then.
 type TimerFiredItem struct {
-	Instance    string
-	ExecutionID uint64
-	ID          uint64
-	FireAtMs    uint64
+	Instance    string // "instance"
+	ExecutionID uint64 // "execution_id"
+	ID          uint64 // "id": the TimerCreated event id
+	FireAtMs    uint64 // "fire_at_ms": ms since the Unix epoch
 }
 
 // ExternalRaisedItem raises the external event Name with Data.
 type ExternalRaisedItem struct {
-	Instance string
-	Name     string
-	Data     string
+	Instance string // "instance"
+	Name     string // "name": the event name
+	Data     string // "data": the serialized payload
 }
 
 // SubOrchCompletedItem carries a child's result to ParentInstance; ParentID
 // is the parent's SubOrchestrationScheduled event id.
 type SubOrchCompletedItem struct {
-	ParentInstance    string
-	ParentExecutionID uint64
-	ParentID          uint64
-	Result            string
+	ParentInstance    string // "parent_instance": the queue it goes to
+	ParentExecutionID uint64 // "parent_execution_id"
+	ParentID          uint64 // "parent_id": the SubOrchestrationScheduled event id
+	Result            string // "result": the child's serialized output
 }
 
 // SubOrchFailedItem carries a child's failure to ParentInstance.
 type SubOrchFailedItem struct {
-	ParentInstance    string
-	ParentExecutionID uint64
-	ParentID          uint64
-	Details           ErrorDetails
+	ParentInstance    string       // "parent_instance": the queue it goes to
+	ParentExecutionID uint64       // "parent_execution_id"
+	ParentID          uint64       // "parent_id": the SubOrchestrationScheduled event id
+	Details           ErrorDetails // "details"
 }
 
 // CancelInstanceItem requests cancellation of Instance with Reason.
 type CancelInstanceItem struct {
-	Instance string
-	Reason   string
+	Instance string // "instance"
+	Reason   string // "reason"
 }
 
 // ContinueAsNewItem starts the next execution of Instance with Input.
 // CarryForwardEvents are the persistent events carried over (always an array
 // on the wire, [] when empty); InitialCustomStatus is omitted when nil.
 type ContinueAsNewItem struct {
-	Instance            string
-	Orchestration       string
-	Input               string
-	Version             *string
-	CarryForwardEvents  []NameData
-	InitialCustomStatus *string
+	Instance            string     // "instance"
+	Orchestration       string     // "orchestration"
+	Input               string     // "input": the next execution's input
+	Version             *string    // "version": null when nil
+	CarryForwardEvents  []NameData // "carry_forward_events": [] when empty
+	InitialCustomStatus *string    // "initial_custom_status": omitted when nil
 }
 
 // QueueMessageItem enqueues the persistent event Name with Data (mailbox
 // semantics: it waits until the orchestration dequeues it). A provider drops
 // it, with a warning, when the instance was never started.
 type QueueMessageItem struct {
-	Instance string
-	Name     string
-	Data     string
+	Instance string // "instance"
+	Name     string // "name": the queue name
+	Data     string // "data": the serialized payload
 }
 
 // WorkItemType returns WorkItemStartOrchestration.
