@@ -241,9 +241,11 @@ func eventTypeOf(tag *jsonValue) (EventType, error) {
 		}
 		return EventType(s), nil
 	case jsonNumber:
-		if i, err := tag.uint(uint64(len(eventTypes)-1), "variant index 0 <= i < 26"); err == nil {
-			return eventTypes[i], nil
+		i, err := tag.uint(uint64(len(eventTypes)-1), fmt.Sprintf("variant index 0 <= i < %d", len(eventTypes)))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
 		}
+		return eventTypes[i], nil
 	}
 	return "", fmt.Errorf("%s: %w", what, tag.invalidType("variant identifier"))
 }
