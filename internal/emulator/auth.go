@@ -57,7 +57,7 @@ func (s *Server) authorize(rq *request) *response {
 	if !hmac.Equal(got, mac.Sum(nil)) {
 		return unauthorized(payload)
 	}
-	t, err := http.ParseTime(date)
+	t, err := parseHTTPDate(date)
 	if err != nil {
 		return unauthorized(payload)
 	}

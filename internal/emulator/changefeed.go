@@ -34,7 +34,7 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 	}
 	var since time.Time
 	if h := rq.r.Header.Get("If-Modified-Since"); h != "" {
-		t, err := http.ParseTime(h)
+		t, err := parseHTTPDate(h)
 		if err != nil {
 			return badRequest("Invalid value for header If-Modified-Since: " + h)
 		}
@@ -104,6 +104,16 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 	resp.setHeader("etag", `"`+strconv.FormatUint(last, 10)+`"`)
 	resp.setHeader("x-ms-item-count", strconv.Itoa(count))
 	return resp
+}
+
+// parseHTTPDate parses the date formats clients send: RFC 1123 with "GMT"
+// (net/http) or with another zone name such as "UTC" (azcosmos), RFC 850
+// and ANSI C.
+func parseHTTPDate(s string) (time.Time, error) {
+	if t, err := http.ParseTime(s); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.RFC1123, s)
 }
 
 // readFeedQuery is the query a plain read feed of documents runs.
