@@ -19,31 +19,34 @@ func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxi
 	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
-	if err := memCheckOrchestratorItem(item); err != nil {
+	data, item, err := memEncodeOrchestratorItem(item)
+	if err != nil {
 		return memPermanent(op, "%v", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pushOrchestrator(item, memAfter(p.nowMs(), delay))
+	p.pushOrchestrator(item, data, memAfter(p.nowMs(), delay))
 	p.signal()
 	return nil
 }
 
-// memCheckOrchestratorItem rejects what cannot go on an orchestrator queue.
-func memCheckOrchestratorItem(item duroxide.WorkItem) error {
+// memEncodeOrchestratorItem rejects what cannot go on an orchestrator
+// queue and encodes the rest (see memEncodeWorkItem).
+func memEncodeOrchestratorItem(item duroxide.WorkItem) ([]byte, duroxide.WorkItem, error) {
 	if item.Kind == nil {
-		return fmt.Errorf("work item has no kind")
+		return nil, duroxide.WorkItem{}, fmt.Errorf("work item has no kind")
 	}
 	if item.IsForWorker() {
-		return fmt.Errorf("Invalid work item type: ActivityExecute belongs on the worker queue")
+		return nil, duroxide.WorkItem{}, fmt.Errorf("Invalid work item type: ActivityExecute belongs on the worker queue")
 	}
-	return nil
+	return memEncodeWorkItem(item)
 }
 
-// pushOrchestrator appends one message; the caller holds p.mu.
-func (p *MemoryProvider) pushOrchestrator(item duroxide.WorkItem, visibleAt int64) {
+// pushOrchestrator appends one message encoded by memEncodeWorkItem; the
+// caller holds p.mu.
+func (p *MemoryProvider) pushOrchestrator(item duroxide.WorkItem, data []byte, visibleAt int64) {
 	p.orchQueue = append(p.orchQueue, &memOrchRow{
-		id: p.nextID(), instance: item.Instance(), item: item, visibleAt: visibleAt,
+		id: p.nextID(), instance: item.Instance(), item: item, data: data, visibleAt: visibleAt,
 	})
 }
 
@@ -92,7 +95,9 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 		for _, r := range p.orchQueue {
 			if r.instance == instance && r.visibleAt <= now {
 				visible = append(visible, r)
-				messages = append(messages, r.item)
+				if m, err := memDecodeWorkItem(r.data); err == nil { // SQLite skips undecodable items too
+					messages = append(messages, m)
+				}
 			}
 		}
 		item := &duroxide.OrchestrationItem{Instance: instance, Messages: messages}
@@ -259,15 +264,24 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
-	for _, w := range workerItems {
+	workerRows := make([]memEncodedItem, len(workerItems))
+	for i, w := range workerItems {
 		if !w.IsForWorker() {
 			return memPermanent(op, "worker item of type %q is not an ActivityExecute", w.Type())
 		}
-	}
-	for _, o := range orchestratorItems {
-		if err := memCheckOrchestratorItem(o); err != nil {
+		data, copied, err := memEncodeWorkItem(w)
+		if err != nil {
 			return memPermanent(op, "%v", err)
 		}
+		workerRows[i] = memEncodedItem{copied, data}
+	}
+	orchRows := make([]memEncodedItem, len(orchestratorItems))
+	for i, o := range orchestratorItems {
+		data, copied, err := memEncodeOrchestratorItem(o)
+		if err != nil {
+			return memPermanent(op, "%v", err)
+		}
+		orchRows[i] = memEncodedItem{copied, data}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -289,20 +303,20 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 	p.appendHistory(instance, executionID, rows)
 	p.applyCustomStatus(instance, historyDelta)
 	p.applyKV(instance, historyDelta, metadata.Status, uint64(now))
-	for _, w := range workerItems {
-		p.pushWorker(w.Kind.(duroxide.ActivityExecuteItem), now)
+	for _, w := range workerRows {
+		p.pushWorker(w.item.Kind.(duroxide.ActivityExecuteItem), w.data, now)
 	}
 	for _, c := range cancelledActivities {
 		p.deleteWorkRows(func(r *memWorkRow) bool {
 			return r.item.Instance == c.Instance && r.item.ExecutionID == c.ExecutionID && r.item.ID == c.ActivityID
 		})
 	}
-	for _, o := range orchestratorItems {
+	for _, o := range orchRows {
 		visibleAt := now
-		if t, ok := o.Kind.(duroxide.TimerFiredItem); ok {
+		if t, ok := o.item.Kind.(duroxide.TimerFiredItem); ok {
 			visibleAt = int64(min(t.FireAtMs, 1<<63-1))
 		}
-		p.pushOrchestrator(o, visibleAt)
+		p.pushOrchestrator(o.item, o.data, visibleAt)
 	}
 	delete(p.locks, instance)
 	p.signal()

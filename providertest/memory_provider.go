@@ -77,8 +77,9 @@ type memExecution struct {
 type memOrchRow struct {
 	id        uint64
 	instance  string
-	item      duroxide.WorkItem
-	visibleAt int64 // ms
+	item      duroxide.WorkItem // private copy, for routing
+	data      []byte            // the stored JSON; fetches return fresh decodes
+	visibleAt int64             // ms
 	lockToken string
 	attempts  uint32
 }
@@ -86,7 +87,8 @@ type memOrchRow struct {
 // memWorkRow is one worker-queue message with its own peek-lock.
 type memWorkRow struct {
 	id          uint64
-	item        duroxide.ActivityExecuteItem
+	item        duroxide.ActivityExecuteItem // private copy, for routing
+	data        []byte                       // the stored JSON; fetches return fresh decodes
 	visibleAt   int64
 	lockToken   string // "" when unlocked
 	lockedUntil int64

@@ -14,20 +14,24 @@ func (p *MemoryProvider) EnqueueForWorker(ctx context.Context, item duroxide.Wor
 	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
-	act, ok := item.Kind.(duroxide.ActivityExecuteItem)
-	if !ok {
+	if !item.IsForWorker() {
 		return memPermanent(op, "Invalid work item type %q: only ActivityExecute goes to the worker queue", item.Type())
+	}
+	data, copied, err := memEncodeWorkItem(item)
+	if err != nil {
+		return memPermanent(op, "%v", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pushWorker(act, p.nowMs())
+	p.pushWorker(copied.Kind.(duroxide.ActivityExecuteItem), data, p.nowMs())
 	p.signal()
 	return nil
 }
 
-// pushWorker appends one worker message; the caller holds p.mu.
-func (p *MemoryProvider) pushWorker(item duroxide.ActivityExecuteItem, visibleAt int64) {
-	p.workQueue = append(p.workQueue, &memWorkRow{id: p.nextID(), item: item, visibleAt: visibleAt})
+// pushWorker appends one worker message encoded by memEncodeWorkItem; the
+// caller holds p.mu.
+func (p *MemoryProvider) pushWorker(item duroxide.ActivityExecuteItem, data []byte, visibleAt int64) {
+	p.workQueue = append(p.workQueue, &memWorkRow{id: p.nextID(), item: item, data: data, visibleAt: visibleAt})
 }
 
 // deleteWorkRows removes the worker messages match selects and returns how
@@ -94,6 +98,10 @@ func (p *MemoryProvider) tryFetchWork(now int64, lockTimeout time.Duration, sess
 		if !tagFilter.Matches(r.item.Tag) {
 			continue
 		}
+		item, err := memDecodeWorkItem(r.data)
+		if err != nil {
+			continue // undecodable: never handed out
+		}
 		if sid := r.item.SessionID; sid != nil {
 			if session == nil || !p.sessionAvailable(*sid, session.OwnerID, now) {
 				continue
@@ -104,7 +112,7 @@ func (p *MemoryProvider) tryFetchWork(now int64, lockTimeout time.Duration, sess
 		r.lockedUntil = memAfter(now, lockTimeout)
 		r.attempts++
 		return &duroxide.LockedWorkItem{
-			Item:         duroxide.WorkItem{Kind: r.item},
+			Item:         item,
 			LockToken:    r.lockToken,
 			AttemptCount: r.attempts,
 		}
@@ -122,11 +130,17 @@ func (p *MemoryProvider) AckWorkItem(ctx context.Context, lockToken string, comp
 	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
+	var completionData []byte
+	var completionCopy duroxide.WorkItem
 	if completion != nil {
 		switch completion.Kind.(type) {
 		case duroxide.ActivityCompletedItem, duroxide.ActivityFailedItem:
 		default:
 			return memPermanent(op, "Invalid completion type for worker ack: %q", completion.Type())
+		}
+		var err error
+		if completionData, completionCopy, err = memEncodeWorkItem(*completion); err != nil {
+			return memPermanent(op, "%v", err)
 		}
 	}
 	p.mu.Lock()
@@ -139,7 +153,7 @@ func (p *MemoryProvider) AckWorkItem(ctx context.Context, lockToken string, comp
 	p.deleteWorkRows(func(r *memWorkRow) bool { return r == row })
 	p.touchSession(row.item.SessionID, now)
 	if completion != nil {
-		p.pushOrchestrator(*completion, now)
+		p.pushOrchestrator(completionCopy, completionData, now)
 		p.signal()
 	}
 	return nil
