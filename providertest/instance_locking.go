@@ -32,18 +32,7 @@ var instanceLockingCases = []Case{
 // again until its lock expires, and that the fetch after expiry gets a new
 // lock token (duroxide's test_exclusive_instance_lock).
 func ExclusiveInstanceLock(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	lockTimeout := f.LockTimeout()
-	enqueueOrch(t, p, startItem("instance-A"))
-
-	first := fetchOrch(t, p, lockTimeout)
-	requireNoOrch(t, p, lockTimeout, "a locked instance must not be fetched again")
-
-	sleepPastLockTimeout(f)
-
-	second := fetchOrch(t, p, lockTimeout)
-	require.Equal(t, "instance-A", second.Instance)
-	require.NotEqual(t, first.LockToken, second.LockToken, "a new fetch gets a new lock token")
+	lockingExpireAndRefetch(t, f, f.NewProvider(t), "instance-A")
 }
 
 // LockTokenUniqueness checks that every fetch returns a distinct lock token
@@ -320,6 +309,25 @@ func MultiThreadedLockExpirationRecovery(t *testing.T, f Factory) {
 // lockingExpiryMargin is how long past a lock timeout the suite waits before
 // relying on the lock having expired.
 const lockingExpiryMargin = 100 * time.Millisecond
+
+// lockingExpireAndRefetch starts instance, fetches it with the factory's
+// lock timeout, checks that the lock is held, waits for it to expire and
+// fetches the instance again, checking that the new fetch has a new lock
+// token; it returns both fetches.
+func lockingExpireAndRefetch(t *testing.T, f Factory, p duroxide.Provider, instance string) (first, second *duroxide.OrchestrationItem) {
+	t.Helper()
+	lockTimeout := f.LockTimeout()
+	enqueueOrch(t, p, startItem(instance))
+	first = fetchOrch(t, p, lockTimeout)
+	requireNoOrch(t, p, lockTimeout, "a locked instance must not be fetched again")
+
+	sleepPastLockTimeout(f)
+
+	second = fetchOrch(t, p, lockTimeout)
+	require.Equal(t, instance, second.Instance)
+	require.NotEqual(t, first.LockToken, second.LockToken, "a new fetch after expiry gets a new lock token")
+	return first, second
+}
 
 // lockingConcurrentFetches runs n orchestration fetches with lockTimeout
 // in parallel goroutines, the i-th starting i*stagger late, and returns

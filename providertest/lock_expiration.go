@@ -32,16 +32,7 @@ var lockExpirationCases = []Case{
 // the expired token fails (duroxide's test_lock_expires_after_timeout).
 func LockExpiresAfterTimeout(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	lockTimeout := f.LockTimeout()
-	enqueueOrch(t, p, startItem("instance-A"))
-	item := fetchOrch(t, p, lockTimeout)
-	requireNoOrch(t, p, lockTimeout, "the lock should be held")
-
-	sleepPastLockTimeout(f)
-
-	item2 := fetchOrch(t, p, lockTimeout)
-	require.Equal(t, "instance-A", item2.Instance)
-	require.NotEqual(t, item.LockToken, item2.LockToken, "should have a new lock token")
+	item, _ := lockingExpireAndRefetch(t, f, p, "instance-A")
 
 	err := p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil)
 	requirePermanent(t, err, "the expired lock token must no longer work")
