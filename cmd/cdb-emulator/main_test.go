@@ -162,7 +162,9 @@ func TestQuickstartOverTLS(t *testing.T) {
 
 	require.NoError(t, stop())
 	assert.Contains(t, out.String(), "shutting down")
-	_, err = container.ReadItem(ctx, pk, "1", nil)
+	goneCtx, cancelGone := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelGone()
+	_, err = container.ReadItem(goneCtx, pk, "1", nil)
 	assert.Error(t, err, "the server is gone after shutdown")
 }
 
