@@ -1,7 +1,6 @@
 package providertest
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -40,19 +39,11 @@ func cancellationActivity(instance string, id uint64, name string) duroxide.Work
 	}}
 }
 
-// cancellationStarted is the OrchestrationStarted event (id 1, version
-// "1.0") the cancellation tests write for TestOrch.
-func cancellationStarted(instance string) duroxide.Event {
-	return duroxide.NewEvent(1, instance, 1, nil, duroxide.OrchestrationStarted{
-		Name: "TestOrch", Version: "1.0", Input: "{}",
-	})
-}
-
 // cancellationMetadata is the ExecutionMetadata of a TestOrch turn that
 // sets status and output (nil: unchanged).
 func cancellationMetadata(status string, output *string) duroxide.ExecutionMetadata {
 	return duroxide.ExecutionMetadata{
-		OrchestrationName: duroxide.StringPtr("TestOrch"),
+		OrchestrationName: duroxide.StringPtr(testOrch),
 		Status:            duroxide.StringPtr(status),
 		Output:            output,
 	}
@@ -67,23 +58,14 @@ func cancellationTerminal(status string) duroxide.ExecutionState {
 // start message is enqueued and fetched, then acked with
 // OrchestrationStarted followed by terminal (if any), scheduling activities
 // and storing metadata.
-func cancellationStartTurn(t *testing.T, f Factory, p duroxide.Provider, instance string, terminal []duroxide.Event, metadata duroxide.ExecutionMetadata, activities ...duroxide.WorkItem) {
+func cancellationStartTurn(t *testing.T, p duroxide.Provider, instance string, terminal []duroxide.Event, metadata duroxide.ExecutionMetadata, activities ...duroxide.WorkItem) {
 	t.Helper()
 	ctx := t.Context()
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, cancellationStartItem(instance), 0))
-	item := cancellationFetchOrchestration(t, f, p)
+	enqueueOrch(t, p, startItem(instance))
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, instance, item.Instance)
-	history := append([]duroxide.Event{cancellationStarted(instance)}, terminal...)
+	history := append([]duroxide.Event{startedEvent(instance, 1, 1, testOrch, "1.0")}, terminal...)
 	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, history, activities, nil, metadata, nil))
-}
-
-// cancellationStartItem is duroxide's start_item: the StartOrchestration
-// message of TestOrch version 1.0.0, execution 1, input "{}".
-func cancellationStartItem(instance string) duroxide.WorkItem {
-	return duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
-		Instance: instance, Orchestration: "TestOrch", Input: "{}",
-		Version: duroxide.StringPtr("1.0.0"), ExecutionID: 1,
-	}}
 }
 
 // cancellationTrigger enqueues an external event so that instance has a
@@ -95,21 +77,11 @@ func cancellationTrigger(t *testing.T, p duroxide.Provider, instance string) {
 	}}, 0))
 }
 
-// cancellationFetchOrchestration fetches the next orchestration turn with
-// f's lock timeout and fails t when there is none.
-func cancellationFetchOrchestration(t *testing.T, f Factory, p duroxide.Provider) *duroxide.OrchestrationItem {
-	t.Helper()
-	item, err := p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, nil)
-	require.NoError(t, err)
-	require.NotNil(t, item, "expected an orchestration item")
-	return item
-}
-
 // cancellationFetchWork fetches the next untagged, session-less worker
 // item with f's lock timeout; it returns nil when the queue has none.
-func cancellationFetchWork(t *testing.T, f Factory, p duroxide.Provider) *duroxide.LockedWorkItem {
+func cancellationFetchWork(t *testing.T, p duroxide.Provider) *duroxide.LockedWorkItem {
 	t.Helper()
-	item, err := p.FetchWorkItem(t.Context(), f.LockTimeout(), 0, nil, duroxide.TagFilterDefaultOnly())
+	item, err := p.FetchWorkItem(t.Context(), longLock, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err)
 	return item
 }
@@ -130,9 +102,9 @@ func cancellationRequireActivity(t *testing.T, locked *duroxide.LockedWorkItem, 
 // execution state the renewal reports (the Go port of ExecutionState, which
 // fetch_work_item and renew_work_item_lock returned in earlier duroxide
 // releases; see duroxide.ExecutionState).
-func cancellationRequireState(t *testing.T, f Factory, p duroxide.Provider, locked *duroxide.LockedWorkItem, want duroxide.ExecutionState) {
+func cancellationRequireState(t *testing.T, p duroxide.Provider, locked *duroxide.LockedWorkItem, want duroxide.ExecutionState) {
 	t.Helper()
-	state, err := p.RenewWorkItemLock(t.Context(), locked.LockToken, f.LockTimeout())
+	state, err := p.RenewWorkItemLock(t.Context(), locked.LockToken, longLock)
 	require.NoError(t, err, "renewing a valid work-item lock must succeed")
 	assert.Equal(t, want, state, "ExecutionState reported by RenewWorkItemLock: got %s, want %s", state, want)
 }
@@ -143,12 +115,12 @@ func cancellationRequireState(t *testing.T, f Factory, p duroxide.Provider, lock
 // and, in Go, a renewal of its lock must report want.
 func fetchReturnsStateCase(t *testing.T, f Factory, instance string, terminal []duroxide.Event, metadata duroxide.ExecutionMetadata, want duroxide.ExecutionState) {
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, terminal, metadata, cancellationActivity(instance, 1, "TestActivity"))
+	cancellationStartTurn(t, p, instance, terminal, metadata, cancellationActivity(instance, 1, "TestActivity"))
 
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	act := cancellationRequireActivity(t, locked, instance, 1)
 	assert.Equal(t, "TestActivity", act.Name)
-	cancellationRequireState(t, f, p, locked, want)
+	cancellationRequireState(t, p, locked, want)
 }
 
 // FetchReturnsRunningStateForActiveOrchestration checks that the activity
@@ -203,9 +175,9 @@ func FetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	require.NoError(t, p.EnqueueForWorker(t.Context(), cancellationActivity(instance, 1, "TestActivity")))
 
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
-	cancellationRequireState(t, f, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionMissing})
+	cancellationRequireState(t, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionMissing})
 }
 
 // RenewReturnsRunningWhenOrchestrationActive checks that renewing the lock
@@ -213,12 +185,12 @@ func FetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, f Factory) {
 func RenewReturnsRunningWhenOrchestrationActive(t *testing.T, f Factory) {
 	const instance = "inst-renew-run"
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
+	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
 		cancellationActivity(instance, 1, "TestActivity"))
 
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
-	cancellationRequireState(t, f, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
+	cancellationRequireState(t, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
 }
 
 // RenewReturnsTerminalWhenOrchestrationCompleted checks that renewing the
@@ -226,25 +198,23 @@ func RenewReturnsRunningWhenOrchestrationActive(t *testing.T, f Factory) {
 // fetched still succeeds, and reports Terminal(Completed).
 func RenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, f Factory) {
 	const instance = "inst-renew-term"
-	ctx := t.Context()
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
+	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
 		cancellationActivity(instance, 1, "TestActivity"))
 
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
 
 	// A second turn completes the orchestration while the activity runs.
 	cancellationTrigger(t, p, instance)
-	turn := cancellationFetchOrchestration(t, f, p)
-	require.NoError(t, p.AckOrchestrationItem(ctx, turn.LockToken, 1,
-		[]duroxide.Event{duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationCompleted{Output: "done"})},
-		nil, nil, duroxide.ExecutionMetadata{
-			Status: duroxide.StringPtr(duroxide.StatusCompleted),
-			Output: duroxide.StringPtr("done"),
-		}, nil))
+	turn := fetchOrch(t, p, longLock)
+	completed := duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationCompleted{Output: "done"})
+	ackTurn(t, p, turn.LockToken, 1, []duroxide.Event{completed}, duroxide.ExecutionMetadata{
+		Status: duroxide.StringPtr(duroxide.StatusCompleted),
+		Output: duroxide.StringPtr("done"),
+	})
 
-	cancellationRequireState(t, f, p, locked, cancellationTerminal(duroxide.StatusCompleted))
+	cancellationRequireState(t, p, locked, cancellationTerminal(duroxide.StatusCompleted))
 }
 
 // RenewReturnsMissingWhenInstanceDeleted checks that renewing the lock of
@@ -255,9 +225,9 @@ func RenewReturnsMissingWhenInstanceDeleted(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	require.NoError(t, p.EnqueueForWorker(t.Context(), cancellationActivity(instance, 1, "TestActivity")))
 
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
-	cancellationRequireState(t, f, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionMissing})
+	cancellationRequireState(t, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionMissing})
 }
 
 // AckWorkItemNoneDeletesWithoutEnqueue checks that acking a work item
@@ -269,14 +239,12 @@ func AckWorkItemNoneDeletesWithoutEnqueue(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity(instance, 1, "TestActivity")))
 
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
 	require.NoError(t, p.AckWorkItem(ctx, locked.LockToken, nil))
 
-	assert.Nil(t, cancellationFetchWork(t, f, p), "worker queue should be empty")
-	orch, err := p.FetchOrchestrationItem(ctx, f.LockTimeout(), 0, nil)
-	require.NoError(t, err)
-	assert.Nil(t, orch, "orchestrator queue should be empty")
+	assert.Nil(t, cancellationFetchWork(t, p), "worker queue should be empty")
+	requireNoOrch(t, p, longLock, "orchestrator queue should be empty")
 }
 
 // CancelledActivitiesDeletedFromWorkerQueue checks that the
@@ -286,31 +254,31 @@ func CancelledActivitiesDeletedFromWorkerQueue(t *testing.T, f Factory) {
 	const instance = "inst-cancel-delete"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
+	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
 		cancellationActivity(instance, 1, "Activity1"),
 		cancellationActivity(instance, 2, "Activity2"),
 		cancellationActivity(instance, 3, "Activity3"))
 
 	// The activities are in the worker queue: fetch one and put it back.
-	first := cancellationFetchWork(t, f, p)
+	first := cancellationFetchWork(t, p)
 	require.NotNil(t, first, "should have activity in queue")
 	require.NoError(t, p.AbandonWorkItem(ctx, first.LockToken, 0, false))
 
 	// Another turn cancels activities 1 and 2.
 	cancellationTrigger(t, p, instance)
-	turn := cancellationFetchOrchestration(t, f, p)
+	turn := fetchOrch(t, p, longLock)
 	require.NoError(t, p.AckOrchestrationItem(ctx, turn.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{},
 		[]duroxide.ScheduledActivityIdentifier{
 			{Instance: instance, ExecutionID: 1, ActivityID: 1},
 			{Instance: instance, ExecutionID: 1, ActivityID: 2},
 		}))
 
-	remaining := cancellationFetchWork(t, f, p)
+	remaining := cancellationFetchWork(t, p)
 	require.NotNil(t, remaining, "should have activity 3 remaining")
 	act, ok := remaining.Item.Kind.(duroxide.ActivityExecuteItem)
 	require.True(t, ok, "expected ActivityExecute, got %s", remaining.Item.Type())
 	assert.Equal(t, uint64(3), act.ID, "only activity 3 should remain; activities 1 and 2 should be cancelled")
-	assert.Nil(t, cancellationFetchWork(t, f, p), "should have no more activities")
+	assert.Nil(t, cancellationFetchWork(t, p), "should have no more activities")
 }
 
 // AckWorkItemFailsWhenEntryDeleted checks that acking a work item whose
@@ -320,7 +288,7 @@ func AckWorkItemFailsWhenEntryDeleted(t *testing.T, f Factory) {
 	ctx := t.Context()
 	p := f.NewProvider(t)
 	require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity(instance, 1, "TestActivity")))
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
 
 	// Remove the entry, as a cancelling turn would.
@@ -329,10 +297,7 @@ func AckWorkItemFailsWhenEntryDeleted(t *testing.T, f Factory) {
 	err := p.AckWorkItem(ctx, locked.LockToken, &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
 		Instance: instance, ExecutionID: 1, ID: 1, Result: "done",
 	}})
-	require.Error(t, err, "AckWorkItem should fail when the entry was already deleted")
-	var pe *duroxide.ProviderError
-	require.True(t, errors.As(err, &pe), "the error should be a *duroxide.ProviderError, got %T: %v", err, err)
-	assert.False(t, pe.Retryable, "the error should be permanent (not retryable) for a deleted entry: %v", err)
+	requirePermanent(t, err, "AckWorkItem should fail, permanently, when the entry was already deleted")
 }
 
 // RenewFailsWhenEntryDeleted checks that renewing the lock of a work item
@@ -343,12 +308,12 @@ func RenewFailsWhenEntryDeleted(t *testing.T, f Factory) {
 	ctx := t.Context()
 	p := f.NewProvider(t)
 	require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity(instance, 1, "TestActivity")))
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	cancellationRequireActivity(t, locked, instance, 1)
 
 	require.NoError(t, p.AckWorkItem(ctx, locked.LockToken, nil))
 
-	_, err := p.RenewWorkItemLock(ctx, locked.LockToken, f.LockTimeout())
+	_, err := p.RenewWorkItemLock(ctx, locked.LockToken, longLock)
 	assert.Error(t, err, "RenewWorkItemLock should fail when the entry was deleted")
 }
 
@@ -358,12 +323,12 @@ func CancellingNonexistentActivitiesIsIdempotent(t *testing.T, f Factory) {
 	const instance = "inst-cancel-idempotent"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, cancellationStartItem(instance), 0))
-	item := cancellationFetchOrchestration(t, f, p)
+	enqueueOrch(t, p, startItem(instance))
+	item := fetchOrch(t, p, longLock)
 
 	err := p.AckOrchestrationItem(ctx, item.LockToken, 1,
-		[]duroxide.Event{cancellationStarted(instance)}, nil, nil,
-		duroxide.ExecutionMetadata{OrchestrationName: duroxide.StringPtr("TestOrch")},
+		[]duroxide.Event{startedEvent(instance, 1, 1, testOrch, "1.0")}, nil, nil,
+		duroxide.ExecutionMetadata{OrchestrationName: duroxide.StringPtr(testOrch)},
 		[]duroxide.ScheduledActivityIdentifier{
 			{Instance: instance, ExecutionID: 1, ActivityID: 999},
 			{Instance: instance, ExecutionID: 1, ActivityID: 1},
@@ -383,13 +348,13 @@ func BatchCancellationDeletesMultipleActivities(t *testing.T, f Factory) {
 		activities = append(activities, cancellationActivity(instance, i, fmt.Sprintf("Activity%d", i)))
 		cancelled = append(cancelled, duroxide.ScheduledActivityIdentifier{Instance: instance, ExecutionID: 1, ActivityID: i})
 	}
-	cancellationStartTurn(t, f, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil), activities...)
+	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil), activities...)
 
 	cancellationTrigger(t, p, instance)
-	turn := cancellationFetchOrchestration(t, f, p)
+	turn := fetchOrch(t, p, longLock)
 	require.NoError(t, p.AckOrchestrationItem(ctx, turn.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, cancelled))
 
-	assert.Nil(t, cancellationFetchWork(t, f, p), "all activities should be cancelled; worker queue should be empty")
+	assert.Nil(t, cancellationFetchWork(t, p), "all activities should be cancelled; worker queue should be empty")
 }
 
 // SameActivityInWorkerItemsAndCancelledIsNoop checks that an activity both
@@ -400,11 +365,11 @@ func SameActivityInWorkerItemsAndCancelledIsNoop(t *testing.T, f Factory) {
 	const instance = "inst-schedule-then-cancel"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, cancellationStartItem(instance), 0))
-	item := cancellationFetchOrchestration(t, f, p)
+	enqueueOrch(t, p, startItem(instance))
+	item := fetchOrch(t, p, longLock)
 
 	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1,
-		[]duroxide.Event{cancellationStarted(instance)},
+		[]duroxide.Event{startedEvent(instance, 1, 1, testOrch, "1.0")},
 		[]duroxide.WorkItem{
 			cancellationActivity(instance, 2, "DroppedActivity"),
 			cancellationActivity(instance, 3, "NormalActivity"),
@@ -413,7 +378,7 @@ func SameActivityInWorkerItemsAndCancelledIsNoop(t *testing.T, f Factory) {
 		[]duroxide.ScheduledActivityIdentifier{{Instance: instance, ExecutionID: 1, ActivityID: 2}},
 	), "AckOrchestrationItem should succeed")
 
-	remaining := cancellationFetchWork(t, f, p)
+	remaining := cancellationFetchWork(t, p)
 	require.NotNil(t, remaining, "should have the normal activity in queue")
 	act, ok := remaining.Item.Kind.(duroxide.ActivityExecuteItem)
 	require.True(t, ok, "expected ActivityExecute, got %s", remaining.Item.Type())
@@ -422,7 +387,7 @@ func SameActivityInWorkerItemsAndCancelledIsNoop(t *testing.T, f Factory) {
 	assert.Equal(t, "NormalActivity", act.Name)
 	require.NoError(t, p.AckWorkItem(ctx, remaining.LockToken, nil))
 
-	assert.Nil(t, cancellationFetchWork(t, f, p),
+	assert.Nil(t, cancellationFetchWork(t, p),
 		"should have no more activities; the schedule-then-cancel activity should not be in the queue")
 }
 
@@ -435,20 +400,15 @@ func OrphanActivityAfterInstanceForceDeletion(t *testing.T, f Factory) {
 	const instance = "inst-orphan-activity"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, cancellationStartItem(instance), 0))
-	item := cancellationFetchOrchestration(t, f, p)
+	enqueueOrch(t, p, startItem(instance))
+	item := fetchOrch(t, p, longLock)
+	meta := orchMetadata(testOrch, testOrchVersion)
+	meta.Status = duroxide.StringPtr(duroxide.StatusRunning)
 	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1,
-		[]duroxide.Event{duroxide.NewEvent(1, instance, 1, nil, duroxide.OrchestrationStarted{
-			Name: "TestOrch", Version: "1.0.0", Input: "{}",
-		})},
+		[]duroxide.Event{startedEvent(instance, 1, 1, testOrch, testOrchVersion)},
 		[]duroxide.WorkItem{{Kind: duroxide.ActivityExecuteItem{
 			Instance: instance, ExecutionID: 1, ID: 1, Name: "TestActivity", Input: "test-input",
-		}}}, nil,
-		duroxide.ExecutionMetadata{
-			OrchestrationName:    duroxide.StringPtr("TestOrch"),
-			OrchestrationVersion: duroxide.StringPtr("1.0.0"),
-			Status:               duroxide.StringPtr(duroxide.StatusRunning),
-		}, nil))
+		}}}, nil, meta, nil))
 
 	admin, ok := duroxide.AsManagementCapability(p)
 	require.True(t, ok, "provider should implement ProviderAdmin")
@@ -460,7 +420,7 @@ func OrphanActivityAfterInstanceForceDeletion(t *testing.T, f Factory) {
 
 	// The worker queue entry may or may not survive the deletion; both are
 	// valid. When it survives, it can be executed and completed.
-	locked := cancellationFetchWork(t, f, p)
+	locked := cancellationFetchWork(t, p)
 	if locked == nil {
 		t.Log("force delete also removed the worker-queue entry")
 		return

@@ -49,7 +49,7 @@ func capFilter(lo, hi duroxide.Version) *duroxide.DispatcherCapabilityFilter {
 // capStarted is the OrchestrationStarted event (id 1, execution 1) of
 // TestOrch 1.0.0 written by duroxide version duroxideVersion.
 func capStarted(instance, duroxideVersion string) duroxide.Event {
-	ev := duroxide.NewEvent(1, instance, 1, nil, duroxide.OrchestrationStarted{Name: "TestOrch", Version: "1.0.0", Input: "{}"})
+	ev := startedEvent(instance, 1, 1, testOrch, testOrchVersion)
 	ev.DuroxideVersion = duroxideVersion
 	return ev
 }
@@ -57,11 +57,9 @@ func capStarted(instance, duroxideVersion string) duroxide.Event {
 // capMetadata is the ExecutionMetadata of TestOrch 1.0.0 with the given
 // pinned duroxide version (nil: leave it unset).
 func capMetadata(pinned *duroxide.Version) duroxide.ExecutionMetadata {
-	return duroxide.ExecutionMetadata{
-		OrchestrationName:     duroxide.StringPtr("TestOrch"),
-		OrchestrationVersion:  duroxide.StringPtr("1.0.0"),
-		PinnedDuroxideVersion: pinned,
-	}
+	m := orchMetadata(testOrch, testOrchVersion)
+	m.PinnedDuroxideVersion = pinned
+	return m
 }
 
 // capPing is the external event name for instance, which gives it a new
@@ -73,14 +71,14 @@ func capPing(instance, name string) duroxide.WorkItem {
 // capEnqueuePing enqueues capPing(instance, name) on the orchestrator queue.
 func capEnqueuePing(t *testing.T, p duroxide.Provider, instance, name string) {
 	t.Helper()
-	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), capPing(instance, name), 0))
+	enqueueOrch(t, p, capPing(instance, name))
 }
 
 // capFetch fetches the next orchestration turn with filter and f's lock
 // timeout; nil means there was none.
-func capFetch(t *testing.T, f Factory, p duroxide.Provider, filter *duroxide.DispatcherCapabilityFilter) *duroxide.OrchestrationItem {
+func capFetch(t *testing.T, p duroxide.Provider, filter *duroxide.DispatcherCapabilityFilter) *duroxide.OrchestrationItem {
 	t.Helper()
-	item, err := p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, filter)
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, filter)
 	require.NoError(t, err)
 	return item
 }
@@ -95,14 +93,14 @@ func capAbandon(t *testing.T, p duroxide.Provider, item *duroxide.OrchestrationI
 // leaves a "ping" message for it in the same ack, so that it has work to
 // fetch. Turns of other instances fetched on the way are abandoned without
 // counting the attempt.
-func capSeed(t *testing.T, f Factory, p duroxide.Provider, instance string, pinned duroxide.Version) {
+func capSeed(t *testing.T, p duroxide.Provider, instance string, pinned duroxide.Version) {
 	t.Helper()
 	ctx := t.Context()
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, cancellationStartItem(instance), 0))
+	enqueueOrch(t, p, startItem(instance))
 	var others []*duroxide.OrchestrationItem
 	var mine *duroxide.OrchestrationItem
 	for mine == nil {
-		item := capFetch(t, f, p, nil)
+		item := capFetch(t, p, nil)
 		require.NotNil(t, item, "should have work available")
 		if item.Instance == instance {
 			mine = item
@@ -122,29 +120,28 @@ func capSeed(t *testing.T, f Factory, p duroxide.Provider, instance string, pinn
 // capCreateUnpinned creates instance through one turn whose started event
 // was written by duroxideVersion and whose metadata pins no version (data
 // from before capability filtering).
-func capCreateUnpinned(t *testing.T, f Factory, p duroxide.Provider, instance, duroxideVersion string) {
+func capCreateUnpinned(t *testing.T, p duroxide.Provider, instance, duroxideVersion string) {
 	t.Helper()
-	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), cancellationStartItem(instance), 0))
-	item := capFetch(t, f, p, nil)
+	enqueueOrch(t, p, startItem(instance))
+	item := capFetch(t, p, nil)
 	require.NotNil(t, item)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1,
-		[]duroxide.Event{capStarted(instance, duroxideVersion)}, nil, nil, capMetadata(nil), nil))
+	ackTurn(t, p, item.LockToken, 1, []duroxide.Event{capStarted(instance, duroxideVersion)}, capMetadata(nil))
 }
 
 // FetchWithFilterNoneReturnsAnyItem checks that a fetch without a filter
 // returns a pinned instance (legacy behaviour).
 func FetchWithFilterNoneReturnsAnyItem(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-1", capVersion(1, 2, 3))
-	assert.NotNil(t, capFetch(t, f, p, nil), "a nil filter should return any item")
+	capSeed(t, p, "inst-1", capVersion(1, 2, 3))
+	assert.NotNil(t, capFetch(t, p, nil), "a nil filter should return any item")
 }
 
 // FetchWithCompatibleFilterReturnsItem checks that a filter whose range
 // holds the pinned version returns the instance.
 func FetchWithCompatibleFilterReturnsItem(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-2", capVersion(1, 2, 3))
-	assert.NotNil(t, capFetch(t, f, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9))),
+	capSeed(t, p, "inst-2", capVersion(1, 2, 3))
+	assert.NotNil(t, capFetch(t, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9))),
 		"a compatible filter should return the item")
 }
 
@@ -152,8 +149,8 @@ func FetchWithCompatibleFilterReturnsItem(t *testing.T, f Factory) {
 // excludes the pinned version returns nothing.
 func FetchWithIncompatibleFilterSkipsItem(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-3", capVersion(1, 2, 3))
-	assert.Nil(t, capFetch(t, f, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9))),
+	capSeed(t, p, "inst-3", capVersion(1, 2, 3))
+	assert.Nil(t, capFetch(t, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9))),
 		"an incompatible filter should return nothing")
 }
 
@@ -161,15 +158,15 @@ func FetchWithIncompatibleFilterSkipsItem(t *testing.T, f Factory) {
 // fetch passes over incompatible instances to return a compatible one.
 func FetchFilterSkipsIncompatibleSelectsCompatible(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-v1", capVersion(1, 0, 0))
-	capSeed(t, f, p, "inst-v2", capVersion(2, 0, 0))
+	capSeed(t, p, "inst-v1", capVersion(1, 0, 0))
+	capSeed(t, p, "inst-v2", capVersion(2, 0, 0))
 
-	item := capFetch(t, f, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9)))
+	item := capFetch(t, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9)))
 	require.NotNil(t, item, "should return the v2 instance")
 	assert.Equal(t, "inst-v2", item.Instance)
 	capAbandon(t, p, item)
 
-	item = capFetch(t, f, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9)))
+	item = capFetch(t, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9)))
 	require.NotNil(t, item, "should return the v1 instance")
 	assert.Equal(t, "inst-v1", item.Instance)
 }
@@ -178,10 +175,10 @@ func FetchFilterSkipsIncompatibleSelectsCompatible(t *testing.T, f Factory) {
 // a filter is not left locked.
 func FetchFilterDoesNotLockSkippedInstances(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-5", capVersion(1, 0, 0))
+	capSeed(t, p, "inst-5", capVersion(1, 0, 0))
 
-	assert.Nil(t, capFetch(t, f, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9))))
-	assert.NotNil(t, capFetch(t, f, p, capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9))),
+	assert.Nil(t, capFetch(t, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9))))
+	assert.NotNil(t, capFetch(t, p, capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9))),
 		"the instance should not have been locked by the incompatible fetch")
 }
 
@@ -189,10 +186,10 @@ func FetchFilterDoesNotLockSkippedInstances(t *testing.T, f Factory) {
 // without a pinned version matches every filter.
 func FetchFilterNullPinnedVersionAlwaysCompatible(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capCreateUnpinned(t, f, p, "inst-null", "0.0.0")
+	capCreateUnpinned(t, p, "inst-null", "0.0.0")
 	capEnqueuePing(t, p, "inst-null", "ping")
 
-	assert.NotNil(t, capFetch(t, f, p, capFilter(capVersion(99, 0, 0), capVersion(99, 9, 9))),
+	assert.NotNil(t, capFetch(t, p, capFilter(capVersion(99, 0, 0), capVersion(99, 9, 9))),
 		"an unpinned execution should always be compatible")
 }
 
@@ -202,30 +199,30 @@ func FetchFilterBoundaryVersions(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	filter := capFilter(capVersion(1, 0, 0), capVersion(1, 9, 99))
 
-	capSeed(t, f, p, "v1-low", capVersion(1, 0, 0))
-	item := capFetch(t, f, p, filter)
+	capSeed(t, p, "v1-low", capVersion(1, 0, 0))
+	item := capFetch(t, p, filter)
 	require.NotNil(t, item, "v1.0.0 should be within [1.0.0, 1.9.99]")
 	assert.Equal(t, "v1-low", item.Instance)
 	capAbandon(t, p, item)
 
-	capSeed(t, f, p, "v1-high", capVersion(1, 9, 99))
-	item = capFetch(t, f, p, filter)
+	capSeed(t, p, "v1-high", capVersion(1, 9, 99))
+	item = capFetch(t, p, filter)
 	require.NotNil(t, item, "v1.9.99 should be within [1.0.0, 1.9.99]")
 	capAbandon(t, p, item)
 
 	// A second provider, so that the v1 instances above do not interfere.
 	p2 := f.NewProvider(t)
-	capSeed(t, f, p2, "v2-exact", capVersion(2, 0, 0))
-	assert.Nil(t, capFetch(t, f, p2, filter), "v2.0.0 should not be within [1.0.0, 1.9.99]")
-	assert.NotNil(t, capFetch(t, f, p2, nil), "v2-exact should be fetchable without a filter")
+	capSeed(t, p2, "v2-exact", capVersion(2, 0, 0))
+	assert.Nil(t, capFetch(t, p2, filter), "v2.0.0 should not be within [1.0.0, 1.9.99]")
+	assert.NotNil(t, capFetch(t, p2, nil), "v2-exact should be fetchable without a filter")
 }
 
 // PinnedVersionStoredViaAckMetadata checks that the pinned version of an
 // ack's metadata is what later filters match.
 func PinnedVersionStoredViaAckMetadata(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-8", capVersion(3, 1, 4))
-	assert.NotNil(t, capFetch(t, f, p, capFilter(capVersion(3, 0, 0), capVersion(3, 9, 9))),
+	capSeed(t, p, "inst-8", capVersion(3, 1, 4))
+	assert.NotNil(t, capFetch(t, p, capFilter(capVersion(3, 0, 0), capVersion(3, 9, 9))),
 		"the version stored via metadata should be filterable")
 }
 
@@ -233,16 +230,16 @@ func PinnedVersionStoredViaAckMetadata(t *testing.T, f Factory) {
 // pinned version keeps the stored one.
 func PinnedVersionImmutableAcrossAckCycles(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-9", capVersion(1, 0, 0))
+	capSeed(t, p, "inst-9", capVersion(1, 0, 0))
 
 	filter := capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9))
-	item := capFetch(t, f, p, filter)
+	item := capFetch(t, p, filter)
 	require.NotNil(t, item)
 	assert.Equal(t, "inst-9", item.Instance)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, capMetadata(nil), nil))
+	ackTurn(t, p, item.LockToken, 1, nil, capMetadata(nil))
 
 	capEnqueuePing(t, p, "inst-9", "ping2")
-	assert.NotNil(t, capFetch(t, f, p, filter), "the pinned version should persist across ack cycles")
+	assert.NotNil(t, capFetch(t, p, filter), "the pinned version should persist across ack cycles")
 }
 
 // ContinueAsNewExecutionGetsOwnPinnedVersion checks that after
@@ -252,10 +249,10 @@ func ContinueAsNewExecutionGetsOwnPinnedVersion(t *testing.T, f Factory) {
 	const instance = "inst-can"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	capSeed(t, f, p, instance, capVersion(1, 0, 0))
+	capSeed(t, p, instance, capVersion(1, 0, 0))
 
 	// Execution 1 continues as new.
-	item := capFetch(t, f, p, capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9)))
+	item := capFetch(t, p, capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9)))
 	require.NotNil(t, item)
 	canMeta := capMetadata(nil)
 	canMeta.Status = duroxide.StringPtr(duroxide.StatusContinuedAsNew)
@@ -263,26 +260,26 @@ func ContinueAsNewExecutionGetsOwnPinnedVersion(t *testing.T, f Factory) {
 		[]duroxide.Event{duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationContinuedAsNew{Input: "{}"})},
 		nil,
 		[]duroxide.WorkItem{{Kind: duroxide.ContinueAsNewItem{
-			Instance: instance, Orchestration: "TestOrch", Input: "{}", Version: duroxide.StringPtr("1.0.0"),
+			Instance: instance, Orchestration: testOrch, Input: "{}", Version: duroxide.StringPtr(testOrchVersion),
 			CarryForwardEvents: []duroxide.NameData{},
 		}}},
 		canMeta, nil))
 
 	// Execution 2 starts pinned at 2.0.0.
-	item = capFetch(t, f, p, nil)
+	item = capFetch(t, p, nil)
 	require.NotNil(t, item)
 	started := capStarted(instance, "2.0.0")
 	started.ExecutionID = 2
 	v2 := capVersion(2, 0, 0)
-	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 2, []duroxide.Event{started}, nil, nil, capMetadata(&v2), nil))
+	ackTurn(t, p, item.LockToken, 2, []duroxide.Event{started}, capMetadata(&v2))
 
 	capEnqueuePing(t, p, instance, "ping")
-	item = capFetch(t, f, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9)))
+	item = capFetch(t, p, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9)))
 	require.NotNil(t, item, "should return the item with a v2 filter after continue-as-new")
 	assert.Equal(t, instance, item.Instance)
 	capAbandon(t, p, item)
 
-	assert.Nil(t, capFetch(t, f, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9))),
+	assert.Nil(t, capFetch(t, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9))),
 		"a v1.x filter must not match execution 2: its pinned version is 2.0.0, not the inherited 1.0.0")
 }
 
@@ -290,8 +287,8 @@ func ContinueAsNewExecutionGetsOwnPinnedVersion(t *testing.T, f Factory) {
 // no supported range matches nothing.
 func FilterWithEmptySupportedVersionsReturnsNothing(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-empty", capVersion(1, 0, 0))
-	assert.Nil(t, capFetch(t, f, p, &duroxide.DispatcherCapabilityFilter{SupportedDuroxideVersions: []duroxide.SemverRange{}}),
+	capSeed(t, p, "inst-empty", capVersion(1, 0, 0))
+	assert.Nil(t, capFetch(t, p, &duroxide.DispatcherCapabilityFilter{SupportedDuroxideVersions: []duroxide.SemverRange{}}),
 		"an empty list of supported versions should return nothing")
 }
 
@@ -299,11 +296,11 @@ func FilterWithEmptySupportedVersionsReturnsNothing(t *testing.T, f Factory) {
 // return an instance another filtered fetch holds.
 func ConcurrentFilteredFetchNoDoubleLock(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-conc", capVersion(1, 0, 0))
+	capSeed(t, p, "inst-conc", capVersion(1, 0, 0))
 	filter := capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9))
 
-	require.NotNil(t, capFetch(t, f, p, filter), "first fetch should succeed")
-	assert.Nil(t, capFetch(t, f, p, filter), "second fetch should return nothing (instance locked)")
+	require.NotNil(t, capFetch(t, p, filter), "first fetch should succeed")
+	assert.Nil(t, capFetch(t, p, filter), "second fetch should return nothing (instance locked)")
 }
 
 // AckStoresPinnedVersionViaMetadataUpdate checks that a later ack can set
@@ -311,16 +308,16 @@ func ConcurrentFilteredFetchNoDoubleLock(t *testing.T, f Factory) {
 func AckStoresPinnedVersionViaMetadataUpdate(t *testing.T, f Factory) {
 	const instance = "inst-backfill"
 	p := f.NewProvider(t)
-	capCreateUnpinned(t, f, p, instance, "1.2.3")
+	capCreateUnpinned(t, p, instance, "1.2.3")
 
 	capEnqueuePing(t, p, instance, "ping")
-	item := capFetch(t, f, p, nil)
+	item := capFetch(t, p, nil)
 	require.NotNil(t, item)
 	v := capVersion(1, 2, 3)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, capMetadata(&v), nil))
+	ackTurn(t, p, item.LockToken, 1, nil, capMetadata(&v))
 
 	capEnqueuePing(t, p, instance, "ping2")
-	assert.NotNil(t, capFetch(t, f, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9))),
+	assert.NotNil(t, capFetch(t, p, capFilter(capVersion(1, 0, 0), capVersion(1, 9, 9))),
 		"the backfilled pinned version should be filterable")
 }
 
@@ -330,27 +327,27 @@ func AckStoresPinnedVersionViaMetadataUpdate(t *testing.T, f Factory) {
 func ProviderUpdatesPinnedVersionWhenTold(t *testing.T, f Factory) {
 	const instance = "inst-update"
 	p := f.NewProvider(t)
-	capSeed(t, f, p, instance, capVersion(1, 0, 0))
+	capSeed(t, p, instance, capVersion(1, 0, 0))
 
-	item := capFetch(t, f, p, capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9)))
+	item := capFetch(t, p, capFilter(capVersion(0, 0, 0), capVersion(1, 9, 9)))
 	require.NotNil(t, item)
 	v2 := capVersion(2, 0, 0)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1, nil, nil, nil, capMetadata(&v2), nil))
+	ackTurn(t, p, item.LockToken, 1, nil, capMetadata(&v2))
 
 	capEnqueuePing(t, p, instance, "ping2")
-	item = capFetch(t, f, p, capFilter(v2, v2))
+	item = capFetch(t, p, capFilter(v2, v2))
 	require.NotNil(t, item, "the provider should have updated the pinned version to 2.0.0")
 	capAbandon(t, p, item)
 
-	assert.Nil(t, capFetch(t, f, p, capFilter(capVersion(1, 0, 0), capVersion(1, 0, 0))),
+	assert.Nil(t, capFetch(t, p, capFilter(capVersion(1, 0, 0), capVersion(1, 0, 0))),
 		"should no longer match a v1 filter: the version was updated to v2")
 }
 
 // capSeedCorrupted seeds instance pinned at pinned and then replaces its
 // history with undecodable data through the factory's HistoryCorrupter.
-func capSeedCorrupted(t *testing.T, f Factory, corrupter HistoryCorrupter, p duroxide.Provider, instance string, pinned duroxide.Version) {
+func capSeedCorrupted(t *testing.T, corrupter HistoryCorrupter, p duroxide.Provider, instance string, pinned duroxide.Version) {
 	t.Helper()
-	capSeed(t, f, p, instance, pinned)
+	capSeed(t, p, instance, pinned)
 	corrupter.CorruptInstanceHistory(t.Context(), t, p, instance)
 }
 
@@ -371,13 +368,13 @@ func FetchCorruptedHistoryFilteredVsUnfiltered(t *testing.T, f Factory) {
 	const instance = "inst-corrupt-39"
 	corrupter := requireCorrupter(t, f)
 	p := f.NewProvider(t)
-	capSeedCorrupted(t, f, corrupter, p, instance, capVersion(1, 0, 0))
+	capSeedCorrupted(t, corrupter, p, instance, capVersion(1, 0, 0))
 
-	item, err := p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9)))
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, capFilter(capVersion(2, 0, 0), capVersion(2, 9, 9)))
 	require.NoError(t, err, "a filtered fetch should not fail for excluded items")
 	assert.Nil(t, item, "a filtered fetch should return nothing for an excluded version")
 
-	item, err = p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, nil)
+	item, err = p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
 	require.NoError(t, err, "should return the item with HistoryError, not an error")
 	capRequireHistoryError(t, item, "unfiltered fetch")
 	assert.Equal(t, instance, item.Instance)
@@ -389,11 +386,11 @@ func FetchCorruptedHistoryFilteredVsUnfiltered(t *testing.T, f Factory) {
 // the attempt, and checks that the attempt count grows with every fetch.
 // An abandon releases the lock at once, so the next fetch needs no wait for
 // lock expiry.
-func capFetchCorruptedCycles(t *testing.T, f Factory, p duroxide.Provider, cycles int) {
+func capFetchCorruptedCycles(t *testing.T, p duroxide.Provider, cycles int) {
 	t.Helper()
 	var last uint32
 	for i := 1; i <= cycles; i++ {
-		item, err := p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, nil)
+		item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
 		require.NoError(t, err, "fetch #%d", i)
 		capRequireHistoryError(t, item, fmt.Sprintf("fetch #%d", i))
 		assert.Greater(t, item.AttemptCount, last, "fetch #%d: the attempt count should grow with every fetch", i)
@@ -410,9 +407,9 @@ func FetchDeserializationErrorIncrementsAttemptCount(t *testing.T, f Factory) {
 	corrupter := requireCorrupter(t, f)
 	attempts := requireAttemptCountReader(t, f)
 	p := f.NewProvider(t)
-	capSeedCorrupted(t, f, corrupter, p, instance, capVersion(1, 0, 0))
+	capSeedCorrupted(t, corrupter, p, instance, capVersion(1, 0, 0))
 
-	capFetchCorruptedCycles(t, f, p, 2)
+	capFetchCorruptedCycles(t, p, 2)
 
 	got := attempts.MaxAttemptCount(t.Context(), t, p, instance)
 	assert.GreaterOrEqual(t, got, uint32(2), "attempt count should be >= 2 after two fetch cycles")
@@ -428,9 +425,9 @@ func FetchDeserializationErrorEventuallyReachesPoison(t *testing.T, f Factory) {
 	corrupter := requireCorrupter(t, f)
 	attempts := requireAttemptCountReader(t, f)
 	p := f.NewProvider(t)
-	capSeedCorrupted(t, f, corrupter, p, instance, capVersion(1, 0, 0))
+	capSeedCorrupted(t, corrupter, p, instance, capVersion(1, 0, 0))
 
-	capFetchCorruptedCycles(t, f, p, maxAttempts)
+	capFetchCorruptedCycles(t, p, maxAttempts)
 
 	got := attempts.MaxAttemptCount(t.Context(), t, p, instance)
 	assert.GreaterOrEqual(t, got, uint32(maxAttempts), "attempt count should be >= %d after %d fetch cycles", maxAttempts, maxAttempts)
@@ -444,13 +441,13 @@ func FetchFilterAppliedBeforeHistoryDeserialization(t *testing.T, f Factory) {
 	const instance = "inst-order-43"
 	corrupter := requireCorrupter(t, f)
 	p := f.NewProvider(t)
-	capSeedCorrupted(t, f, corrupter, p, instance, capVersion(99, 0, 0))
+	capSeedCorrupted(t, corrupter, p, instance, capVersion(99, 0, 0))
 
-	item, err := p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, capFilter(capVersion(1, 0, 0), capVersion(2, 0, 0)))
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, capFilter(capVersion(1, 0, 0), capVersion(2, 0, 0)))
 	require.NoError(t, err, "the filter should be applied before history is decoded")
 	assert.Nil(t, item, "an excluded version should not be returned")
 
-	item, err = p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, nil)
+	item, err = p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
 	require.NoError(t, err, "an unfiltered fetch should return the item with HistoryError, not an error")
 	capRequireHistoryError(t, item, "unfiltered fetch")
 	capAbandon(t, p, item)
@@ -460,20 +457,20 @@ func FetchFilterAppliedBeforeHistoryDeserialization(t *testing.T, f Factory) {
 // for filters with several ranges: only the first range is used.
 func FetchSingleRangeOnlyUsesFirstRange(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	capSeed(t, f, p, "inst-range-a", capVersion(1, 0, 0))
-	capSeed(t, f, p, "inst-range-b", capVersion(3, 0, 0))
+	capSeed(t, p, "inst-range-a", capVersion(1, 0, 0))
+	capSeed(t, p, "inst-range-b", capVersion(3, 0, 0))
 
 	filter := &duroxide.DispatcherCapabilityFilter{SupportedDuroxideVersions: []duroxide.SemverRange{
 		{Min: capVersion(1, 0, 0), Max: capVersion(1, 5, 0)},
 		{Min: capVersion(3, 0, 0), Max: capVersion(3, 5, 0)},
 	}}
-	item := capFetch(t, f, p, filter)
+	item := capFetch(t, p, filter)
 	require.NotNil(t, item, "should return instance A (first range)")
 	assert.Equal(t, "inst-range-a", item.Instance, "phase 1: only the first range should be used, returning instance A")
 	capAbandon(t, p, item)
 
 	// inst-range-a may come back (it was abandoned), inst-range-b must not.
-	if item := capFetch(t, f, p, filter); item != nil {
+	if item := capFetch(t, p, filter); item != nil {
 		assert.Equal(t, "inst-range-a", item.Instance,
 			"phase 1: the second range should be ignored; only inst-range-a (first range) should be returned")
 	}
@@ -489,9 +486,9 @@ func AckAppendsEventToCorruptedHistory(t *testing.T, f Factory) {
 	corrupter := requireCorrupter(t, f)
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	capSeedCorrupted(t, f, corrupter, p, instance, capVersion(1, 0, 0))
+	capSeedCorrupted(t, corrupter, p, instance, capVersion(1, 0, 0))
 
-	item, err := p.FetchOrchestrationItem(ctx, f.LockTimeout(), 0, nil)
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
 	require.NoError(t, err, "fetch should succeed")
 	capRequireHistoryError(t, item, "fetch of a corrupted instance")
 

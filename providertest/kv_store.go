@@ -75,28 +75,11 @@ func kvAllCleared(id uint64, instance string, exec uint64) duroxide.Event {
 	return duroxide.NewEvent(id, instance, exec, nil, duroxide.KeyValuesCleared{})
 }
 
-// kvCreateInstance is duroxide's create_instance: it starts instance and
-// commits its first turn (OrchestrationStarted of TestOrch 1.0.0).
-func kvCreateInstance(t *testing.T, f Factory, p duroxide.Provider, instance string) {
-	t.Helper()
-	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), cancellationStartItem(instance), 0))
-	item := kvFetch(t, f, p)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1,
-		[]duroxide.Event{duroxide.NewEvent(1, instance, 1, nil, duroxide.OrchestrationStarted{
-			Name: "TestOrch", Version: "1.0.0", Input: "{}",
-		})}, nil, nil, kvMetadata(""), nil))
-}
-
-// kvMetadata is the ExecutionMetadata of TestOrch 1.0.0 with status (""
-// leaves the status unchanged).
-func kvMetadata(status string) duroxide.ExecutionMetadata {
-	m := duroxide.ExecutionMetadata{
-		OrchestrationName:    duroxide.StringPtr("TestOrch"),
-		OrchestrationVersion: duroxide.StringPtr("1.0.0"),
-	}
-	if status != "" {
-		m.Status = duroxide.StringPtr(status)
-	}
+// kvStatusMetadata is the ExecutionMetadata of TestOrch 1.0.0 that sets
+// the execution's status.
+func kvStatusMetadata(status string) duroxide.ExecutionMetadata {
+	m := orchMetadata(testOrch, testOrchVersion)
+	m.Status = duroxide.StringPtr(status)
 	return m
 }
 
@@ -104,80 +87,66 @@ func kvMetadata(status string) duroxide.ExecutionMetadata {
 // fetch.
 func kvPoke(t *testing.T, p duroxide.Provider, instance string) {
 	t.Helper()
-	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{
-		Instance: instance, Name: "poke", Data: "{}",
-	}}, 0))
-}
-
-// kvFetch fetches the next orchestration turn and fails t when there is
-// none.
-func kvFetch(t *testing.T, f Factory, p duroxide.Provider) *duroxide.OrchestrationItem {
-	t.Helper()
-	item, err := p.FetchOrchestrationItem(t.Context(), f.LockTimeout(), 0, nil)
-	require.NoError(t, err)
-	require.NotNil(t, item, "expected an orchestration item")
-	return item
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: "poke", Data: "{}"}})
 }
 
 // kvTurn pokes instance, fetches its turn and acks it on execution exec
 // with historyDelta and metadata.
-func kvTurn(t *testing.T, f Factory, p duroxide.Provider, instance string, exec uint64, historyDelta []duroxide.Event, metadata duroxide.ExecutionMetadata) {
+func kvTurn(t *testing.T, p duroxide.Provider, instance string, exec uint64, historyDelta []duroxide.Event, metadata duroxide.ExecutionMetadata) {
 	t.Helper()
 	kvPoke(t, p, instance)
-	item := kvFetch(t, f, p)
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, instance, item.Instance)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, exec, historyDelta, nil, nil, metadata, nil))
+	ackTurn(t, p, item.LockToken, exec, historyDelta, metadata)
 }
 
 // kvAckWithDelta is one turn of execution exec of instance that appends
 // historyDelta and changes no metadata.
-func kvAckWithDelta(t *testing.T, f Factory, p duroxide.Provider, instance string, exec uint64, historyDelta ...duroxide.Event) {
+func kvAckWithDelta(t *testing.T, p duroxide.Provider, instance string, exec uint64, historyDelta ...duroxide.Event) {
 	t.Helper()
-	kvTurn(t, f, p, instance, exec, historyDelta, duroxide.ExecutionMetadata{})
+	kvTurn(t, p, instance, exec, historyDelta, duroxide.ExecutionMetadata{})
 }
 
 // kvCompleteInstance completes execution exec of instance: a turn appends
 // OrchestrationCompleted and stores status Completed.
-func kvCompleteInstance(t *testing.T, f Factory, p duroxide.Provider, instance string, exec uint64) {
+func kvCompleteInstance(t *testing.T, p duroxide.Provider, instance string, exec uint64) {
 	t.Helper()
-	meta := kvMetadata(duroxide.StatusCompleted)
+	meta := kvStatusMetadata(duroxide.StatusCompleted)
 	meta.Output = duroxide.StringPtr("done")
-	kvTurn(t, f, p, instance, exec,
+	kvTurn(t, p, instance, exec,
 		[]duroxide.Event{duroxide.NewEvent(9999, instance, exec, nil, duroxide.OrchestrationCompleted{Output: "done"})}, meta)
 }
 
 // kvContinueAsNew moves instance to execution newExec: a turn marks the
 // previous execution ContinuedAsNew, then the ContinueAsNew message is
 // fetched and acked with the new execution's OrchestrationStarted.
-func kvContinueAsNew(t *testing.T, f Factory, p duroxide.Provider, instance string, newExec uint64) {
+func kvContinueAsNew(t *testing.T, p duroxide.Provider, instance string, newExec uint64) {
 	t.Helper()
-	kvTurn(t, f, p, instance, newExec-1, nil, kvMetadata(duroxide.StatusContinuedAsNew))
+	kvTurn(t, p, instance, newExec-1, nil, kvStatusMetadata(duroxide.StatusContinuedAsNew))
 
-	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
-		Instance: instance, Orchestration: "TestOrch", Input: "{}", Version: duroxide.StringPtr("1.0.0"),
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
+		Instance: instance, Orchestration: testOrch, Input: "{}", Version: duroxide.StringPtr(testOrchVersion),
 		CarryForwardEvents: []duroxide.NameData{},
-	}}, 0))
-	item := kvFetch(t, f, p)
+	}})
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, instance, item.Instance)
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, newExec,
-		[]duroxide.Event{duroxide.NewEvent(1, instance, newExec, nil, duroxide.OrchestrationStarted{
-			Name: "TestOrch", Version: "1.0.0", Input: "{}",
-		})}, nil, nil, kvMetadata(""), nil))
+	started := startedEvent(instance, 1, newExec, testOrch, testOrchVersion)
+	ackTurn(t, p, item.LockToken, newExec, []duroxide.Event{started}, orchMetadata(testOrch, testOrchVersion))
 }
 
 // kvSnapshot pokes instance, fetches its turn, acks it unchanged on
 // execution exec and returns the KV snapshot the fetch carried, as key →
 // value.
-func kvSnapshot(t *testing.T, f Factory, p duroxide.Provider, instance string, exec uint64) map[string]string {
+func kvSnapshot(t *testing.T, p duroxide.Provider, instance string, exec uint64) map[string]string {
 	t.Helper()
 	kvPoke(t, p, instance)
-	item := kvFetch(t, f, p)
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, instance, item.Instance)
 	snapshot := make(map[string]string, len(item.KVSnapshot))
 	for k, e := range item.KVSnapshot {
 		snapshot[k] = e.Value
 	}
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, exec, nil, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	ackTurn(t, p, item.LockToken, exec, nil, duroxide.ExecutionMetadata{})
 	return snapshot
 }
 
@@ -231,8 +200,8 @@ func kvPruneKeepLast(t *testing.T, admin duroxide.ProviderAdmin, instance string
 // KvSetAndGet checks that an acked KeyValueSet is readable with GetKVValue.
 func KvSetAndGet(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-set")
-	kvAckWithDelta(t, f, p, "kv-set", 1, kvSet(100, "kv-set", 1, "counter", "42", 0))
+	createInstance(t, p, "kv-set")
+	kvAckWithDelta(t, p, "kv-set", 1, kvSet(100, "kv-set", 1, "counter", "42", 0))
 	kvAssertValue(t, p, "kv-set", "counter", "42")
 }
 
@@ -240,22 +209,22 @@ func KvSetAndGet(t *testing.T, f Factory) {
 // value.
 func KvOverwrite(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-over")
-	kvAckWithDelta(t, f, p, "kv-over", 1, kvSet(100, "kv-over", 1, "status", "old", 0))
+	createInstance(t, p, "kv-over")
+	kvAckWithDelta(t, p, "kv-over", 1, kvSet(100, "kv-over", 1, "status", "old", 0))
 	kvAssertValue(t, p, "kv-over", "status", "old", "initial value should be 'old'")
 
-	kvAckWithDelta(t, f, p, "kv-over", 1, kvSet(101, "kv-over", 1, "status", "new", 0))
+	kvAckWithDelta(t, p, "kv-over", 1, kvSet(101, "kv-over", 1, "status", "new", 0))
 	kvAssertValue(t, p, "kv-over", "status", "new")
 }
 
 // KvClearSingle checks that KeyValueCleared removes the key.
 func KvClearSingle(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-clr1")
-	kvAckWithDelta(t, f, p, "kv-clr1", 1, kvSet(100, "kv-clr1", 1, "remove_me", "x", 0))
+	createInstance(t, p, "kv-clr1")
+	kvAckWithDelta(t, p, "kv-clr1", 1, kvSet(100, "kv-clr1", 1, "remove_me", "x", 0))
 	kvAssertValue(t, p, "kv-clr1", "remove_me", "x", "value should be set before clearing")
 
-	kvAckWithDelta(t, f, p, "kv-clr1", 1, kvCleared(101, "kv-clr1", 1, "remove_me"))
+	kvAckWithDelta(t, p, "kv-clr1", 1, kvCleared(101, "kv-clr1", 1, "remove_me"))
 	kvAssertAbsent(t, p, "kv-clr1", "remove_me")
 }
 
@@ -263,14 +232,14 @@ func KvClearSingle(t *testing.T, f Factory) {
 // instance.
 func KvClearAll(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-clra")
-	kvAckWithDelta(t, f, p, "kv-clra", 1,
+	createInstance(t, p, "kv-clra")
+	kvAckWithDelta(t, p, "kv-clra", 1,
 		kvSet(100, "kv-clra", 1, "a", "1", 0),
 		kvSet(101, "kv-clra", 1, "b", "2", 0))
 	kvAssertValue(t, p, "kv-clra", "a", "1", "key 'a' should be set")
 	kvAssertValue(t, p, "kv-clra", "b", "2", "key 'b' should be set")
 
-	kvAckWithDelta(t, f, p, "kv-clra", 1, kvAllCleared(102, "kv-clra", 1))
+	kvAckWithDelta(t, p, "kv-clra", 1, kvAllCleared(102, "kv-clra", 1))
 	kvAssertAbsent(t, p, "kv-clra", "a")
 	kvAssertAbsent(t, p, "kv-clra", "b")
 }
@@ -279,7 +248,7 @@ func KvClearAll(t *testing.T, f Factory) {
 // nothing.
 func KvGetNonexistent(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-none")
+	createInstance(t, p, "kv-none")
 	kvAssertAbsent(t, p, "kv-none", "nope")
 }
 
@@ -287,13 +256,13 @@ func KvGetNonexistent(t *testing.T, f Factory) {
 // fetch carries its KV values in the snapshot.
 func KvSnapshotInFetch(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-fetch")
-	kvAckWithDelta(t, f, p, "kv-fetch", 1,
+	createInstance(t, p, "kv-fetch")
+	kvAckWithDelta(t, p, "kv-fetch", 1,
 		kvSet(100, "kv-fetch", 1, "x", "10", 0),
 		kvSet(101, "kv-fetch", 1, "y", "20", 0))
-	kvCompleteInstance(t, f, p, "kv-fetch", 1)
+	kvCompleteInstance(t, p, "kv-fetch", 1)
 
-	assert.Equal(t, map[string]string{"x": "10", "y": "20"}, kvSnapshot(t, f, p, "kv-fetch", 1),
+	assert.Equal(t, map[string]string{"x": "10", "y": "20"}, kvSnapshot(t, p, "kv-fetch", 1),
 		"the snapshot should hold the completed execution's values")
 }
 
@@ -301,14 +270,14 @@ func KvSnapshotInFetch(t *testing.T, f Factory) {
 // completed is not in the next snapshot.
 func KvSnapshotAfterClearSingle(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-fclr1")
-	kvAckWithDelta(t, f, p, "kv-fclr1", 1,
+	createInstance(t, p, "kv-fclr1")
+	kvAckWithDelta(t, p, "kv-fclr1", 1,
 		kvSet(100, "kv-fclr1", 1, "keep", "yes", 0),
 		kvSet(101, "kv-fclr1", 1, "remove", "bye", 0))
-	kvAckWithDelta(t, f, p, "kv-fclr1", 1, kvCleared(102, "kv-fclr1", 1, "remove"))
-	kvCompleteInstance(t, f, p, "kv-fclr1", 1)
+	kvAckWithDelta(t, p, "kv-fclr1", 1, kvCleared(102, "kv-fclr1", 1, "remove"))
+	kvCompleteInstance(t, p, "kv-fclr1", 1)
 
-	assert.Equal(t, map[string]string{"keep": "yes"}, kvSnapshot(t, f, p, "kv-fclr1", 1),
+	assert.Equal(t, map[string]string{"keep": "yes"}, kvSnapshot(t, p, "kv-fclr1", 1),
 		"the snapshot should hold 'keep' and not the cleared 'remove'")
 }
 
@@ -316,13 +285,13 @@ func KvSnapshotAfterClearSingle(t *testing.T, f Factory) {
 // snapshot is empty.
 func KvSnapshotAfterClearAll(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-fclra")
-	kvAckWithDelta(t, f, p, "kv-fclra", 1,
+	createInstance(t, p, "kv-fclra")
+	kvAckWithDelta(t, p, "kv-fclra", 1,
 		kvSet(100, "kv-fclra", 1, "a", "1", 0),
 		kvSet(101, "kv-fclra", 1, "b", "2", 0))
-	kvAckWithDelta(t, f, p, "kv-fclra", 1, kvAllCleared(102, "kv-fclra", 1))
+	kvAckWithDelta(t, p, "kv-fclra", 1, kvAllCleared(102, "kv-fclra", 1))
 
-	snapshot := kvSnapshot(t, f, p, "kv-fclra", 1)
+	snapshot := kvSnapshot(t, p, "kv-fclra", 1)
 	assert.Empty(t, snapshot, "expected an empty snapshot, got %v", snapshot)
 }
 
@@ -332,12 +301,12 @@ func KvSnapshotAfterClearAll(t *testing.T, f Factory) {
 func KvExecutionIDTracking(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-exec")
-	kvAckWithDelta(t, f, p, "kv-exec", 1, kvSet(100, "kv-exec", 1, "shared", "from_exec_1", 0))
+	createInstance(t, p, "kv-exec")
+	kvAckWithDelta(t, p, "kv-exec", 1, kvSet(100, "kv-exec", 1, "shared", "from_exec_1", 0))
 	kvAssertValue(t, p, "kv-exec", "shared", "from_exec_1")
 
-	kvContinueAsNew(t, f, p, "kv-exec", 2)
-	kvAckWithDelta(t, f, p, "kv-exec", 2, kvSet(200, "kv-exec", 2, "shared", "from_exec_2", 0))
+	kvContinueAsNew(t, p, "kv-exec", 2)
+	kvAckWithDelta(t, p, "kv-exec", 2, kvSet(200, "kv-exec", 2, "shared", "from_exec_2", 0))
 	kvAssertValue(t, p, "kv-exec", "shared", "from_exec_2", "should reflect the exec 2 value")
 
 	kvPruneKeepLast(t, admin, "kv-exec")
@@ -349,12 +318,12 @@ func KvExecutionIDTracking(t *testing.T, f Factory) {
 // readable, and that execution 2 overwrites it.
 func KvCrossExecutionOverwrite(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-xexec")
-	kvAckWithDelta(t, f, p, "kv-xexec", 1, kvSet(100, "kv-xexec", 1, "k", "v1", 0))
+	createInstance(t, p, "kv-xexec")
+	kvAckWithDelta(t, p, "kv-xexec", 1, kvSet(100, "kv-xexec", 1, "k", "v1", 0))
 	kvAssertValue(t, p, "kv-xexec", "k", "v1", "should see the value from exec 1")
 
-	kvContinueAsNew(t, f, p, "kv-xexec", 2)
-	kvAckWithDelta(t, f, p, "kv-xexec", 2, kvSet(200, "kv-xexec", 2, "k", "v2", 0))
+	kvContinueAsNew(t, p, "kv-xexec", 2)
+	kvAckWithDelta(t, p, "kv-xexec", 2, kvSet(200, "kv-xexec", 2, "k", "v2", 0))
 	kvAssertValue(t, p, "kv-xexec", "k", "v2", "exec 2 should overwrite the exec 1 value")
 }
 
@@ -362,16 +331,16 @@ func KvCrossExecutionOverwrite(t *testing.T, f Factory) {
 // execution 2 and set again in execution 3.
 func KvCrossExecutionRemoveReadd(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-xrm")
-	kvAckWithDelta(t, f, p, "kv-xrm", 1, kvSet(100, "kv-xrm", 1, "cycle", "exec1", 0))
+	createInstance(t, p, "kv-xrm")
+	kvAckWithDelta(t, p, "kv-xrm", 1, kvSet(100, "kv-xrm", 1, "cycle", "exec1", 0))
 	kvAssertValue(t, p, "kv-xrm", "cycle", "exec1")
 
-	kvContinueAsNew(t, f, p, "kv-xrm", 2)
-	kvAckWithDelta(t, f, p, "kv-xrm", 2, kvCleared(200, "kv-xrm", 2, "cycle"))
+	kvContinueAsNew(t, p, "kv-xrm", 2)
+	kvAckWithDelta(t, p, "kv-xrm", 2, kvCleared(200, "kv-xrm", 2, "cycle"))
 	kvAssertAbsent(t, p, "kv-xrm", "cycle", "key should be cleared in exec 2")
 
-	kvContinueAsNew(t, f, p, "kv-xrm", 3)
-	kvAckWithDelta(t, f, p, "kv-xrm", 3, kvSet(300, "kv-xrm", 3, "cycle", "exec3", 0))
+	kvContinueAsNew(t, p, "kv-xrm", 3)
+	kvAckWithDelta(t, p, "kv-xrm", 3, kvSet(300, "kv-xrm", 3, "cycle", "exec3", 0))
 	kvAssertValue(t, p, "kv-xrm", "cycle", "exec3", "key should be set again by exec 3")
 }
 
@@ -381,10 +350,10 @@ func KvCrossExecutionRemoveReadd(t *testing.T, f Factory) {
 func KvPrunePreservesOverwritten(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-prn1")
-	kvAckWithDelta(t, f, p, "kv-prn1", 1, kvSet(100, "kv-prn1", 1, "survive", "v1", 0))
-	kvContinueAsNew(t, f, p, "kv-prn1", 2)
-	kvAckWithDelta(t, f, p, "kv-prn1", 2, kvSet(200, "kv-prn1", 2, "survive", "v2", 0))
+	createInstance(t, p, "kv-prn1")
+	kvAckWithDelta(t, p, "kv-prn1", 1, kvSet(100, "kv-prn1", 1, "survive", "v1", 0))
+	kvContinueAsNew(t, p, "kv-prn1", 2)
+	kvAckWithDelta(t, p, "kv-prn1", 2, kvSet(200, "kv-prn1", 2, "survive", "v2", 0))
 
 	kvPruneKeepLast(t, admin, "kv-prn1")
 	kvAssertValue(t, p, "kv-prn1", "survive", "v2", "an overwritten key must survive pruning of the old execution")
@@ -396,10 +365,10 @@ func KvPrunePreservesOverwritten(t *testing.T, f Factory) {
 func KvPrunePreservesAllKeys(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-prn2")
-	kvAckWithDelta(t, f, p, "kv-prn2", 1, kvSet(100, "kv-prn2", 1, "orphan", "survives", 0))
-	kvContinueAsNew(t, f, p, "kv-prn2", 2)
-	kvAckWithDelta(t, f, p, "kv-prn2", 2, kvSet(200, "kv-prn2", 2, "keeper", "alive", 0))
+	createInstance(t, p, "kv-prn2")
+	kvAckWithDelta(t, p, "kv-prn2", 1, kvSet(100, "kv-prn2", 1, "orphan", "survives", 0))
+	kvContinueAsNew(t, p, "kv-prn2", 2)
+	kvAckWithDelta(t, p, "kv-prn2", 2, kvSet(200, "kv-prn2", 2, "keeper", "alive", 0))
 	kvAssertValue(t, p, "kv-prn2", "orphan", "survives")
 	kvAssertValue(t, p, "kv-prn2", "keeper", "alive")
 
@@ -412,10 +381,10 @@ func KvPrunePreservesAllKeys(t *testing.T, f Factory) {
 // under the same key.
 func KvInstanceIsolation(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-iso-a")
-	kvCreateInstance(t, f, p, "kv-iso-b")
-	kvAckWithDelta(t, f, p, "kv-iso-a", 1, kvSet(100, "kv-iso-a", 1, "shared_name", "from_a", 0))
-	kvAckWithDelta(t, f, p, "kv-iso-b", 1, kvSet(100, "kv-iso-b", 1, "shared_name", "from_b", 0))
+	createInstance(t, p, "kv-iso-a")
+	createInstance(t, p, "kv-iso-b")
+	kvAckWithDelta(t, p, "kv-iso-a", 1, kvSet(100, "kv-iso-a", 1, "shared_name", "from_a", 0))
+	kvAckWithDelta(t, p, "kv-iso-b", 1, kvSet(100, "kv-iso-b", 1, "shared_name", "from_b", 0))
 
 	kvAssertValue(t, p, "kv-iso-a", "shared_name", "from_a")
 	kvAssertValue(t, p, "kv-iso-b", "shared_name", "from_b")
@@ -426,9 +395,9 @@ func KvInstanceIsolation(t *testing.T, f Factory) {
 func KvDeleteInstanceCascades(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-del")
-	kvAckWithDelta(t, f, p, "kv-del", 1, kvSet(100, "kv-del", 1, "doomed", "bye", 0))
-	kvCompleteInstance(t, f, p, "kv-del", 1)
+	createInstance(t, p, "kv-del")
+	kvAckWithDelta(t, p, "kv-del", 1, kvSet(100, "kv-del", 1, "doomed", "bye", 0))
+	kvCompleteInstance(t, p, "kv-del", 1)
 	kvAssertValue(t, p, "kv-del", "doomed", "bye", "value should exist before deletion")
 
 	_, err := admin.DeleteInstance(t.Context(), "kv-del", false)
@@ -440,8 +409,8 @@ func KvDeleteInstanceCascades(t *testing.T, f Factory) {
 // succeeds.
 func KvClearNonexistentKey(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-clrne")
-	kvAckWithDelta(t, f, p, "kv-clrne", 1, kvCleared(100, "kv-clrne", 1, "never_existed"))
+	createInstance(t, p, "kv-clrne")
+	kvAckWithDelta(t, p, "kv-clrne", 1, kvCleared(100, "kv-clrne", 1, "never_existed"))
 	kvAssertAbsent(t, p, "kv-clrne", "never_existed")
 }
 
@@ -456,11 +425,11 @@ func KvGetUnknownInstance(t *testing.T, f Factory) {
 // KeyValueSet leaves only the new key.
 func KvSetAfterClear(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-sac")
-	kvAckWithDelta(t, f, p, "kv-sac", 1,
+	createInstance(t, p, "kv-sac")
+	kvAckWithDelta(t, p, "kv-sac", 1,
 		kvSet(100, "kv-sac", 1, "old_a", "1", 0),
 		kvSet(101, "kv-sac", 1, "old_b", "2", 0))
-	kvAckWithDelta(t, f, p, "kv-sac", 1,
+	kvAckWithDelta(t, p, "kv-sac", 1,
 		kvAllCleared(102, "kv-sac", 1),
 		kvSet(103, "kv-sac", 1, "new_x", "fresh", 0))
 
@@ -472,8 +441,8 @@ func KvSetAfterClear(t *testing.T, f Factory) {
 // KvEmptyValue checks that the empty string is a value, not an absent key.
 func KvEmptyValue(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-empty")
-	kvAckWithDelta(t, f, p, "kv-empty", 1, kvSet(100, "kv-empty", 1, "blank", "", 0))
+	createInstance(t, p, "kv-empty")
+	kvAckWithDelta(t, p, "kv-empty", 1, kvSet(100, "kv-empty", 1, "blank", "", 0))
 	kvAssertValue(t, p, "kv-empty", "blank", "", "the empty string is a valid value, not an absent key")
 }
 
@@ -481,9 +450,9 @@ func KvEmptyValue(t *testing.T, f Factory) {
 // (duroxide.MaxKVValueBytes, 16 KiB) is stored and read back intact.
 func KvLargeValue(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-big")
+	createInstance(t, p, "kv-big")
 	big := strings.Repeat("x", duroxide.MaxKVValueBytes)
-	kvAckWithDelta(t, f, p, "kv-big", 1, kvSet(100, "kv-big", 1, "payload", big, 0))
+	kvAckWithDelta(t, p, "kv-big", 1, kvSet(100, "kv-big", 1, "payload", big, 0))
 	kvAssertValue(t, p, "kv-big", "payload", big)
 }
 
@@ -491,7 +460,7 @@ func KvLargeValue(t *testing.T, f Factory) {
 // slashes and emoji.
 func KvSpecialCharsInKey(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-chars")
+	createInstance(t, p, "kv-chars")
 	keys := []struct{ key, value string }{
 		{"key with spaces", "v1"},
 		{"日本語キー", "v2"},
@@ -503,7 +472,7 @@ func KvSpecialCharsInKey(t *testing.T, f Factory) {
 	for i, kv := range keys {
 		events = append(events, kvSet(100+uint64(i), "kv-chars", 1, kv.key, kv.value, 0))
 	}
-	kvAckWithDelta(t, f, p, "kv-chars", 1, events...)
+	kvAckWithDelta(t, p, "kv-chars", 1, events...)
 
 	for _, kv := range keys {
 		kvAssertValue(t, p, "kv-chars", kv.key, kv.value, "the key should be retrievable")
@@ -514,8 +483,8 @@ func KvSpecialCharsInKey(t *testing.T, f Factory) {
 // snapshot.
 func KvSnapshotEmpty(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-sempty")
-	assert.Empty(t, kvSnapshot(t, f, p, "kv-sempty", 1), "expected an empty snapshot for a fresh instance")
+	createInstance(t, p, "kv-sempty")
+	assert.Empty(t, kvSnapshot(t, p, "kv-sempty", 1), "expected an empty snapshot for a fresh instance")
 }
 
 // KvSnapshotCrossExecution checks that the snapshot of execution 2 holds
@@ -523,12 +492,12 @@ func KvSnapshotEmpty(t *testing.T, f Factory) {
 // set itself (rebuilt by replay).
 func KvSnapshotCrossExecution(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-scross")
-	kvAckWithDelta(t, f, p, "kv-scross", 1, kvSet(100, "kv-scross", 1, "A", "from_exec1", 0))
-	kvContinueAsNew(t, f, p, "kv-scross", 2)
-	kvAckWithDelta(t, f, p, "kv-scross", 2, kvSet(200, "kv-scross", 2, "B", "from_exec2", 0))
+	createInstance(t, p, "kv-scross")
+	kvAckWithDelta(t, p, "kv-scross", 1, kvSet(100, "kv-scross", 1, "A", "from_exec1", 0))
+	kvContinueAsNew(t, p, "kv-scross", 2)
+	kvAckWithDelta(t, p, "kv-scross", 2, kvSet(200, "kv-scross", 2, "B", "from_exec2", 0))
 
-	snapshot := kvSnapshot(t, f, p, "kv-scross", 2)
+	snapshot := kvSnapshot(t, p, "kv-scross", 2)
 	assert.Len(t, snapshot, 1, "the snapshot should only hold prior-execution state")
 	assert.Equal(t, "from_exec1", snapshot["A"])
 	assert.NotContains(t, snapshot, "B", "a current-execution key should not be in the snapshot")
@@ -539,8 +508,8 @@ func KvSnapshotCrossExecution(t *testing.T, f Factory) {
 func KvPruneCurrentExecutionProtected(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-prncur")
-	kvAckWithDelta(t, f, p, "kv-prncur", 1, kvSet(100, "kv-prncur", 1, "alive", "yes", 0))
+	createInstance(t, p, "kv-prncur")
+	kvAckWithDelta(t, p, "kv-prncur", 1, kvSet(100, "kv-prncur", 1, "alive", "yes", 0))
 
 	kvPruneKeepLast(t, admin, "kv-prncur")
 	kvAssertValue(t, p, "kv-prncur", "alive", "yes", "the current execution's KV must survive pruning")
@@ -553,27 +522,27 @@ func KvDeleteInstanceWithChildren(t *testing.T, f Factory) {
 	ctx := t.Context()
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-parent")
-	kvAckWithDelta(t, f, p, "kv-parent", 1, kvSet(100, "kv-parent", 1, "parent_key", "parent_val", 0))
+	createInstance(t, p, "kv-parent")
+	kvAckWithDelta(t, p, "kv-parent", 1, kvSet(100, "kv-parent", 1, "parent_key", "parent_val", 0))
 
 	// The child is a sub-orchestration of kv-parent.
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
-		Instance: "kv-child", Orchestration: "TestOrch", Version: duroxide.StringPtr("1.0.0"), Input: "{}",
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
+		Instance: "kv-child", Orchestration: testOrch, Version: duroxide.StringPtr(testOrchVersion), Input: "{}",
 		ParentInstance: duroxide.StringPtr("kv-parent"), ParentID: duroxide.Uint64Ptr(1), ExecutionID: 1,
-	}}, 0))
-	item := kvFetch(t, f, p)
+	}})
+	item := fetchOrch(t, p, longLock)
 	require.Equal(t, "kv-child", item.Instance, "expected the child's orchestration item")
-	childMeta := kvMetadata("")
+	childMeta := orchMetadata(testOrch, testOrchVersion)
 	childMeta.ParentInstanceID = duroxide.StringPtr("kv-parent")
-	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1,
-		[]duroxide.Event{duroxide.NewEvent(1, "kv-child", 1, nil, duroxide.OrchestrationStarted{
-			Name: "TestOrch", Version: "1.0.0", Input: "{}",
-			ParentInstance: duroxide.StringPtr("kv-parent"), ParentID: duroxide.Uint64Ptr(1),
-		})}, nil, nil, childMeta, nil))
-	kvAckWithDelta(t, f, p, "kv-child", 1, kvSet(100, "kv-child", 1, "child_key", "child_val", 0))
+	started := duroxide.NewEvent(1, "kv-child", 1, nil, duroxide.OrchestrationStarted{
+		Name: testOrch, Version: testOrchVersion, Input: "{}",
+		ParentInstance: duroxide.StringPtr("kv-parent"), ParentID: duroxide.Uint64Ptr(1),
+	})
+	ackTurn(t, p, item.LockToken, 1, []duroxide.Event{started}, childMeta)
+	kvAckWithDelta(t, p, "kv-child", 1, kvSet(100, "kv-child", 1, "child_key", "child_val", 0))
 
-	kvCompleteInstance(t, f, p, "kv-child", 1)
-	kvCompleteInstance(t, f, p, "kv-parent", 1)
+	kvCompleteInstance(t, p, "kv-child", 1)
+	kvCompleteInstance(t, p, "kv-parent", 1)
 
 	_, err := admin.DeleteInstance(ctx, "kv-parent", false)
 	require.NoError(t, err)
@@ -585,12 +554,12 @@ func KvDeleteInstanceWithChildren(t *testing.T, f Factory) {
 // another instance's keys alone.
 func KvClearIsolation(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-ciso-a")
-	kvCreateInstance(t, f, p, "kv-ciso-b")
-	kvAckWithDelta(t, f, p, "kv-ciso-a", 1, kvSet(100, "kv-ciso-a", 1, "shared", "from_a", 0))
-	kvAckWithDelta(t, f, p, "kv-ciso-b", 1, kvSet(100, "kv-ciso-b", 1, "shared", "from_b", 0))
+	createInstance(t, p, "kv-ciso-a")
+	createInstance(t, p, "kv-ciso-b")
+	kvAckWithDelta(t, p, "kv-ciso-a", 1, kvSet(100, "kv-ciso-a", 1, "shared", "from_a", 0))
+	kvAckWithDelta(t, p, "kv-ciso-b", 1, kvSet(100, "kv-ciso-b", 1, "shared", "from_b", 0))
 
-	kvAckWithDelta(t, f, p, "kv-ciso-a", 1, kvAllCleared(101, "kv-ciso-a", 1))
+	kvAckWithDelta(t, p, "kv-ciso-a", 1, kvAllCleared(101, "kv-ciso-a", 1))
 	kvAssertAbsent(t, p, "kv-ciso-a", "shared")
 	kvAssertValue(t, p, "kv-ciso-b", "shared", "from_b", "clearing instance A must not affect instance B")
 }
@@ -601,11 +570,11 @@ func KvClearIsolation(t *testing.T, f Factory) {
 // see it.
 func KvDeltaSnapshotExcludesCurrentExecution(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-ds1")
-	kvAckWithDelta(t, f, p, "kv-ds1", 1, kvSet(100, "kv-ds1", 1, "counter", "1", 100))
+	createInstance(t, p, "kv-ds1")
+	kvAckWithDelta(t, p, "kv-ds1", 1, kvSet(100, "kv-ds1", 1, "counter", "1", 100))
 	kvAssertValue(t, p, "kv-ds1", "counter", "1", "a client read should see the current execution's value")
 
-	snapshot := kvSnapshot(t, f, p, "kv-ds1", 1)
+	snapshot := kvSnapshot(t, p, "kv-ds1", 1)
 	assert.Empty(t, snapshot,
 		"the snapshot must be empty: counter was set by the current (unfinished) execution; got %v", snapshot)
 }
@@ -615,11 +584,11 @@ func KvDeltaSnapshotExcludesCurrentExecution(t *testing.T, f Factory) {
 // execution's values.
 func KvDeltaSnapshotIncludesCompletedExecution(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-ds2")
-	kvAckWithDelta(t, f, p, "kv-ds2", 1, kvSet(100, "kv-ds2", 1, "counter", "5", 100))
-	kvContinueAsNew(t, f, p, "kv-ds2", 2)
+	createInstance(t, p, "kv-ds2")
+	kvAckWithDelta(t, p, "kv-ds2", 1, kvSet(100, "kv-ds2", 1, "counter", "5", 100))
+	kvContinueAsNew(t, p, "kv-ds2", 2)
 
-	snapshot := kvSnapshot(t, f, p, "kv-ds2", 2)
+	snapshot := kvSnapshot(t, p, "kv-ds2", 2)
 	assert.Equal(t, "5", snapshot["counter"], "the snapshot must hold the prior execution's value after continue-as-new")
 }
 
@@ -628,15 +597,15 @@ func KvDeltaSnapshotIncludesCompletedExecution(t *testing.T, f Factory) {
 // latter winning.
 func KvDeltaClientReadsMerged(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-dm")
-	kvAckWithDelta(t, f, p, "kv-dm", 1,
+	createInstance(t, p, "kv-dm")
+	kvAckWithDelta(t, p, "kv-dm", 1,
 		kvSet(100, "kv-dm", 1, "color", "red", 100),
 		kvSet(101, "kv-dm", 1, "size", "large", 101))
-	kvCompleteInstance(t, f, p, "kv-dm", 1)
+	kvCompleteInstance(t, p, "kv-dm", 1)
 
 	// Execution 2 (a restart, created by this ack) overwrites one key and
 	// adds another.
-	kvAckWithDelta(t, f, p, "kv-dm", 2,
+	kvAckWithDelta(t, p, "kv-dm", 2,
 		kvSet(200, "kv-dm", 2, "color", "blue", 200),
 		kvSet(201, "kv-dm", 2, "shape", "circle", 201))
 
@@ -655,11 +624,11 @@ func KvDeltaClientReadsMerged(t *testing.T, f Factory) {
 // reads.
 func KvDeltaTombstoneOverridesStore(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-dt")
-	kvAckWithDelta(t, f, p, "kv-dt", 1, kvSet(100, "kv-dt", 1, "temp", "exists", 100))
-	kvCompleteInstance(t, f, p, "kv-dt", 1)
+	createInstance(t, p, "kv-dt")
+	kvAckWithDelta(t, p, "kv-dt", 1, kvSet(100, "kv-dt", 1, "temp", "exists", 100))
+	kvCompleteInstance(t, p, "kv-dt", 1)
 
-	kvAckWithDelta(t, f, p, "kv-dt", 2, kvCleared(200, "kv-dt", 2, "temp"))
+	kvAckWithDelta(t, p, "kv-dt", 2, kvCleared(200, "kv-dt", 2, "temp"))
 	kvAssertAbsent(t, p, "kv-dt", "temp", "a cleared key must hide the stored value")
 }
 
@@ -668,13 +637,13 @@ func KvDeltaTombstoneOverridesStore(t *testing.T, f Factory) {
 // visible.
 func KvDeltaClearAllTombstonesStore(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-dca")
-	kvAckWithDelta(t, f, p, "kv-dca", 1,
+	createInstance(t, p, "kv-dca")
+	kvAckWithDelta(t, p, "kv-dca", 1,
 		kvSet(100, "kv-dca", 1, "a", "1", 100),
 		kvSet(101, "kv-dca", 1, "b", "2", 101))
-	kvCompleteInstance(t, f, p, "kv-dca", 1)
+	kvCompleteInstance(t, p, "kv-dca", 1)
 
-	kvAckWithDelta(t, f, p, "kv-dca", 2,
+	kvAckWithDelta(t, p, "kv-dca", 2,
 		kvAllCleared(200, "kv-dca", 2),
 		kvSet(201, "kv-dca", 2, "c", "3", 201))
 
@@ -691,9 +660,9 @@ func KvDeltaClearAllTombstonesStore(t *testing.T, f Factory) {
 // execution completes (it moved into the store).
 func KvDeltaMergedOnCompletion(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-dmc")
-	kvAckWithDelta(t, f, p, "kv-dmc", 1, kvSet(100, "kv-dmc", 1, "result", "42", 100))
-	kvCompleteInstance(t, f, p, "kv-dmc", 1)
+	createInstance(t, p, "kv-dmc")
+	kvAckWithDelta(t, p, "kv-dmc", 1, kvSet(100, "kv-dmc", 1, "result", "42", 100))
+	kvCompleteInstance(t, p, "kv-dmc", 1)
 	kvAssertValue(t, p, "kv-dmc", "result", "42", "the value should be stored after the completion merge")
 }
 
@@ -702,14 +671,14 @@ func KvDeltaMergedOnCompletion(t *testing.T, f Factory) {
 // continue-as-new.
 func KvDeltaMergedOnCan(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	kvCreateInstance(t, f, p, "kv-dmc2")
-	kvAckWithDelta(t, f, p, "kv-dmc2", 1,
+	createInstance(t, p, "kv-dmc2")
+	kvAckWithDelta(t, p, "kv-dmc2", 1,
 		kvSet(100, "kv-dmc2", 1, "version", "1", 100),
 		kvSet(101, "kv-dmc2", 1, "progress", "50%", 101))
-	kvAckWithDelta(t, f, p, "kv-dmc2", 1, kvSet(102, "kv-dmc2", 1, "progress", "100%", 102))
-	kvContinueAsNew(t, f, p, "kv-dmc2", 2)
+	kvAckWithDelta(t, p, "kv-dmc2", 1, kvSet(102, "kv-dmc2", 1, "progress", "100%", 102))
+	kvContinueAsNew(t, p, "kv-dmc2", 2)
 
-	snapshot := kvSnapshot(t, f, p, "kv-dmc2", 2)
+	snapshot := kvSnapshot(t, p, "kv-dmc2", 2)
 	assert.Equal(t, "1", snapshot["version"], "version should carry over through the store after continue-as-new")
 	assert.Equal(t, "100%", snapshot["progress"], "the latest progress value should carry over")
 }
@@ -720,8 +689,8 @@ func KvDeltaMergedOnCan(t *testing.T, f Factory) {
 func KvDeltaDeleteInstanceCascades(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-ddel")
-	kvAckWithDelta(t, f, p, "kv-ddel", 1, kvSet(100, "kv-ddel", 1, "data", "important", 100))
+	createInstance(t, p, "kv-ddel")
+	kvAckWithDelta(t, p, "kv-ddel", 1, kvSet(100, "kv-ddel", 1, "data", "important", 100))
 	kvAssertValue(t, p, "kv-ddel", "data", "important")
 
 	_, err := admin.DeleteInstance(t.Context(), "kv-ddel", true)
@@ -735,12 +704,12 @@ func KvDeltaDeleteInstanceCascades(t *testing.T, f Factory) {
 func KvDeltaPruneUntouchedKeySurvives(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	admin := kvAdmin(t, p)
-	kvCreateInstance(t, f, p, "kv-dprn")
-	kvAckWithDelta(t, f, p, "kv-dprn", 1, kvSet(100, "kv-dprn", 1, "stale_config", "from_exec_1", 100))
-	kvContinueAsNew(t, f, p, "kv-dprn", 2)
-	kvAckWithDelta(t, f, p, "kv-dprn", 2, kvSet(200, "kv-dprn", 2, "other", "unrelated", 200))
+	createInstance(t, p, "kv-dprn")
+	kvAckWithDelta(t, p, "kv-dprn", 1, kvSet(100, "kv-dprn", 1, "stale_config", "from_exec_1", 100))
+	kvContinueAsNew(t, p, "kv-dprn", 2)
+	kvAckWithDelta(t, p, "kv-dprn", 2, kvSet(200, "kv-dprn", 2, "other", "unrelated", 200))
 	// Execution 3 runs and touches neither key.
-	kvContinueAsNew(t, f, p, "kv-dprn", 3)
+	kvContinueAsNew(t, p, "kv-dprn", 3)
 	kvAssertValue(t, p, "kv-dprn", "stale_config", "from_exec_1")
 	kvAssertValue(t, p, "kv-dprn", "other", "unrelated")
 
@@ -749,7 +718,7 @@ func KvDeltaPruneUntouchedKeySurvives(t *testing.T, f Factory) {
 		"a KV key of a pruned execution must survive: KV lifetime is instance-scoped")
 	kvAssertValue(t, p, "kv-dprn", "other", "unrelated", "a KV key of pruned execution 2 must also survive")
 
-	snapshot := kvSnapshot(t, f, p, "kv-dprn", 3)
+	snapshot := kvSnapshot(t, p, "kv-dprn", 3)
 	assert.Equal(t, "from_exec_1", snapshot["stale_config"], "the snapshot must hold the untouched key of a pruned execution")
 	assert.Equal(t, "unrelated", snapshot["other"], "the snapshot must hold the key of pruned execution 2")
 }
