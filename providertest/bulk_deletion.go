@@ -25,8 +25,7 @@ var bulkDeletionCases = []Case{
 // with an empty filter (every remaining terminal instance goes) (duroxide's
 // test_delete_instance_bulk_filter_combinations).
 func DeleteInstanceBulkFilterCombinations(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	for i := range 5 {
@@ -38,8 +37,7 @@ func DeleteInstanceBulkFilterCombinations(t *testing.T, f Factory) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.InstancesDeleted, "should delete the 2 instances named")
-	delRequireGone(t, admin, "bulk-del-filter-0")
-	delRequireGone(t, admin, "bulk-del-filter-1")
+	delRequireGone(t, admin, "bulk-del-filter-0", "bulk-del-filter-1")
 	delRequireExists(t, admin, "bulk-del-filter-2")
 
 	res, err = admin.DeleteInstanceBulk(ctx, duroxide.InstanceFilter{
@@ -60,8 +58,7 @@ func DeleteInstanceBulkFilterCombinations(t *testing.T, f Factory) {
 // Running instances silently and honours Limit across repeated calls
 // (duroxide's test_delete_instance_bulk_safety_and_limits).
 func DeleteInstanceBulkSafetyAndLimits(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	delCompletedInstance(t, p, "bulk-del-safe-completed-1", "")
@@ -75,8 +72,7 @@ func DeleteInstanceBulkSafetyAndLimits(t *testing.T, f Factory) {
 	}})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.InstancesDeleted, "only the completed instances should be deleted")
-	delRequireExists(t, admin, "bulk-del-safe-running-1")
-	delRequireExists(t, admin, "bulk-del-safe-running-2")
+	delRequireExists(t, admin, "bulk-del-safe-running-1", "bulk-del-safe-running-2")
 
 	for i := range 4 {
 		delCompletedInstance(t, p, fmt.Sprintf("bulk-del-batch-%d", i), "")
@@ -94,8 +90,7 @@ func DeleteInstanceBulkSafetyAndLimits(t *testing.T, f Factory) {
 // nothing, a cutoff after it deletes both (duroxide's
 // test_delete_instance_bulk_completed_before_filter).
 func DeleteInstanceBulkCompletedBeforeFilter(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 	ids := []string{"bulk-del-time-1", "bulk-del-time-2"}
 
@@ -111,16 +106,12 @@ func DeleteInstanceBulkCompletedBeforeFilter(t *testing.T, f Factory) {
 	res, err := admin.DeleteInstanceBulk(ctx, duroxide.InstanceFilter{InstanceIDs: ids, CompletedBefore: &before})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0), res.InstancesDeleted, "the instances completed after the cutoff")
-	for _, id := range ids {
-		delRequireExists(t, admin, id)
-	}
+	delRequireExists(t, admin, ids...)
 
 	res, err = admin.DeleteInstanceBulk(ctx, duroxide.InstanceFilter{InstanceIDs: ids, CompletedBefore: &after})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.InstancesDeleted, "the instances completed before the cutoff")
-	for _, id := range ids {
-		delRequireGone(t, admin, id)
-	}
+	delRequireGone(t, admin, ids...)
 }
 
 // DeleteInstanceBulkCascadesToChildren checks that bulk-deleting roots also
@@ -128,8 +119,7 @@ func DeleteInstanceBulkCompletedBeforeFilter(t *testing.T, f Factory) {
 // root without children goes too (duroxide's
 // test_delete_instance_bulk_cascades_to_children).
 func DeleteInstanceBulkCascadesToChildren(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const parent1, child1 = "bulk-del-cascade-parent1", "bulk-del-cascade-child1"
@@ -145,14 +135,10 @@ func DeleteInstanceBulkCascadesToChildren(t *testing.T, f Factory) {
 	}
 	delCompletedInstance(t, p, standalone, "")
 	all := append([]string{parent1, child1, parent2, standalone}, children2...)
-	for _, id := range all {
-		delRequireExists(t, admin, id)
-	}
+	delRequireExists(t, admin, all...)
 
 	res, err := admin.DeleteInstanceBulk(ctx, duroxide.InstanceFilter{InstanceIDs: []string{parent1, parent2, standalone}})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(7), res.InstancesDeleted, "3 roots, 1 child of parent1 and 3 children of parent2")
-	for _, id := range all {
-		delRequireGone(t, admin, id)
-	}
+	delRequireGone(t, admin, all...)
 }

@@ -33,32 +33,20 @@ var deletionCases = []Case{
 // reports at least one instance, execution and event deleted
 // (duroxide's test_delete_terminal_instances).
 func DeleteTerminalInstances(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
-	ctx := t.Context()
+	p, admin := delProvider(t, f)
 
 	const completed, failed, cancelled = "delete-term-completed", "delete-term-failed", "delete-term-cancelled"
 	delCompletedInstance(t, p, completed, "")
 	delTerminalInstance(t, p, failed, "", duroxide.StatusFailed, "error: something went wrong")
 	// Cancellation surfaces as Failed with a cancellation reason.
 	delTerminalInstance(t, p, cancelled, "", duroxide.StatusFailed, "cancelled: user requested cancellation")
-	for _, id := range []string{completed, failed, cancelled} {
-		delRequireExists(t, admin, id)
-	}
+	delRequireExists(t, admin, completed, failed, cancelled)
 
-	res, err := admin.DeleteInstance(ctx, completed, false)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1), "completed instance should be deleted")
+	res := delDelete(t, admin, completed, false)
 	assert.GreaterOrEqual(t, res.ExecutionsDeleted, uint64(1), "should delete at least 1 execution")
 	assert.GreaterOrEqual(t, res.EventsDeleted, uint64(1), "should delete at least 1 event")
-	delRequireGone(t, admin, completed)
-
-	for _, id := range []string{failed, cancelled} {
-		res, err := admin.DeleteInstance(ctx, id, false)
-		require.NoError(t, err, "deleting %s", id)
-		assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1), "%s should be deleted", id)
-		delRequireGone(t, admin, id)
-	}
+	delDelete(t, admin, failed, false)
+	delDelete(t, admin, cancelled, false)
 }
 
 // DeleteRunningRejectedForceSucceeds checks that deleting a Running instance
@@ -66,8 +54,7 @@ func DeleteTerminalInstances(t *testing.T, f Factory) {
 // place, and that force deletes it (duroxide's
 // test_delete_running_rejected_force_succeeds).
 func DeleteRunningRejectedForceSucceeds(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "delete-running-force"
@@ -79,18 +66,14 @@ func DeleteRunningRejectedForceSucceeds(t *testing.T, f Factory) {
 	assert.Contains(t, strings.ToLower(err.Error()), "running", "the error should mention 'running'")
 	delRequireExists(t, admin, id)
 
-	res, err := admin.DeleteInstance(ctx, id, true)
-	require.NoError(t, err, "force delete should succeed")
-	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1))
-	delRequireGone(t, admin, id)
+	delDelete(t, admin, id, true)
 }
 
 // DeleteNonexistentInstance checks that deleting an unknown instance fails
 // permanently with an error that mentions "not found" (duroxide's
 // test_delete_nonexistent_instance).
 func DeleteNonexistentInstance(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	_, admin := delProvider(t, f)
 
 	_, err := admin.DeleteInstance(t.Context(), "does-not-exist-12345", false)
 	require.Error(t, err, "deleting an unknown instance must fail")
@@ -103,8 +86,7 @@ func DeleteNonexistentInstance(t *testing.T, f Factory) {
 // be reused by a different orchestration whose data is not mixed with the
 // old one (duroxide's test_delete_cleans_queues_and_locks).
 func DeleteCleansQueuesAndLocks(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "delete-queues-locks"
@@ -148,8 +130,7 @@ func DeleteCleansQueuesAndLocks(t *testing.T, f Factory) {
 // removes the whole three-level tree, counting the executions of all four
 // instances (duroxide's test_cascade_delete_hierarchy).
 func CascadeDeleteHierarchy(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const root, child1, child2, grandchild = "cascade-root", "cascade-child1", "cascade-child2", "cascade-grandchild"
@@ -157,9 +138,7 @@ func CascadeDeleteHierarchy(t *testing.T, f Factory) {
 	delCompletedInstance(t, p, child1, root)
 	delCompletedInstance(t, p, child2, root)
 	delCompletedInstance(t, p, grandchild, child1)
-	for _, id := range []string{root, child1, child2, grandchild} {
-		delRequireExists(t, admin, id)
-	}
+	delRequireExists(t, admin, root, child1, child2, grandchild)
 
 	_, err := admin.DeleteInstance(ctx, child1, false)
 	require.Error(t, err, "a sub-orchestration must not be deleted directly")
@@ -171,13 +150,9 @@ func CascadeDeleteHierarchy(t *testing.T, f Factory) {
 	_, err = admin.DeleteInstance(ctx, grandchild, false)
 	require.Error(t, err, "a nested sub-orchestration must not be deleted directly")
 
-	res, err := admin.DeleteInstance(ctx, root, false)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1), "root should be deleted")
+	res := delDelete(t, admin, root, false)
 	assert.GreaterOrEqual(t, res.ExecutionsDeleted, uint64(4), "the executions of all 4 instances should be deleted")
-	for _, id := range []string{root, child1, child2, grandchild} {
-		delRequireGone(t, admin, id)
-	}
+	delRequireGone(t, admin, root, child1, child2, grandchild)
 }
 
 // ForceDeletePreventsAckRecreation checks that an ack made with a lock
@@ -185,8 +160,7 @@ func CascadeDeleteHierarchy(t *testing.T, f Factory) {
 // the instance (zombie prevention; duroxide's
 // test_force_delete_prevents_ack_recreation).
 func ForceDeletePreventsAckRecreation(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "zombie-prevention"
@@ -197,11 +171,9 @@ func ForceDeletePreventsAckRecreation(t *testing.T, f Factory) {
 	}}, 0))
 	item := fetchOrch(t, p, longLock)
 
-	res, err := admin.DeleteInstance(ctx, id, true)
-	require.NoError(t, err, "force delete should succeed while the instance is locked")
-	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1))
+	delDelete(t, admin, id, true) // while the instance is locked
 
-	err = p.AckOrchestrationItem(ctx, item.LockToken, 1,
+	err := p.AckOrchestrationItem(ctx, item.LockToken, 1,
 		[]duroxide.Event{duroxide.NewEvent(2, id, 1, nil, duroxide.ExternalEvent{Name: "test-event", Data: "{}"})},
 		nil, nil, duroxide.ExecutionMetadata{}, nil)
 	require.Error(t, err, "an ack after force delete must fail")
@@ -212,17 +184,11 @@ func ForceDeletePreventsAckRecreation(t *testing.T, f Factory) {
 // empty list for a leaf and for an unknown instance (duroxide's
 // test_list_children).
 func ListChildren(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const root = "list-children-root"
-	child1, child2 := root+"::sub::2", root+"::sub::3"
-	grandchild := child2 + "::sub::4"
-	delCompletedInstance(t, p, root, "")
-	delCompletedInstance(t, p, child1, root)
-	delCompletedInstance(t, p, child2, root)
-	delCompletedInstance(t, p, grandchild, child2)
+	child1, child2, grandchild := delHierarchy(t, p, root)
 
 	children, err := admin.ListChildren(ctx, root)
 	require.NoError(t, err)
@@ -249,8 +215,7 @@ func ListChildren(t *testing.T, f Factory) {
 // for a sub-orchestration, and an error for an unknown instance (duroxide's
 // test_delete_get_parent_id).
 func DeleteGetParentID(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const root = "parent-id-root"
@@ -278,17 +243,11 @@ func DeleteGetParentID(t *testing.T, f Factory) {
 // all its descendants, and a root-only tree for a leaf (duroxide's
 // test_delete_get_instance_tree).
 func DeleteGetInstanceTree(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const root = "tree-root"
-	child1, child2 := root+"::sub::2", root+"::sub::3"
-	grandchild := child2 + "::sub::4"
-	delCompletedInstance(t, p, root, "")
-	delCompletedInstance(t, p, child1, root)
-	delCompletedInstance(t, p, child2, root)
-	delCompletedInstance(t, p, grandchild, child2)
+	child1, child2, grandchild := delHierarchy(t, p, root)
 
 	tree, err := admin.GetInstanceTree(ctx, root)
 	require.NoError(t, err)
@@ -310,8 +269,7 @@ func DeleteGetInstanceTree(t *testing.T, f Factory) {
 // independent instances in one call and counts their executions
 // (duroxide's test_delete_instances_atomic).
 func DeleteInstancesAtomic(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	ids := []string{"atomic-del-1", "atomic-del-2", "atomic-del-3"}
@@ -324,9 +282,7 @@ func DeleteInstancesAtomic(t *testing.T, f Factory) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1))
 	assert.GreaterOrEqual(t, res.ExecutionsDeleted, uint64(3), "should delete at least 3 executions")
-	for _, id := range ids {
-		delRequireGone(t, admin, id)
-	}
+	delRequireGone(t, admin, ids...)
 }
 
 // DeleteInstancesAtomicForce checks that DeleteInstancesAtomic without force
@@ -334,8 +290,7 @@ func DeleteInstancesAtomic(t *testing.T, f Factory) {
 // deletes all of them with force (duroxide's
 // test_delete_instances_atomic_force).
 func DeleteInstancesAtomicForce(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const completed, running = "atomic-force-completed", "atomic-force-running"
@@ -345,14 +300,12 @@ func DeleteInstancesAtomicForce(t *testing.T, f Factory) {
 
 	_, err := admin.DeleteInstancesAtomic(ctx, ids, false)
 	require.Error(t, err, "must fail without force when a running instance is present")
-	delRequireExists(t, admin, completed)
-	delRequireExists(t, admin, running)
+	delRequireExists(t, admin, completed, running)
 
 	res, err := admin.DeleteInstancesAtomic(ctx, ids, true)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1))
-	delRequireGone(t, admin, completed)
-	delRequireGone(t, admin, running)
+	delRequireGone(t, admin, completed, running)
 }
 
 // DeleteInstancesAtomicOrphanDetection checks that DeleteInstancesAtomic
@@ -361,29 +314,25 @@ func DeleteInstancesAtomicForce(t *testing.T, f Factory) {
 // succeeds with the whole tree (duroxide's
 // test_delete_instances_atomic_orphan_detection).
 func DeleteInstancesAtomicOrphanDetection(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const root = "orphan-detect-root"
 	child := root + "::sub::2"
 	delCompletedInstance(t, p, root, "")
 	delCompletedInstance(t, p, child, root)
-	delRequireExists(t, admin, root)
-	delRequireExists(t, admin, child)
+	delRequireExists(t, admin, root, child)
 
 	_, err := admin.DeleteInstancesAtomic(ctx, []string{root}, false)
 	require.Error(t, err, "deleting a parent without its child must fail")
 	msg := strings.ToLower(err.Error())
 	assert.True(t, strings.Contains(msg, "child") || strings.Contains(msg, "orphan") || strings.Contains(msg, "tree"),
 		"the error should mention the child, orphan or tree problem: %v", err)
-	delRequireExists(t, admin, root)
-	delRequireExists(t, admin, child)
+	delRequireExists(t, admin, root, child)
 
 	_, err = admin.DeleteInstancesAtomic(ctx, []string{root, child}, false)
 	require.NoError(t, err, "deleting the complete tree should succeed")
-	delRequireGone(t, admin, root)
-	delRequireGone(t, admin, child)
+	delRequireGone(t, admin, root, child)
 }
 
 // StaleActivityAfterDeleteRecreate checks that the completion of an
@@ -391,8 +340,7 @@ func DeleteInstancesAtomicOrphanDetection(t *testing.T, f Factory) {
 // once the instance id is reused, and never reaches the new instance
 // (duroxide's test_stale_activity_after_delete_recreate).
 func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "stale-activity-recreate"
@@ -408,14 +356,10 @@ func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
 		[]duroxide.WorkItem{{Kind: activity}},
 		delMetadata("", "", ""))
 
-	old, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
+	old := sessFetchWork(t, p, longLock, nil, duroxide.TagFilterDefaultOnly())
 	require.NotNil(t, old, "the worker should fetch the activity")
 
-	res, err := admin.DeleteInstance(ctx, id, true)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1))
-	delRequireGone(t, admin, id)
+	delDelete(t, admin, id, true)
 
 	// Recreate the instance with the same id, name, version and input.
 	createInstance(t, p, id)
@@ -447,13 +391,15 @@ func StaleActivityAfterDeleteRecreate(t *testing.T, f Factory) {
 
 // ===== helpers shared by the deletion, bulk_deletion, management, prune and tag_filtering ports =====
 
-// delAdmin returns p's ProviderAdmin, failing t when p has none.
-func delAdmin(t *testing.T, p duroxide.Provider) duroxide.ProviderAdmin {
+// delProvider returns a fresh provider from f and its ProviderAdmin,
+// failing t when the provider has none.
+func delProvider(t *testing.T, f Factory) (duroxide.Provider, duroxide.ProviderAdmin) {
 	t.Helper()
+	p := f.NewProvider(t)
 	admin, ok := duroxide.AsManagementCapability(p)
 	require.True(t, ok, "the provider should implement ProviderAdmin")
 	require.NotNil(t, admin)
-	return admin
+	return p, admin
 }
 
 // delMetadata is the ExecutionMetadata of a TestOrch 1.0.0 turn; an empty
@@ -508,16 +454,46 @@ func delTerminalInstance(t *testing.T, p duroxide.Provider, instance, parent, st
 		nil, delMetadata(status, output, parent))
 }
 
-// delRequireExists requires GetInstanceInfo to find instance.
-func delRequireExists(t *testing.T, admin duroxide.ProviderAdmin, instance string) {
+// delDelete deletes instance (and its descendants) with DeleteInstance,
+// requiring success, at least one instance deleted and instance gone; it
+// returns the counts.
+func delDelete(t *testing.T, admin duroxide.ProviderAdmin, instance string, force bool) duroxide.DeleteInstanceResult {
 	t.Helper()
-	_, err := admin.GetInstanceInfo(t.Context(), instance)
-	require.NoError(t, err, "instance %s should exist", instance)
+	res, err := admin.DeleteInstance(t.Context(), instance, force)
+	require.NoError(t, err, "deleting %s (force=%v)", instance, force)
+	assert.GreaterOrEqual(t, res.InstancesDeleted, uint64(1), "%s should be deleted", instance)
+	delRequireGone(t, admin, instance)
+	return res
 }
 
-// delRequireGone requires GetInstanceInfo to fail for instance.
-func delRequireGone(t *testing.T, admin duroxide.ProviderAdmin, instance string) {
+// delHierarchy creates the Completed tree root -> (child1, child2 ->
+// grandchild) with the ids the runtime would give sub-orchestrations
+// ("<parent>::sub::<event id>") and returns the three descendants.
+func delHierarchy(t *testing.T, p duroxide.Provider, root string) (child1, child2, grandchild string) {
 	t.Helper()
-	_, err := admin.GetInstanceInfo(t.Context(), instance)
-	require.Error(t, err, "instance %s should not exist", instance)
+	child1, child2 = root+"::sub::2", root+"::sub::3"
+	grandchild = child2 + "::sub::4"
+	delCompletedInstance(t, p, root, "")
+	delCompletedInstance(t, p, child1, root)
+	delCompletedInstance(t, p, child2, root)
+	delCompletedInstance(t, p, grandchild, child2)
+	return child1, child2, grandchild
+}
+
+// delRequireExists requires GetInstanceInfo to find every instance.
+func delRequireExists(t *testing.T, admin duroxide.ProviderAdmin, instances ...string) {
+	t.Helper()
+	for _, id := range instances {
+		_, err := admin.GetInstanceInfo(t.Context(), id)
+		require.NoError(t, err, "instance %s should exist", id)
+	}
+}
+
+// delRequireGone requires GetInstanceInfo to fail for every instance.
+func delRequireGone(t *testing.T, admin duroxide.ProviderAdmin, instances ...string) {
+	t.Helper()
+	for _, id := range instances {
+		_, err := admin.GetInstanceInfo(t.Context(), id)
+		require.Error(t, err, "instance %s should not exist", id)
+	}
 }

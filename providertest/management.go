@@ -25,8 +25,7 @@ var managementCases = []Case{
 // ListInstances checks that ListInstances returns every created instance
 // (duroxide's test_list_instances).
 func ListInstances(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 
 	for i := range 3 {
 		createInstance(t, p, fmt.Sprintf("mgmt-inst-%d", i))
@@ -42,8 +41,7 @@ func ListInstances(t *testing.T, f Factory) {
 // ListInstancesByStatus checks that a Completed instance is listed under
 // "Completed" (duroxide's test_list_instances_by_status).
 func ListInstancesByStatus(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 
 	delCompletedInstance(t, p, "mgmt-completed", "")
 	completed, err := admin.ListInstancesByStatus(t.Context(), duroxide.StatusCompleted)
@@ -55,8 +53,7 @@ func ListInstancesByStatus(t *testing.T, f Factory) {
 // instance created by an ack whose metadata is empty (duroxide's
 // test_list_executions).
 func ListExecutions(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 
 	const id = "mgmt-multi-exec"
 	delTurn(t, p, startItem(id), 1, []duroxide.Event{startedEvent(id, duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, nil, duroxide.ExecutionMetadata{})
@@ -69,8 +66,7 @@ func ListExecutions(t *testing.T, f Factory) {
 // version stored from the ack metadata and the current execution
 // (duroxide's test_get_instance_info).
 func GetInstanceInfo(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 
 	const id = "mgmt-info"
 	delTurn(t, p, startItem(id), 1,
@@ -89,8 +85,7 @@ func GetInstanceInfo(t *testing.T, f Factory) {
 // GetExecutionInfo checks that GetExecutionInfo returns the status and
 // output an ack stored for execution 1 (duroxide's test_get_execution_info).
 func GetExecutionInfo(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 
 	const id = "mgmt-exec-info"
 	delTurn(t, p, startItem(id), 1, []duroxide.Event{startedEvent(id, duroxide.InitialEventID, 1, testOrch, testOrchVersion)}, nil,
@@ -108,8 +103,7 @@ func GetExecutionInfo(t *testing.T, f Factory) {
 // and that TotalEvents counts its history (duroxide's
 // test_get_system_metrics).
 func GetSystemMetrics(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	baseline, err := admin.GetSystemMetrics(ctx)
@@ -124,8 +118,7 @@ func GetSystemMetrics(t *testing.T, f Factory) {
 // GetQueueDepths checks that enqueueing a start message raises the
 // orchestrator queue depth (duroxide's test_get_queue_depths).
 func GetQueueDepths(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	baseline, err := admin.GetQueueDepths(ctx)

@@ -24,8 +24,7 @@ var pruneCases = []Case{
 // four executions and that empty options keep only the current execution
 // (duroxide's test_prune_options_combinations).
 func PruneOptionsCombinations(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "prune-options-test"
@@ -58,8 +57,7 @@ func PruneOptionsCombinations(t *testing.T, f Factory) {
 // KeepLast 0 and KeepLast 1 all leave only the current execution of a
 // Completed instance (duroxide's test_prune_safety).
 func PruneSafety(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "prune-safety-current"
@@ -95,8 +93,7 @@ func PruneSafety(t *testing.T, f Factory) {
 // PruneBulk checks that PruneExecutionsBulk prunes only the instances its
 // filter names (duroxide's test_prune_bulk).
 func PruneBulk(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	for i := range 3 {
@@ -121,8 +118,7 @@ func PruneBulk(t *testing.T, f Factory) {
 // chain) and keeps its current one Running (duroxide's
 // test_prune_bulk_includes_running_instances).
 func PruneBulkIncludesRunningInstances(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	admin := delAdmin(t, p)
+	p, admin := delProvider(t, f)
 	ctx := t.Context()
 
 	const id = "prune-running-inst"

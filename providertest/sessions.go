@@ -255,9 +255,7 @@ func AckUpdatesSessionLastActivity(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	idle := sessShortLock(f)
-	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 1, "session-1")))
-	w := sessFetch(t, p, sessConfig("worker-A"))
-	require.NotNil(t, w)
+	w := sessEnqueueAndFetch(t, p, sessItem("inst-1", 1, "session-1"), longLock, sessConfig("worker-A"))
 
 	sessSleepPast(idle) // the fetch's activity is now outside the idle window
 	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
@@ -276,9 +274,7 @@ func RenewWorkItemUpdatesSessionLastActivity(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	idle := sessShortLock(f)
-	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 1, "session-1")))
-	w := sessFetch(t, p, sessConfig("worker-A"))
-	require.NotNil(t, w)
+	w := sessEnqueueAndFetch(t, p, sessItem("inst-1", 1, "session-1"), longLock, sessConfig("worker-A"))
 
 	sessSleepPast(idle)
 	_, err := p.RenewWorkItemLock(ctx, w.LockToken, longLock)
@@ -483,20 +479,13 @@ func OriginalWorkerReclaimsExpiredSession(t *testing.T, f Factory) {
 // test_activity_lock_expires_session_lock_valid_same_worker_refetches).
 func ActivityLockExpiresSessionLockValidSameWorkerRefetches(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	ctx := t.Context()
 	shortWork := sessShortLock(f)
-	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 1, "sticky-sess")))
-	w, err := p.FetchWorkItem(ctx, shortWork, 0, sessConfig("worker-A"), duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
-	require.NotNil(t, w)
+	sessEnqueueAndFetch(t, p, sessItem("inst-1", 1, "sticky-sess"), shortWork, sessConfig("worker-A"))
 
 	sessSleepPast(shortWork) // the item's lock lapses, the 30 s session lock holds
 	assert.Nil(t, sessFetch(t, p, sessConfig("worker-B")), "worker-B must not get the item: worker-A still owns the session")
 
-	w = sessFetch(t, p, sessConfig("worker-A"))
-	sessRequire(t, w, 1, "sticky-sess")
-	assert.Equal(t, uint32(2), w.AttemptCount, "the redelivery increments the attempt count")
-	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, nil))
+	sessRequireRedelivery(t, p, sessFetch(t, p, sessConfig("worker-A")), 1, "sticky-sess")
 }
 
 // SessionLockExpiresNewOwnerGetsRedelivery checks that after a session's
@@ -507,10 +496,7 @@ func SessionLockExpiresNewOwnerGetsRedelivery(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	shortSession := sessShortLock(f)
-	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 1, "takeover2-sess")))
-	wa, err := p.FetchWorkItem(ctx, longLock, 0, sessConfigLock("worker-A", shortSession), duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
-	require.NotNil(t, wa)
+	wa := sessEnqueueAndFetch(t, p, sessItem("inst-1", 1, "takeover2-sess"), longLock, sessConfigLock("worker-A", shortSession))
 
 	sessSleepPast(shortSession)
 	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 2, "takeover2-sess")))
@@ -522,10 +508,7 @@ func SessionLockExpiresNewOwnerGetsRedelivery(t *testing.T, f Factory) {
 	// The runtime would let worker-A's item lock lapse; abandoning has the same effect sooner.
 	require.NoError(t, p.AbandonWorkItem(ctx, wa.LockToken, 0, false))
 
-	wb = sessFetch(t, p, sessConfig("worker-B"))
-	sessRequire(t, wb, 1, "takeover2-sess")
-	assert.Equal(t, uint32(2), wb.AttemptCount, "the redelivery increments the attempt count")
-	require.NoError(t, p.AckWorkItem(ctx, wb.LockToken, nil))
+	sessRequireRedelivery(t, p, sessFetch(t, p, sessConfig("worker-B")), 1, "takeover2-sess")
 }
 
 // SessionLockExpiresSameWorkerReacquires checks that the owner of a lapsed
@@ -550,18 +533,10 @@ func SessionLockExpiresSameWorkerReacquires(t *testing.T, f Factory) {
 // attempt count 2 (duroxide's test_both_locks_expire_different_worker_claims).
 func BothLocksExpireDifferentWorkerClaims(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
-	ctx := t.Context()
 	short := sessShortLock(f)
-	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 1, "both-expire-sess")))
-	w, err := p.FetchWorkItem(ctx, short, 0, sessConfigLock("worker-A", short), duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
-	require.NotNil(t, w)
-
+	sessEnqueueAndFetch(t, p, sessItem("inst-1", 1, "both-expire-sess"), short, sessConfigLock("worker-A", short))
 	sessSleepPast(short)
-	w = sessFetch(t, p, sessConfig("worker-B"))
-	sessRequire(t, w, 1, "both-expire-sess")
-	assert.Equal(t, uint32(2), w.AttemptCount, "the redelivery increments the attempt count")
-	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, nil))
+	sessRequireRedelivery(t, p, sessFetch(t, p, sessConfig("worker-B")), 1, "both-expire-sess")
 }
 
 // SessionLockExpiresActivityLockValidAckSucceeds checks that an item whose
@@ -572,13 +547,9 @@ func SessionLockExpiresActivityLockValidAckSucceeds(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	ctx := t.Context()
 	shortSession := sessShortLock(f)
-	require.NoError(t, p.EnqueueForWorker(ctx, sessItem("inst-1", 1, "sess-expires")))
-	w, err := p.FetchWorkItem(ctx, longLock, 0, sessConfigLock("worker-A", shortSession), duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
-	require.NotNil(t, w)
-
+	w := sessEnqueueAndFetch(t, p, sessItem("inst-1", 1, "sess-expires"), longLock, sessConfigLock("worker-A", shortSession))
 	sessSleepPast(shortSession)
-	err = p.AckWorkItem(ctx, w.LockToken, &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
+	err := p.AckWorkItem(ctx, w.LockToken, &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{
 		Instance: "inst-1", ExecutionID: 1, ID: 1, Result: "done",
 	}})
 	assert.NoError(t, err, "the ack must succeed: the item's lock holds although the session's lapsed")
@@ -651,9 +622,47 @@ func sessConfigLock(owner string, lock time.Duration) *duroxide.SessionFetchConf
 // none.
 func sessFetch(t *testing.T, p duroxide.Provider, cfg *duroxide.SessionFetchConfig) *duroxide.LockedWorkItem {
 	t.Helper()
-	w, err := p.FetchWorkItem(t.Context(), longLock, 0, cfg, duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
+	return sessFetchWork(t, p, longLock, cfg, duroxide.TagFilterDefaultOnly())
+}
+
+// sessFetchWork fetches a worker item through filter with item lock lock
+// and session routing cfg (nil: none), without waiting; it returns nil
+// when there is none.
+func sessFetchWork(t *testing.T, p duroxide.Provider, lock time.Duration, cfg *duroxide.SessionFetchConfig, filter duroxide.TagFilter) *duroxide.LockedWorkItem {
+	t.Helper()
+	w, err := p.FetchWorkItem(t.Context(), lock, 0, cfg, filter)
+	require.NoError(t, err, "fetch_work_item")
 	return w
+}
+
+// sessEnqueueAndFetch enqueues item and fetches it with item lock lock and
+// session routing cfg, requiring it to come back.
+func sessEnqueueAndFetch(t *testing.T, p duroxide.Provider, item duroxide.WorkItem, lock time.Duration, cfg *duroxide.SessionFetchConfig) *duroxide.LockedWorkItem {
+	t.Helper()
+	require.NoError(t, p.EnqueueForWorker(t.Context(), item))
+	w := sessFetchWork(t, p, lock, cfg, duroxide.TagFilterDefaultOnly())
+	require.NotNil(t, w, "expected to fetch the item just enqueued")
+	return w
+}
+
+// sessRequireRedelivery requires w to be the second delivery of item id of
+// session and acks it.
+func sessRequireRedelivery(t *testing.T, p duroxide.Provider, w *duroxide.LockedWorkItem, id uint64, session string) {
+	t.Helper()
+	sessRequire(t, w, id, session)
+	assert.Equal(t, uint32(2), w.AttemptCount, "the redelivery increments the attempt count")
+	require.NoError(t, p.AckWorkItem(t.Context(), w.LockToken, nil))
+}
+
+// sessRequireOptional asserts that got is nil when want is empty and
+// points to want otherwise; what names the field.
+func sessRequireOptional(t *testing.T, got *string, want, what string) {
+	t.Helper()
+	if want == "" {
+		assert.Nil(t, got, "expected no %s", what)
+	} else if assert.NotNil(t, got, "expected %s %s", what, want) {
+		assert.Equal(t, want, *got, what)
+	}
 }
 
 // sessActivity requires w to be a locked ActivityExecute item and returns
@@ -674,11 +683,7 @@ func sessRequire(t *testing.T, w *duroxide.LockedWorkItem, id uint64, session st
 	if id != 0 {
 		assert.Equal(t, id, act.ID, "activity id")
 	}
-	if session == "" {
-		assert.Nil(t, act.SessionID, "expected an item without a session")
-	} else if assert.NotNil(t, act.SessionID, "expected an item of session %s", session) {
-		assert.Equal(t, session, *act.SessionID)
-	}
+	sessRequireOptional(t, act.SessionID, session, "session")
 	return act
 }
 
@@ -686,11 +691,8 @@ func sessRequire(t *testing.T, w *duroxide.LockedWorkItem, id uint64, session st
 // and acks it.
 func sessClaimItem(t *testing.T, p duroxide.Provider, item duroxide.WorkItem, cfg *duroxide.SessionFetchConfig) {
 	t.Helper()
-	ctx := t.Context()
-	require.NoError(t, p.EnqueueForWorker(ctx, item))
-	w := sessFetch(t, p, cfg)
-	require.NotNil(t, w, "expected to claim the session")
-	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, nil))
+	w := sessEnqueueAndFetch(t, p, item, longLock, cfg)
+	require.NoError(t, p.AckWorkItem(t.Context(), w.LockToken, nil))
 }
 
 // sessClaim claims session for cfg's owner through item 1 of instance

@@ -226,9 +226,7 @@ func tagTags(t *testing.T, tags ...string) duroxide.TagFilter {
 // with a lock that does not lapse during the test; nil when there is none.
 func tagFetch(t *testing.T, p duroxide.Provider, filter duroxide.TagFilter) *duroxide.LockedWorkItem {
 	t.Helper()
-	w, err := p.FetchWorkItem(t.Context(), longLock, 0, nil, filter)
-	require.NoError(t, err)
-	return w
+	return sessFetchWork(t, p, longLock, nil, filter)
 }
 
 // tagRequire requires w to be an ActivityExecute item with id (any id when
@@ -239,10 +237,6 @@ func tagRequire(t *testing.T, w *duroxide.LockedWorkItem, id uint64, tag string)
 	if id != 0 {
 		assert.Equal(t, id, act.ID, "activity id")
 	}
-	if tag == "" {
-		assert.Nil(t, act.Tag, "expected an untagged item")
-	} else if assert.NotNil(t, act.Tag, "expected an item tagged %s", tag) {
-		assert.Equal(t, tag, *act.Tag)
-	}
+	sessRequireOptional(t, act.Tag, tag, "tag")
 	return act
 }
