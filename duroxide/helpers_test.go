@@ -1,6 +1,8 @@
 package duroxide
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -38,4 +40,45 @@ func prefix(context []any) string {
 		return ""
 	}
 	return fmt.Sprint(context...) + ": "
+}
+
+// decodable is a pointer to a T that decodes itself.
+type decodable[T any] interface {
+	*T
+	json.Unmarshaler
+}
+
+// checkEncode checks that value encodes to exactly text, through its
+// MarshalJSON and through an encoding/json Encoder without HTML escaping.
+func checkEncode(t *testing.T, value json.Marshaler, text string) {
+	t.Helper()
+	got, err := value.MarshalJSON()
+	mustNoError(t, err)
+	checkEqual(t, text, string(got))
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	mustNoError(t, enc.Encode(value))
+	checkEqual(t, text+"\n", buf.String())
+}
+
+// checkDecode checks that text decodes, through json.Unmarshal, to want.
+func checkDecode[T any, P decodable[T]](t *testing.T, text string, want T) {
+	t.Helper()
+	var got T
+	mustNoError(t, json.Unmarshal([]byte(text), P(&got)))
+	checkEqual(t, want, got)
+}
+
+// checkDecodeFails checks that text does not decode, through UnmarshalJSON
+// and through json.Unmarshal, and that the target keeps its value.
+func checkDecodeFails[T any, P decodable[T]](t *testing.T, text string, sentinel T) {
+	t.Helper()
+	got := sentinel
+	mustError(t, P(&got).UnmarshalJSON([]byte(text)), "UnmarshalJSON")
+	checkEqual(t, sentinel, got)
+	got = sentinel
+	mustError(t, json.Unmarshal([]byte(text), P(&got)), "json.Unmarshal")
+	checkEqual(t, sentinel, got)
 }

@@ -114,14 +114,7 @@ var badEvents = map[string]string{
 func TestEventDecodeErrors(t *testing.T) {
 	sentinel := ev(99, nil, ActivityCompleted{Result: "untouched"})
 	for name, text := range badEvents {
-		t.Run(name, func(t *testing.T) {
-			got := sentinel
-			mustError(t, got.UnmarshalJSON([]byte(text)), "UnmarshalJSON")
-			checkEqual(t, sentinel, got)
-			got = sentinel
-			mustError(t, json.Unmarshal([]byte(text), &got), "json.Unmarshal")
-			checkEqual(t, sentinel, got)
-		})
+		t.Run(name, func(t *testing.T) { checkDecodeFails(t, text, sentinel) })
 	}
 }
 
@@ -160,34 +153,25 @@ var badWorkItems = map[string]string{
 func TestWorkItemDecodeErrors(t *testing.T) {
 	sentinel := WorkItem{Kind: CancelInstanceItem{Instance: "untouched", Reason: "x"}}
 	for name, text := range badWorkItems {
-		t.Run(name, func(t *testing.T) {
-			got := sentinel
-			mustError(t, got.UnmarshalJSON([]byte(text)), "UnmarshalJSON")
-			checkEqual(t, sentinel, got)
-			got = sentinel
-			mustError(t, json.Unmarshal([]byte(text), &got), "json.Unmarshal")
-			checkEqual(t, sentinel, got)
-		})
+		t.Run(name, func(t *testing.T) { checkDecodeFails(t, text, sentinel) })
 	}
 }
 
 func TestNestedDecodeErrors(t *testing.T) {
 	for _, text := range []string{`"Cancelled"`, `"Bogus"`, `{"Cancelled":{"reason":1}}`, `1`, `null`, `{"Panicked":1}`} {
-		k := AppErrorKind{Name: "keep"}
-		mustError(t, json.Unmarshal([]byte(text), &k), text)
-		checkEqual(t, AppErrorKind{Name: "keep"}, k)
+		checkDecodeFails(t, text, AppErrorKind{Name: "keep"})
 	}
 	for _, text := range []string{`"Orchestration"`, `{"Orchestration":{"instance":"i"}}`, `{}`} {
-		var p PoisonMessageType
-		mustError(t, json.Unmarshal([]byte(text), &p), text)
+		checkDecodeFails(t, text, PoisonMessageType{Orchestration: &PoisonOrchestration{Instance: "keep"}})
 	}
 	for _, text := range []string{`"nondeterminism"`, `{"Nondeterminism":{}}`, `null`} {
-		var c ConfigErrorKind
-		mustError(t, json.Unmarshal([]byte(text), &c), text)
+		checkDecodeFails(t, text, ConfigErrorKind("keep"))
 	}
 	for _, text := range []string{`["a"]`, `["a","b","c"]`, `{"Name":"a","Data":"b"}`, `[null,"b"]`} {
-		var nd NameData
-		mustError(t, json.Unmarshal([]byte(text), &nd), text)
+		checkDecodeFails(t, text, NameData{Name: "keep"})
+	}
+	for _, text := range []string{`{"Infrastructure":{"operation":"o","message":"m"}}`, `{}`, `"Poison"`} {
+		checkDecodeFails(t, text, CancelledError("keep"))
 	}
 }
 

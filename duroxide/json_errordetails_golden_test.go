@@ -82,13 +82,8 @@ var goldenErrorDetails = []struct {
 func TestErrorDetailsGolden(t *testing.T) {
 	for _, g := range goldenErrorDetails {
 		t.Run(g.name, func(t *testing.T) {
-			got, err := g.details.MarshalJSON()
-			mustNoError(t, err)
-			checkEqual(t, g.json, string(got))
-
-			var back ErrorDetails
-			mustNoError(t, json.Unmarshal([]byte(g.json), &back))
-			checkEqual(t, g.details, back)
+			checkEncode(t, g.details, g.json)
+			checkDecode(t, g.json, g.details)
 		})
 	}
 }
@@ -102,12 +97,10 @@ func TestNestedKindsGolden(t *testing.T) {
 		`{"Cancelled":{"reason":"a\"b"}}`: {Name: AppErrorCancelled, Reason: `a"b`},
 	}
 	for text, kind := range appKinds {
-		got, err := json.Marshal(kind)
-		mustNoError(t, err, text)
-		checkEqual(t, text, string(got))
-		var back AppErrorKind
-		mustNoError(t, json.Unmarshal([]byte(text), &back), text)
-		checkEqual(t, kind, back)
+		t.Run(text, func(t *testing.T) {
+			checkEncode(t, kind, text)
+			checkDecode(t, text, kind)
+		})
 	}
 
 	poison := map[string]PoisonMessageType{
@@ -116,27 +109,25 @@ func TestNestedKindsGolden(t *testing.T) {
 		`{"FailedDeserialization":{"instance":"i","execution_id":1,"error":"unknown variant"}}`: {FailedDeserialization: &PoisonFailedDeserialization{Instance: "i", ExecutionID: 1, Error: "unknown variant"}},
 	}
 	for text, pt := range poison {
-		got, err := json.Marshal(pt)
-		mustNoError(t, err, text)
-		checkEqual(t, text, string(got))
-		var back PoisonMessageType
-		mustNoError(t, json.Unmarshal([]byte(text), &back), text)
-		checkEqual(t, pt, back)
+		t.Run(text, func(t *testing.T) {
+			checkEncode(t, pt, text)
+			checkDecode(t, text, pt)
+		})
 	}
 
-	got, err := json.Marshal(ConfigErrorNondeterminism)
-	mustNoError(t, err)
-	checkEqual(t, `"Nondeterminism"`, string(got))
-	var ck ConfigErrorKind
-	mustNoError(t, json.Unmarshal([]byte(`"Nondeterminism"`), &ck))
-	checkEqual(t, ConfigErrorNondeterminism, ck)
+	checkEncode(t, ConfigErrorNondeterminism, `"Nondeterminism"`)
+	checkDecode(t, `"Nondeterminism"`, ConfigErrorNondeterminism)
 
-	got, err = json.Marshal([]NameData{{Name: "a", Data: "1"}, {Name: "b", Data: ""}})
+	checkEncode(t, NameData{Name: "a", Data: "1"}, `["a","1"]`)
+	checkDecode(t, `["a","1"]`, NameData{Name: "a", Data: "1"})
+	// Inside a slice, through encoding/json's own slice handling.
+	list := []NameData{{Name: "a", Data: "1"}, {Name: "b", Data: ""}}
+	got, err := json.Marshal(list)
 	mustNoError(t, err)
 	checkEqual(t, `[["a","1"],["b",""]]`, string(got))
-	var nds []NameData
-	mustNoError(t, json.Unmarshal(got, &nds))
-	checkEqual(t, []NameData{{Name: "a", Data: "1"}, {Name: "b", Data: ""}}, nds)
+	var back []NameData
+	mustNoError(t, json.Unmarshal(got, &back))
+	checkEqual(t, list, back)
 }
 
 // TestErrorDetailsEncodeRejectsInvalid checks that values Rust cannot hold

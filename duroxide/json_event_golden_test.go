@@ -1,7 +1,6 @@
 package duroxide
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -242,17 +241,7 @@ var goldenEvents = []goldenEvent{
 // MarshalJSON and through an encoding/json Encoder without HTML escaping.
 func TestEventGoldenEncode(t *testing.T) {
 	for _, g := range goldenEvents {
-		t.Run(g.name, func(t *testing.T) {
-			got, err := g.event.MarshalJSON()
-			mustNoError(t, err)
-			checkEqual(t, g.json, string(got))
-
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			mustNoError(t, enc.Encode(g.event))
-			checkEqual(t, g.json+"\n", buf.String())
-		})
+		t.Run(g.name, func(t *testing.T) { checkEncode(t, g.event, g.json) })
 	}
 }
 
@@ -260,11 +249,7 @@ func TestEventGoldenEncode(t *testing.T) {
 // json.Unmarshal.
 func TestEventGoldenDecode(t *testing.T) {
 	for _, g := range goldenEvents {
-		t.Run(g.name, func(t *testing.T) {
-			var got Event
-			mustNoError(t, json.Unmarshal([]byte(g.json), &got))
-			checkEqual(t, g.event, got)
-		})
+		t.Run(g.name, func(t *testing.T) { checkDecode(t, g.json, g.event) })
 	}
 }
 
@@ -376,10 +361,6 @@ var eventDecodeOnly = []goldenEvent{
 // TestEventDecodeAccepted checks the texts serde accepts but does not write.
 func TestEventDecodeAccepted(t *testing.T) {
 	for _, g := range eventDecodeOnly {
-		t.Run(g.name, func(t *testing.T) {
-			var got Event
-			mustNoError(t, json.Unmarshal([]byte(g.json), &got))
-			checkEqual(t, g.event, got)
-		})
+		t.Run(g.name, func(t *testing.T) { checkDecode(t, g.json, g.event) })
 	}
 }

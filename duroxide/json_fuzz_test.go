@@ -13,80 +13,67 @@ import (
 // UTF-8 JSON that decodes back to an equal value and re-encodes to the
 // same bytes.
 
-// codec is what roundTrip needs of a decoded type.
-type codec interface {
-	MarshalJSON() ([]byte, error)
+// fuzzDecoder seeds f with texts and fuzzes T's decoder with the
+// properties above.
+func fuzzDecoder[T any, P decodable[T]](f *testing.F, texts []string) {
+	for _, text := range texts {
+		f.Add([]byte(text))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v T
+		if P(&v).UnmarshalJSON(data) != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q as %#v", data, v)
+		}
+		b, err := any(v).(json.Marshaler).MarshalJSON()
+		if err != nil {
+			t.Fatalf("decoded %q to %#v, which does not encode: %v", data, v, err)
+		}
+		if !json.Valid(b) || !utf8.Valid(b) {
+			t.Fatalf("encoded %#v to invalid JSON %q", v, b)
+		}
+		var back T
+		if err := P(&back).UnmarshalJSON(b); err != nil {
+			t.Fatalf("re-decoding %q (from %q): %v", b, data, err)
+		}
+		if !reflect.DeepEqual(v, back) {
+			t.Fatalf("round trip changed the value:\nfirst:  %#v\nsecond: %#v\ntext: %q", v, back, b)
+		}
+		b2, err := any(back).(json.Marshaler).MarshalJSON()
+		if err != nil || !bytes.Equal(b, b2) {
+			t.Fatalf("re-encoding is not stable: %q vs %q (%v)", b, b2, err)
+		}
+	})
 }
 
-// roundTrip checks the properties above for v, decoded from data; decode
-// decodes a text into a new value.
-func roundTrip[T codec](t *testing.T, data []byte, v T, decode func([]byte) (T, error)) {
-	t.Helper()
-	if !json.Valid(data) {
-		t.Fatalf("accepted invalid JSON %q as %#v", data, v)
+// seeds collects the JSON texts of goldens and of error cases.
+func seeds[G any](goldens []G, text func(G) string, bad map[string]string) []string {
+	var out []string
+	for _, g := range goldens {
+		out = append(out, text(g))
 	}
-	b, err := v.MarshalJSON()
-	if err != nil {
-		t.Fatalf("decoded %q to %#v, which does not encode: %v", data, v, err)
+	for _, b := range bad {
+		out = append(out, b)
 	}
-	if !json.Valid(b) || !utf8.Valid(b) {
-		t.Fatalf("encoded %#v to invalid JSON %q", v, b)
-	}
-	back, err := decode(b)
-	if err != nil {
-		t.Fatalf("re-decoding %q (from %q): %v", b, data, err)
-	}
-	if !reflect.DeepEqual(v, back) {
-		t.Fatalf("round trip changed the value:\nfirst:  %#v\nsecond: %#v\ntext: %q", v, back, b)
-	}
-	b2, err := back.MarshalJSON()
-	if err != nil || !bytes.Equal(b, b2) {
-		t.Fatalf("re-encoding is not stable: %q vs %q (%v)", b, b2, err)
-	}
+	return out
 }
 
 func FuzzEventUnmarshal(f *testing.F) {
-	for _, g := range goldenEvents {
-		f.Add([]byte(g.json))
-	}
-	for _, g := range eventDecodeOnly {
-		f.Add([]byte(g.json))
-	}
-	for _, text := range badEvents {
-		f.Add([]byte(text))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var e Event
-		if e.UnmarshalJSON(data) != nil {
-			return
-		}
-		roundTrip(t, data, e, func(b []byte) (Event, error) {
-			var back Event
-			err := back.UnmarshalJSON(b)
-			return back, err
-		})
-	})
+	text := func(g goldenEvent) string { return g.json }
+	fuzzDecoder[Event](f, append(seeds(goldenEvents, text, badEvents), seeds(eventDecodeOnly, text, nil)...))
 }
 
 func FuzzWorkItemUnmarshal(f *testing.F) {
-	for _, g := range goldenWorkItems {
-		f.Add([]byte(g.json))
+	text := func(g goldenWorkItem) string { return g.json }
+	fuzzDecoder[WorkItem](f, append(seeds(goldenWorkItems, text, badWorkItems), seeds(workItemDecodeOnly, text, nil)...))
+}
+
+func FuzzErrorDetailsUnmarshal(f *testing.F) {
+	var texts []string
+	for _, g := range goldenErrorDetails {
+		texts = append(texts, g.json)
 	}
-	for _, g := range workItemDecodeOnly {
-		f.Add([]byte(g.json))
-	}
-	for _, text := range badWorkItems {
-		f.Add([]byte(text))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var w WorkItem
-		if w.UnmarshalJSON(data) != nil {
-			return
-		}
-		roundTrip(t, data, w, func(b []byte) (WorkItem, error) {
-			var back WorkItem
-			err := back.UnmarshalJSON(b)
-			return back, err
-		})
-	})
+	fuzzDecoder[ErrorDetails](f, texts)
 }
