@@ -26,17 +26,11 @@ func AtomicityFailureRollback(t *testing.T, f Factory) {
 	ctx := t.Context()
 	const inst = "instance-A"
 
-	enqueueOrch(t, p, startItem(inst))
-	first := fetchOrch(t, p, longLock)
-	ackTurn(t, p, first.LockToken, 1,
-		[]duroxide.Event{startedEvent(inst, 1, 1, testOrch, testOrchVersion)}, duroxide.ExecutionMetadata{})
-
+	second := startedThenRefetched(t, p, inst)
 	history, err := p.Read(ctx, inst)
 	require.NoError(t, err)
 	require.Len(t, history, 1, "baseline history")
 
-	enqueueOrch(t, p, startItem(inst))
-	second := fetchOrch(t, p, longLock)
 	err = p.AckOrchestrationItem(ctx, second.LockToken, 1,
 		[]duroxide.Event{startedEvent(inst, 1, 1, testOrch, testOrchVersion)}, // event id 1 again
 		nil, nil, duroxide.ExecutionMetadata{}, nil)

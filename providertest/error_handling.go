@@ -39,13 +39,7 @@ func DuplicateEventIDRejection(t *testing.T, f Factory) {
 	ctx := t.Context()
 	const inst = "instance-A"
 
-	enqueueOrch(t, p, startItem(inst))
-	first := fetchOrch(t, p, longLock)
-	ackTurn(t, p, first.LockToken, 1,
-		[]duroxide.Event{startedEvent(inst, 1, 1, testOrch, testOrchVersion)}, duroxide.ExecutionMetadata{})
-
-	enqueueOrch(t, p, startItem(inst))
-	second := fetchOrch(t, p, longLock)
+	second := startedThenRefetched(t, p, inst)
 	err := p.AckOrchestrationItem(ctx, second.LockToken, 1,
 		[]duroxide.Event{duroxide.NewEvent(1, inst, 1, nil, duroxide.ActivityScheduled{Name: "Activity", Input: "{}"})}, // duplicate id 1
 		nil, nil, duroxide.ExecutionMetadata{}, nil)

@@ -99,6 +99,21 @@ func createInstance(t testing.TB, p duroxide.Provider, instance string) {
 		orchMetadata(testOrch, testOrchVersion))
 }
 
+// startedThenRefetched runs the first turn of instance (startItem, acked
+// with OrchestrationStarted as event 1 and empty metadata, so no instance
+// record), enqueues startItem again and returns that second turn, locked
+// for longLock. The atomicity and error-handling tests then ack it with a
+// duplicate event id.
+func startedThenRefetched(t testing.TB, p duroxide.Provider, instance string) *duroxide.OrchestrationItem {
+	t.Helper()
+	enqueueOrch(t, p, startItem(instance))
+	first := fetchOrch(t, p, longLock)
+	ackTurn(t, p, first.LockToken, 1,
+		[]duroxide.Event{startedEvent(instance, 1, 1, testOrch, testOrchVersion)}, duroxide.ExecutionMetadata{})
+	enqueueOrch(t, p, startItem(instance))
+	return fetchOrch(t, p, longLock)
+}
+
 // createInstanceWithParent enqueues (only) the start of instance as a
 // sub-orchestration of parent (nil for a root), as duroxide's
 // create_instance_with_parent does.

@@ -50,36 +50,66 @@ func requireLongPolling(t *testing.T, f Factory) {
 	}
 }
 
+// emptyFetch is one fetch on an empty provider: it reports whether the
+// fetch returned nothing.
+type emptyFetch func(t *testing.T, p duroxide.Provider, pollTimeout time.Duration) (none bool, err error)
+
+// fetchOrchestrationEmpty is the emptyFetch of FetchOrchestrationItem.
+func fetchOrchestrationEmpty(t *testing.T, p duroxide.Provider, pollTimeout time.Duration) (bool, error) {
+	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollTimeout, nil)
+	return item == nil, err
+}
+
+// fetchWorkEmpty is the emptyFetch of FetchWorkItem (default tag filter,
+// no session).
+func fetchWorkEmpty(t *testing.T, p duroxide.Provider, pollTimeout time.Duration) (bool, error) {
+	item, err := p.FetchWorkItem(t.Context(), longLock, pollTimeout, nil, duroxide.TagFilterDefaultOnly())
+	return item == nil, err
+}
+
+// timeEmptyFetch runs fetch on a fresh provider with pollTimeout, requires
+// that it succeeds and returns nothing, and returns how long it took.
+func timeEmptyFetch(t *testing.T, f Factory, fetch emptyFetch, pollTimeout time.Duration) time.Duration {
+	t.Helper()
+	p := f.NewProvider(t)
+	start := time.Now()
+	none, err := fetch(t, p, pollTimeout)
+	elapsed := time.Since(start)
+	require.NoError(t, err)
+	require.True(t, none, "the queue should be empty")
+	return elapsed
+}
+
+// requireShortPoll checks that fetch returns nothing within the factory's
+// ShortPollThreshold.
+func requireShortPoll(t *testing.T, f Factory, fetch emptyFetch) {
+	t.Helper()
+	threshold := f.ShortPollThreshold()
+	elapsed := timeEmptyFetch(t, f, fetch, shortPollTimeout(f))
+	require.Less(t, elapsed, threshold, "a short poll should return immediately (elapsed %v, threshold %v)", elapsed, threshold)
+}
+
+// requireLongPollWait checks that fetch on a long-polling provider waits
+// at least its poll timeout before returning nothing.
+func requireLongPollWait(t *testing.T, f Factory, fetch emptyFetch) {
+	t.Helper()
+	requireLongPolling(t, f)
+	elapsed := timeEmptyFetch(t, f, fetch, longPollTimeout)
+	require.GreaterOrEqual(t, elapsed, longPollTimeout, "a long poll should wait for the timeout")
+}
+
 // ShortPollReturnsImmediately checks that an orchestration fetch with no
 // work returns nothing within the factory's ShortPollThreshold (duroxide's
 // test_short_poll_returns_immediately).
 func ShortPollReturnsImmediately(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	threshold := f.ShortPollThreshold()
-
-	start := time.Now()
-	item, err := p.FetchOrchestrationItem(t.Context(), longLock, shortPollTimeout(f), nil)
-	elapsed := time.Since(start)
-
-	require.NoError(t, err)
-	require.Nil(t, item, "the queue should be empty")
-	require.Less(t, elapsed, threshold, "a short poll should return immediately (elapsed %v, threshold %v)", elapsed, threshold)
+	requireShortPoll(t, f, fetchOrchestrationEmpty)
 }
 
 // LongPollWaitsForTimeout checks that a long-polling provider's
 // orchestration fetch with no work waits at least the poll timeout
 // (duroxide's test_long_poll_waits_for_timeout).
 func LongPollWaitsForTimeout(t *testing.T, f Factory) {
-	requireLongPolling(t, f)
-	p := f.NewProvider(t)
-
-	start := time.Now()
-	item, err := p.FetchOrchestrationItem(t.Context(), longLock, longPollTimeout, nil)
-	elapsed := time.Since(start)
-
-	require.NoError(t, err)
-	require.Nil(t, item, "the queue should be empty")
-	require.GreaterOrEqual(t, elapsed, longPollTimeout, "a long poll should wait for the timeout")
+	requireLongPollWait(t, f, fetchOrchestrationEmpty)
 }
 
 // FetchRespectsTimeoutUpperBound checks that an orchestration fetch with no
@@ -88,16 +118,9 @@ func LongPollWaitsForTimeout(t *testing.T, f Factory) {
 // timeout, 200 ms tolerance; the tolerance here is the larger of 200 ms and
 // the factory's ShortPollThreshold, the latency it declares for one call).
 func FetchRespectsTimeoutUpperBound(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
 	const pollTimeout = 300 * time.Millisecond
 	tolerance := max(200*time.Millisecond, f.ShortPollThreshold())
-
-	start := time.Now()
-	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollTimeout, nil)
-	elapsed := time.Since(start)
-
-	require.NoError(t, err)
-	require.Nil(t, item, "the queue should be empty")
+	elapsed := timeEmptyFetch(t, f, fetchOrchestrationEmpty, pollTimeout)
 	require.Less(t, elapsed, pollTimeout+tolerance, "the provider blocked too long")
 }
 
@@ -105,30 +128,12 @@ func FetchRespectsTimeoutUpperBound(t *testing.T, f Factory) {
 // work returns nothing within the factory's ShortPollThreshold (duroxide's
 // test_short_poll_work_item_returns_immediately).
 func ShortPollWorkItemReturnsImmediately(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	threshold := f.ShortPollThreshold()
-
-	start := time.Now()
-	item, err := p.FetchWorkItem(t.Context(), longLock, shortPollTimeout(f), nil, duroxide.TagFilterDefaultOnly())
-	elapsed := time.Since(start)
-
-	require.NoError(t, err)
-	require.Nil(t, item, "the worker queue should be empty")
-	require.Less(t, elapsed, threshold, "a short poll should return immediately (elapsed %v, threshold %v)", elapsed, threshold)
+	requireShortPoll(t, f, fetchWorkEmpty)
 }
 
 // LongPollWorkItemWaitsForTimeout checks that a long-polling provider's
 // worker fetch with no work waits at least the poll timeout (duroxide's
 // test_long_poll_work_item_waits_for_timeout).
 func LongPollWorkItemWaitsForTimeout(t *testing.T, f Factory) {
-	requireLongPolling(t, f)
-	p := f.NewProvider(t)
-
-	start := time.Now()
-	item, err := p.FetchWorkItem(t.Context(), longLock, longPollTimeout, nil, duroxide.TagFilterDefaultOnly())
-	elapsed := time.Since(start)
-
-	require.NoError(t, err)
-	require.Nil(t, item, "the worker queue should be empty")
-	require.GreaterOrEqual(t, elapsed, longPollTimeout, "a long poll should wait for the timeout")
+	requireLongPollWait(t, f, fetchWorkEmpty)
 }

@@ -79,30 +79,12 @@ func (p *MemoryProvider) ListExecutions(ctx context.Context, instance string) ([
 
 // ReadHistoryWithExecutionID returns one execution's history.
 func (p *MemoryProvider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	if err := memCtxErr("read_history_with_execution_id", ctx); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	events, err := p.readHistory(instance, executionID)
-	if err != nil {
-		return nil, duroxide.WrapError("read_history_with_execution_id", false, err)
-	}
-	return events, nil
+	return p.readOp(ctx, "read_history_with_execution_id", instance, &executionID)
 }
 
 // ReadHistory returns the latest execution's history.
 func (p *MemoryProvider) ReadHistory(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	if err := memCtxErr("read_history", ctx); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	events, err := p.readHistory(instance, p.latestExecution(instance))
-	if err != nil {
-		return nil, duroxide.WrapError("read_history", false, err)
-	}
-	return events, nil
+	return p.readOp(ctx, "read_history", instance, nil)
 }
 
 // LatestExecutionID returns the highest execution id of the instance; an

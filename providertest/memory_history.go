@@ -102,34 +102,36 @@ func (p *MemoryProvider) appendHistory(instance string, execution uint64, rows [
 	byExec[execution] = all
 }
 
-// Read returns the latest execution's history (duroxide's read); an
-// undecodable event is a permanent error.
-func (p *MemoryProvider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	if err := memCtxErr("read", ctx); err != nil {
+// readOp is the body of every history read: op names the operation in
+// errors, and a nil execution means the latest one. An undecodable event
+// is a permanent error.
+func (p *MemoryProvider) readOp(ctx context.Context, op, instance string, execution *uint64) ([]duroxide.Event, error) {
+	if err := memCtxErr(op, ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	events, err := p.readHistory(instance, p.latestExecution(instance))
+	exec := p.latestExecution(instance)
+	if execution != nil {
+		exec = *execution
+	}
+	events, err := p.readHistory(instance, exec)
 	if err != nil {
-		return nil, duroxide.WrapError("read", false, err)
+		return nil, duroxide.WrapError(op, false, err)
 	}
 	return events, nil
+}
+
+// Read returns the latest execution's history (duroxide's read): empty for
+// an unknown instance, a permanent error for an undecodable event.
+func (p *MemoryProvider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
+	return p.readOp(ctx, "read", instance, nil)
 }
 
 // ReadWithExecution returns one execution's history, empty when it does not
 // exist.
 func (p *MemoryProvider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	if err := memCtxErr("read_with_execution", ctx); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	events, err := p.readHistory(instance, executionID)
-	if err != nil {
-		return nil, duroxide.WrapError("read_with_execution", false, err)
-	}
-	return events, nil
+	return p.readOp(ctx, "read_with_execution", instance, &executionID)
 }
 
 // AppendWithExecution appends events to an execution outside a turn, all or

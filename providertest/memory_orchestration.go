@@ -233,17 +233,8 @@ func memCompareCore(a, b duroxide.Version) int {
 // deleteOrchRows removes the orchestrator messages match selects and
 // returns how many; the caller holds p.mu.
 func (p *MemoryProvider) deleteOrchRows(match func(*memOrchRow) bool) int {
-	kept := p.orchQueue[:0]
-	n := 0
-	for _, r := range p.orchQueue {
-		if match(r) {
-			n++
-			continue
-		}
-		kept = append(kept, r)
-	}
-	clear(p.orchQueue[len(kept):])
-	p.orchQueue = kept
+	var n int
+	p.orchQueue, n = memDeleteRows(p.orchQueue, match)
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,4 +209,12 @@ func memClone[T any](v *T) *T {
 	}
 	c := *v
 	return &c
+}
+
+// memDeleteRows removes, in place and keeping order, the rows match
+// selects, and returns the remaining rows and how many it removed.
+func memDeleteRows[T any](rows []*T, match func(*T) bool) ([]*T, int) {
+	n := len(rows)
+	rows = slices.DeleteFunc(rows, match)
+	return rows, n - len(rows)
 }

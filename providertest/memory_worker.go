@@ -37,17 +37,8 @@ func (p *MemoryProvider) pushWorker(item duroxide.ActivityExecuteItem, data []by
 // deleteWorkRows removes the worker messages match selects and returns how
 // many; the caller holds p.mu.
 func (p *MemoryProvider) deleteWorkRows(match func(*memWorkRow) bool) int {
-	kept := p.workQueue[:0]
-	n := 0
-	for _, r := range p.workQueue {
-		if match(r) {
-			n++
-			continue
-		}
-		kept = append(kept, r)
-	}
-	clear(p.workQueue[len(kept):])
-	p.workQueue = kept
+	var n int
+	p.workQueue, n = memDeleteRows(p.workQueue, match)
 	return n
 }
 
