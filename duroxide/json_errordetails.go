@@ -12,31 +12,6 @@ import "fmt"
 //	{"Application":{"kind":{"Cancelled":{"reason":"stop"}},"message":"","retryable":false}}
 //	{"Poison":{"attempt_count":4,"max_attempts":3,"message_type":{"Orchestration":{"instance":"i","execution_id":1}},"message":"{}"}}
 
-// unmarshalValue parses data and decodes it with decode into *dst, which is
-// left untouched on error.
-func unmarshalValue[T any](data []byte, mode parseMode, what string, decode func(*jsonValue) (T, error), dst *T) error {
-	v, err := parseJSON(data, mode)
-	if err != nil {
-		return fmt.Errorf("duroxide: decode %s: %w", what, err)
-	}
-	out, err := decode(&v)
-	if err != nil {
-		return fmt.Errorf("duroxide: decode %s: %w", what, err)
-	}
-	*dst = out
-	return nil
-}
-
-// marshalValue runs an append-style encoder into a fresh buffer, wrapping
-// its error for what.
-func marshalValue[T any](what string, v T, appendTo func([]byte, T) ([]byte, error)) ([]byte, error) {
-	b, err := appendTo(nil, v)
-	if err != nil {
-		return nil, fmt.Errorf("duroxide: encode %s: %w", what, err)
-	}
-	return b, nil
-}
-
 // MarshalJSON encodes d as serde encodes duroxide's ErrorDetails: an
 // externally tagged object such as
 // {"Infrastructure":{"operation":"read","message":"timeout","retryable":true}},
@@ -154,17 +129,6 @@ func appendErrorDetails(b []byte, d ErrorDetails) ([]byte, error) {
 		b = o.end()
 	}
 	return append(b, '}'), nil
-}
-
-// countSet counts the true values.
-func countSet(set ...bool) int {
-	n := 0
-	for _, s := range set {
-		if s {
-			n++
-		}
-	}
-	return n
 }
 
 // appendConfigErrorKind appends "Nondeterminism".

@@ -3,7 +3,6 @@ package duroxide
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 )
 
@@ -16,18 +15,6 @@ import (
 //	{"event_id":2,"source_event_id":1,"instance_id":"i","execution_id":1,
 //	 "timestamp_ms":1700000000000,"duroxide_version":"0.1.26",
 //	 "type":"ActivityCompleted","result":"ok"}
-
-// checkKind rejects a nil Kind and a pointer to a kind type (whose methods
-// would dereference it) before anything calls a method on it.
-func checkKind(kind any) error {
-	if kind == nil {
-		return errors.New("Kind is nil")
-	}
-	if reflect.TypeOf(kind).Kind() == reflect.Pointer {
-		return fmt.Errorf("unsupported kind type %T (use the value, not a pointer)", kind)
-	}
-	return nil
-}
 
 // eventCommonFields are the fields of Event itself, in declaration order.
 var eventCommonFields = []string{"event_id", "source_event_id", "instance_id", "execution_id", "timestamp_ms", "duroxide_version"}
