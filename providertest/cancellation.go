@@ -109,6 +109,28 @@ func cancellationRequireState(t *testing.T, p duroxide.Provider, locked *duroxid
 	assert.Equal(t, want, state, "ExecutionState reported by RenewWorkItemLock: got %s, want %s", state, want)
 }
 
+// cancellationLeftoverActivity enqueues activity 1 of instance, which was
+// never created (a leftover message), fetches it and returns it locked.
+func cancellationLeftoverActivity(t *testing.T, p duroxide.Provider, instance string) *duroxide.LockedWorkItem {
+	t.Helper()
+	require.NoError(t, p.EnqueueForWorker(t.Context(), cancellationActivity(instance, 1, "TestActivity")))
+	locked := cancellationFetchWork(t, p)
+	cancellationRequireActivity(t, locked, instance, 1)
+	return locked
+}
+
+// cancellationRunningActivity creates instance with a first turn that
+// schedules activity 1 and leaves the orchestration Running, then fetches
+// the activity and returns it locked.
+func cancellationRunningActivity(t *testing.T, p duroxide.Provider, instance string) *duroxide.LockedWorkItem {
+	t.Helper()
+	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
+		cancellationActivity(instance, 1, "TestActivity"))
+	locked := cancellationFetchWork(t, p)
+	cancellationRequireActivity(t, locked, instance, 1)
+	return locked
+}
+
 // fetchReturnsStateCase runs the four "fetch returns state" tests: the
 // instance's first turn schedules activity 1 and ends with terminal (none
 // for a running orchestration) and metadata; the activity must be fetchable
@@ -127,7 +149,8 @@ func fetchReturnsStateCase(t *testing.T, f Factory, instance string, terminal []
 // of a running orchestration can be fetched, and that its orchestration is
 // reported Running.
 func FetchReturnsRunningStateForActiveOrchestration(t *testing.T, f Factory) {
-	fetchReturnsStateCase(t, f, "inst-running", nil, cancellationMetadata(duroxide.StatusRunning, nil), duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
+	fetchReturnsStateCase(t, f, "inst-running", nil, cancellationMetadata(duroxide.StatusRunning, nil),
+		duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
 }
 
 // FetchReturnsTerminalStateWhenOrchestrationCompleted checks that an
@@ -173,10 +196,7 @@ func FetchReturnsTerminalStateWhenOrchestrationContinuedAsNew(t *testing.T, f Fa
 func FetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, f Factory) {
 	const instance = "inst-missing"
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForWorker(t.Context(), cancellationActivity(instance, 1, "TestActivity")))
-
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationLeftoverActivity(t, p, instance)
 	cancellationRequireState(t, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionMissing})
 }
 
@@ -185,11 +205,7 @@ func FetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, f Factory) {
 func RenewReturnsRunningWhenOrchestrationActive(t *testing.T, f Factory) {
 	const instance = "inst-renew-run"
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
-		cancellationActivity(instance, 1, "TestActivity"))
-
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationRunningActivity(t, p, instance)
 	cancellationRequireState(t, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionRunning})
 }
 
@@ -199,11 +215,7 @@ func RenewReturnsRunningWhenOrchestrationActive(t *testing.T, f Factory) {
 func RenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, f Factory) {
 	const instance = "inst-renew-term"
 	p := f.NewProvider(t)
-	cancellationStartTurn(t, p, instance, nil, cancellationMetadata(duroxide.StatusRunning, nil),
-		cancellationActivity(instance, 1, "TestActivity"))
-
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationRunningActivity(t, p, instance)
 
 	// A second turn completes the orchestration while the activity runs.
 	cancellationTrigger(t, p, instance)
@@ -223,10 +235,7 @@ func RenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, f Factory) {
 func RenewReturnsMissingWhenInstanceDeleted(t *testing.T, f Factory) {
 	const instance = "inst-renew-missing"
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForWorker(t.Context(), cancellationActivity(instance, 1, "TestActivity")))
-
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationLeftoverActivity(t, p, instance)
 	cancellationRequireState(t, p, locked, duroxide.ExecutionState{Kind: duroxide.ExecutionMissing})
 }
 
@@ -237,10 +246,7 @@ func AckWorkItemNoneDeletesWithoutEnqueue(t *testing.T, f Factory) {
 	const instance = "inst-ack-none"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity(instance, 1, "TestActivity")))
-
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationLeftoverActivity(t, p, instance)
 	require.NoError(t, p.AckWorkItem(ctx, locked.LockToken, nil))
 
 	assert.Nil(t, cancellationFetchWork(t, p), "worker queue should be empty")
@@ -287,9 +293,7 @@ func AckWorkItemFailsWhenEntryDeleted(t *testing.T, f Factory) {
 	const instance = "inst-ack-stolen"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity(instance, 1, "TestActivity")))
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationLeftoverActivity(t, p, instance)
 
 	// Remove the entry, as a cancelling turn would.
 	require.NoError(t, p.AckWorkItem(ctx, locked.LockToken, nil))
@@ -307,9 +311,7 @@ func RenewFailsWhenEntryDeleted(t *testing.T, f Factory) {
 	const instance = "inst-renew-stolen"
 	ctx := t.Context()
 	p := f.NewProvider(t)
-	require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity(instance, 1, "TestActivity")))
-	locked := cancellationFetchWork(t, p)
-	cancellationRequireActivity(t, locked, instance, 1)
+	locked := cancellationLeftoverActivity(t, p, instance)
 
 	require.NoError(t, p.AckWorkItem(ctx, locked.LockToken, nil))
 
