@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Ack retries of duroxide's ack_orchestration_with_changes: up to 5 retries
+// of a retryable failure, 10ms doubling.
+const (
+	ackMaxRetries   = 5
+	ackRetryBase    = 10 * time.Millisecond
+	abandonOnFailed = 50 * time.Millisecond
+)
+
+// orchestrationLoop is one orchestration dispatcher goroutine: fetch a
+// turn, decide it, commit it, until the runtime stops.
+func (r *Runtime) orchestrationLoop(workerID string, proc *turnProcessor) {
+	filter := r.opts.capabilityFilter()
+	consecutiveErrors := 0
+	for !r.isStopping() {
+		start := time.Now()
+		item, err := r.provider.FetchOrchestrationItem(r.fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
+		if err != nil {
+			if r.fetchCtx.Err() != nil {
+				return
+			}
+			consecutiveErrors++
+			r.logger.Warn("error fetching orchestration item", "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
+			r.idle(fetchBackoff(err, consecutiveErrors))
+			continue
+		}
+		consecutiveErrors = 0
+		if item == nil {
+			r.idle(r.opts.PollInterval - time.Since(start))
+			continue
+		}
+		r.processOrchestrationItem(item, proc)
+	}
+}
+
+// processOrchestrationItem runs one turn under a renewed lock and commits
+// or abandons it.
+func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, proc *turnProcessor) {
+	renewCtx, stopRenewal := context.WithCancel(r.runCtx)
+	renewalDone := make(chan struct{})
+	go func() {
+		defer close(renewalDone)
+		r.renewOrchestrationLock(renewCtx, item.LockToken)
+	}()
+	defer func() {
+		stopRenewal()
+		<-renewalDone
+	}()
+
+	d := proc.decide(item)
+	if d.abandon {
+		if err := r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, d.delay, false); err != nil && r.runCtx.Err() == nil {
+			r.logger.Warn("abandon orchestration item failed", "instance", item.Instance, "error", err)
+		}
+		return
+	}
+	if d.poison {
+		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
+	}
+	err := r.ackWithRetry(item.LockToken, d.ack)
+	if err == nil || r.runCtx.Err() != nil {
+		return
+	}
+	// The turn cannot be committed: fail the orchestration with the
+	// provider's error as an infrastructure failure (duroxide's path), and
+	// release the lock when even that cannot be written.
+	r.logger.Warn("failed to ack orchestration item, failing orchestration", "instance", item.Instance, "error", err)
+	pe, _ := asProviderError(err)
+	h := newHistoryManager(item.History)
+	h.appendNew(item.Instance, d.ack.executionID, nil, duroxide.OrchestrationFailed{Details: pe.ToInfrastructureError()})
+	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, metadata: computeMetadata(h.delta)}
+	if err2 := r.ackWithRetry(item.LockToken, failure); err2 != nil && r.runCtx.Err() == nil {
+		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)
+		_ = r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, abandonOnFailed, false)
+	}
+}
+
+// ackWithRetry commits a turn, retrying retryable failures; after the last
+// retry it abandons the item and returns the error.
+func (r *Runtime) ackWithRetry(token string, a ackRequest) error {
+	for attempt := 0; ; attempt++ {
+		err := r.provider.AckOrchestrationItem(r.runCtx, token, a.executionID, a.historyDelta, a.workerItems,
+			a.orchestratorItems, a.metadata, a.cancelledActivities)
+		if err == nil || r.runCtx.Err() != nil || !duroxide.IsRetryable(err) {
+			return err
+		}
+		if attempt >= ackMaxRetries {
+			r.logger.Warn("ack failed after max retries, abandoning", "error", err)
+			_ = r.provider.AbandonOrchestrationItem(r.runCtx, token, abandonOnFailed, false)
+			return err
+		}
+		r.logger.Warn("ack_orchestration_item failed; retrying", "attempt", attempt, "error", err)
+		r.idle(ackRetryBase << attempt)
+	}
+}
+
+// renewOrchestrationLock extends a turn's lock until ctx ends or a renewal
+// fails (the lock is gone).
+func (r *Runtime) renewOrchestrationLock(ctx context.Context, token string) {
+	t := time.NewTicker(renewalInterval(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := r.provider.RenewOrchestrationItemLock(ctx, token, r.opts.OrchestratorLockTimeout); err != nil {
+				r.logger.Debug("failed to renew orchestration lock (acked, abandoned or expired)", "error", err)
+				return
+			}
+		}
+	}
+}
+
+// asProviderError returns err as a *duroxide.ProviderError, wrapping errors
+// of other types as retryable ack failures.
+func asProviderError(err error) (*duroxide.ProviderError, bool) {
+	var pe *duroxide.ProviderError
+	if errors.As(err, &pe) {
+		return pe, true
+	}
+	return duroxide.WrapError("ack_orchestration_item", true, err), false
+}

@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Runtime runs orchestrations and activities from a Registry on a provider
+// (duroxide's Runtime): OrchestrationConcurrency orchestration dispatcher
+// goroutines and WorkerConcurrency worker goroutines, plus the session
+// manager. Start it with Start and stop it with Shutdown; cancelling the
+// context given to Start stops it abruptly, as a crash would (locks are
+// left to expire and the work is redone elsewhere).
+type Runtime struct {
+	provider duroxide.Provider
+	registry *Registry
+	opts     Options
+	id       string
+	logger   *slog.Logger
+	client   *Client
+
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	// fetchCtx is runCtx, also cancelled by Shutdown so that long polls
+	// end at once.
+	fetchCtx    context.Context
+	cancelFetch context.CancelFunc
+	stopping    chan struct{} // closed by Shutdown: fetch no more work
+	stopOnce    sync.Once
+	wg          sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[*inflightActivity]struct{}
+}
+
+// errShutdown is the cancellation cause of activities stopped by a
+// Shutdown whose deadline passed.
+var errShutdown = errors.New("runtime: shutting down")
+
+// Start validates opts, starts the dispatchers on provider and returns the
+// running Runtime. The registry may not be nil. ctx bounds the runtime's
+// life: when it is cancelled every goroutine stops at once without
+// releasing its locks.
+func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, opts Options) (*Runtime, error) {
+	if provider == nil || registry == nil {
+		return nil, errors.New("runtime: Start needs a provider and a registry")
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	fetchCtx, cancelFetch := context.WithCancel(runCtx)
+	r := &Runtime{
+		provider: provider, registry: registry, opts: o, id: newRuntimeID(), logger: o.Logger,
+		client: NewClient(provider), runCtx: runCtx, cancelRun: cancel, fetchCtx: fetchCtx, cancelFetch: cancelFetch,
+		stopping: make(chan struct{}), inflight: map[*inflightActivity]struct{}{},
+	}
+	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
+		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
+	proc := &turnProcessor{
+		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff,
+		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger,
+	}
+	for i := range o.OrchestrationConcurrency {
+		r.spawn(func() { r.orchestrationLoop(fmt.Sprintf("orch-%d-%s", i, r.id), proc) })
+	}
+	if o.TagFilter.Mode() != duroxide.TagFilterModeNone && o.WorkerConcurrency > 0 {
+		tracker := newSessionTracker()
+		var owners []string
+		for i := range o.WorkerConcurrency {
+			workerID := fmt.Sprintf("work-%d-%s", i, r.id)
+			owner := workerID
+			if o.WorkerNodeID != "" {
+				workerID = fmt.Sprintf("work-%d-%s", i, o.WorkerNodeID)
+				owner = o.WorkerNodeID
+			}
+			if len(owners) == 0 || owners[len(owners)-1] != owner {
+				owners = append(owners, owner)
+			}
+			r.spawn(func() { r.workerLoop(workerID, owner, tracker) })
+		}
+		r.spawn(func() { r.sessionManager(owners) })
+	}
+	return r, nil
+}
+
+func (r *Runtime) spawn(f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+// Client returns a Client on the runtime's provider.
+func (r *Runtime) Client() *Client { return r.client }
+
+// ID returns the runtime's random id (part of its worker ids).
+func (r *Runtime) ID() string { return r.id }
+
+// Shutdown stops the runtime cleanly: no new work is fetched, in-flight
+// turns and activities finish and are acked. When ctx ends first, the
+// activities still running are cancelled (their ActivityContext is done) and
+// their work items abandoned so that another runtime takes them at once,
+// then everything stops; Shutdown then returns ctx's error. It is safe to
+// call more than once.
+func (r *Runtime) Shutdown(ctx context.Context) error {
+	r.stopOnce.Do(func() {
+		close(r.stopping)
+		r.cancelFetch()
+	})
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		r.cancelRun()
+		return nil
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	for a := range r.inflight {
+		a.cancel(errShutdown)
+	}
+	r.mu.Unlock()
+	// Give the workers a moment to abandon what they hold, then stop.
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+	}
+	r.cancelRun()
+	<-done
+	return ctx.Err()
+}
+
+func (r *Runtime) isStopping() bool {
+	select {
+	case <-r.stopping:
+		return true
+	default:
+		return r.runCtx.Err() != nil
+	}
+}
+
+// idle waits d, or less when the runtime stops.
+func (r *Runtime) idle(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.stopping:
+	case <-r.runCtx.Done():
+	}
+}
+
+// fetchBackoff is duroxide's backoff after a failed fetch: 100ms * 2^n up
+// to 3s for retryable errors, 100ms for permanent ones.
+func fetchBackoff(err error, consecutive int) time.Duration {
+	if !duroxide.IsRetryable(err) {
+		return 100 * time.Millisecond
+	}
+	return min(100*time.Millisecond*time.Duration(uint64(1)<<min(consecutive, 5)), 3*time.Second)
+}
+
+// parentExecutionID returns the parent's execution that scheduled child as
+// parentID: the execution of the parent's latest history when it holds that
+// SubOrchestrationScheduled, 0 (which no execution has, so the parent drops
+// the message) when the parent has moved on, and duroxide's fallback 1 when
+// the parent's history cannot be read.
+func (r *Runtime) parentExecutionID(parent string, parentID uint64, child string) uint64 {
+	hist, err := r.provider.Read(r.runCtx, parent)
+	if err != nil || len(hist) == 0 {
+		return duroxide.InitialExecutionID
+	}
+	for _, ev := range hist {
+		if s, ok := ev.Kind.(duroxide.SubOrchestrationScheduled); ok && ev.EventID == parentID && childInstanceID(parent, s.Instance) == child {
+			return ev.ExecutionID
+		}
+	}
+	return 0
+}
+
+func newRuntimeID() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

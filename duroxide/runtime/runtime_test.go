@@ -1,0 +1,768 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/providertest"
+)
+
+// End-to-end runtime tests on the reference in-memory provider.
+
+const waitTimeout = 20 * time.Second
+
+// fastOptions polls quickly and keeps locks short, so that tests that
+// depend on expiry or renewal run in about a second.
+func fastOptions() runtime.Options {
+	return runtime.Options{
+		PollInterval:                    5 * time.Millisecond,
+		LongPollTimeout:                 200 * time.Millisecond,
+		OrchestrationConcurrency:        4,
+		WorkerConcurrency:               4,
+		OrchestratorLockTimeout:         2 * time.Second,
+		WorkerLockTimeout:               2 * time.Second,
+		UnregisteredBackoff:             runtime.UnregisteredBackoff{Base: time.Millisecond, Max: 5 * time.Millisecond},
+		ActivityCancellationGracePeriod: 2 * time.Second,
+	}
+}
+
+type env struct {
+	t        *testing.T
+	provider *providertest.MemoryProvider
+	client   *runtime.Client
+	ctx      context.Context
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	p := providertest.NewMemoryProvider(providertest.MemoryOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return &env{t: t, provider: p, client: runtime.NewClient(p), ctx: ctx}
+}
+
+// start runs a runtime on the env's provider until the test ends.
+func (e *env) start(reg *runtime.Registry, opts runtime.Options) *runtime.Runtime {
+	e.t.Helper()
+	rt, err := runtime.Start(e.ctx, e.provider, reg, opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = rt.Shutdown(ctx)
+	})
+	return rt
+}
+
+func (e *env) run(instance, name, input string) runtime.OrchestrationStatus {
+	e.t.Helper()
+	if err := e.client.StartOrchestration(e.ctx, instance, name, input); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.wait(instance)
+}
+
+func (e *env) wait(instance string) runtime.OrchestrationStatus {
+	e.t.Helper()
+	st, err := e.client.WaitForOrchestration(e.ctx, instance, waitTimeout)
+	if err != nil {
+		e.t.Fatalf("wait for %s: %v", instance, err)
+	}
+	return st
+}
+
+func mustRegister(t *testing.T, errs ...error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func wantOutput(t *testing.T, st runtime.OrchestrationStatus, want string) {
+	t.Helper()
+	if st.Kind != runtime.StatusCompleted || st.Output != want {
+		t.Fatalf("status = %s %q %s, want Completed %q", st.Kind, st.Output, st.Error(), want)
+	}
+}
+
+func historyOf(t *testing.T, e *env, instance string) []duroxide.Event {
+	t.Helper()
+	h, err := e.provider.Read(e.ctx, instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestHelloWorld(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Hello", func(_ *runtime.ActivityContext, in string) (string, error) { return "Hello, " + in + "!", nil }),
+		reg.RegisterOrchestration("HelloWorld", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			return ctx.ScheduleActivity("Hello", in).Get()
+		}))
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("hello-1", "HelloWorld", "Rust"), "Hello, Rust!")
+
+	h := historyOf(t, e, "hello-1")
+	want := []duroxide.EventType{duroxide.EventTypeOrchestrationStarted, duroxide.EventTypeActivityScheduled,
+		duroxide.EventTypeActivityCompleted, duroxide.EventTypeOrchestrationCompleted}
+	if got := eventTypes(h); !slices.Equal(got, want) {
+		t.Fatalf("history = %v", got)
+	}
+	if *h[2].SourceEventID != 2 || h[3].EventID != 4 {
+		t.Fatalf("links/ids wrong: %+v", h)
+	}
+	info, err := e.client.GetInstanceInfo(e.ctx, "hello-1")
+	if err != nil || info.Status != duroxide.StatusCompleted || info.OrchestrationName != "HelloWorld" || info.OrchestrationVersion != "1.0.0" {
+		t.Fatalf("instance info = %+v, %v", info, err)
+	}
+}
+
+func eventTypes(h []duroxide.Event) []duroxide.EventType {
+	out := make([]duroxide.EventType, len(h))
+	for i, ev := range h {
+		out[i] = ev.Type()
+	}
+	return out
+}
+
+func TestFanOutFanIn(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		runtime.RegisterActivityTyped(reg, "Square", func(_ *runtime.ActivityContext, n int) (int, error) { return n * n, nil }),
+		runtime.RegisterOrchestrationTyped(reg, "SumSquares", func(ctx *runtime.OrchestrationContext, n int) (int, error) {
+			var fs []*runtime.Future
+			for i := 1; i <= n; i++ {
+				f, err := runtime.ScheduleActivityTyped(ctx, "Square", i)
+				if err != nil {
+					return 0, err
+				}
+				fs = append(fs, f)
+			}
+			sum := 0
+			for _, r := range ctx.Join(fs...) {
+				if r.Err != nil {
+					return 0, r.Err
+				}
+				v, err := runtime.Decode[int](r.Value)
+				if err != nil {
+					return 0, err
+				}
+				sum += v
+			}
+			return sum, nil
+		}))
+	e.start(reg, fastOptions())
+	if err := runtime.StartOrchestrationTyped(e.ctx, e.client, "fan-1", "SumSquares", 20); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runtime.WaitForOrchestrationTyped[int](e.ctx, e.client, "fan-1", waitTimeout)
+	if err != nil || got != 2870 {
+		t.Fatalf("sum = %d, %v", got, err)
+	}
+}
+
+func TestTimerAndExternalEvent(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("Approval", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		if _, err := ctx.ScheduleTimer(50 * time.Millisecond).Get(); err != nil {
+			return "", err
+		}
+		ctx.SetCustomStatus("waiting")
+		w, data, _ := ctx.Select(ctx.ScheduleWait("Approve"), ctx.ScheduleTimer(time.Hour))
+		if w != 0 {
+			return "timeout", nil
+		}
+		return "approved:" + data, nil
+	}))
+	e.start(reg, fastOptions())
+	if err := e.client.StartOrchestration(e.ctx, "appr-1", "Approval", ""); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.client.WaitForStatusChange(e.ctx, "appr-1", 0, 5*time.Millisecond, waitTimeout)
+	if err != nil || st.CustomStatus == nil || *st.CustomStatus != "waiting" || st.Kind != runtime.StatusRunning {
+		t.Fatalf("status change = %+v, %v", st, err)
+	}
+	if err := e.client.RaiseEvent(e.ctx, "appr-1", "Approve", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, e.wait("appr-1"), "approved:yes")
+	h := historyOf(t, e, "appr-1")
+	var cancelled int
+	for _, ev := range h {
+		if ev.Type() == duroxide.EventTypeTimerFired {
+			continue
+		}
+		if ev.Type() == duroxide.EventTypeExternalSubscribedCancelled {
+			cancelled++
+		}
+	}
+	if cancelled != 0 {
+		t.Fatalf("the won wait must not be cancelled: %v", eventTypes(h))
+	}
+}
+
+func TestSubOrchestrationsAndDetached(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Upper", func(_ *runtime.ActivityContext, in string) (string, error) { return strings.ToUpper(in), nil }),
+		reg.RegisterOrchestration("Leaf", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			return ctx.ScheduleActivity("Upper", in).Get()
+		}),
+		reg.RegisterOrchestration("Root", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			ctx.ScheduleOrchestration("Leaf", "detached-"+ctx.InstanceID(), "free")
+			rs := ctx.Join(ctx.ScheduleSubOrchestration("Leaf", in+"-a"), ctx.ScheduleSubOrchestrationWithID("Leaf", "explicit-child", in+"-b"))
+			if rs[0].Err != nil || rs[1].Err != nil {
+				return "", errors.Join(rs[0].Err, rs[1].Err)
+			}
+			return rs[0].Value + "+" + rs[1].Value, nil
+		}))
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("root", "Root", "x"), "X-A+X-B")
+	wantOutput(t, e.wait("root::sub::3"), "X-A")
+	wantOutput(t, e.wait("explicit-child"), "X-B")
+	wantOutput(t, e.wait("detached-root"), "FREE")
+	parent, ok, err := mustAdmin(t, e).GetParentID(e.ctx, "root::sub::3")
+	if err != nil || !ok || parent != "root" {
+		t.Fatalf("parent of child = %q %v %v", parent, ok, err)
+	}
+	if _, hasParent, _ := mustAdmin(t, e).GetParentID(e.ctx, "detached-root"); hasParent {
+		t.Fatal("a detached orchestration has no parent")
+	}
+}
+
+func mustAdmin(t *testing.T, e *env) duroxide.ProviderAdmin {
+	a, ok := duroxide.AsManagementCapability(e.provider)
+	if !ok {
+		t.Fatal("memory provider has no admin")
+	}
+	return a
+}
+
+func TestCancellationCascadesToChildren(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterOrchestration("Child", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleWait("never").Get()
+		}),
+		reg.RegisterOrchestration("Parent", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			ctx.SetCustomStatus("children started")
+			return ctx.ScheduleSubOrchestrationWithID("Child", "the-child", "").Get()
+		}))
+	e.start(reg, fastOptions())
+	if err := e.client.StartOrchestration(e.ctx, "parent", "Parent", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, e, "the-child")
+	if err := e.client.CancelInstance(e.ctx, "parent", "user request"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"parent", "the-child"} {
+		st := e.wait(id)
+		if st.Kind != runtime.StatusFailed || st.Details.Application == nil || st.Details.Application.Kind.Name != duroxide.AppErrorCancelled {
+			t.Fatalf("%s: %s %s", id, st.Kind, st.Error())
+		}
+	}
+	if got := e.wait("parent").Error(); got != "canceled: user request" {
+		t.Fatalf("parent error = %q", got)
+	}
+	if got := e.wait("the-child").Error(); got != "canceled: parent canceled" {
+		t.Fatalf("child error = %q", got)
+	}
+}
+
+func waitRunning(t *testing.T, e *env, instance string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		st, err := e.client.GetOrchestrationStatus(e.ctx, instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Kind == runtime.StatusRunning {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s never started", instance)
+}
+
+func TestContinueAsNewWithCarryForward(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("Counter", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		n, _ := strconv.Atoi(in)
+		msg, err := ctx.DequeueEvent("inbox").Get()
+		if err != nil {
+			return "", err
+		}
+		acc, _ := ctx.CustomStatus()
+		ctx.SetCustomStatus(acc + msg)
+		if n < 2 {
+			return "", ctx.ContinueAsNew(strconv.Itoa(n + 1))
+		}
+		s, _ := ctx.CustomStatus()
+		return s, nil
+	}))
+	e.start(reg, fastOptions())
+	if err := e.client.StartOrchestration(e.ctx, "can-1", "Counter", "0"); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, e, "can-1")
+	for _, m := range []string{"a", "b", "c"} {
+		if err := e.client.EnqueueEvent(e.ctx, "can-1", "inbox", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOutput(t, e.wait("can-1"), "abc")
+	execs, err := e.client.ListExecutions(e.ctx, "can-1")
+	if err != nil || !slices.Equal(execs, []uint64{1, 2, 3}) {
+		t.Fatalf("executions = %v, %v", execs, err)
+	}
+}
+
+func TestKVAndCrossInstanceRead(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterOrchestration("Writer", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			ctx.SetKVValue("color", "blue")
+			ctx.SetKVValue("temp", "x")
+			ctx.ClearKVValue("temp")
+			return "written", nil
+		}),
+		reg.RegisterOrchestration("Reader", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			raw, err := ctx.GetKVValueFromInstance("writer", "color").Get()
+			if err != nil {
+				return "", err
+			}
+			v, ok, err := runtime.DecodeKVValue(raw)
+			return fmt.Sprintf("%s/%v", v, ok), err
+		}))
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("writer", "Writer", ""), "written")
+	v, ok, err := e.client.GetKVValue(e.ctx, "writer", "color")
+	if err != nil || !ok || v != "blue" {
+		t.Fatalf("kv = %q %v %v", v, ok, err)
+	}
+	all, err := e.client.GetKVAllValues(e.ctx, "writer")
+	if err != nil || len(all) != 1 {
+		t.Fatalf("all kv = %v %v", all, err)
+	}
+	wantOutput(t, e.run("reader", "Reader", ""), "blue/true")
+}
+
+func TestUnregisteredActivityBecomesPoison(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("UsesMissing", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		_, err := ctx.ScheduleActivity("Missing", "").Get()
+		return "", err
+	}))
+	opts := fastOptions()
+	opts.MaxAttempts = 3
+	e.start(reg, opts)
+	st := e.run("poison-1", "UsesMissing", "")
+	if st.Kind != runtime.StatusFailed || !strings.Contains(st.Error(), "poison: activity Missing#2 exceeded 4 attempts (max 3)") {
+		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	}
+}
+
+func TestUnregisteredOrchestrationBecomesPoison(t *testing.T) {
+	e := newEnv(t)
+	opts := fastOptions()
+	opts.MaxAttempts = 2
+	e.start(runtime.NewRegistry(), opts)
+	st := e.run("nobody", "NotRegistered", "")
+	if st.Kind != runtime.StatusFailed || st.Details.Poison == nil || st.Details.Poison.MessageType.Orchestration == nil {
+		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	}
+}
+
+func TestSelectLoserActivityIsCancelledCooperatively(t *testing.T) {
+	e := newEnv(t)
+	observed := make(chan error, 1)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Slow", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			<-ctx.Done()
+			observed <- context.Cause(ctx)
+			return "", ctx.Err()
+		}),
+		reg.RegisterOrchestration("Race", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			w, _, _ := ctx.Select(ctx.ScheduleActivity("Slow", ""), ctx.ScheduleTimer(100*time.Millisecond))
+			return strconv.Itoa(w), nil
+		}))
+	opts := fastOptions()
+	opts.WorkerLockTimeout = 400 * time.Millisecond // renewals every 200ms notice the cancellation
+	e.start(reg, opts)
+	wantOutput(t, e.run("race-1", "Race", ""), "1")
+	select {
+	case <-observed:
+	case <-time.After(waitTimeout):
+		t.Fatal("the losing activity was never cancelled")
+	}
+	h := historyOf(t, e, "race-1")
+	found := false
+	for _, ev := range h {
+		if k, ok := ev.Kind.(duroxide.ActivityCancelRequested); ok && k.Reason == "dropped_future" && *ev.SourceEventID == 2 {
+			found = true
+		}
+		if ev.Type() == duroxide.EventTypeActivityCompleted || ev.Type() == duroxide.EventTypeActivityFailed {
+			t.Fatalf("a cancelled activity's outcome must be dropped: %v", eventTypes(h))
+		}
+	}
+	if !found {
+		t.Fatalf("no ActivityCancelRequested: %v", eventTypes(h))
+	}
+}
+
+func TestNondeterminismFailsOrchestration(t *testing.T) {
+	e := newEnv(t)
+	var changed atomic.Bool
+	release := make(chan struct{})
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("A", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			<-release
+			return "a", nil
+		}),
+		reg.RegisterOrchestration("Drifting", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			name := "A"
+			if changed.Load() {
+				name = "B" // the code changed after the history was written
+			}
+			return ctx.ScheduleActivity(name, "").Get()
+		}))
+	e.start(reg, fastOptions())
+	if err := e.client.StartOrchestration(e.ctx, "nd-1", "Drifting", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, e, "nd-1")
+	changed.Store(true)
+	close(release)
+	st := e.wait("nd-1")
+	if st.Kind != runtime.StatusFailed || st.Details.Configuration == nil || st.Details.Configuration.Kind != duroxide.ConfigErrorNondeterminism {
+		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	}
+}
+
+func TestResumesOnANewRuntimeFromHistoryAlone(t *testing.T) {
+	e := newEnv(t)
+	reg := func() *runtime.Registry {
+		r := runtime.NewRegistry()
+		mustRegister(t,
+			r.RegisterActivity("Echo", func(_ *runtime.ActivityContext, in string) (string, error) { return in, nil }),
+			r.RegisterOrchestration("TwoPhase", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				first, err := ctx.ScheduleActivity("Echo", "one").Get()
+				if err != nil {
+					return "", err
+				}
+				ev, err := ctx.ScheduleWait("Go").Get()
+				if err != nil {
+					return "", err
+				}
+				second, err := ctx.ScheduleActivity("Echo", ev).Get()
+				return first + "," + second, err
+			}))
+		return r
+	}
+	first, err := runtime.Start(e.ctx, e.provider, reg(), fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(e.ctx, "resume-1", "TwoPhase", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitForEvent(t, e, "resume-1", duroxide.EventTypeExternalSubscribed)
+	if err := first.Shutdown(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.start(reg(), fastOptions())
+	if err := e.client.RaiseEvent(e.ctx, "resume-1", "Go", "two"); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, e.wait("resume-1"), "one,two")
+}
+
+func waitForEvent(t *testing.T, e *env, instance string, typ duroxide.EventType) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		if slices.Contains(eventTypes(historyOf(t, e, instance)), typ) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s never recorded %s", instance, typ)
+}
+
+// TestKilledRuntimeMidFanOut cancels a runtime's context while a fan-out of
+// 20 activities is half done; a new runtime on the same provider finishes
+// the orchestration with every activity result recorded exactly once.
+func TestKilledRuntimeMidFanOut(t *testing.T) {
+	e := newEnv(t)
+	var executions atomic.Int64
+	var mu sync.Mutex
+	started := map[int]int{}
+	reg := func(gate chan struct{}) *runtime.Registry {
+		r := runtime.NewRegistry()
+		mustRegister(t,
+			runtime.RegisterActivityTyped(r, "Work", func(ctx *runtime.ActivityContext, n int) (int, error) {
+				mu.Lock()
+				started[n]++
+				mu.Unlock()
+				if executions.Add(1) > 10 && gate != nil {
+					<-ctx.Done() // the first runtime stalls after ten activities, until killed
+					return 0, ctx.Err()
+				}
+				return n * 10, nil
+			}),
+			runtime.RegisterOrchestrationTyped(r, "FanOut", func(ctx *runtime.OrchestrationContext, n int) (int, error) {
+				var fs []*runtime.Future
+				for i := range n {
+					f, err := runtime.ScheduleActivityTyped(ctx, "Work", i)
+					if err != nil {
+						return 0, err
+					}
+					fs = append(fs, f)
+				}
+				sum := 0
+				for _, r := range ctx.Join(fs...) {
+					if r.Err != nil {
+						return 0, r.Err
+					}
+					v, _ := runtime.Decode[int](r.Value)
+					sum += v
+				}
+				return sum, nil
+			}))
+		return r
+	}
+	killCtx, kill := context.WithCancel(e.ctx)
+	opts := fastOptions()
+	opts.WorkerLockTimeout = 500 * time.Millisecond
+	opts.OrchestratorLockTimeout = 500 * time.Millisecond
+	if _, err := runtime.Start(killCtx, e.provider, reg(make(chan struct{})), opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.StartOrchestrationTyped(e.ctx, e.client, "fan-kill", "FanOut", 20); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for executions.Load() < 12 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	kill() // no Shutdown: a crash
+	t.Logf("executions before kill: %d", executions.Load())
+	e.start(reg(nil), opts)
+	got, err := runtime.WaitForOrchestrationTyped[int](e.ctx, e.client, "fan-kill", waitTimeout)
+	if err != nil || got != 1900 {
+		t.Fatalf("sum = %d, %v", got, err)
+	}
+	completions := map[uint64]int{}
+	for _, ev := range historyOf(t, e, "fan-kill") {
+		if ev.Type() == duroxide.EventTypeActivityCompleted {
+			completions[*ev.SourceEventID]++
+		}
+		if ev.Type() == duroxide.EventTypeActivityFailed {
+			t.Fatalf("no activity may fail: %+v", ev)
+		}
+	}
+	t.Logf("executions in total: %d", executions.Load())
+	if len(completions) != 20 {
+		t.Fatalf("completions for %d activities, want 20", len(completions))
+	}
+	for id, n := range completions {
+		if n != 1 {
+			t.Fatalf("activity %d recorded %d times", id, n)
+		}
+	}
+}
+
+func TestGracefulShutdownFinishesInFlightActivity(t *testing.T) {
+	e := newEnv(t)
+	entered := make(chan struct{})
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Busy", func(_ *runtime.ActivityContext, _ string) (string, error) {
+			close(entered)
+			time.Sleep(100 * time.Millisecond)
+			return "finished", nil
+		}),
+		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Busy", "").Get()
+		}))
+	rt, err := runtime.Start(e.ctx, e.provider, reg, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(e.ctx, "gs-1", "O", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if err := rt.Shutdown(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := historyOf(t, e, "gs-1")
+	if !slices.Contains(eventTypes(h), duroxide.EventTypeActivityScheduled) {
+		t.Fatalf("history = %v", eventTypes(h))
+	}
+	// The completion was acked before Shutdown returned: a new runtime
+	// finishes without running the activity again.
+	depth, err := mustAdmin(t, e).GetQueueDepths(e.ctx)
+	if err != nil || depth.WorkerQueue != 0 || depth.OrchestratorQueue != 1 {
+		t.Fatalf("queues after shutdown = %+v %v", depth, err)
+	}
+}
+
+func TestForcedShutdownAbandonsActivity(t *testing.T) {
+	e := newEnv(t)
+	entered := make(chan struct{})
+	var runs atomic.Int32
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Stuck", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			if runs.Add(1) == 1 {
+				close(entered)
+				<-ctx.Done()
+				return "", ctx.Err()
+			}
+			return "second run", nil
+		}),
+		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Stuck", "").Get()
+		}))
+	rt, err := runtime.Start(e.ctx, e.provider, reg, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(e.ctx, "fs-1", "O", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	short, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := rt.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("forced shutdown = %v", err)
+	}
+	// The abandoned item is visible at once (no lock expiry wait).
+	e.start(reg, fastOptions())
+	wantOutput(t, e.wait("fs-1"), "second run")
+}
+
+func TestSessionsAndTags(t *testing.T) {
+	e := newEnv(t)
+	var gpuWorker atomic.Value
+	reg := func() *runtime.Registry {
+		r := runtime.NewRegistry()
+		mustRegister(t,
+			r.RegisterActivity("Where", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+				if ctx.Tag() == "gpu" {
+					gpuWorker.Store(ctx.WorkerID())
+				}
+				return ctx.SessionID() + "|" + ctx.Tag(), nil
+			}),
+			r.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				a, err := ctx.ScheduleActivityOnSession("Where", "", "sess-1").Get()
+				if err != nil {
+					return "", err
+				}
+				b, err := ctx.ScheduleActivityWith("Where", "", runtime.ActivityOptions{Tag: "gpu"}).Get()
+				return a + "," + b, err
+			}))
+		return r
+	}
+	e.start(reg(), fastOptions()) // default filter: untagged only
+	gpuOpts := fastOptions()
+	gpuOpts.OrchestrationConcurrency = 0
+	gpuOpts.TagFilter, _ = duroxide.TagFilterTags("gpu")
+	gpuOpts.WorkerNodeID = "gpu-node"
+	e.start(reg(), gpuOpts)
+	wantOutput(t, e.run("st-1", "O", ""), "sess-1|,|gpu")
+	if w, _ := gpuWorker.Load().(string); !strings.HasSuffix(w, "gpu-node") {
+		t.Fatalf("gpu activity ran on %q", w)
+	}
+}
+
+func TestVersionedStartAndPolicy(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		mustRegister(t, reg.RegisterOrchestrationVersion("V", v, func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return "v" + ctx.OrchestrationVersion(), nil
+		}))
+	}
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("v-latest", "V", ""), "v2.0.0")
+	if err := e.client.StartOrchestrationVersioned(e.ctx, "v-exact", "V", "1.0.0", ""); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, e.wait("v-exact"), "v1.0.0")
+}
+
+func TestClientManagementAndErrors(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("Quick", func(*runtime.OrchestrationContext, string) (string, error) { return "q", nil }))
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("m-1", "Quick", ""), "q")
+	if !e.client.HasManagementCapability() {
+		t.Fatal("memory provider implements ProviderAdmin")
+	}
+	ids, err := e.client.ListInstancesByStatus(e.ctx, duroxide.StatusCompleted)
+	if err != nil || !slices.Contains(ids, "m-1") {
+		t.Fatalf("completed = %v %v", ids, err)
+	}
+	st, err := e.client.GetOrchestrationStatus(e.ctx, "nope")
+	if err != nil || st.Kind != runtime.StatusNotFound {
+		t.Fatalf("unknown = %+v %v", st, err)
+	}
+	if _, err := e.client.WaitForOrchestration(e.ctx, "nope", 20*time.Millisecond); !errors.Is(err, runtime.ErrTimeout) {
+		t.Fatalf("wait on unknown = %v", err)
+	}
+	res, err := e.client.DeleteInstance(e.ctx, "m-1", false)
+	if err != nil || res.InstancesDeleted != 1 {
+		t.Fatalf("delete = %+v %v", res, err)
+	}
+	if _, err := e.client.DeleteInstance(e.ctx, "m-1", false); !errors.Is(err, runtime.ErrInstanceNotFound) {
+		t.Fatalf("second delete = %v", err)
+	}
+	noAdmin := runtime.NewClient(struct{ duroxide.Provider }{e.provider})
+	if _, err := noAdmin.ListAllInstances(e.ctx); !errors.Is(err, runtime.ErrManagementNotAvailable) {
+		t.Fatalf("without admin = %v", err)
+	}
+}
+
+func TestStartValidation(t *testing.T) {
+	e := newEnv(t)
+	if _, err := runtime.Start(e.ctx, nil, runtime.NewRegistry(), runtime.Options{}); err == nil {
+		t.Fatal("nil provider accepted")
+	}
+	if _, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{WorkerConcurrency: -1}); err == nil {
+		t.Fatal("negative concurrency accepted")
+	}
+	if err := e.client.StartOrchestration(e.ctx, "", "X", ""); err == nil {
+		t.Fatal("empty instance id accepted")
+	}
+}

@@ -1,0 +1,269 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Cancellation causes of an activity's context.
+var (
+	errLockLost             = errors.New("runtime: activity lock lost (cancelled or expired)")
+	errOrchestrationStopped = errors.New("runtime: the activity's orchestration is no longer running")
+)
+
+// sessionCapacityBackoff delays an item fetched past the session cap.
+const sessionCapacityBackoff = 100 * time.Millisecond
+
+// abandonTimeout bounds the abandon of a work item during a forced shutdown,
+// which runs after the runtime's context is gone.
+const abandonTimeout = 5 * time.Second
+
+// inflightActivity is a running activity Shutdown can cancel.
+type inflightActivity struct {
+	cancel context.CancelCauseFunc
+}
+
+// workerLoop is one worker goroutine: fetch an activity, run it, ack its
+// result, until the runtime stops.
+func (r *Runtime) workerLoop(workerID, sessionOwner string, sessions *sessionTracker) {
+	consecutiveErrors := 0
+	for !r.isStopping() {
+		start := time.Now()
+		var session *duroxide.SessionFetchConfig
+		if sessions.distinct() < r.opts.MaxSessionsPerRuntime {
+			session = &duroxide.SessionFetchConfig{OwnerID: sessionOwner, LockTimeout: r.opts.SessionLockTimeout}
+		}
+		locked, err := r.provider.FetchWorkItem(r.fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.TagFilter)
+		if err != nil {
+			if r.fetchCtx.Err() != nil {
+				return
+			}
+			consecutiveErrors++
+			r.logger.Warn("error fetching work item", "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
+			r.idle(fetchBackoff(err, consecutiveErrors))
+			continue
+		}
+		consecutiveErrors = 0
+		if locked == nil {
+			r.idle(r.opts.PollInterval - time.Since(start))
+			continue
+		}
+		r.processWorkItem(workerID, locked, sessions)
+	}
+}
+
+func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkItem, sessions *sessionTracker) {
+	item, ok := locked.Item.Kind.(duroxide.ActivityExecuteItem)
+	if !ok {
+		r.logger.Error("unexpected work item on the worker queue; dropping it", "type", locked.Item.Type())
+		_ = r.provider.AckWorkItem(r.runCtx, locked.LockToken, nil)
+		return
+	}
+	if item.SessionID != nil {
+		sessions.acquire(*item.SessionID)
+		defer sessions.release(*item.SessionID)
+		if sessions.distinct() > r.opts.MaxSessionsPerRuntime {
+			_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, sessionCapacityBackoff, true)
+			return
+		}
+	}
+	if locked.AttemptCount > r.opts.MaxAttempts {
+		r.poisonActivity(locked, item)
+		return
+	}
+	fn, ok := r.resolveActivity(item.Name)
+	if !ok {
+		delay := r.opts.UnregisteredBackoff.Delay(locked.AttemptCount)
+		r.logger.Warn("activity not registered, abandoning with backoff", "activity_name", item.Name,
+			"instance", item.Instance, "attempt_count", locked.AttemptCount, "backoff", delay)
+		_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, delay, false)
+		return
+	}
+	r.executeActivity(workerID, locked, item, fn)
+}
+
+// poisonActivity fails an activity fetched more than MaxAttempts times.
+func (r *Runtime) poisonActivity(locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem) {
+	serialized, err := json.Marshal(locked.Item)
+	if err != nil {
+		serialized = []byte(fmt.Sprintf("%s#%d", item.Name, item.ID))
+	}
+	r.logger.Warn("activity message exceeded max attempts, marking as poison", "instance", item.Instance,
+		"activity_name", item.Name, "activity_id", item.ID, "attempt_count", locked.AttemptCount)
+	d := duroxide.ErrorDetails{Poison: &duroxide.PoisonDetails{
+		AttemptCount: locked.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
+		MessageType: duroxide.PoisonMessageType{Activity: &duroxide.PoisonActivity{
+			Instance: item.Instance, ExecutionID: item.ExecutionID, ActivityName: item.Name, ActivityID: item.ID,
+		}},
+		Message: string(serialized),
+	}}
+	completion := duroxide.WorkItem{Kind: duroxide.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Details: d}}
+	if err := r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion); err != nil && r.runCtx.Err() == nil {
+		r.logger.Warn("failed to ack poisoned activity", "instance", item.Instance, "error", err)
+	}
+}
+
+type activityOutcome struct {
+	result string
+	err    error
+}
+
+// executeActivity runs the activity under a renewed lock with cooperative
+// cancellation and acks its outcome.
+func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem, fn ActivityFunc) {
+	actCtx, cancel := context.WithCancelCause(r.runCtx)
+	defer cancel(nil)
+	handle := &inflightActivity{cancel: cancel}
+	r.mu.Lock()
+	r.inflight[handle] = struct{}{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.inflight, handle)
+		r.mu.Unlock()
+	}()
+
+	renewCtx, stopRenewal := context.WithCancel(r.runCtx)
+	var renewal sync.WaitGroup
+	renewal.Add(1)
+	go func() {
+		defer renewal.Done()
+		r.renewWorkItemLock(renewCtx, locked.LockToken, cancel)
+	}()
+	defer func() {
+		stopRenewal()
+		renewal.Wait()
+	}()
+
+	ac := &ActivityContext{
+		Context: actCtx, instanceID: item.Instance, executionID: item.ExecutionID,
+		activityName: item.Name, activityID: item.ID, workerID: workerID,
+		client: r.client, logger: r.logger,
+	}
+	if item.SessionID != nil {
+		ac.sessionID = *item.SessionID
+	}
+	if item.Tag != nil {
+		ac.tag = *item.Tag
+	}
+	ac.orchestrationName, ac.orchestrationVersion = r.orchestrationDescriptor(item.Instance)
+
+	done := make(chan activityOutcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- activityOutcome{err: fmt.Errorf("activity panicked: %v", p)}
+			}
+		}()
+		res, err := fn(ac, item.Input)
+		done <- activityOutcome{result: res, err: err}
+	}()
+
+	var out activityOutcome
+	returned := false
+	select {
+	case out = <-done:
+		returned = true
+	case <-actCtx.Done():
+	}
+	if actCtx.Err() != nil {
+		// Nobody wants the result any more (or the runtime is stopping):
+		// an error the cancellation provoked must not be recorded.
+		r.cancelledActivity(locked, item, actCtx, done, returned)
+		return
+	}
+	stopRenewal()
+	var completion duroxide.WorkItem
+	if out.err != nil {
+		r.logger.Warn("activity failed (application error)", "instance", item.Instance, "activity_name", item.Name,
+			"activity_id", item.ID, "error", out.err)
+		completion = duroxide.WorkItem{Kind: duroxide.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
+			Details: duroxide.ApplicationError(duroxide.AppErrorActivityFailed, out.err.Error())}}
+	} else {
+		completion = duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: out.result}}
+	}
+	if err := r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion); err != nil && r.runCtx.Err() == nil {
+		r.logger.Warn("worker: atomic ack failed, abandoning work item", "instance", item.Instance, "activity_id", item.ID, "error", err)
+		_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, 100*time.Millisecond, false)
+	}
+}
+
+// cancelledActivity handles an activity whose context was cancelled before
+// it returned: it waits up to the grace period, then drops the result
+// (duroxide acks the item without a completion); on a forced shutdown the
+// item is abandoned for another runtime instead, and when the runtime was
+// killed nothing more is written.
+func (r *Runtime) cancelledActivity(locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem, actCtx context.Context, done <-chan activityOutcome, returned bool) {
+	cause := context.Cause(actCtx)
+	r.logger.Info("activity cancelled", "instance", item.Instance,
+		"activity_name", item.Name, "activity_id", item.ID, "cause", cause, "grace", r.opts.ActivityCancellationGracePeriod)
+	if !returned {
+		grace := time.NewTimer(r.opts.ActivityCancellationGracePeriod)
+		defer grace.Stop()
+		select {
+		case <-done:
+		case <-grace.C:
+			r.logger.Warn("activity did not return within its grace period; its goroutine is abandoned", "instance", item.Instance, "activity_id", item.ID)
+		case <-r.runCtx.Done():
+		}
+	}
+	switch {
+	case errors.Is(cause, errShutdown):
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.runCtx), abandonTimeout)
+		defer cancel()
+		_ = r.provider.AbandonWorkItem(ctx, locked.LockToken, 0, true)
+	case r.runCtx.Err() != nil:
+		// killed: leave the lock to expire
+	default:
+		_ = r.provider.AckWorkItem(r.runCtx, locked.LockToken, nil)
+	}
+}
+
+// renewWorkItemLock extends an activity's lock until ctx ends; when a
+// renewal fails (the item was removed: cancelled) or reports that the
+// orchestration is terminal or gone, it cancels the activity.
+func (r *Runtime) renewWorkItemLock(ctx context.Context, token string, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(renewalInterval(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			state, err := r.provider.RenewWorkItemLock(ctx, token, r.opts.WorkerLockTimeout)
+			if ctx.Err() != nil {
+				return
+			}
+			switch {
+			case err != nil:
+				r.logger.Info("lock renewal failed, signalling activity cancellation", "error", err)
+				cancel(errLockLost)
+				return
+			case state.Kind != duroxide.ExecutionRunning:
+				r.logger.Info("orchestration no longer running, signalling activity cancellation", "state", state.String())
+				cancel(errOrchestrationStopped)
+				return
+			}
+		}
+	}
+}
+
+// orchestrationDescriptor returns the name and version of instance's
+// latest OrchestrationStarted, or "unknown" for both.
+func (r *Runtime) orchestrationDescriptor(instance string) (name, version string) {
+	hist, err := r.provider.Read(r.runCtx, instance)
+	if err == nil {
+		for i := len(hist) - 1; i >= 0; i-- {
+			if s, ok := hist[i].Kind.(duroxide.OrchestrationStarted); ok {
+				return s.Name, s.Version
+			}
+		}
+	}
+	return "unknown", "unknown"
+}
