@@ -9,6 +9,10 @@
 // duroxide's serde attributes produce, so history written by a Go provider
 // is readable by the Rust runtime and the other way round. Decoding rejects
 // unknown tags, missing required fields and malformed JSON with an error.
+// For serde_json's exact bytes call MarshalJSON directly (or use a
+// json.Encoder with SetEscapeHTML(false)): json.Marshal re-escapes '<',
+// '>', '&', U+2028 and U+2029, which serde_json reads back the same but
+// does not write.
 //
 // # Go conventions
 //
