@@ -31,8 +31,11 @@ type Provider interface {
 	// is locked with it. History is the current execution's, ordered by
 	// event id; an undecodable history is reported in HistoryError with
 	// the lock held. With a non-nil filter, instances whose current
-	// execution is pinned to a version outside the filter are skipped
-	// before they are locked and before their history is read.
+	// execution is pinned to a version outside the filter's FIRST range
+	// are skipped before they are locked and before their history is read
+	// (duroxide's phase-1 rule, test_fetch_single_range_only_uses_first_range;
+	// a filter with no range matches nothing; an execution with no pinned
+	// version always matches).
 	// pollTimeout is how long a provider that supports long polling may
 	// wait for work; returning at once is allowed.
 	FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *DispatcherCapabilityFilter) (*OrchestrationItem, error)

@@ -156,6 +156,8 @@ type DispatcherCapabilityFilter struct {
 }
 
 // IsCompatible reports whether v falls in one of the filter's ranges.
+// Providers apply only the first range when fetching (see
+// Provider.FetchOrchestrationItem); this method is the general check.
 func (f DispatcherCapabilityFilter) IsCompatible(v Version) bool {
 	for _, r := range f.SupportedDuroxideVersions {
 		if r.Contains(v) {
