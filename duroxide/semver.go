@@ -2,6 +2,7 @@ package duroxide
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,24 +19,23 @@ type Version struct {
 
 // ParseVersion parses s as a semantic version such as "1.2.3",
 // "0.1.26-rc.1" or "1.0.0+build.5". It returns an error for anything else
-// (missing parts, leading zeros, empty identifiers).
+// (missing parts, leading zeros, empty identifiers, identifiers with other
+// characters than ASCII letters, digits and '-'), as the semver crate does.
 func ParseVersion(s string) (Version, error) {
 	var v Version
 	rest := s
 	if i := strings.IndexByte(rest, '+'); i >= 0 {
 		v.Build = rest[i+1:]
 		rest = rest[:i]
-		if v.Build == "" {
-			return Version{}, fmt.Errorf("duroxide: invalid version %q: empty build metadata", s)
+		if err := checkIdentifiers(v.Build, false); err != nil {
+			return Version{}, fmt.Errorf("duroxide: invalid version %q: build metadata: %w", s, err)
 		}
 	}
 	if i := strings.IndexByte(rest, '-'); i >= 0 {
 		v.Pre = rest[i+1:]
 		rest = rest[:i]
-		for _, id := range strings.Split(v.Pre, ".") {
-			if id == "" {
-				return Version{}, fmt.Errorf("duroxide: invalid version %q: empty pre-release identifier", s)
-			}
+		if err := checkIdentifiers(v.Pre, true); err != nil {
+			return Version{}, fmt.Errorf("duroxide: invalid version %q: pre-release: %w", s, err)
 		}
 	}
 	parts := strings.Split(rest, ".")
@@ -55,6 +55,31 @@ func ParseVersion(s string) (Version, error) {
 	}
 	v.Major, v.Minor, v.Patch = nums[0], nums[1], nums[2]
 	return v, nil
+}
+
+// checkIdentifiers checks dot-separated semver identifiers: non-empty,
+// made of [0-9A-Za-z-]; with numeric set (pre-release), an all-digit
+// identifier must not have a leading zero.
+func checkIdentifiers(s string, numeric bool) error {
+	for _, id := range strings.Split(s, ".") {
+		if id == "" {
+			return errors.New("empty identifier")
+		}
+		digits := true
+		for _, c := range []byte(id) {
+			switch {
+			case c >= '0' && c <= '9':
+			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '-':
+				digits = false
+			default:
+				return fmt.Errorf("invalid character %q in identifier %q", c, id)
+			}
+		}
+		if numeric && digits && len(id) > 1 && id[0] == '0' {
+			return fmt.Errorf("leading zero in numeric identifier %q", id)
+		}
+	}
+	return nil
 }
 
 // MustParseVersion is ParseVersion for constants known to be valid; it

@@ -26,6 +26,8 @@ func TestParseVersion(t *testing.T) {
 		"", "1", "1.2", "1.2.3.4", "01.2.3", "1.02.3", "1.2.03", "a.b.c", "1.2.x",
 		"1.2.3-", "1.2.3-a..b", "1.2.3+", "-1.2.3", "1.2.3 ", " 1.2.3",
 		"18446744073709551616.0.0",
+		// identifiers the semver crate refuses
+		"1.0.0-01", "1.0.0-a b", "1.0.0-é", "1.0.0+a..b", "1.0.0+a_b", "1.0.0-rc.1+",
 	}
 	for _, text := range bad {
 		_, err := ParseVersion(text)
