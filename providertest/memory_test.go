@@ -30,6 +30,7 @@ const pollLong = 10 * time.Second
 // acts; it only orders events and is never asserted on.
 const orderingPause = 50 * time.Millisecond
 
+// TestMemoryLongPollWakesOnEnqueue checks that a waiting orchestration fetch returns a message enqueued while it waits.
 func TestMemoryLongPollWakesOnEnqueue(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -48,6 +49,7 @@ func TestMemoryLongPollWakesOnEnqueue(t *testing.T) {
 	require.Equal(t, "wake-on-enqueue", item.Instance)
 }
 
+// TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible checks that a waiting fetch wakes when a delayed message becomes visible.
 func TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -58,6 +60,7 @@ func TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible(t *testing.T) {
 	require.Equal(t, "delayed", item.Instance)
 }
 
+// TestMemoryLongPollWakesWhenLockExpires checks that a waiting fetch wakes when another fetch's instance lock expires, and the refetch counts a second attempt.
 func TestMemoryLongPollWakesWhenLockExpires(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -69,6 +72,7 @@ func TestMemoryLongPollWakesWhenLockExpires(t *testing.T) {
 	require.Equal(t, uint32(2), item.AttemptCount)
 }
 
+// TestMemoryLongPollWorkItemWakesOnAck checks that a waiting worker fetch returns the activity an orchestration ack enqueues.
 func TestMemoryLongPollWorkItemWakesOnAck(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -95,6 +99,7 @@ func TestMemoryLongPollWorkItemWakesOnAck(t *testing.T) {
 	require.Equal(t, activity, w.Item)
 }
 
+// TestMemoryLongPollEndsWithCancelledContext checks that cancelling the context ends a long poll with a retryable error wrapping context.Canceled.
 func TestMemoryLongPollEndsWithCancelledContext(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -112,6 +117,7 @@ func TestMemoryLongPollEndsWithCancelledContext(t *testing.T) {
 	require.True(t, errors.Is(err, context.Canceled), "the error should wrap context.Canceled: %v", err)
 }
 
+// TestMemoryTagFilterNoneNeverReturnsWork checks that TagFilterNone matches no activity, even when one is queued.
 func TestMemoryTagFilterNoneNeverReturnsWork(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -124,6 +130,7 @@ func TestMemoryTagFilterNoneNeverReturnsWork(t *testing.T) {
 	require.NotNil(t, w, "the item was there all along")
 }
 
+// TestMemoryProviderIsItsOwnAdmin checks that AsManagementCapability finds the provider's ProviderAdmin.
 func TestMemoryProviderIsItsOwnAdmin(t *testing.T) {
 	t.Parallel()
 	p := NewMemoryProvider(MemoryOptions{})
@@ -132,6 +139,7 @@ func TestMemoryProviderIsItsOwnAdmin(t *testing.T) {
 	require.Same(t, p, admin.(*MemoryProvider))
 }
 
+// TestMemoryProviderUsesInjectedClock checks that MemoryOptions.Now drives message visibility.
 func TestMemoryProviderUsesInjectedClock(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_000_000)
