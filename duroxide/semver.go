@@ -9,8 +9,8 @@ import (
 )
 
 // Version is a semantic version (semver.org 2.0.0): MAJOR.MINOR.PATCH with
-// an optional pre-release; build metadata is kept for display but ignored in
-// comparisons, as the Rust semver crate does for precedence.
+// an optional pre-release and build metadata, ordered as the Rust semver
+// crate orders them (see Compare).
 type Version struct {
 	Major, Minor, Patch uint64
 	Pre                 string // pre-release, without the leading '-'
@@ -104,8 +104,11 @@ func (v Version) String() string {
 	return s
 }
 
-// Compare returns -1, 0 or +1 as v precedes, equals or follows o in semver
-// precedence (a pre-release precedes its release; build metadata is ignored).
+// Compare returns -1, 0 or +1 as v precedes, equals or follows o in the
+// Rust semver crate's total order: semver precedence (a pre-release
+// precedes its release), then build metadata as a last tie-breaker
+// (a version without it first), so that Compare agrees with duroxide's
+// SemverRange::contains.
 func (v Version) Compare(o Version) int {
 	if c := cmp.Compare(v.Major, o.Major); c != 0 {
 		return c
@@ -118,19 +121,44 @@ func (v Version) Compare(o Version) int {
 	}
 	switch {
 	case v.Pre == o.Pre:
-		return 0
+		return compareBuild(v.Build, o.Build)
 	case v.Pre == "":
 		return 1
 	case o.Pre == "":
 		return -1
 	}
-	a, b := strings.Split(v.Pre, "."), strings.Split(o.Pre, ".")
+	return compareIDs(v.Pre, o.Pre)
+}
+
+// compareIDs compares dot-separated identifier lists as semver orders
+// pre-release identifiers: field by field, then the longer list last.
+func compareIDs(x, y string) int {
+	a, b := strings.Split(x, "."), strings.Split(y, ".")
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if c := comparePreID(a[i], b[i]); c != 0 {
 			return c
 		}
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c // equal numbers written with different leading zeros
+		}
 	}
 	return cmp.Compare(len(a), len(b))
+}
+
+// compareBuild orders build metadata as the Rust semver crate's total
+// order does (duroxide's SemverRange::contains uses it): no metadata sorts
+// first, then identifier by identifier. Semver precedence ignores build
+// metadata, but the crate's Ord does not, so neither does this port.
+func compareBuild(x, y string) int {
+	switch {
+	case x == y:
+		return 0
+	case x == "":
+		return -1
+	case y == "":
+		return 1
+	}
+	return compareIDs(x, y)
 }
 
 func comparePreID(a, b string) int {
