@@ -20,10 +20,12 @@ type Options struct {
 	// polling providers; duroxide's default is 30s.
 	LongPollTimeout time.Duration
 	// OrchestrationConcurrency is the number of orchestration dispatcher
-	// goroutines (turns processed in parallel). Default: 2.
+	// goroutines (turns processed in parallel). Default: 2. A negative
+	// value starts none: a worker-only runtime (duroxide's 0).
 	OrchestrationConcurrency int
 	// WorkerConcurrency is the number of worker goroutines (activities
-	// executed in parallel). Default: 2.
+	// executed in parallel). Default: 2. A negative value starts none: an
+	// orchestrator-only runtime.
 	WorkerConcurrency int
 	// OrchestratorLockTimeout is the peek-lock duration of an orchestration
 	// turn. Default: 5s.
@@ -134,9 +136,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.OrchestrationConcurrency = max(o.OrchestrationConcurrency, 0)
+	o.WorkerConcurrency = max(o.WorkerConcurrency, 0)
 	switch {
-	case o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0:
-		return o, fmt.Errorf("runtime: concurrency must not be negative")
 	case o.MaxSessionsPerRuntime < 0:
 		return o, fmt.Errorf("runtime: MaxSessionsPerRuntime must not be negative")
 	case o.PollInterval < 0 || o.LongPollTimeout < 0 || o.OrchestratorLockTimeout < 0 || o.WorkerLockTimeout < 0:

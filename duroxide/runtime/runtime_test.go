@@ -695,7 +695,7 @@ func TestSessionsAndTags(t *testing.T) {
 	}
 	e.start(reg(), fastOptions()) // default filter: untagged only
 	gpuOpts := fastOptions()
-	gpuOpts.OrchestrationConcurrency = 0
+	gpuOpts.OrchestrationConcurrency = -1 // worker-only
 	gpuOpts.TagFilter, _ = duroxide.TagFilterTags("gpu")
 	gpuOpts.WorkerNodeID = "gpu-node"
 	e.start(reg(), gpuOpts)
@@ -759,8 +759,11 @@ func TestStartValidation(t *testing.T) {
 	if _, err := runtime.Start(e.ctx, nil, runtime.NewRegistry(), runtime.Options{}); err == nil {
 		t.Fatal("nil provider accepted")
 	}
-	if _, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{WorkerConcurrency: -1}); err == nil {
-		t.Fatal("negative concurrency accepted")
+	if _, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{PollInterval: -time.Second}); err == nil {
+		t.Fatal("negative poll interval accepted")
+	}
+	if _, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{SessionIdleTimeout: time.Second}); err == nil {
+		t.Fatal("session idle timeout below the worker renewal interval accepted")
 	}
 	if err := e.client.StartOrchestration(e.ctx, "", "X", ""); err == nil {
 		t.Fatal("empty instance id accepted")
