@@ -1,0 +1,440 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// ackInput is an AckOrchestrationItem call, validated.
+type ackInput struct {
+	instance     string
+	lockID       string
+	executionID  uint64
+	events       []duroxide.Event
+	eventData    []string
+	workerItems  []duroxide.ActivityExecuteItem
+	orchItems    []duroxide.WorkItem
+	metadata     duroxide.ExecutionMetadata
+	cancelled    []duroxide.ScheduledActivityIdentifier
+	cancelledSet map[[2]uint64]bool
+}
+
+// validateAck checks an ack's arguments before anything is read or written.
+func validateAck(op, instance string, executionID uint64, delta []duroxide.Event, workerItems, orchItems []duroxide.WorkItem, md duroxide.ExecutionMetadata, cancelled []duroxide.ScheduledActivityIdentifier) (*ackInput, error) {
+	in := &ackInput{instance: instance, executionID: executionID, events: delta, metadata: md, orchItems: orchItems, cancelled: cancelled, cancelledSet: map[[2]uint64]bool{}}
+	if executionID == 0 {
+		return nil, permanent(op, "execution id must be set by the runtime (got 0)")
+	}
+	seen := map[uint64]bool{}
+	for _, ev := range delta {
+		if ev.EventID == 0 {
+			return nil, permanent(op, "Failed to append history: event_id must be set by runtime")
+		}
+		if seen[ev.EventID] {
+			return nil, permanent(op, fmt.Sprintf("Failed to append history: duplicate event_id %d in the history delta", ev.EventID))
+		}
+		seen[ev.EventID] = true
+		data, err := encodeEvent(ev)
+		if err != nil {
+			return nil, permanent(op, err.Error())
+		}
+		in.eventData = append(in.eventData, data)
+	}
+	for _, w := range workerItems {
+		act, ok := w.Kind.(duroxide.ActivityExecuteItem)
+		if !ok {
+			return nil, permanent(op, fmt.Sprintf("worker item of type %q is not an ActivityExecute", w.Type()))
+		}
+		if err := validateInstanceID(op, act.Instance); err != nil {
+			return nil, err
+		}
+		in.workerItems = append(in.workerItems, act)
+	}
+	for _, o := range orchItems {
+		if err := checkOrchestratorItem(o); err != nil {
+			return nil, permanent(op, err.Error())
+		}
+		if err := validateInstanceID(op, o.Instance()); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range cancelled {
+		if c.Instance == instance {
+			in.cancelledSet[[2]uint64{c.ExecutionID, c.ActivityID}] = true
+		}
+	}
+	return in, nil
+}
+
+// checkOrchestratorItem rejects what cannot go on an orchestrator queue.
+func checkOrchestratorItem(item duroxide.WorkItem) error {
+	if item.Kind == nil {
+		return fmt.Errorf("work item has no kind")
+	}
+	if item.IsForWorker() {
+		return fmt.Errorf("Invalid work item type: ActivityExecute belongs on the worker queue")
+	}
+	return nil
+}
+
+// AckOrchestrationItem commits a turn atomically (seeds/cdb-spec.md §3.3,
+// seeds/cdb-architecture.md §6.2, duroxide's contract). Requests: 1, a
+// transactional batch in the instance's partition that
+//
+//   - replaces the instance document with If-Match on the ETag of the lock
+//     (which validates the lock and releases it: if anything else wrote the
+//     document since, the batch fails and nothing is written),
+//   - creates or updates the execution document (status, output, pinned
+//     version, history watermark),
+//   - deletes the messages the fetch tagged,
+//   - upserts the history delta's documents (append-only: existing history
+//     is never read),
+//   - upserts the KV documents when KV events or the end of the execution
+//     changed them,
+//   - creates the worker and orchestrator queue documents of this instance
+//     (timers invisible until they fire), and
+//   - creates outbox intents for the documents of other instances.
+//
+// The intents are then delivered at once (1 request per document, plus 1
+// to delete the intent); a failed delivery is left to the reconciler.
+// Cancelled activities are removed afterwards, best effort, a 404 ignored
+// (seeds/cdb-architecture.md §10.2); an activity both scheduled and
+// cancelled in the turn is never enqueued.
+//
+// A turn larger than one batch (100 operations, 2 MB) still commits
+// atomically: its overflow history is staged first with idempotent
+// upserts, invisible above the execution's history watermark, and the
+// final batch publishes the watermark; overflow queue documents travel in
+// outbox intents of the final batch. An event id at or below the watermark
+// is a duplicate, a permanent error with nothing written, as is an invalid
+// or expired lock token or a document too large for an item. When the
+// batch's answer is lost, the instance document tells whether it
+// committed.
+func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
+	const op = "ack_orchestration_item"
+	instance, lockID, ok := parseOrchLockToken(lockToken)
+	if !ok {
+		return permanent(op, "Invalid lock token")
+	}
+	in, err := validateAck(op, instance, executionID, historyDelta, workerItems, orchestratorItems, metadata, cancelledActivities)
+	if err != nil {
+		return err
+	}
+	in.lockID = lockID
+
+	now := p.nowMs()
+	l, cached := p.locks.getOrch(lockToken)
+	lock := &l
+	if !cached || !l.doc.lockedBy(lockID, now) {
+		if lock, err = p.loadOrchLock(ctx, instance, lockID); err != nil {
+			return mapError(op, err)
+		}
+		if lock == nil {
+			return permanent(op, "Invalid lock token")
+		}
+	}
+	var plan turnPlan
+	execMissing := false
+	for attempt := 0; ; attempt++ {
+		now = p.nowMs()
+		if !lock.doc.lockedBy(lockID, now) {
+			return permanent(op, "Instance lock expired")
+		}
+		var execIndex int
+		plan, execIndex, err = p.planAck(in, lock, now, execMissing)
+		if err != nil {
+			return err
+		}
+		err = p.commitTurn(ctx, instance, plan)
+		if err == nil {
+			break
+		}
+		if attempt >= 3 {
+			return mapError(op, err)
+		}
+		if bf, ok := asBatchFailure(err); ok {
+			switch {
+			case bf.Index == 0 && (bf.Status == http.StatusPreconditionFailed || bf.Status == http.StatusNotFound):
+				// The instance document changed since the lock was
+				// taken (a renewal by another process, an append) or
+				// is gone: read it again and retry if the lock holds.
+			case bf.Index == execIndex && bf.Status == http.StatusNotFound:
+				execMissing = true
+				continue
+			case bf.Status == http.StatusConflict:
+				return permanent(op, fmt.Sprintf("a document of the turn already exists (%s): %v", bf.ID, bf))
+			case bf.Status == http.StatusRequestEntityTooLarge || bf.Status == http.StatusBadRequest:
+				return permanent(op, bf.Error())
+			default:
+				return mapError(op, err)
+			}
+		} else if isAmbiguous(err) {
+			var cur instanceDoc
+			_, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur)
+			if rerr != nil {
+				return mapError(op, err)
+			}
+			if found && cur.LastAckedLock == lockID {
+				break // the lost answer was a success
+			}
+		} else {
+			return mapError(op, err)
+		}
+		if lock, err = p.loadOrchLock(ctx, instance, lockID); err != nil {
+			return mapError(op, err)
+		}
+		if lock == nil {
+			return permanent(op, "Instance lock expired or was taken by another dispatcher")
+		}
+	}
+	p.locks.dropOrch(lockToken)
+	p.changes.notify()
+	for _, intent := range plan.intents {
+		if err := p.deliverIntent(ctx, intent); err != nil {
+			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.String("instance", instance), zap.Error(err))
+		}
+	}
+	p.removeCancelledActivities(ctx, in)
+	return nil
+}
+
+// planAck builds the batches of a turn from the lock's view of the instance.
+// It returns the plan and the index of the execution document's operation.
+func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissing bool) (turnPlan, int, error) {
+	const op = "ack_orchestration_item"
+	doc := lock.doc
+	md := in.metadata
+	current := doc.CurrentExecutionID
+	if in.executionID < current {
+		return turnPlan{}, 0, permanent(op, fmt.Sprintf("execution %d is older than the instance's current execution %d", in.executionID, current))
+	}
+	newExec := in.executionID > current
+	watermark := doc.HistoryWatermark
+	if newExec {
+		watermark = 0
+	}
+	maxEvent := watermark
+	for _, ev := range in.events {
+		if ev.EventID <= watermark {
+			return turnPlan{}, 0, permanent(op, fmt.Sprintf("Failed to append history: duplicate event_id %d for instance '%s' execution %d (history holds events up to %d)", ev.EventID, in.instance, in.executionID, watermark))
+		}
+		maxEvent = max(maxEvent, ev.EventID)
+	}
+
+	// The instance document: metadata, current execution, custom status,
+	// lock released.
+	doc.LockToken, doc.LockedUntil = nil, 0
+	doc.LastAckedLock = in.lockID
+	doc.UpdatedAt = nowMs
+	if md.OrchestrationName != nil && md.OrchestrationVersion != nil {
+		if doc.Type != typeInstance {
+			doc.Type = typeInstance
+			doc.ParentInstanceID = md.ParentInstanceID
+		}
+		doc.OrchestrationName = *md.OrchestrationName
+		doc.OrchestrationVersion = md.OrchestrationVersion
+	}
+	if newExec {
+		doc.CurrentExecutionID = in.executionID
+		doc.PinnedDuroxideVersion = pinnedFrom(md.PinnedDuroxideVersion)
+		doc.Status, doc.CompletedAt = duroxide.StatusRunning, nil
+	} else if md.PinnedDuroxideVersion != nil {
+		doc.PinnedDuroxideVersion = pinnedFrom(md.PinnedDuroxideVersion)
+	}
+	doc.HistoryWatermark = maxEvent
+	if md.Status != nil {
+		doc.Status, doc.CompletedAt = *md.Status, nil
+		if *md.Status != duroxide.StatusRunning {
+			doc.CompletedAt = &nowMs
+		}
+	}
+	if doc.Type == typeInstance {
+		for i := len(in.events) - 1; i >= 0; i-- {
+			if cs, ok := in.events[i].Kind.(duroxide.CustomStatusUpdated); ok {
+				doc.CustomStatus = cs.Status
+				doc.CustomStatusVersion++
+				break
+			}
+		}
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return turnPlan{}, 0, permanent(op, err.Error())
+	}
+	fixed := []batchOp{replaceOp(instanceDocID, body, lock.doc.ETag)}
+
+	// The execution document.
+	execIndex := len(fixed)
+	if newExec || execMissing {
+		ed := executionDoc{
+			ID: executionDocID(in.executionID), InstanceID: in.instance, Type: typeExecution, ExecutionID: in.executionID,
+			Status: duroxide.StatusRunning, StartedAt: nowMs, Watermark: maxEvent, Pinned: pinnedFrom(md.PinnedDuroxideVersion),
+		}
+		if !newExec {
+			ed.Pinned = doc.PinnedDuroxideVersion
+		}
+		if md.Status != nil {
+			ed.Status, ed.Output = *md.Status, md.Output
+			if *md.Status != duroxide.StatusRunning {
+				ed.CompletedAt = &nowMs
+			}
+		}
+		b, err := json.Marshal(ed)
+		if err != nil {
+			return turnPlan{}, 0, permanent(op, err.Error())
+		}
+		if newExec {
+			fixed = append(fixed, createOp(ed.ID, b))
+		} else {
+			fixed = append(fixed, upsertOp(ed.ID, b))
+		}
+	} else {
+		var po azcosmos.PatchOperations
+		po.AppendSet("/watermark", maxEvent)
+		if md.Status != nil {
+			po.AppendSet("/status", *md.Status)
+			if md.Output != nil {
+				po.AppendSet("/output", *md.Output)
+			} else {
+				po.AppendSet("/output", jsonNull)
+			}
+			if *md.Status != duroxide.StatusRunning {
+				po.AppendSet("/completedAt", nowMs)
+			} else {
+				po.AppendSet("/completedAt", jsonNull)
+			}
+		}
+		if md.PinnedDuroxideVersion != nil {
+			po.AppendSet("/pinnedDuroxideVersion", pinnedFrom(md.PinnedDuroxideVersion))
+		}
+		fixed = append(fixed, patchOp(executionDocID(in.executionID), po, ""))
+	}
+
+	for _, id := range lock.messageIDs {
+		fixed = append(fixed, deleteOp(id, ""))
+	}
+	kv := applyKVEvents(kvEntries(lock.kvStore), kvEntries(lock.kvDelta), in.events, in.executionID, uint64(nowMs), isTerminalStatus(md.Status))
+	kvWrites, err := kvOps(in.instance, kv)
+	if err != nil {
+		return turnPlan{}, 0, permanent(op, err.Error())
+	}
+	fixed = append(fixed, kvWrites...)
+
+	// Queue documents.
+	var queue []queueWrite
+	for _, act := range in.workerItems {
+		if act.Instance == in.instance && in.cancelledSet[[2]uint64{act.ExecutionID, act.ID}] {
+			continue // scheduled and cancelled in the same turn
+		}
+		d, err := newWorkerDoc(act, nowMs)
+		if err != nil {
+			return turnPlan{}, 0, permanent(op, err.Error())
+		}
+		queue = append(queue, d)
+	}
+	for i, item := range in.orchItems {
+		visibleAt := nowMs
+		if t, ok := item.Kind.(duroxide.TimerFiredItem); ok {
+			visibleAt = int64(min(t.FireAtMs, uint64(1<<62)))
+		}
+		d, err := newOrchDoc(item, ackQueueDocID(in.lockID, i), nowMs, visibleAt)
+		if err != nil {
+			return turnPlan{}, 0, permanent(op, err.Error())
+		}
+		queue = append(queue, d)
+	}
+
+	// History documents.
+	history := make([]batchOp, 0, len(in.events))
+	for i, ev := range in.events {
+		hb, err := json.Marshal(historyDoc{
+			ID: historyDocID(in.executionID, ev.EventID), InstanceID: in.instance, Type: typeHistory,
+			ExecutionID: in.executionID, EventID: ev.EventID, EventData: in.eventData[i],
+		})
+		if err != nil {
+			return turnPlan{}, 0, permanent(op, err.Error())
+		}
+		history = append(history, upsertOp(historyDocID(in.executionID, ev.EventID), hb))
+	}
+	plan, err := planTurn(in.instance, in.lockID, nowMs, fixed, queue, history)
+	if err != nil {
+		return turnPlan{}, 0, permanent(op, err.Error())
+	}
+	return plan, execIndex, nil
+}
+
+// commitTurn writes the staged batches, then the final one.
+func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPlan) error {
+	for _, ops := range plan.staged {
+		if _, err := p.runBatch(ctx, instance, ops, idempotentWrite, false); err != nil {
+			return err
+		}
+	}
+	_, err := p.runBatch(ctx, instance, plan.final, write, false)
+	return err
+}
+
+// newWorkerDoc builds the worker-queue document of an activity.
+func newWorkerDoc(act duroxide.ActivityExecuteItem, nowMs int64) (queueWrite, error) {
+	wi, err := encodeWorkItem(duroxide.WorkItem{Kind: act})
+	if err != nil {
+		return queueWrite{}, err
+	}
+	exec, id := act.ExecutionID, act.ID
+	d := queueDoc{
+		ID: workerDocID(exec, id), InstanceID: act.Instance, Type: typeWorkerQueue, WorkItem: wi,
+		DispatchSlot: int(DispatchSlot(act.Instance)), VisibleAt: nowMs, EnqueuedAt: nowMs, Seq: newSeq(),
+		ExecutionID: &exec, ActivityID: &id, SessionID: act.SessionID, Tag: act.Tag,
+	}
+	b, err := json.Marshal(d)
+	return queueWrite{target: act.Instance, id: d.ID, doc: b}, err
+}
+
+// newOrchDoc builds an orchestrator-queue document.
+func newOrchDoc(item duroxide.WorkItem, id string, nowMs, visibleAt int64) (queueWrite, error) {
+	wi, err := encodeWorkItem(item)
+	if err != nil {
+		return queueWrite{}, err
+	}
+	target := item.Instance()
+	d := queueDoc{
+		ID: id, InstanceID: target, Type: typeOrchQueue, WorkItem: wi, DispatchSlot: int(DispatchSlot(target)),
+		VisibleAt: visibleAt, EnqueuedAt: nowMs, Seq: newSeq(),
+	}
+	b, err := json.Marshal(d)
+	return queueWrite{target: target, id: id, doc: b}, err
+}
+
+// removeCancelledActivities deletes the worker-queue documents of the
+// turn's cancelled activities, after the turn committed: a delete of a
+// document the worker already consumed would fail a batch (404 → 424), so
+// they are not part of it (seeds/cdb-architecture.md §10.2). Best effort;
+// 404 is ignored. A worker holding the item learns of the cancellation when
+// its lock renewal or ack fails.
+func (p *Provider) removeCancelledActivities(ctx context.Context, in *ackInput) {
+	for _, c := range in.cancelled {
+		if c.Instance == in.instance && in.cancelledSet[[2]uint64{c.ExecutionID, c.ActivityID}] && scheduledInTurn(in, c) {
+			continue // never enqueued
+		}
+		err := p.deleteDoc(ctx, c.Instance, workerDocID(c.ExecutionID, c.ActivityID), "")
+		if err != nil && !isStatus(err, http.StatusNotFound) {
+			p.log.Debug("removing a cancelled activity failed", zap.String("instance", c.Instance), zap.Uint64("activity", c.ActivityID), zap.Error(err))
+		}
+	}
+}
+
+func scheduledInTurn(in *ackInput, c duroxide.ScheduledActivityIdentifier) bool {
+	for _, a := range in.workerItems {
+		if a.Instance == c.Instance && a.ExecutionID == c.ExecutionID && a.ID == c.ActivityID {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,321 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// defaultBulkLimit is how many instances a bulk operation processes when
+// its filter sets no limit.
+const defaultBulkLimit = 1000
+
+// partitionRow is the projection deletion and pruning read of every
+// document of an instance.
+type partitionRow struct {
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	ExecutionID uint64 `json:"executionId"`
+	EventID     uint64 `json:"eventId"`
+	Status      string `json:"status"`
+	CompletedAt *int64 `json:"completedAt"`
+	Watermark   uint64 `json:"watermark"`
+}
+
+// listPartition returns a projection of every document of an instance.
+func (p *Provider) listPartition(ctx context.Context, instance, where string, params []azcosmos.QueryParameter) ([]partitionRow, error) {
+	raws, err := p.query(ctx, &instance, "SELECT c.id, c.type, c.executionId, c.eventId, c.status, c.completedAt, c.watermark FROM c"+where, params, queryOpts{})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]partitionRow, 0, len(raws))
+	for _, raw := range raws {
+		var r partitionRow
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("decode document: %w", err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// deleteIDs deletes documents of one partition in transactional batches of
+// up to 100; a batch that fails because a document is already gone is
+// redone one document at a time, ignoring 404s.
+func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string) error {
+	for len(ids) > 0 {
+		n := min(len(ids), maxBatchOps)
+		ops := make([]batchOp, n)
+		for i, id := range ids[:n] {
+			ops[i] = deleteOp(id, "")
+		}
+		_, err := p.runBatch(ctx, instance, ops, idempotentWrite, false)
+		if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusNotFound {
+			for _, id := range ids[:n] {
+				if err := p.deleteDoc(ctx, instance, id, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+					return err
+				}
+			}
+		} else if err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// DeleteInstancesAtomic deletes the given instances with all their
+// documents (history, executions, queue messages, sessions, KV, intents).
+// Without force a Running instance fails the call, and an instance whose
+// child is not in ids fails it too (orphan check); both are checked before
+// anything is deleted, so a refused call deletes nothing. Cosmos DB has no
+// transaction across partitions: the instance documents are deleted first
+// (from then on the instances are gone for every reader, and an in-flight
+// ack of a force-deleted instance fails its If-Match and writes nothing),
+// then the remaining documents of each partition in batches. Requests: 1
+// point read and 1 query per instance, 1 cross-partition query for
+// children, then the deletes.
+func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
+	const op = "delete_instances_atomic"
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	var res duroxide.DeleteInstanceResult
+	if len(ids) == 0 {
+		return res, nil
+	}
+	in := map[string]bool{}
+	for _, id := range ids {
+		if err := validateInstanceID(op, id); err != nil {
+			return res, err
+		}
+		in[id] = true
+	}
+	exists := map[string]bool{}
+	for _, id := range ids {
+		var doc instanceDoc
+		_, found, err := p.readDoc(ctx, id, instanceDocID, &doc)
+		if err != nil {
+			return res, mapError(op, err)
+		}
+		exists[id] = found && doc.exists()
+		if exists[id] && !force && doc.Status == duroxide.StatusRunning {
+			return res, permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", id))
+		}
+	}
+	for start := 0; start < len(ids); start += 50 {
+		chunk := ids[start:min(start+50, len(ids))]
+		names := make([]string, len(chunk))
+		params := make([]azcosmos.QueryParameter, len(chunk))
+		for i, id := range chunk {
+			names[i] = "@p" + strconv.Itoa(i)
+			params[i] = param(names[i], id)
+		}
+		rows, err := p.listInstanceRows(ctx, " AND c.parentInstanceId IN ("+strings.Join(names, ",")+")", params)
+		if err != nil {
+			return res, mapError(op, err)
+		}
+		for _, r := range rows {
+			if !in[r.InstanceID] {
+				return res, permanent(op, fmt.Sprintf("Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.", *r.ParentInstanceID, r.InstanceID))
+			}
+		}
+	}
+	contents := map[string][]partitionRow{}
+	for _, id := range ids {
+		rows, err := p.listPartition(ctx, id, "", nil)
+		if err != nil {
+			return res, mapError(op, err)
+		}
+		contents[id] = rows
+	}
+	for _, id := range ids {
+		if err := p.deleteDoc(ctx, id, instanceDocID, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+			return res, mapError(op, err)
+		}
+	}
+	for _, id := range ids {
+		rows := contents[id]
+		watermarks := map[uint64]uint64{}
+		for _, r := range rows {
+			if r.Type == typeExecution {
+				watermarks[r.ExecutionID] = r.Watermark
+			}
+		}
+		var rest []string
+		for _, r := range rows {
+			switch r.Type {
+			case typeInstance, typeInstancePending:
+				continue
+			case typeExecution:
+				res.ExecutionsDeleted++
+			case typeHistory:
+				if r.EventID <= watermarks[r.ExecutionID] {
+					res.EventsDeleted++
+				}
+			case typeOrchQueue, typeWorkerQueue:
+				res.QueueMessagesDeleted++
+			}
+			rest = append(rest, r.ID)
+		}
+		if exists[id] {
+			res.InstancesDeleted++
+		}
+		if err := p.deleteIDs(ctx, id, rest); err != nil {
+			return res, mapError(op, err)
+		}
+		p.locks.dropInstance(id)
+	}
+	return res, nil
+}
+
+// DeleteInstance deletes a root instance and its descendants; a
+// sub-orchestration cannot be deleted on its own (duroxide's default
+// implementation).
+func (p *Provider) DeleteInstance(ctx context.Context, instance string, force bool) (duroxide.DeleteInstanceResult, error) {
+	return duroxide.DeleteInstance(ctx, p, instance, force)
+}
+
+// selectInstances applies an InstanceFilter to the instance documents,
+// oldest first: InstanceIDs (an empty, non-nil list selects nothing),
+// CompletedBefore (the current execution completed before that time) and
+// Limit (default 1000), after keep.
+func (p *Provider) selectInstances(ctx context.Context, filter duroxide.InstanceFilter, keep func(instanceRow) bool) ([]string, error) {
+	if filter.InstanceIDs != nil && len(filter.InstanceIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := p.listInstanceRows(ctx, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	limit := uint32(defaultBulkLimit)
+	if filter.Limit != nil {
+		limit = *filter.Limit
+	}
+	var out []string
+	for _, r := range rows {
+		if uint32(len(out)) >= limit {
+			break
+		}
+		if filter.InstanceIDs != nil && !slices.Contains(filter.InstanceIDs, r.InstanceID) {
+			continue
+		}
+		if filter.CompletedBefore != nil && (r.CompletedAt == nil || uint64(max(*r.CompletedAt, 0)) >= *filter.CompletedBefore) {
+			continue
+		}
+		if keep(r) {
+			out = append(out, r.InstanceID)
+		}
+	}
+	return out, nil
+}
+
+// DeleteInstanceBulk deletes the terminal root instances matching filter,
+// each with its descendants (force, as the roots are terminal); Running
+// instances and sub-orchestrations are skipped.
+func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
+	const op = "delete_instance_bulk"
+	roots, err := p.selectInstances(ctx, filter, func(r instanceRow) bool {
+		return r.ParentInstanceID == nil && isTerminalStatus(&r.Status)
+	})
+	if err != nil {
+		return duroxide.DeleteInstanceResult{}, mapError(op, err)
+	}
+	var total duroxide.DeleteInstanceResult
+	for _, root := range roots {
+		tree, err := p.GetInstanceTree(ctx, root)
+		if err != nil {
+			return total, err
+		}
+		res, err := p.DeleteInstancesAtomic(ctx, tree.AllIDs, true)
+		if err != nil {
+			return total, err
+		}
+		total.Add(res)
+	}
+	return total, nil
+}
+
+// PruneExecutions deletes old executions of one instance with their
+// history: never the current execution, never a Running one, never the KV
+// store; KeepLast keeps the newest N executions and CompletedBefore only
+// prunes executions completed before that time. An unknown instance is a
+// permanent error. Requests: 1 point read, 1 query, then the deletes.
+func (p *Provider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
+	const op = "prune_executions"
+	if err := validateInstanceID(op, instance); err != nil {
+		return duroxide.PruneResult{}, err
+	}
+	var doc instanceDoc
+	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+	if err != nil {
+		return duroxide.PruneResult{}, mapError(op, err)
+	}
+	if !found || !doc.exists() {
+		return duroxide.PruneResult{}, permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	}
+	rows, err := p.listPartition(ctx, instance, " WHERE c.type IN ('execution', 'history')", nil)
+	if err != nil {
+		return duroxide.PruneResult{}, mapError(op, err)
+	}
+	var execs []partitionRow
+	byExec := map[uint64][]partitionRow{}
+	for _, r := range rows {
+		if r.Type == typeExecution {
+			execs = append(execs, r)
+		} else {
+			byExec[r.ExecutionID] = append(byExec[r.ExecutionID], r)
+		}
+	}
+	sort.Slice(execs, func(i, j int) bool { return execs[i].ExecutionID > execs[j].ExecutionID })
+	res := duroxide.PruneResult{InstancesProcessed: 1}
+	for rank, ex := range execs {
+		switch {
+		case ex.ExecutionID == doc.CurrentExecutionID, ex.Status == duroxide.StatusRunning:
+			continue
+		case options.KeepLast != nil && uint32(rank) < *options.KeepLast:
+			continue
+		case options.CompletedBefore != nil && (ex.CompletedAt == nil || uint64(max(*ex.CompletedAt, 0)) >= *options.CompletedBefore):
+			continue
+		}
+		ids := []string{ex.ID}
+		for _, h := range byExec[ex.ExecutionID] {
+			if h.EventID <= ex.Watermark {
+				res.EventsDeleted++
+			}
+			ids = append(ids, h.ID)
+		}
+		if err := p.deleteIDs(ctx, instance, ids); err != nil {
+			return res, mapError(op, err)
+		}
+		res.ExecutionsDeleted++
+	}
+	return res, nil
+}
+
+// PruneExecutionsBulk applies PruneExecutions to every instance matching
+// filter (oldest first, at most Limit, default 1000).
+func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
+	ids, err := p.selectInstances(ctx, filter, func(instanceRow) bool { return true })
+	if err != nil {
+		return duroxide.PruneResult{}, mapError("prune_executions_bulk", err)
+	}
+	var total duroxide.PruneResult
+	for _, id := range ids {
+		res, err := p.PruneExecutions(ctx, id, options)
+		if err != nil {
+			return total, err
+		}
+		total.InstancesProcessed += res.InstancesProcessed
+		total.ExecutionsDeleted += res.ExecutionsDeleted
+		total.EventsDeleted += res.EventsDeleted
+	}
+	return total, nil
+}

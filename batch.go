@@ -1,0 +1,296 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// Transactional batch limits of the service: 100 operations and 2 MB per
+// batch, 2 MB per document. The provider keeps a margin below 2 MiB for
+// the system properties the service adds and the batch's JSON framing.
+const (
+	maxBatchOps   = 100
+	maxBatchBytes = 2_000_000
+	maxItemBytes  = 2_000_000
+	// opOverheadBytes is what one operation adds to a batch besides its
+	// document (operation type, id, If-Match, JSON punctuation).
+	opOverheadBytes = 200
+	// maxIntentBytes caps one outbox intent document that bundles the
+	// deliveries of a turn too large for one batch.
+	maxIntentBytes = 1_000_000
+)
+
+// batchOpKind is the kind of one transactional batch operation.
+type batchOpKind int
+
+const (
+	opCreate batchOpKind = iota
+	opUpsert
+	opReplace
+	opDelete
+	opPatch
+)
+
+// batchOp is one operation of a transactional batch, kept in this form so
+// that a turn can be measured and split before anything is sent.
+type batchOp struct {
+	kind    batchOpKind
+	id      string
+	body    []byte
+	ifMatch string
+	patch   azcosmos.PatchOperations
+}
+
+// size estimates the operation's share of the batch request, in bytes.
+func (o batchOp) size() int {
+	n := opOverheadBytes + len(o.id) + len(o.body)
+	if o.kind == opPatch {
+		b, _ := json.Marshal(o.patch)
+		n += len(b)
+	}
+	return n
+}
+
+func opsSize(ops []batchOp) int {
+	n := 0
+	for _, o := range ops {
+		n += o.size()
+	}
+	return n
+}
+
+// createOp, upsertOp, deleteOp and patchOp build operations; etag, when
+// non-empty, makes the operation conditional (If-Match).
+func createOp(id string, body []byte) batchOp { return batchOp{kind: opCreate, id: id, body: body} }
+func upsertOp(id string, body []byte) batchOp { return batchOp{kind: opUpsert, id: id, body: body} }
+func replaceOp(id string, body []byte, etag string) batchOp {
+	return batchOp{kind: opReplace, id: id, body: body, ifMatch: etag}
+}
+func deleteOp(id, etag string) batchOp { return batchOp{kind: opDelete, id: id, ifMatch: etag} }
+func patchOp(id string, p azcosmos.PatchOperations, etag string) batchOp {
+	return batchOp{kind: opPatch, id: id, patch: p, ifMatch: etag}
+}
+
+// batchFailure is a transactional batch the service refused: Index is the
+// operation that failed and Status its status code (the others report 424).
+type batchFailure struct {
+	Index  int
+	Status int
+	ID     string
+}
+
+func (e *batchFailure) Error() string {
+	return fmt.Sprintf("transactional batch failed: operation %d (id %s) returned %d %s", e.Index, e.ID, e.Status, http.StatusText(e.Status))
+}
+
+// asBatchFailure returns the batchFailure in err, if any.
+func asBatchFailure(err error) (*batchFailure, bool) {
+	bf, ok := err.(*batchFailure)
+	return bf, ok
+}
+
+// runBatch executes ops as one transactional batch in instance's partition
+// (one request) and returns the per-operation results. A refused batch is a
+// *batchFailure; a transport failure or throttling is retried per kind.
+func (p *Provider) runBatch(ctx context.Context, instance string, ops []batchOp, kind requestKind, withContent bool) ([]azcosmos.TransactionalBatchResult, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	b := p.container.NewTransactionalBatch(pk(instance))
+	for _, o := range ops {
+		var opt *azcosmos.TransactionalBatchItemOptions
+		if o.ifMatch != "" {
+			e := azcore.ETag(o.ifMatch)
+			opt = &azcosmos.TransactionalBatchItemOptions{IfMatchETag: &e}
+		}
+		switch o.kind {
+		case opCreate:
+			b.CreateItem(o.body, nil)
+		case opUpsert:
+			b.UpsertItem(o.body, opt)
+		case opReplace:
+			b.ReplaceItem(o.id, o.body, opt)
+		case opDelete:
+			b.DeleteItem(o.id, opt)
+		case opPatch:
+			b.PatchItem(o.id, o.patch, opt)
+		}
+	}
+	var resp azcosmos.TransactionalBatchResponse
+	err := p.retry.do(ctx, kind, func(ctx context.Context) error {
+		var err error
+		resp, err = p.container.ExecuteTransactionalBatch(ctx, b, &azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: withContent})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Success {
+		for i, r := range resp.OperationResults {
+			if r.StatusCode != http.StatusFailedDependency && (r.StatusCode < 200 || r.StatusCode > 299) {
+				id := ""
+				if i < len(ops) {
+					id = ops[i].id
+				}
+				return resp.OperationResults, &batchFailure{Index: i, Status: int(r.StatusCode), ID: id}
+			}
+		}
+		return resp.OperationResults, &batchFailure{Index: -1, Status: http.StatusFailedDependency}
+	}
+	return resp.OperationResults, nil
+}
+
+// turnPlan is how one ack is written: staged batches first (history
+// documents above the watermark, invisible until the final batch
+// publishes it), then the final batch, which commits the turn.
+type turnPlan struct {
+	staged [][]batchOp
+	final  []batchOp
+	// intents are the outbox intents in the final batch, to deliver once
+	// it committed.
+	intents []intentDoc
+}
+
+// queueWrite is a queue document a turn produces: in its own partition it
+// goes into the final batch, elsewhere into an outbox intent.
+type queueWrite struct {
+	target string
+	id     string
+	doc    []byte
+}
+
+// planTurn splits a turn into batches that respect the service's limits,
+// so that a turn of any size commits atomically:
+//
+//   - fixed operations (the instance document, which validates the lock,
+//     the execution document, message deletes, KV documents) always go
+//     into the final batch, in order, first;
+//   - queue documents for other instances become outbox deliveries, and so
+//     do documents for this instance that do not fit (a fan-out of hundreds
+//     of activities); deliveries are bundled into as few intent documents
+//     as fit in maxIntentBytes, written in the final batch;
+//   - history upserts fill what room is left, and the rest are staged
+//     beforehand in batches of their own.
+//
+// It returns an error, and nothing is written, when the fixed operations or
+// a single document cannot fit.
+func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queueWrite, history []batchOp) (turnPlan, error) {
+	var plan turnPlan
+	for _, o := range append(append([]batchOp(nil), fixed...), history...) {
+		if len(o.body) > maxItemBytes {
+			return plan, fmt.Errorf("document %s is %d bytes; Cosmos DB items are limited to %d", o.id, len(o.body), maxItemBytes)
+		}
+	}
+	for _, q := range queue {
+		if len(q.doc) > maxItemBytes {
+			return plan, fmt.Errorf("queue document %s is %d bytes; Cosmos DB items are limited to %d", q.id, len(q.doc), maxItemBytes)
+		}
+	}
+	if len(fixed) > maxBatchOps || opsSize(fixed) > maxBatchBytes {
+		return plan, fmt.Errorf("the turn's fixed operations (%d, %d bytes) exceed one transactional batch", len(fixed), opsSize(fixed))
+	}
+	var direct, deferred []queueWrite
+	for _, q := range queue {
+		if q.target == source {
+			direct = append(direct, q)
+		} else {
+			deferred = append(deferred, q)
+		}
+	}
+	var intentOps []batchOp
+	build := func() error {
+		plan.intents = nil
+		intentOps = nil
+		var cur []delivery
+		curSize := 0
+		flush := func() error {
+			if len(cur) == 0 {
+				return nil
+			}
+			doc := intentDoc{ID: intentDocID(lockID, len(plan.intents)), InstanceID: source, Type: typeOutboxIntent, Deliveries: cur, CreatedAt: nowMs}
+			body, err := json.Marshal(doc)
+			if err != nil {
+				return err
+			}
+			plan.intents = append(plan.intents, doc)
+			intentOps = append(intentOps, createOp(doc.ID, body))
+			cur, curSize = nil, 0
+			return nil
+		}
+		for _, q := range deferred {
+			if curSize+len(q.doc) > maxIntentBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			cur = append(cur, delivery{TargetInstanceID: q.target, Document: q.doc})
+			curSize += len(q.doc) + len(q.target) + 64
+		}
+		return flush()
+	}
+	for {
+		if err := build(); err != nil {
+			return plan, err
+		}
+		ops := len(fixed) + len(intentOps) + len(direct)
+		size := opsSize(fixed) + opsSize(intentOps)
+		for _, q := range direct {
+			size += opOverheadBytes + len(q.id) + len(q.doc)
+		}
+		if ops <= maxBatchOps && size <= maxBatchBytes {
+			break
+		}
+		if len(direct) == 0 {
+			return plan, fmt.Errorf("the turn's queue documents (%d bytes) do not fit in one transactional batch even as outbox intents", size)
+		}
+		// Move enough documents from the end of direct to cover the
+		// excess (at least one), then measure again: moved documents
+		// cost less in an intent than as operations of their own.
+		n, freed := 0, 0
+		excessOps, excessBytes := ops-maxBatchOps, size-maxBatchBytes
+		for n < len(direct) && (n < excessOps || freed < excessBytes || n == 0) {
+			q := direct[len(direct)-1-n]
+			freed += opOverheadBytes + len(q.id) + len(q.doc)
+			n++
+		}
+		moved := append([]queueWrite(nil), direct[len(direct)-n:]...)
+		deferred = append(moved, deferred...)
+		direct = direct[:len(direct)-n]
+	}
+	plan.final = append(plan.final, fixed...)
+	plan.final = append(plan.final, intentOps...)
+	for _, q := range direct {
+		plan.final = append(plan.final, createOp(q.id, q.doc))
+	}
+	// History: fill the final batch, stage the rest.
+	room, bytes := maxBatchOps-len(plan.final), maxBatchBytes-opsSize(plan.final)
+	var rest []batchOp
+	for _, h := range history {
+		if room > 0 && h.size() <= bytes {
+			plan.final = append(plan.final, h)
+			room--
+			bytes -= h.size()
+			continue
+		}
+		rest = append(rest, h)
+	}
+	var cur []batchOp
+	curSize := 0
+	for _, h := range rest {
+		if len(cur) == maxBatchOps || curSize+h.size() > maxBatchBytes {
+			plan.staged = append(plan.staged, cur)
+			cur, curSize = nil, 0
+		}
+		cur = append(cur, h)
+		curSize += h.size()
+	}
+	if len(cur) > 0 {
+		plan.staged = append(plan.staged, cur)
+	}
+	return plan, nil
+}

@@ -1,0 +1,209 @@
+package cdb
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
+)
+
+// Defaults applied by New to the zero fields of a Config
+// (seeds/cdb-spec.md §9, seeds/cdb-architecture.md §13).
+const (
+	// DefaultDatabase is the database New uses when Config.Database is empty.
+	DefaultDatabase = "duroxide"
+	// DefaultContainer is the container New uses when Config.Container is empty.
+	DefaultContainer = "duroxide"
+	// DefaultReconcilerInterval is how often the outbox reconciler polls.
+	DefaultReconcilerInterval = 2 * time.Second
+	// DefaultReconcilerAgeThreshold is how old a pending outbox intent must
+	// be before the reconciler delivers it (younger ones are still being
+	// delivered by the ack that wrote them).
+	DefaultReconcilerAgeThreshold = 2 * time.Second
+)
+
+// Environment variables ConfigFromEnv reads.
+const (
+	EnvEndpoint  = "COSMOS_ENDPOINT"
+	EnvKey       = "COSMOS_KEY"
+	EnvDatabase  = "COSMOS_DATABASE"
+	EnvContainer = "COSMOS_CONTAINER"
+)
+
+// Config configures a Provider. The zero value is not usable on its own (it
+// names no account), but every other field has a documented default, so a
+// Config needs only an account: Endpoint and Key, Endpoint and Credential,
+// or a ready Client.
+type Config struct {
+	// Endpoint is the account endpoint, e.g.
+	// "https://myaccount.documents.azure.com:443/". Required unless Client
+	// is set.
+	Endpoint string
+	// Key is the account's primary or secondary key (master key
+	// authentication). Exactly one of Key and Credential is required unless
+	// Client is set.
+	Key string
+	// Credential authenticates with Microsoft Entra ID instead of a key
+	// (for example azidentity.NewDefaultAzureCredential); the identity needs
+	// the Cosmos DB data-plane roles, and creating the database and
+	// container additionally needs control-plane rights, or the two must
+	// exist already.
+	Credential azcore.TokenCredential
+	// Client is a ready azcosmos client; when set, Endpoint, Key,
+	// Credential and ClientOptions are ignored and Close does not close it.
+	Client *azcosmos.Client
+	// ClientOptions are passed to the azcosmos client New builds (a custom
+	// transport, for instance). New disables the SDK's generic retries
+	// (Retry.MaxRetries = -1) unless they are set explicitly: the provider
+	// retries itself, knowing which writes are safe to repeat.
+	ClientOptions *azcosmos.ClientOptions
+
+	// Database is the database name; default DefaultDatabase.
+	Database string
+	// Container is the container name; default DefaultContainer.
+	Container string
+
+	// OrchestrationConcurrency is the number of orchestration dispatchers
+	// that fetch concurrently, and so the number of lanes the default
+	// orchestration LeaseProvider splits the 256 dispatch slots into;
+	// default 1 (every fetch sees every slot).
+	OrchestrationConcurrency int
+	// WorkerConcurrency is the same for work-item fetches; default 1.
+	WorkerConcurrency int
+	// OrchestrationLeases and WorkerLeases replace the default
+	// InMemoryLeaseProviders built from the concurrencies above.
+	OrchestrationLeases LeaseProvider
+	WorkerLeases        LeaseProvider
+
+	// ReconcilerInterval is how often the outbox reconciler looks for
+	// undelivered intents; default DefaultReconcilerInterval.
+	ReconcilerInterval time.Duration
+	// ReconcilerAgeThreshold is the minimum age of an intent the
+	// reconciler delivers; default DefaultReconcilerAgeThreshold.
+	ReconcilerAgeThreshold time.Duration
+	// DisableReconciler starts no reconciler goroutine (for tests that
+	// drive delivery themselves, or a deployment where another process
+	// reconciles).
+	DisableReconciler bool
+
+	// LongPollInterval is how often a fetch called with a poll timeout
+	// queries again while it waits for work; default
+	// DefaultLongPollInterval. Each poll is one query request.
+	LongPollInterval time.Duration
+
+	// Logger receives the provider's logs; nil logs nothing.
+	Logger *zap.Logger
+	// Now is the clock: every timestamp the provider stores (visibility,
+	// lock expiry, creation times) is Now() in milliseconds since the Unix
+	// epoch. Default time.Now. Tests use it to move time.
+	Now func() time.Time
+}
+
+// ConfigFromEnv returns a Config from the environment: COSMOS_ENDPOINT,
+// COSMOS_KEY, COSMOS_DATABASE and COSMOS_CONTAINER (seeds/cdb-architecture.md
+// §13). Unset variables leave their fields empty, so New applies the
+// defaults; it is New that reports a missing endpoint or key.
+func ConfigFromEnv() Config {
+	return Config{
+		Endpoint:  os.Getenv(EnvEndpoint),
+		Key:       os.Getenv(EnvKey),
+		Database:  os.Getenv(EnvDatabase),
+		Container: os.Getenv(EnvContainer),
+	}
+}
+
+// withDefaults returns c with every zero field set to its default, or an
+// error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+	if c.Container == "" {
+		c.Container = DefaultContainer
+	}
+	if c.OrchestrationConcurrency == 0 {
+		c.OrchestrationConcurrency = 1
+	}
+	if c.WorkerConcurrency == 0 {
+		c.WorkerConcurrency = 1
+	}
+	if c.ReconcilerInterval == 0 {
+		c.ReconcilerInterval = DefaultReconcilerInterval
+	}
+	if c.ReconcilerAgeThreshold == 0 {
+		c.ReconcilerAgeThreshold = DefaultReconcilerAgeThreshold
+	}
+	if c.LongPollInterval == 0 {
+		c.LongPollInterval = DefaultLongPollInterval
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	var errs []error
+	if c.Client == nil {
+		switch {
+		case c.Endpoint == "":
+			errs = append(errs, errors.New("Endpoint is required (or a ready Client)"))
+		default:
+			u, err := url.Parse(c.Endpoint)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("Endpoint %q is not an http(s) URL", c.Endpoint))
+			}
+		}
+		switch {
+		case c.Key == "" && c.Credential == nil:
+			errs = append(errs, errors.New("Key or Credential is required (or a ready Client)"))
+		case c.Key != "" && c.Credential != nil:
+			errs = append(errs, errors.New("set Key or Credential, not both"))
+		}
+	}
+	for _, n := range []struct{ field, v string }{{"Database", c.Database}, {"Container", c.Container}} {
+		if err := validateResourceName(n.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.field, err))
+		}
+	}
+	if c.OrchestrationConcurrency < 0 || c.OrchestrationConcurrency > NumDispatchSlots {
+		errs = append(errs, fmt.Errorf("OrchestrationConcurrency %d is outside 1..%d", c.OrchestrationConcurrency, NumDispatchSlots))
+	}
+	if c.WorkerConcurrency < 0 || c.WorkerConcurrency > NumDispatchSlots {
+		errs = append(errs, fmt.Errorf("WorkerConcurrency %d is outside 1..%d", c.WorkerConcurrency, NumDispatchSlots))
+	}
+	if c.ReconcilerInterval < 0 {
+		errs = append(errs, fmt.Errorf("ReconcilerInterval %v is negative", c.ReconcilerInterval))
+	}
+	if c.LongPollInterval < 0 {
+		errs = append(errs, fmt.Errorf("LongPollInterval %v is negative", c.LongPollInterval))
+	}
+	if c.ReconcilerAgeThreshold < 0 {
+		errs = append(errs, fmt.Errorf("ReconcilerAgeThreshold %v is negative", c.ReconcilerAgeThreshold))
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("cdb: invalid config: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// validateResourceName checks a database or container name against the
+// service's rules: 1 to 255 characters, none of / \ ? #, no trailing space.
+func validateResourceName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("name is empty")
+	case len(name) > 255:
+		return fmt.Errorf("name is %d characters; at most 255 are allowed", len(name))
+	case strings.ContainsAny(name, `/\?#`):
+		return fmt.Errorf("name %q contains one of / \\ ? #", name)
+	case strings.HasSuffix(name, " "):
+		return fmt.Errorf("name %q ends with a space", name)
+	}
+	return nil
+}

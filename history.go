@@ -1,0 +1,175 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Read returns the current execution's history, ordered by event id
+// (seeds/cdb-spec.md §3.11); an unknown instance has an empty history.
+// Events above the execution's watermark (staged by an ack that has not
+// committed) are not returned. Requests: 2 (a point read of the instance
+// document, a single-partition history query); 1 for an unknown instance.
+// Undecodable history is a permanent error.
+func (p *Provider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
+	return p.readCurrent(ctx, "read", instance)
+}
+
+func (p *Provider) readCurrent(ctx context.Context, op, instance string) ([]duroxide.Event, error) {
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
+	}
+	var doc instanceDoc
+	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	if !found {
+		return []duroxide.Event{}, nil
+	}
+	events, err := p.readHistory(ctx, instance, doc.CurrentExecutionID, doc.HistoryWatermark)
+	if err != nil {
+		return nil, historyError(op, err)
+	}
+	return events, nil
+}
+
+// historyError maps a history read failure: undecodable data is permanent.
+func historyError(op string, err error) error {
+	if isDecodeError(err) {
+		return permanent(op, err.Error())
+	}
+	return mapError(op, err)
+}
+
+// ReadWithExecution returns one execution's history (empty when it does
+// not exist). Requests: 1 single-partition query (the execution document,
+// for its watermark, and its history).
+func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
+	return p.readExecution(ctx, "read_with_execution", instance, executionID)
+}
+
+func (p *Provider) readExecution(ctx context.Context, op, instance string, executionID uint64) ([]duroxide.Event, error) {
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
+	}
+	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.executionId = @e AND c.type IN ('history', 'execution')",
+		[]azcosmos.QueryParameter{param("@e", executionID)}, queryOpts{})
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	st, err := parseState(raws)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	ex := st.execution(executionID)
+	if ex == nil {
+		return []duroxide.Event{}, nil
+	}
+	events, err := decodeHistory(instance, executionID, ex.Watermark, st.history)
+	if err != nil {
+		return nil, permanent(op, err.Error())
+	}
+	return events, nil
+}
+
+// AppendWithExecution appends events to an execution outside a turn
+// (testing and tooling). Event ids must be set, unique, and above the
+// execution's history watermark (the last event id it holds): an id at or
+// below it is a duplicate, a permanent error with nothing written. The
+// execution is created when missing, and an instance document that does
+// not exist yet is created pending (not listed as an instance until an
+// ack's metadata creates it), so that Read finds the history. Requests: 1
+// query, then 1 transactional batch (more, staged, for more than about 95
+// events).
+func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []duroxide.Event) error {
+	const op = "append_with_execution"
+	if err := validateInstanceID(op, instance); err != nil {
+		return err
+	}
+	if executionID == 0 {
+		return permanent(op, "execution id must be at least 1")
+	}
+	in, err := validateAck(op, instance, executionID, events, nil, nil, duroxide.ExecutionMetadata{}, nil)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending') OR (c.type = 'execution' AND c.executionId = @e)",
+		[]azcosmos.QueryParameter{param("@e", executionID)}, queryOpts{})
+	if err != nil {
+		return mapError(op, err)
+	}
+	st, err := parseState(raws)
+	if err != nil {
+		return mapError(op, err)
+	}
+	now := p.nowMs()
+	ex := st.execution(executionID)
+	watermark := uint64(0)
+	if ex != nil {
+		watermark = ex.Watermark
+	}
+	maxEvent := watermark
+	for _, ev := range events {
+		if ev.EventID <= watermark {
+			return permanent(op, fmt.Sprintf("Failed to append history: duplicate event_id %d for instance '%s' execution %d", ev.EventID, instance, executionID))
+		}
+		maxEvent = max(maxEvent, ev.EventID)
+	}
+	var fixed []batchOp
+	if ex == nil {
+		b, err := json.Marshal(executionDoc{ID: executionDocID(executionID), InstanceID: instance, Type: typeExecution, ExecutionID: executionID,
+			Status: duroxide.StatusRunning, StartedAt: now, Watermark: maxEvent})
+		if err != nil {
+			return permanent(op, err.Error())
+		}
+		fixed = append(fixed, createOp(executionDocID(executionID), b))
+	} else {
+		var po azcosmos.PatchOperations
+		po.AppendSet("/watermark", maxEvent)
+		fixed = append(fixed, patchOp(ex.ID, po, ex.ETag))
+	}
+	switch {
+	case st.inst == nil:
+		b, err := json.Marshal(instanceDoc{ID: instanceDocID, InstanceID: instance, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(instance)),
+			CurrentExecutionID: executionID, HistoryWatermark: maxEvent, Status: duroxide.StatusRunning, CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return permanent(op, err.Error())
+		}
+		fixed = append(fixed, createOp(instanceDocID, b))
+	case executionID >= st.inst.CurrentExecutionID:
+		var po azcosmos.PatchOperations
+		po.AppendSet("/currentExecutionId", executionID)
+		po.AppendSet("/historyWatermark", maxEvent)
+		po.AppendSet("/updatedAt", now)
+		fixed = append(fixed, patchOp(instanceDocID, po, st.inst.ETag))
+	}
+	var history []batchOp
+	for i, ev := range events {
+		b, err := json.Marshal(historyDoc{ID: historyDocID(executionID, ev.EventID), InstanceID: instance, Type: typeHistory,
+			ExecutionID: executionID, EventID: ev.EventID, EventData: in.eventData[i]})
+		if err != nil {
+			return permanent(op, err.Error())
+		}
+		history = append(history, upsertOp(historyDocID(executionID, ev.EventID), b))
+	}
+	plan, err := planTurn(instance, newLockID(), now, fixed, nil, history)
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	if err := p.commitTurn(ctx, instance, plan); err != nil {
+		if _, ok := asBatchFailure(err); ok {
+			return retryable(op, "the execution changed concurrently: "+err.Error())
+		}
+		return mapError(op, err)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package cdb
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Document types, the value of every document's "type" field
+// (seeds/cdb-spec.md §2.2, plus the documents the spec predates).
+const (
+	// typeInstance: an instance's metadata, lock and custom status
+	// (spec §2.2.1), id "instance".
+	typeInstance = "instance"
+	// typeInstancePending: the same document before the first ack created
+	// the instance: it holds the lock of the first turn only. Queries for
+	// instances (type = 'instance') never see it, so an instance exists only
+	// once an ack's metadata created it (duroxide's contract).
+	typeInstancePending = "instance_pending"
+	// typeExecution: one execution's status, output and history watermark.
+	typeExecution = "execution"
+	// typeHistory: one history event (spec §2.2.2).
+	typeHistory = "history"
+	// typeOrchQueue and typeWorkerQueue: queue messages (spec §2.2.3-4).
+	typeOrchQueue   = "orch_queue"
+	typeWorkerQueue = "worker_queue"
+	// typeOutboxIntent: cross-partition writes awaiting delivery (spec §2.2.5).
+	typeOutboxIntent = "outbox_intent"
+	// typeSession: session ownership (spec §2.2.6).
+	typeSession = "session"
+	// typeKV: the instance's KV store and current-execution KV delta.
+	typeKV = "kv"
+)
+
+// sysETag is the system property every stored document carries.
+type sysETag struct {
+	ETag string `json:"_etag"`
+}
+
+// docETag returns the _etag of a stored document.
+func docETag(raw []byte) string {
+	var s sysETag
+	_ = json.Unmarshal(raw, &s)
+	return s.ETag
+}
+
+// pinnedVersion is the duroxide version an execution is pinned to, for
+// capability filtering.
+type pinnedVersion struct {
+	Major uint64 `json:"major"`
+	Minor uint64 `json:"minor"`
+	Patch uint64 `json:"patch"`
+}
+
+func (v *pinnedVersion) toVersion() duroxide.Version {
+	return duroxide.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
+}
+
+func pinnedFrom(v *duroxide.Version) *pinnedVersion {
+	if v == nil {
+		return nil
+	}
+	return &pinnedVersion{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
+}
+
+// instanceDoc is the instance document (spec §2.2.1), id "instance". Its
+// ETag is the instance lock's fencing token: the fetch takes the lock with
+// If-Match on the ETag it read, and the ack replaces it with If-Match, so
+// any write in between (another fetch, a delete) makes the later one fail.
+//
+// Differences from the spec: the output lives in the execution document;
+// HistoryWatermark is the last committed event id of the current execution
+// (history documents above it are staged parts of an unfinished ack and are
+// ignored); LastAckedLock names the lock whose ack last committed, which
+// lets an ack whose answer was lost find out that it did commit. Status and
+// CompletedAt mirror the current execution's, for listings and bulk filters.
+type instanceDoc struct {
+	ID                    string         `json:"id"`
+	InstanceID            string         `json:"instanceId"`
+	Type                  string         `json:"type"`
+	DispatchSlot          int            `json:"dispatchSlot"`
+	OrchestrationName     string         `json:"orchestrationName"`
+	OrchestrationVersion  *string        `json:"orchestrationVersion"`
+	CurrentExecutionID    uint64         `json:"currentExecutionId"`
+	HistoryWatermark      uint64         `json:"historyWatermark"`
+	Status                string         `json:"status"`
+	CompletedAt           *int64         `json:"completedAt"`
+	ParentInstanceID      *string        `json:"parentInstanceId"`
+	PinnedDuroxideVersion *pinnedVersion `json:"pinnedDuroxideVersion"`
+	CustomStatus          *string        `json:"customStatus"`
+	CustomStatusVersion   uint64         `json:"customStatusVersion"`
+	LockToken             *string        `json:"lockToken"`
+	LockedUntil           int64          `json:"lockedUntil"`
+	LastAckedLock         string         `json:"lastAckedLock,omitempty"`
+	CreatedAt             int64          `json:"createdAt"`
+	UpdatedAt             int64          `json:"updatedAt"`
+	ETag                  string         `json:"-"`
+}
+
+// lockedBy reports whether the document holds lock lockID that has not
+// expired at nowMs.
+func (d *instanceDoc) lockedBy(lockID string, nowMs int64) bool {
+	return d.LockToken != nil && *d.LockToken == lockID && d.LockedUntil > nowMs
+}
+
+// locked reports whether any unexpired lock is held at nowMs.
+func (d *instanceDoc) locked(nowMs int64) bool {
+	return d.LockToken != nil && d.LockedUntil > nowMs
+}
+
+// exists reports whether the instance was created by an ack.
+func (d *instanceDoc) exists() bool { return d != nil && d.Type == typeInstance }
+
+// executionDoc is one execution of an instance, id "exec-<n>": the status
+// and output the runtime's metadata set (the SQLite provider's executions
+// table), its pinned version, and its history watermark.
+type executionDoc struct {
+	ID          string         `json:"id"`
+	InstanceID  string         `json:"instanceId"`
+	Type        string         `json:"type"`
+	ExecutionID uint64         `json:"executionId"`
+	Status      string         `json:"status"`
+	Output      *string        `json:"output"`
+	StartedAt   int64          `json:"startedAt"`
+	CompletedAt *int64         `json:"completedAt"`
+	Watermark   uint64         `json:"watermark"`
+	Pinned      *pinnedVersion `json:"pinnedDuroxideVersion"`
+	ETag        string         `json:"-"`
+}
+
+// historyDoc is one history event (spec §2.2.2), id "hist-<exec>-<event>".
+// EventData is the event's duroxide JSON, kept as a string so that a
+// document with undecodable data still loads (history_error contract).
+type historyDoc struct {
+	ID          string `json:"id"`
+	InstanceID  string `json:"instanceId"`
+	Type        string `json:"type"`
+	ExecutionID uint64 `json:"executionId"`
+	EventID     uint64 `json:"eventId"`
+	EventData   string `json:"eventData"`
+}
+
+// queueDoc is an orchestrator-queue or worker-queue message (spec §2.2.3
+// and §2.2.4). LockedUntil is 0 when unlocked, so that one comparison
+// (lockedUntil <= now) finds unlocked messages. Seq orders messages
+// enqueued in the same millisecond.
+type queueDoc struct {
+	ID           string  `json:"id"`
+	InstanceID   string  `json:"instanceId"`
+	Type         string  `json:"type"`
+	WorkItem     string  `json:"workItem"`
+	DispatchSlot int     `json:"dispatchSlot"`
+	VisibleAt    int64   `json:"visibleAt"`
+	EnqueuedAt   int64   `json:"enqueuedAt"`
+	Seq          string  `json:"seq"`
+	LockToken    *string `json:"lockToken"`
+	LockedUntil  int64   `json:"lockedUntil"`
+	AttemptCount int64   `json:"attemptCount"`
+	// Worker queue only.
+	ExecutionID *uint64 `json:"executionId,omitempty"`
+	ActivityID  *uint64 `json:"activityId,omitempty"`
+	SessionID   *string `json:"sessionId"`
+	Tag         *string `json:"tag"`
+	ETag        string  `json:"-"`
+}
+
+// before orders queue messages by enqueue time, then sequence key.
+func (d *queueDoc) before(o *queueDoc) bool {
+	if d.EnqueuedAt != o.EnqueuedAt {
+		return d.EnqueuedAt < o.EnqueuedAt
+	}
+	return d.Seq < o.Seq
+}
+
+// sessionDoc is a session's ownership (spec §2.2.6), in the partition of
+// the instance whose activity claimed it, id "session-<encoded id>".
+type sessionDoc struct {
+	ID           string `json:"id"`
+	InstanceID   string `json:"instanceId"`
+	Type         string `json:"type"`
+	DispatchSlot int    `json:"dispatchSlot"`
+	SessionID    string `json:"sessionId"`
+	OwnerID      string `json:"ownerId"`
+	LockedUntil  int64  `json:"lockedUntil"`
+	LastActivity int64  `json:"lastActivity"`
+	CreatedAt    int64  `json:"createdAt"`
+	ETag         string `json:"-"`
+}
+
+// kvValue is one KV entry; a nil Value in the delta document is a
+// tombstone (the key was cleared in the current execution).
+type kvValue struct {
+	Value           *string `json:"value"`
+	LastUpdatedAtMs uint64  `json:"lastUpdatedAtMs"`
+	ExecutionID     uint64  `json:"executionId"`
+}
+
+// kvDoc is one of an instance's two KV documents: "kv-store" holds the
+// values as of the end of the last finished execution (what a fetch
+// returns as the KV snapshot, duroxide's kv_store), "kv-delta" the changes
+// the current execution made (duroxide's kv_delta), merged into the store
+// when the execution ends.
+type kvDoc struct {
+	ID         string             `json:"id"`
+	InstanceID string             `json:"instanceId"`
+	Type       string             `json:"type"`
+	Entries    map[string]kvValue `json:"entries"`
+	ETag       string             `json:"-"`
+}
+
+// delivery is one document an outbox intent writes into another partition
+// (or, for a turn too big for one batch, into its own).
+type delivery struct {
+	TargetInstanceID string          `json:"targetInstanceId"`
+	Document         json.RawMessage `json:"document"`
+}
+
+// intentDoc is an outbox intent (spec §2.2.5), written in the source
+// instance's partition in the same transactional batch as the turn that
+// produced it, id "intent-<lock>-<n>". Its deliveries create documents with
+// deterministic ids, so delivering twice is a 409, which counts as success.
+type intentDoc struct {
+	ID            string     `json:"id"`
+	InstanceID    string     `json:"instanceId"`
+	Type          string     `json:"type"`
+	Deliveries    []delivery `json:"deliveries"`
+	CreatedAt     int64      `json:"createdAt"`
+	AttemptCount  int        `json:"attemptCount"`
+	LastAttemptAt *int64     `json:"lastAttemptAt"`
+}
+
+// decodeDoc decodes a stored document into v and returns its _etag.
+func decodeDoc(raw []byte, v any) (string, error) {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return "", fmt.Errorf("decode document: %w", err)
+	}
+	return docETag(raw), nil
+}
+
+// docHeader is the part of every document the provider dispatches on.
+type docHeader struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}

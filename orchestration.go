@@ -1,0 +1,574 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+const (
+	// maxMessagesPerTurn caps the messages one fetch locks, so that the
+	// lock batch (instance + one patch per message) and the ack's batch
+	// (instance, execution, KV, one delete per message, at least one
+	// intent) stay within 100 operations; the rest wait for the next turn.
+	maxMessagesPerTurn = 90
+	// maxCandidatesPerFetch is how many instances one fetch attempt tries
+	// to lock before it reports no work.
+	maxCandidatesPerFetch = 4
+	// candidatePageSize is the page size of the candidate query; a fetch
+	// reads one non-empty page of candidates.
+	candidatePageSize = 1000
+	// notReadySkipMs is how long an instance whose messages wait for a
+	// StartOrchestration, or whose pinned version the filter excludes, is
+	// tried after other candidates.
+	notReadySkipMs = 1000
+)
+
+// jsonNull is a JSON null for patch operations (a nil value would be
+// omitted from the operation).
+var jsonNull = json.RawMessage("null")
+
+// unknownVersion is the version a fetch reports when none was recorded
+// (duroxide's SQLite provider).
+const unknownVersion = "unknown"
+
+// FetchOrchestrationItem locks the next instance with visible
+// orchestrator-queue messages and returns its turn (seeds/cdb-spec.md §3.1,
+// seeds/cdb-architecture.md §6.1), or nil when there is none.
+//
+// Requests: 4 when an instance with history is locked at the first try
+// (3 for a new instance, which has no history yet):
+//
+//  1. a cross-partition query for visible, unlocked messages in the slots
+//     of this fetch's lease (no ORDER BY or TOP: candidates are sorted by
+//     enqueue time on the client);
+//  2. a single-partition query returning the instance document, its
+//     messages and its KV documents; capability filtering and the
+//     QueueMessage-without-instance rule are decided here, before the lock
+//     and before any history is read;
+//  3. a transactional batch that takes the lock (a patch of the instance
+//     document with If-Match on the ETag just read, or the creation of a
+//     pending instance document) and tags the visible messages (lock token,
+//     lock expiry, attempt count + 1);
+//  4. a single-partition query for the current execution's history, up to
+//     the watermark.
+//
+// An instance that cannot be locked (another dispatcher won, it is locked,
+// its messages wait for a start) costs 1 or 2 more requests and the next
+// candidate is tried, up to 4 instances. With a positive pollTimeout the
+// fetch queries again every LongPollInterval until work appears or the
+// timeout passes. An undecodable history is returned in HistoryError with
+// the lock held; a failure after the lock was taken releases it before the
+// error is returned.
+func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	const op = "fetch_orchestration_item"
+	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
+		return nil, nil // supports nothing
+	}
+	var item *duroxide.OrchestrationItem
+	err := p.longPoll(ctx, pollTimeout, func(ctx context.Context) (bool, error) {
+		var err error
+		item, err = p.fetchOrchestrationOnce(ctx, lockTimeout, filter)
+		return item != nil, err
+	})
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	return item, nil
+}
+
+// candidate is an instance with visible, unlocked messages.
+type candidate struct {
+	instance   string
+	enqueuedAt int64
+	seq        string
+}
+
+// candidates decodes the candidate query's rows into one entry per
+// instance, oldest message first; instances on the skip list go last.
+func (p *Provider) candidates(raws [][]byte, nowMs int64) []candidate {
+	first := map[string]candidate{}
+	for _, raw := range raws {
+		var c struct {
+			InstanceID string `json:"instanceId"`
+			EnqueuedAt int64  `json:"enqueuedAt"`
+			Seq        string `json:"seq"`
+		}
+		if json.Unmarshal(raw, &c) != nil || c.InstanceID == "" {
+			continue
+		}
+		cur, ok := first[c.InstanceID]
+		if !ok || c.EnqueuedAt < cur.enqueuedAt || (c.EnqueuedAt == cur.enqueuedAt && c.Seq < cur.seq) {
+			first[c.InstanceID] = candidate{instance: c.InstanceID, enqueuedAt: c.EnqueuedAt, seq: c.Seq}
+		}
+	}
+	var ready, later []candidate
+	for _, c := range first {
+		if p.skipped.skipped(c.instance, nowMs) {
+			later = append(later, c)
+		} else {
+			ready = append(ready, c)
+		}
+	}
+	order := func(cs []candidate) {
+		sort.Slice(cs, func(i, j int) bool {
+			if cs[i].enqueuedAt != cs[j].enqueuedAt {
+				return cs[i].enqueuedAt < cs[j].enqueuedAt
+			}
+			return cs[i].seq < cs[j].seq
+		})
+	}
+	order(ready)
+	order(later)
+	return append(ready, later...)
+}
+
+func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	lease, err := p.orchLeases.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.Release()
+	now := p.nowMs()
+	q := "SELECT c.instanceId, c.enqueuedAt, c.seq FROM c WHERE c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + slotFilter(lease)
+	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, queryOpts{maxPages: 1, pageSize: candidatePageSize})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range p.candidates(raws, now) {
+		if i == maxCandidatesPerFetch {
+			break
+		}
+		item, err := p.tryLockInstance(ctx, c.instance, lockTimeout, filter)
+		if err != nil || item != nil {
+			return item, err
+		}
+	}
+	return nil, nil
+}
+
+// readOrchState reads, with one single-partition query, the instance
+// document, the orchestrator-queue messages and the KV documents.
+func (p *Provider) readOrchState(ctx context.Context, instance string) (partitionState, error) {
+	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'orch_queue', 'kv')", nil, queryOpts{})
+	if err != nil {
+		return partitionState{}, err
+	}
+	return parseState(raws)
+}
+
+// compatibleFirstRange applies a capability filter the way duroxide's
+// phase 1 does (SQLite's packed comparison): only the first range counts,
+// and versions compare by major.minor.patch.
+func compatibleFirstRange(filter *duroxide.DispatcherCapabilityFilter, v *pinnedVersion) bool {
+	r := filter.SupportedDuroxideVersions[0]
+	core := func(x duroxide.Version) duroxide.Version {
+		return duroxide.Version{Major: x.Major, Minor: x.Minor, Patch: x.Patch}
+	}
+	pv := v.toVersion()
+	return pv.Compare(core(r.Min)) >= 0 && pv.Compare(core(r.Max)) <= 0
+}
+
+// startOf returns the orchestration name and version of the first
+// StartOrchestration or ContinueAsNew message.
+func startOf(items []duroxide.WorkItem) (name string, version *string, ok bool) {
+	for _, it := range items {
+		switch k := it.Kind.(type) {
+		case duroxide.StartOrchestrationItem:
+			return k.Orchestration, k.Version, true
+		case duroxide.ContinueAsNewItem:
+			return k.Orchestration, k.Version, true
+		}
+	}
+	return "", nil, false
+}
+
+func allQueueMessages(items []duroxide.WorkItem) bool {
+	for _, it := range items {
+		if _, ok := it.Kind.(duroxide.QueueMessageItem); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// tryLockInstance tries to lock one candidate instance and build its turn;
+// it returns nil, nil when the instance is not available.
+func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	st, err := p.readOrchState(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	now := p.nowMs()
+	if st.inst != nil && st.inst.locked(now) {
+		p.skipped.skip(instance, st.inst.LockedUntil)
+		return nil, nil
+	}
+	var visible []*queueDoc
+	for _, m := range st.msgs {
+		if m.VisibleAt <= now && m.LockedUntil <= now {
+			visible = append(visible, m)
+		}
+	}
+	if len(visible) == 0 {
+		return nil, nil
+	}
+	if len(visible) > maxMessagesPerTurn {
+		visible = visible[:maxMessagesPerTurn]
+	}
+	items := make([]duroxide.WorkItem, 0, len(visible))
+	for _, m := range visible {
+		w, err := decodeWorkItem(m.WorkItem)
+		if err != nil {
+			p.log.Warn("undecodable orchestrator-queue message; it is consumed with the turn", zap.String("instance", instance), zap.String("id", m.ID), zap.Error(err))
+			continue
+		}
+		items = append(items, w)
+	}
+	hasContext := st.inst != nil && (st.inst.exists() || st.inst.CurrentExecutionID > 0)
+	startName, startVersion, hasStart := startOf(items)
+	if !hasContext && !hasStart {
+		if allQueueMessages(items) {
+			p.dropOrphanQueueMessages(ctx, instance, visible)
+			return nil, nil
+		}
+		p.skipped.skip(instance, now+notReadySkipMs)
+		return nil, nil
+	}
+	if filter != nil && hasContext && st.inst.PinnedDuroxideVersion != nil && !compatibleFirstRange(filter, st.inst.PinnedDuroxideVersion) {
+		p.skipped.skip(instance, now+notReadySkipMs)
+		return nil, nil
+	}
+
+	lockID := newLockID()
+	lockedUntil := now + lockTimeout.Milliseconds()
+	var doc instanceDoc
+	var ops []batchOp
+	if st.inst == nil {
+		doc = instanceDoc{
+			ID: instanceDocID, InstanceID: instance, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(instance)),
+			OrchestrationName: startName, OrchestrationVersion: startVersion,
+			LockToken: strp(lockID), LockedUntil: lockedUntil, CreatedAt: now, UpdatedAt: now,
+		}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, createOp(instanceDocID, body))
+	} else {
+		doc = *st.inst
+		doc.LockToken, doc.LockedUntil = strp(lockID), lockedUntil
+		var po azcosmos.PatchOperations
+		po.AppendSet("/lockToken", lockID)
+		po.AppendSet("/lockedUntil", lockedUntil)
+		ops = append(ops, patchOp(instanceDocID, po, st.inst.ETag))
+	}
+	attempt := int64(0)
+	ids := make([]string, 0, len(visible))
+	for _, m := range visible {
+		var po azcosmos.PatchOperations
+		po.AppendSet("/lockToken", lockID)
+		po.AppendSet("/lockedUntil", lockedUntil)
+		po.AppendIncrement("/attemptCount", 1)
+		ops = append(ops, patchOp(m.ID, po, ""))
+		ids = append(ids, m.ID)
+		attempt = max(attempt, m.AttemptCount+1)
+	}
+	results, err := p.runBatch(ctx, instance, ops, write, false)
+	switch {
+	case err == nil:
+		doc.ETag = string(results[0].ETag)
+	case isAmbiguous(err):
+		// The lock batch may have committed: it did if the instance
+		// document now carries this lock.
+		var cur instanceDoc
+		etag, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur)
+		if rerr != nil || !found || cur.LockToken == nil || *cur.LockToken != lockID {
+			return nil, nil
+		}
+		doc.ETag = etag
+	default:
+		if _, ok := asBatchFailure(err); ok {
+			return nil, nil // another fetch won the race
+		}
+		return nil, err
+	}
+	p.skipped.clear(instance)
+	token := orchLockToken(instance, lockID)
+
+	item := &duroxide.OrchestrationItem{
+		Instance: instance, Messages: items, LockToken: token,
+		AttemptCount: uint32(min(attempt, int64(^uint32(0)))),
+		KVSnapshot:   kvSnapshot(st.kvStore),
+	}
+	if hasContext {
+		item.OrchestrationName = doc.OrchestrationName
+		item.Version = unknownVersion
+		if doc.OrchestrationVersion != nil {
+			item.Version = *doc.OrchestrationVersion
+		}
+		item.ExecutionID = doc.CurrentExecutionID
+		history, herr := p.readHistory(ctx, instance, doc.CurrentExecutionID, doc.HistoryWatermark)
+		switch {
+		case herr == nil:
+			item.History = history
+			if item.OrchestrationName == "" {
+				for _, ev := range history {
+					if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+						item.OrchestrationName, item.Version = s.Name, s.Version
+						break
+					}
+				}
+			}
+		case isDecodeError(herr):
+			msg := "Failed to deserialize history: " + herr.Error()
+			p.log.Warn("history deserialization failed; returning the item with history_error", zap.String("instance", instance), zap.Error(herr))
+			item.HistoryError = &msg
+			item.KVSnapshot = map[string]duroxide.KvEntry{}
+		default:
+			// Contract: an error means no lock is held.
+			p.releaseAfterFailedFetch(instance, lockID, ids)
+			return nil, herr
+		}
+	} else {
+		item.OrchestrationName = startName
+		item.Version = unknownVersion
+		if startVersion != nil {
+			item.Version = *startVersion
+		}
+		item.ExecutionID = duroxide.InitialExecutionID
+	}
+	p.locks.putOrch(token, &orchLock{
+		instance: instance, lockID: lockID, doc: doc, messageIDs: ids,
+		kvStore: st.kvStore, kvDelta: st.kvDelta, lockedUntil: lockedUntil,
+	}, now)
+	return item, nil
+}
+
+// dropOrphanQueueMessages deletes QueueMessage items of an instance that was
+// never started: duroxide's contract drops them, with a warning, instead of
+// returning them or leaving them queued. Best effort: a failure leaves them
+// for the next fetch.
+func (p *Provider) dropOrphanQueueMessages(ctx context.Context, instance string, msgs []*queueDoc) {
+	p.log.Warn("dropping queue messages enqueued before the orchestration started", zap.String("instance", instance), zap.Int("count", len(msgs)))
+	var ops []batchOp
+	for _, m := range msgs {
+		ops = append(ops, deleteOp(m.ID, m.ETag))
+	}
+	if _, err := p.runBatch(ctx, instance, ops, idempotentWrite, false); err != nil {
+		p.log.Debug("dropping orphan queue messages failed", zap.String("instance", instance), zap.Error(err))
+	}
+}
+
+// releaseAfterFailedFetch releases a lock a fetch took but cannot return,
+// without counting the attempt. Best effort, with its own deadline: if it
+// fails, the lock expires.
+func (p *Provider) releaseAfterFailedFetch(instance, lockID string, messageIDs []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.releaseOrchLock(ctx, instance, lockID, messageIDs, 0, true); err != nil {
+		p.log.Debug("releasing the lock of a failed fetch failed; it will expire", zap.String("instance", instance), zap.Error(err))
+	}
+}
+
+// decodeError marks a history that could not be decoded.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
+
+func isDecodeError(err error) bool {
+	_, ok := err.(*decodeError)
+	return ok
+}
+
+// readHistory reads one execution's history up to watermark with one
+// single-partition query (none when the watermark is 0). A decoding failure
+// is a *decodeError.
+func (p *Provider) readHistory(ctx context.Context, instance string, executionID, watermark uint64) ([]duroxide.Event, error) {
+	if executionID == 0 || watermark == 0 {
+		return []duroxide.Event{}, nil
+	}
+	docs, err := p.queryHistory(ctx, instance, executionID, watermark)
+	if err != nil {
+		return nil, err
+	}
+	events, err := decodeHistory(instance, executionID, watermark, docs)
+	if err != nil {
+		return nil, &decodeError{err}
+	}
+	return events, nil
+}
+
+// queryHistory returns the history documents of one execution up to
+// watermark, unsorted.
+func (p *Provider) queryHistory(ctx context.Context, instance string, executionID, watermark uint64) ([]historyDoc, error) {
+	raws, err := p.query(ctx, &instance,
+		"SELECT * FROM c WHERE c.type = 'history' AND c.executionId = @e AND c.eventId <= @w",
+		[]azcosmos.QueryParameter{param("@e", executionID), param("@w", watermark)}, queryOpts{})
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]historyDoc, 0, len(raws))
+	for _, raw := range raws {
+		var d historyDoc
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("decode history document: %w", err)
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// loadOrchLock reads what an ack, renew or abandon needs when its lock is
+// not in this process's cache (one single-partition query), and returns
+// nil when lockID is not the instance's current lock.
+func (p *Provider) loadOrchLock(ctx context.Context, instance, lockID string) (*orchLock, error) {
+	raws, err := p.query(ctx, &instance,
+		"SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'kv') OR (c.type = 'orch_queue' AND c.lockToken = @l)",
+		[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
+	if err != nil {
+		return nil, err
+	}
+	st, err := parseState(raws)
+	if err != nil {
+		return nil, err
+	}
+	if st.inst == nil || st.inst.LockToken == nil || *st.inst.LockToken != lockID {
+		return nil, nil
+	}
+	l := &orchLock{instance: instance, lockID: lockID, doc: *st.inst, kvStore: st.kvStore, kvDelta: st.kvDelta, lockedUntil: st.inst.LockedUntil}
+	for _, m := range st.msgs {
+		l.messageIDs = append(l.messageIDs, m.ID)
+	}
+	return l, nil
+}
+
+// lockCondition is the patch filter predicate that holds while lockID is
+// the document's lock (and, with nowMs > 0, has not expired).
+func lockCondition(lockID string, nowMs int64) string {
+	c := "FROM c WHERE c.lockToken = '" + lockID + "'"
+	if nowMs > 0 {
+		c += " AND c.lockedUntil > " + strconv.FormatInt(nowMs, 10)
+	}
+	return c
+}
+
+// RenewOrchestrationItemLock extends the instance lock to now + extendFor.
+// Requests: 1 (a transactional batch: a patch of the instance document
+// conditioned by a filter predicate on the lock and its expiry, plus the
+// tagged messages' expiry when this process took the lock). A lock that
+// expired, was taken by another fetch, or was released is a permanent
+// error.
+func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renew_orchestration_item_lock"
+	instance, lockID, ok := parseOrchLockToken(lockToken)
+	if !ok {
+		return permanent(op, "Invalid lock token")
+	}
+	now := p.nowMs()
+	until := now + extendFor.Milliseconds()
+	var po azcosmos.PatchOperations
+	po.SetCondition(lockCondition(lockID, now))
+	po.AppendSet("/lockedUntil", until)
+	ops := []batchOp{patchOp(instanceDocID, po, "")}
+	if l, ok := p.locks.getOrch(lockToken); ok {
+		for _, id := range l.messageIDs {
+			var mo azcosmos.PatchOperations
+			mo.AppendSet("/lockedUntil", until)
+			ops = append(ops, patchOp(id, mo, ""))
+		}
+	}
+	results, err := p.runBatch(ctx, instance, ops, idempotentWrite, false)
+	if bf, ok := asBatchFailure(err); ok && bf.Index == 0 {
+		return permanent(op, "Lock token invalid, expired, or already acked")
+	}
+	if err != nil {
+		return mapError(op, err)
+	}
+	p.locks.updateOrch(lockToken, func(l *orchLock) {
+		l.doc.LockedUntil, l.lockedUntil, l.doc.ETag = until, until, string(results[0].ETag)
+	})
+	return nil
+}
+
+// AbandonOrchestrationItem releases the instance lock without committing;
+// the messages the fetch tagged become visible again after delay (zero: at
+// once) and, with ignoreAttempt, their attempt counts go back down by one.
+// Requests: 1 transactional batch (a patch of the instance document
+// conditioned on the lock, and one patch per tagged message), plus 1 query
+// for the tagged messages when another process took the lock. An unknown
+// or already released lock is a permanent error; an expired lock no other
+// fetch has taken is released normally.
+func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	const op = "abandon_orchestration_item"
+	instance, lockID, ok := parseOrchLockToken(lockToken)
+	if !ok {
+		return permanent(op, "Invalid lock token")
+	}
+	var ids []string
+	if l, ok := p.locks.getOrch(lockToken); ok {
+		ids = l.messageIDs
+	} else {
+		raws, err := p.query(ctx, &instance, "SELECT c.id FROM c WHERE c.type = 'orch_queue' AND c.lockToken = @l",
+			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
+		if err != nil {
+			return mapError(op, err)
+		}
+		for _, raw := range raws {
+			var h docHeader
+			if json.Unmarshal(raw, &h) == nil {
+				ids = append(ids, h.ID)
+			}
+		}
+	}
+	err := p.releaseOrchLock(ctx, instance, lockID, ids, delay, ignoreAttempt)
+	if bf, ok := asBatchFailure(err); ok && bf.Index == 0 {
+		return permanent(op, "Invalid lock token")
+	}
+	if err != nil {
+		return mapError(op, err)
+	}
+	p.locks.dropOrch(lockToken)
+	p.changes.notify()
+	return nil
+}
+
+// releaseOrchLock clears lockID from the instance document (conditioned on
+// it still being the lock) and from messageIDs, in one batch.
+func (p *Provider) releaseOrchLock(ctx context.Context, instance, lockID string, messageIDs []string, delay time.Duration, ignoreAttempt bool) error {
+	now := p.nowMs()
+	var po azcosmos.PatchOperations
+	po.SetCondition(lockCondition(lockID, 0))
+	po.AppendSet("/lockToken", jsonNull)
+	po.AppendSet("/lockedUntil", 0)
+	ops := []batchOp{patchOp(instanceDocID, po, "")}
+	for _, id := range messageIDs {
+		var mo azcosmos.PatchOperations
+		mo.SetCondition(lockCondition(lockID, 0))
+		mo.AppendSet("/lockToken", jsonNull)
+		mo.AppendSet("/lockedUntil", 0)
+		if delay > 0 {
+			mo.AppendSet("/visibleAt", now+delay.Milliseconds())
+		}
+		if ignoreAttempt {
+			mo.AppendIncrement("/attemptCount", -1)
+		}
+		ops = append(ops, patchOp(id, mo, ""))
+	}
+	_, err := p.runBatch(ctx, instance, ops, idempotentWrite, false)
+	if bf, ok := asBatchFailure(err); ok && bf.Index > 0 && (bf.Status == http.StatusPreconditionFailed || bf.Status == http.StatusNotFound) {
+		// A message is no longer ours (or gone): release the instance alone.
+		_, err = p.runBatch(ctx, instance, ops[:1], idempotentWrite, false)
+	}
+	return err
+}

@@ -1,0 +1,108 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
+)
+
+// Transactional outbox (seeds/cdb-spec.md §4, seeds/cdb-architecture.md §7).
+// A turn's writes to other instances' partitions (sub-orchestration starts
+// and completions, detached starts, cancel cascades), and the queue
+// documents of a turn too large for one batch, are written as intent
+// documents in the turn's own transactional batch. After the batch commits
+// the ack delivers them at once; what it fails to deliver, the reconciler
+// delivers later. Every delivered document has a deterministic id, so a
+// second delivery is a 409, which counts as success; the intent is deleted
+// once all its documents exist.
+
+// deliverIntent creates every document of an intent in its target
+// partition (409 = already delivered) and then deletes the intent (404 =
+// already deleted). Requests: 1 per document, plus 1.
+func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc) error {
+	for _, d := range intent.Deliveries {
+		err := p.createDoc(ctx, d.TargetInstanceID, d.Document, idempotentWrite)
+		if err != nil && !isStatus(err, http.StatusConflict) {
+			return err
+		}
+	}
+	p.changes.notify()
+	err := p.deleteDoc(ctx, intent.InstanceID, intent.ID, "")
+	if err != nil && !isStatus(err, http.StatusNotFound) {
+		return err
+	}
+	return nil
+}
+
+// reconcileLoop runs the reconciler every ReconcilerInterval until Close
+// (seeds/cdb-spec.md §4.4).
+func (p *Provider) reconcileLoop() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cfg.ReconcilerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-p.stop:
+				cancel()
+			case <-done:
+			}
+		}()
+		n, err := p.ReconcileOutbox(ctx)
+		close(done)
+		cancel()
+		if err != nil {
+			p.log.Info("outbox reconciliation failed; retrying next interval", zap.Error(err))
+		} else if n > 0 {
+			p.log.Debug("outbox reconciliation delivered intents", zap.Int("count", n))
+		}
+	}
+}
+
+// ReconcileOutbox delivers the outbox intents older than
+// ReconcilerAgeThreshold (younger ones are being delivered by the ack that
+// wrote them) and returns how many it delivered. The reconciler goroutine
+// calls it every ReconcilerInterval; tools may call it directly. Requests:
+// 1 cross-partition query, then per intent its deliveries; an intent that
+// fails has its attempt count and last attempt time recorded (1 patch) and
+// is retried next time.
+func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
+	cutoff := p.nowMs() - p.cfg.ReconcilerAgeThreshold.Milliseconds()
+	raws, err := p.query(ctx, nil, "SELECT * FROM c WHERE c.type = 'outbox_intent' AND c.createdAt <= @cutoff",
+		[]azcosmos.QueryParameter{param("@cutoff", cutoff)}, queryOpts{})
+	if err != nil {
+		return 0, mapError("reconcile_outbox", err)
+	}
+	n := 0
+	for _, raw := range raws {
+		var intent intentDoc
+		if err := json.Unmarshal(raw, &intent); err != nil {
+			p.log.Warn("undecodable outbox intent", zap.Error(err))
+			continue
+		}
+		if err := p.deliverIntent(ctx, intent); err != nil {
+			if ctx.Err() != nil {
+				return n, mapError("reconcile_outbox", ctx.Err())
+			}
+			p.log.Info("outbox delivery failed; retrying next interval", zap.String("intent", intent.ID), zap.String("instance", intent.InstanceID), zap.Error(err))
+			var po azcosmos.PatchOperations
+			po.AppendIncrement("/attemptCount", 1)
+			po.AppendSet("/lastAttemptAt", p.nowMs())
+			_, _ = p.patchDoc(ctx, intent.InstanceID, intent.ID, po, idempotentWrite)
+			continue
+		}
+		n++
+	}
+	return n, nil
+}

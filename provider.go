@@ -1,0 +1,265 @@
+// Package cdb is the Azure Cosmos DB (NoSQL API) provider for duroxide: it
+// implements duroxide.Provider and duroxide.ProviderAdmin over one container
+// partitioned by /instanceId (seeds/cdb-spec.md, as amended by
+// seeds/cdb-architecture.md, which ran against the real service).
+//
+// Every document of an instance (its metadata and lock, history,
+// executions, orchestrator and worker queue messages, sessions, KV store
+// and outbox intents) lives in the instance's logical partition, so a turn
+// commits with one transactional batch. Writes to other instances
+// (sub-orchestration starts and completions, detached starts, cancel
+// cascades) go through a transactional outbox: intents written in the
+// turn's batch, delivered at once, and by a reconciler goroutine when that
+// fails. Locks are optimistic: the instance lock is taken with If-Match on
+// the instance document's ETag.
+//
+// Start one with New and stop it with Close.
+package cdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// ProviderName and ProviderVersion are what Name and Version report.
+const (
+	ProviderName    = "cosmosdb"
+	ProviderVersion = "0.1.0"
+)
+
+// Provider is the Cosmos DB provider. It is safe for concurrent use by many
+// goroutines. Create it with New; Close stops its reconciler.
+type Provider struct {
+	cfg       Config
+	client    *azcosmos.Client
+	ownClient bool
+	container *azcosmos.ContainerClient
+	log       *zap.Logger
+	retry     retrier
+
+	orchLeases   LeaseProvider
+	workerLeases LeaseProvider
+
+	locks        *lockCache
+	skipped      *skipList
+	changes      *notifier
+	pollInterval time.Duration
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+var (
+	_ duroxide.Provider      = (*Provider)(nil)
+	_ duroxide.ProviderAdmin = (*Provider)(nil)
+)
+
+// New connects to the account cfg names, creates the database and container
+// when they are missing (partition key /instanceId, large partition keys,
+// the indexing policy of seeds/cdb-spec.md §2.3 with the paths this
+// provider adds; a 409 means one exists; a 429 is retried with backoff from
+// 500 ms, up to 10 times: seeds/cdb-architecture.md §9.2), and starts the
+// outbox reconciler. An invalid cfg is an error naming every bad field;
+// nothing is contacted then.
+func New(ctx context.Context, cfg Config) (*Provider, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{
+		cfg:          cfg,
+		log:          cfg.Logger.Named("cdb"),
+		retry:        defaultRetrier,
+		orchLeases:   cfg.OrchestrationLeases,
+		workerLeases: cfg.WorkerLeases,
+		locks:        newLockCache(),
+		skipped:      newSkipList(),
+		changes:      newNotifier(),
+		pollInterval: cfg.LongPollInterval,
+		stop:         make(chan struct{}),
+	}
+	if p.orchLeases == nil {
+		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
+	}
+	if p.workerLeases == nil {
+		p.workerLeases = NewInMemoryLeaseProvider(cfg.WorkerConcurrency)
+	}
+	p.client = cfg.Client
+	if p.client == nil {
+		opts := azcosmos.ClientOptions{}
+		if cfg.ClientOptions != nil {
+			opts = *cfg.ClientOptions
+		}
+		if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
+			opts.Retry = policy.RetryOptions{MaxRetries: -1}
+		}
+		if cfg.Credential != nil {
+			p.client, err = azcosmos.NewClient(cfg.Endpoint, cfg.Credential, &opts)
+		} else {
+			var cred azcosmos.KeyCredential
+			cred, err = azcosmos.NewKeyCredential(cfg.Key)
+			if err == nil {
+				p.client, err = azcosmos.NewClientWithKey(cfg.Endpoint, cred, &opts)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cdb: create Cosmos DB client: %w", err)
+		}
+		p.ownClient = true
+	}
+	if err := p.ensureInfrastructure(ctx); err != nil {
+		p.closeClient()
+		return nil, err
+	}
+	p.container, err = p.client.NewContainer(cfg.Database, cfg.Container)
+	if err != nil {
+		p.closeClient()
+		return nil, fmt.Errorf("cdb: container client: %w", err)
+	}
+	if !cfg.DisableReconciler {
+		p.wg.Add(1)
+		go p.reconcileLoop()
+	}
+	return p, nil
+}
+
+// Close stops the reconciler and waits for it; intents still pending stay
+// in the container and the next provider on it delivers them
+// (seeds/cdb-spec.md §4.5). Close is idempotent and always returns nil.
+func (p *Provider) Close() error {
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		p.wg.Wait()
+		p.closeClient()
+	})
+	return nil
+}
+
+func (p *Provider) closeClient() {
+	if p.ownClient && p.client != nil {
+		p.client.Close()
+	}
+}
+
+// Name returns "cosmosdb".
+func (p *Provider) Name() string { return ProviderName }
+
+// Version returns the provider's version.
+func (p *Provider) Version() string { return ProviderVersion }
+
+// Container returns the container client the provider uses (for tools and
+// tests that inspect documents).
+func (p *Provider) Container() *azcosmos.ContainerClient { return p.container }
+
+// nowMs returns the configured clock in milliseconds since the Unix epoch.
+func (p *Provider) nowMs() int64 { return p.cfg.Now().UnixMilli() }
+
+// indexingPolicy is the container's indexing policy: seeds/cdb-spec.md §2.3
+// (selective included paths, large blobs excluded, the three composite
+// indexes) plus the paths the provider's own queries filter on
+// (seeds/cdb-architecture.md §2.3 adds /docType and /lockToken).
+func indexingPolicy() *azcosmos.IndexingPolicy {
+	included := []string{
+		"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?", "/enqueuedAt/?",
+		"/lockedUntil/?", "/executionId/?", "/eventId/?", "/status/?", "/sessionId/?",
+		"/ownerId/?", "/parentInstanceId/?", "/createdAt/?", "/customStatusVersion/?",
+		"/lockToken/?", "/tag/?", "/lastActivity/?", "/updatedAt/?",
+	}
+	excluded := []string{"/eventData/*", "/workItem/*", "/payload/*", "/output/*", "/customStatus/*", "/deliveries/*", "/entries/*", "/*"}
+	pol := &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent}
+	for _, p := range included {
+		pol.IncludedPaths = append(pol.IncludedPaths, azcosmos.IncludedPath{Path: p})
+	}
+	for _, p := range excluded {
+		pol.ExcludedPaths = append(pol.ExcludedPaths, azcosmos.ExcludedPath{Path: p})
+	}
+	asc := func(path string) azcosmos.CompositeIndex {
+		return azcosmos.CompositeIndex{Path: path, Order: azcosmos.CompositeIndexAscending}
+	}
+	pol.CompositeIndexes = [][]azcosmos.CompositeIndex{
+		{asc("/type"), asc("/dispatchSlot"), asc("/visibleAt"), asc("/enqueuedAt")},
+		{asc("/type"), asc("/executionId"), asc("/eventId")},
+		{asc("/type"), asc("/status")},
+	}
+	return pol
+}
+
+// ensureInfrastructure creates the database and the container when they are
+// missing (seeds/cdb-architecture.md §12).
+func (p *Provider) ensureInfrastructure(ctx context.Context) error {
+	err := p.withMetadataRetry(ctx, func() error {
+		_, err := p.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: p.cfg.Database}, nil)
+		if isStatus(err, http.StatusConflict) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cdb: create database %q: %w", p.cfg.Database, mapError("new", err))
+	}
+	db, err := p.client.NewDatabase(p.cfg.Database)
+	if err != nil {
+		return fmt.Errorf("cdb: database client: %w", err)
+	}
+	props := azcosmos.ContainerProperties{
+		ID: p.cfg.Container,
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
+			Kind: azcosmos.PartitionKeyKindHash, Paths: []string{"/instanceId"}, Version: 2,
+		},
+		IndexingPolicy: indexingPolicy(),
+	}
+	err = p.withMetadataRetry(ctx, func() error {
+		_, err := db.CreateContainer(ctx, props, nil)
+		if isStatus(err, http.StatusConflict) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cdb: create container %q: %w", p.cfg.Container, mapError("new", err))
+	}
+	return nil
+}
+
+// withMetadataRetry runs a database or container creation, retrying 429
+// (metadata throttling) and other transient failures with exponential
+// backoff from 500 ms, at most 10 times (seeds/cdb-architecture.md §9.2).
+func (p *Provider) withMetadataRetry(ctx context.Context, fn func() error) error {
+	delay := 500 * time.Millisecond
+	var err error
+	for attempt := 0; attempt <= 10; attempt++ {
+		err = fn()
+		if err == nil {
+			return nil
+		}
+		code, isResp := statusCode(err)
+		if (isResp && !isRetryableStatus(code)) || ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return err
+		}
+		if attempt == 10 {
+			break
+		}
+		wait := delay
+		if ra := retryAfter(err); ra > wait {
+			wait = ra
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		delay *= 2
+	}
+	return err
+}

@@ -1,0 +1,168 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// Session affinity (seeds/cdb-architecture.md §8). A session document lives
+// in the partition of the instance whose activities use the session, so a
+// work item and its session are claimed in one transactional batch. A
+// session is owned by OwnerID until its lockedUntil; the owner's fetches
+// refresh it, ack and renewal of its items refresh its last activity, and
+// RenewSessionLock extends the sessions that were active recently.
+
+// sessionClaimOp returns the batch operation that claims c's session for
+// the fetching worker: a replace with If-Match of the session the fetch
+// saw it owns, or, for a session the candidate query did not report as
+// active, a create (none exists) or a replace with If-Match of the expired
+// one (1 point read). It returns nil when another worker owns the session.
+func (p *Provider) sessionClaimOp(ctx context.Context, c workCandidate, owned *workCandidate, session *duroxide.SessionFetchConfig, nowMs int64) (*batchOp, error) {
+	sid := *c.SessionID
+	doc := sessionDoc{
+		ID: sessionDocID(sid), InstanceID: c.InstanceID, Type: typeSession, DispatchSlot: int(DispatchSlot(c.InstanceID)),
+		SessionID: sid, OwnerID: session.OwnerID, LockedUntil: nowMs + session.LockTimeout.Milliseconds(),
+		LastActivity: nowMs, CreatedAt: nowMs,
+	}
+	etag := ""
+	if owned != nil {
+		doc.CreatedAt, etag = owned.CreatedAt, owned.ETag
+	} else {
+		var cur sessionDoc
+		e, found, err := p.readDoc(ctx, c.InstanceID, doc.ID, &cur)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			if cur.LockedUntil > nowMs && cur.OwnerID != session.OwnerID {
+				return nil, nil
+			}
+			doc.CreatedAt, etag = cur.CreatedAt, e
+		}
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	if etag == "" {
+		op := createOp(doc.ID, body)
+		return &op, nil
+	}
+	op := replaceOp(doc.ID, body, etag)
+	return &op, nil
+}
+
+// touchSession records activity on a session whose lock still holds (the
+// piggybacked last-activity update of ack and renewal). Best effort.
+func (p *Provider) touchSession(ctx context.Context, instance, sessionID string) {
+	now := p.nowMs()
+	var po azcosmos.PatchOperations
+	po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10))
+	po.AppendSet("/lastActivity", now)
+	if _, err := p.patchDoc(ctx, instance, sessionDocID(sessionID), po, idempotentWrite); err != nil &&
+		!isStatus(err, http.StatusPreconditionFailed) && !isStatus(err, http.StatusNotFound) {
+		p.log.Debug("session last-activity update failed", zap.String("instance", instance), zap.Error(err))
+	}
+}
+
+// RenewSessionLock extends to now + extendFor the locks of the sessions
+// owned by any of ownerIDs whose lock still holds and that were active
+// within idleTimeout, and returns how many it renewed. Requests: 1
+// cross-partition query, plus 1 conditional patch per session (its filter
+// predicate repeats the lock and idleness conditions, so a session that
+// changed in between is not renewed).
+func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
+	const op = "renew_session_lock"
+	if len(ownerIDs) == 0 {
+		return 0, nil
+	}
+	now := p.nowMs()
+	cutoff := now - idleTimeout.Milliseconds()
+	params := []azcosmos.QueryParameter{param("@now", now), param("@cutoff", cutoff)}
+	names := make([]string, len(ownerIDs))
+	for i, o := range ownerIDs {
+		names[i] = "@o" + strconv.Itoa(i)
+		params = append(params, param(names[i], o))
+	}
+	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId FROM c WHERE c.type = 'session' AND c.ownerId IN ("+
+		strings.Join(names, ",")+") AND c.lockedUntil > @now AND c.lastActivity > @cutoff", params, queryOpts{})
+	if err != nil {
+		return 0, mapError(op, err)
+	}
+	n := 0
+	for _, raw := range raws {
+		var s struct {
+			ID         string `json:"id"`
+			InstanceID string `json:"instanceId"`
+		}
+		if json.Unmarshal(raw, &s) != nil {
+			continue
+		}
+		var po azcosmos.PatchOperations
+		po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10) + " AND c.lastActivity > " + strconv.FormatInt(cutoff, 10))
+		po.AppendSet("/lockedUntil", now+extendFor.Milliseconds())
+		_, err := p.patchDoc(ctx, s.InstanceID, s.ID, po, idempotentWrite)
+		switch {
+		case err == nil:
+			n++
+		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
+		default:
+			return n, mapError(op, err)
+		}
+	}
+	return n, nil
+}
+
+// CleanupOrphanedSessions removes the sessions whose lock expired and that
+// have no pending worker-queue message, and returns how many it removed.
+// Requests: 2 cross-partition queries (expired sessions, messages with a
+// session), plus 1 delete per orphan, conditioned on its ETag so that a
+// session claimed in between survives.
+func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
+	const op = "cleanup_orphaned_sessions"
+	now := p.nowMs()
+	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId, c.sessionId, c._etag FROM c WHERE c.type = 'session' AND c.lockedUntil < @now",
+		[]azcosmos.QueryParameter{param("@now", now)}, queryOpts{})
+	if err != nil {
+		return 0, mapError(op, err)
+	}
+	if len(raws) == 0 {
+		return 0, nil
+	}
+	pendingRaws, err := p.query(ctx, nil, "SELECT c.instanceId, c.sessionId FROM c WHERE c.type = 'worker_queue' AND NOT IS_NULL(c.sessionId)", nil, queryOpts{})
+	if err != nil {
+		return 0, mapError(op, err)
+	}
+	pending := map[[2]string]bool{}
+	for _, raw := range pendingRaws {
+		var w workCandidate
+		if json.Unmarshal(raw, &w) == nil && w.SessionID != nil {
+			pending[[2]string{w.InstanceID, *w.SessionID}] = true
+		}
+	}
+	n := 0
+	for _, raw := range raws {
+		var s workCandidate
+		if json.Unmarshal(raw, &s) != nil || s.SessionID == nil || pending[[2]string{s.InstanceID, *s.SessionID}] {
+			continue
+		}
+		err := p.deleteDoc(ctx, s.InstanceID, s.ID, s.ETag)
+		switch {
+		case err == nil:
+			n++
+		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
+		default:
+			return n, mapError(op, err)
+		}
+	}
+	return n, nil
+}

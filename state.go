@@ -1,0 +1,91 @@
+package cdb
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// partitionState is what one single-partition query returned about an
+// instance, sorted by document type.
+type partitionState struct {
+	inst       *instanceDoc
+	msgs       []*queueDoc
+	workers    []*queueDoc
+	kvStore    *kvDoc
+	kvDelta    *kvDoc
+	executions []*executionDoc
+	history    []historyDoc
+	sessions   []*sessionDoc
+	intents    []*intentDoc
+	other      []docHeader
+}
+
+// parseState decodes the documents of one partition by their type; the
+// orchestrator-queue messages come out in enqueue order.
+func parseState(raws [][]byte) (partitionState, error) {
+	var st partitionState
+	for _, raw := range raws {
+		var h docHeader
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return st, fmt.Errorf("decode document: %w", err)
+		}
+		var err error
+		switch h.Type {
+		case typeInstance, typeInstancePending:
+			d := &instanceDoc{}
+			d.ETag, err = decodeDoc(raw, d)
+			st.inst = d
+		case typeOrchQueue, typeWorkerQueue:
+			d := &queueDoc{}
+			d.ETag, err = decodeDoc(raw, d)
+			if h.Type == typeOrchQueue {
+				st.msgs = append(st.msgs, d)
+			} else {
+				st.workers = append(st.workers, d)
+			}
+		case typeKV:
+			d := &kvDoc{}
+			d.ETag, err = decodeDoc(raw, d)
+			if d.ID == kvStoreDocID {
+				st.kvStore = d
+			} else {
+				st.kvDelta = d
+			}
+		case typeExecution:
+			d := &executionDoc{}
+			d.ETag, err = decodeDoc(raw, d)
+			st.executions = append(st.executions, d)
+		case typeHistory:
+			var d historyDoc
+			_, err = decodeDoc(raw, &d)
+			st.history = append(st.history, d)
+		case typeSession:
+			d := &sessionDoc{}
+			d.ETag, err = decodeDoc(raw, d)
+			st.sessions = append(st.sessions, d)
+		case typeOutboxIntent:
+			d := &intentDoc{}
+			_, err = decodeDoc(raw, d)
+			st.intents = append(st.intents, d)
+		default:
+			st.other = append(st.other, h)
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	sort.Slice(st.msgs, func(i, j int) bool { return st.msgs[i].before(st.msgs[j]) })
+	sort.Slice(st.executions, func(i, j int) bool { return st.executions[i].ExecutionID < st.executions[j].ExecutionID })
+	return st, nil
+}
+
+// execution returns the execution document with id executionID, or nil.
+func (st *partitionState) execution(executionID uint64) *executionDoc {
+	for _, e := range st.executions {
+		if e.ExecutionID == executionID {
+			return e
+		}
+	}
+	return nil
+}
