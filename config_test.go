@@ -1,0 +1,91 @@
+package cdb
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type fakeCredential struct{}
+
+func (fakeCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: "t", ExpiresOn: time.Now().Add(time.Hour)}, nil
+}
+
+// TestConfigDefaults checks the documented defaults of a minimal Config.
+func TestConfigDefaults(t *testing.T) {
+	c, err := Config{Endpoint: "https://acct.documents.azure.com:443/", Key: "a2V5"}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultDatabase, c.Database)
+	assert.Equal(t, DefaultContainer, c.Container)
+	assert.Equal(t, 1, c.OrchestrationConcurrency)
+	assert.Equal(t, 1, c.WorkerConcurrency)
+	assert.Equal(t, 2*time.Second, c.ReconcilerInterval)
+	assert.Equal(t, 2*time.Second, c.ReconcilerAgeThreshold)
+	assert.Equal(t, DefaultLongPollInterval, c.LongPollInterval)
+	require.NotNil(t, c.Logger)
+	require.NotNil(t, c.Now)
+	c.Logger.Info("the default logger discards this")
+
+	c, err = Config{Endpoint: "https://acct.documents.azure.com/", Credential: fakeCredential{}}.withDefaults()
+	require.NoError(t, err, "a token credential replaces the key")
+	assert.Equal(t, DefaultContainer, c.Container)
+}
+
+// TestConfigInvalid checks that each invalid field is reported by name.
+func TestConfigInvalid(t *testing.T) {
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "Endpoint is required"},
+		{Config{Endpoint: "https://a/"}, "Key or Credential is required"},
+		{Config{Endpoint: "not a url", Key: "k"}, "is not an http(s) URL"},
+		{Config{Endpoint: "ftp://a/", Key: "k"}, "is not an http(s) URL"},
+		{Config{Endpoint: "https://a/", Key: "k", Credential: fakeCredential{}}, "not both"},
+		{Config{Endpoint: "https://a/", Key: "k", Database: "a/b"}, "Database"},
+		{Config{Endpoint: "https://a/", Key: "k", Container: "x#y"}, "Container"},
+		{Config{Endpoint: "https://a/", Key: "k", Container: strings.Repeat("c", 256)}, "Container"},
+		{Config{Endpoint: "https://a/", Key: "k", OrchestrationConcurrency: 300}, "OrchestrationConcurrency"},
+		{Config{Endpoint: "https://a/", Key: "k", WorkerConcurrency: -1}, "WorkerConcurrency"},
+		{Config{Endpoint: "https://a/", Key: "k", ReconcilerInterval: -time.Second}, "ReconcilerInterval"},
+		{Config{Endpoint: "https://a/", Key: "k", ReconcilerAgeThreshold: -time.Second}, "ReconcilerAgeThreshold"},
+		{Config{Endpoint: "https://a/", Key: "k", LongPollInterval: -time.Second}, "LongPollInterval"},
+	}
+	for _, c := range cases {
+		_, err := c.cfg.withDefaults()
+		require.Error(t, err, "config %+v", c.cfg)
+		assert.Contains(t, err.Error(), c.want)
+		assert.Contains(t, err.Error(), "cdb: invalid config")
+	}
+}
+
+// TestNewRejectsInvalidConfig checks that New reports a bad config without
+// contacting anything.
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	p, err := New(context.Background(), Config{Endpoint: "https://127.0.0.1:1/"})
+	require.Error(t, err)
+	assert.Nil(t, p)
+	assert.Contains(t, err.Error(), "Key or Credential is required")
+}
+
+// TestConfigFromEnv checks the environment variables ConfigFromEnv reads.
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv(EnvEndpoint, "https://env.documents.azure.com/")
+	t.Setenv(EnvKey, "a2V5")
+	t.Setenv(EnvDatabase, "db1")
+	t.Setenv(EnvContainer, "")
+	c := ConfigFromEnv()
+	assert.Equal(t, "https://env.documents.azure.com/", c.Endpoint)
+	assert.Equal(t, "a2V5", c.Key)
+	assert.Equal(t, "db1", c.Database)
+	c, err := c.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultContainer, c.Container, "an unset variable leaves the default")
+}
