@@ -148,3 +148,6 @@ func newPrivateProvider(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, 
 	t.Cleanup(func() { _ = p.Close() })
 	return p, s
 }
+
+// cdbConfig is cdb.Config, for adjust functions.
+type cdbConfig = cdb.Config
