@@ -13,6 +13,7 @@ const maxItemBytes = 2 * 1024 * 1024
 type preparedDoc struct {
 	id    string
 	body  []byte // compact JSON, system properties stripped
+	index []byte // top-level property offsets, see item.index
 	pkKey string // canonical partition key
 }
 
@@ -47,24 +48,45 @@ func (c *container) prepareValue(v value) (*preparedDoc, *response) {
 	}
 	body := make([]byte, 0, 256)
 	body = append(body, '{')
-	first := true
-	for _, m := range v.members() {
+	ms := v.members()
+	index := make([]uint16, 0, 2*len(ms))
+	indexable := true
+	for _, m := range ms {
 		if isSystemProperty(m.key) {
 			continue
 		}
-		if !first {
+		if len(body) > 1 {
 			body = append(body, ',')
 		}
-		first = false
+		keyStart := len(body) + 1
 		body = appendString(body, m.key)
+		if len(body)-keyStart-1 != len(m.key) {
+			indexable = false // the key needed escapes
+		}
 		body = append(body, ':')
+		index = append(index, uint16(keyStart), uint16(len(body)))
 		body = m.val.appendJSON(body)
 	}
 	body = append(body, '}')
 	if len(body) > maxItemBytes {
 		return nil, tooLarge()
 	}
-	return &preparedDoc{id: id.s, body: body, pkKey: canonicalPK(comps)}, nil
+	d := &preparedDoc{id: id.s, pkKey: canonicalPK(comps)}
+	if !indexable || len(body) > 0xFFFF {
+		d.body = body
+		return d, nil
+	}
+	// One allocation holds the index followed by the body, so a lookup
+	// touches neighbouring memory.
+	buf := make([]byte, 2*len(index)+len(body))
+	for i, off := range index {
+		buf[2*i] = byte(off)
+		buf[2*i+1] = byte(off >> 8)
+	}
+	copy(buf[2*len(index):], body)
+	d.index = buf[: 2*len(index) : 2*len(index)]
+	d.body = buf[2*len(index):]
+	return d, nil
 }
 
 // requestPK parses the partition key header of a point operation.
@@ -132,7 +154,7 @@ type plan struct {
 
 // newVersion builds the next version of a document.
 func (s *Server) newVersion(c *container, d *preparedDoc, lsn uint64) *item {
-	return &item{id: d.id, body: d.body, coll: c, etag: s.newETag(), ts: s.unixNow(), lsn: lsn}
+	return &item{id: d.id, body: d.body, index: d.index, coll: c, etag: s.newETag(), ts: s.unixNow(), lsn: lsn}
 }
 
 func etagMatches(it *item, ifMatch string) bool {

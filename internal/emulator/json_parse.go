@@ -1,10 +1,12 @@
 package emulator
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // errBadJSON is returned for any malformed JSON text.
@@ -19,6 +21,9 @@ type jsonParser struct {
 	i     int
 	depth int
 	lazy  bool // keep nested arrays/objects as raw text instead of parsing them
+	// borrow lets strings share memory with b. Only for text that is never
+	// modified afterwards (stored documents) and already validated.
+	borrow bool
 }
 
 // parseJSON parses a complete JSON text into a fully materialized value.
@@ -145,6 +150,29 @@ func (p *jsonParser) number() (value, error) {
 	if err != nil {
 		return undefined, err
 	}
+	// Fast path: small integers, by far the most common numbers.
+	if digits := p.b[p.i:end]; len(digits) > 0 && len(digits) <= 15 {
+		neg := digits[0] == '-'
+		if neg {
+			digits = digits[1:]
+		}
+		var n int64
+		ok := len(digits) > 0
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if ok {
+			if neg {
+				n = -n
+			}
+			p.i = end
+			return numberValue(float64(n)), nil
+		}
+	}
 	f, err := strconv.ParseFloat(string(p.b[p.i:end]), 64)
 	if err != nil {
 		// Out-of-range numbers saturate to ±Inf, which JSON cannot carry.
@@ -159,6 +187,13 @@ func (p *jsonParser) str() (string, error) {
 	b := p.b
 	i := p.i + 1
 	start := i
+	if p.borrow {
+		q := bytes.IndexByte(b[start:], '"')
+		if q >= 0 && bytes.IndexByte(b[start:start+q], '\\') < 0 {
+			p.i = start + q + 1
+			return unsafe.String(unsafe.SliceData(b[start:]), q), nil
+		}
+	}
 	for i < len(b) {
 		c := b[i]
 		if c == '"' {
@@ -403,75 +438,132 @@ func (p *jsonParser) skip() error {
 
 func (p *jsonParser) skipString() error {
 	i := p.i + 1
-	for i < len(p.b) {
-		switch p.b[i] {
-		case '"':
-			p.i = i + 1
-			return nil
-		case '\\':
-			i += 2
-			continue
+	for {
+		q := bytes.IndexByte(p.b[i:], '"')
+		if q < 0 {
+			return errBadJSON
 		}
-		i++
+		end := i + q
+		// The quote is escaped when an odd number of backslashes precede it.
+		bs := 0
+		for j := end - 1; j >= p.i+1 && p.b[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			p.i = end + 1
+			return nil
+		}
+		i = end + 1
 	}
-	return errBadJSON
 }
 
-// rawLookup finds property key in the compact JSON object text raw and
-// returns its value, parsing scalars and keeping nested compounds raw.
-// raw must be valid JSON (it is only used on stored, validated documents).
-func rawLookup(raw []byte, key string) value {
-	p := jsonParser{b: raw, lazy: true}
-	p.ws()
-	if p.i >= len(raw) || raw[p.i] != '{' {
+// lazyValueAt parses the value starting at b[off]: scalars fully, arrays
+// and objects as raw text. b must be valid, never-modified JSON.
+func lazyValueAt(b []byte, off int) value {
+	p := jsonParser{b: b, i: off, lazy: true, borrow: true}
+	v, err := p.value()
+	if err != nil {
 		return undefined
 	}
+	return v
+}
+
+// rawKeyOffset finds property key of the object starting at b[start] and
+// returns the offset of its value. With duplicate keys the last one wins.
+// b must be valid JSON (stored, validated documents).
+func rawKeyOffset(b []byte, start int, key string) (int, bool) {
+	p := jsonParser{b: b, i: start, borrow: true}
+	p.ws()
+	if p.i >= len(b) || b[p.i] != '{' {
+		return 0, false
+	}
 	p.i++
-	found := undefined
+	found, ok := 0, false
 	for {
 		p.ws()
-		if p.i >= len(raw) || raw[p.i] == '}' {
-			return found
+		if p.i >= len(b) || b[p.i] == '}' {
+			return found, ok
 		}
-		if raw[p.i] == ',' {
+		if b[p.i] == ',' {
 			p.i++
 			p.ws()
 		}
-		if p.i >= len(raw) || raw[p.i] != '"' {
-			return found
+		if p.i >= len(b) || b[p.i] != '"' {
+			return found, ok
 		}
-		match, ok := p.keyEquals(key)
-		if !ok {
-			return found
+		match, valid := p.keyEquals(key)
+		if !valid {
+			return found, ok
 		}
 		p.ws()
-		p.i++ // ':'
+		if p.i >= len(b) || b[p.i] != ':' {
+			return found, ok
+		}
+		p.i++
+		p.ws()
 		if match {
-			v, err := p.value()
-			if err != nil {
-				return undefined
-			}
-			// Duplicate keys: the last one wins, as in most JSON readers.
-			found = v
-			continue
+			found, ok = p.i, true
 		}
 		if p.skip() != nil {
-			return found
+			return found, ok
 		}
 	}
+}
+
+// rawIndexOffset finds element idx of the array starting at b[start].
+func rawIndexOffset(b []byte, start, idx int) (int, bool) {
+	p := jsonParser{b: b, i: start, borrow: true}
+	p.ws()
+	if p.i >= len(b) || b[p.i] != '[' {
+		return 0, false
+	}
+	p.i++
+	for n := 0; ; n++ {
+		p.ws()
+		if p.i >= len(b) || b[p.i] == ']' {
+			return 0, false
+		}
+		if b[p.i] == ',' {
+			p.i++
+			p.ws()
+		}
+		if n == idx {
+			return p.i, true
+		}
+		if p.skip() != nil {
+			return 0, false
+		}
+	}
+}
+
+// rawLookup finds property key in the JSON object text raw and returns its
+// value, parsing scalars and keeping nested compounds raw.
+func rawLookup(raw []byte, key string) value {
+	off, ok := rawKeyOffset(raw, 0, key)
+	if !ok {
+		return undefined
+	}
+	return lazyValueAt(raw, off)
+}
+
+// rawIndex returns element i of the JSON array text raw.
+func rawIndex(raw []byte, idx int) value {
+	off, ok := rawIndexOffset(raw, 0, idx)
+	if !ok {
+		return undefined
+	}
+	return lazyValueAt(raw, off)
 }
 
 // keyEquals consumes the string at p.i and reports whether it equals key.
 func (p *jsonParser) keyEquals(key string) (match, ok bool) {
 	b := p.b
 	start := p.i + 1
-	i := start
-	for i < len(b) {
+	for i := start; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			match = string(b[start:i]) == key
 			p.i = i + 1
-			return match, true
+			return string(b[start:i]) == key, true
 		case '\\':
 			s, err := p.str()
 			if err != nil {
@@ -479,36 +571,6 @@ func (p *jsonParser) keyEquals(key string) (match, ok bool) {
 			}
 			return s == key, true
 		}
-		i++
 	}
 	return false, false
-}
-
-// rawIndex returns element i of the compact JSON array text raw.
-func rawIndex(raw []byte, idx int) value {
-	p := jsonParser{b: raw, lazy: true}
-	p.ws()
-	if p.i >= len(raw) || raw[p.i] != '[' {
-		return undefined
-	}
-	p.i++
-	for n := 0; ; n++ {
-		p.ws()
-		if p.i >= len(raw) || raw[p.i] == ']' {
-			return undefined
-		}
-		if raw[p.i] == ',' {
-			p.i++
-		}
-		if n == idx {
-			v, err := p.value()
-			if err != nil {
-				return undefined
-			}
-			return v
-		}
-		if p.skip() != nil {
-			return undefined
-		}
-	}
 }

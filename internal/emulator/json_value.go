@@ -30,6 +30,7 @@ type value struct {
 	n float64
 	s string
 	c *compound
+	d *item // a stored document: its body plus the system properties
 }
 
 // compound holds the payload of an array or object value.
@@ -37,7 +38,6 @@ type compound struct {
 	arr []value
 	obj []member
 	raw []byte // compact JSON text, parsed lazily when arr/obj are nil
-	doc *item  // a stored document: its body plus the system properties
 }
 
 // member is one property of an object, in document order.
@@ -63,7 +63,7 @@ func boolValue(b bool) value {
 }
 func arrayValue(a []value) value   { return value{k: kArray, c: &compound{arr: a}} }
 func objectValue(m []member) value { return value{k: kObject, c: &compound{obj: m}} }
-func docValue(it *item) value      { return value{k: kObject, c: &compound{doc: it}} }
+func docValue(it *item) value      { return value{k: kObject, d: it} }
 
 // rawValue wraps compact JSON text of an array or object for lazy parsing.
 func rawValue(k kind, raw []byte) value { return value{k: k, c: &compound{raw: raw}} }
@@ -89,14 +89,14 @@ func (v value) elems() []value {
 
 // members returns the properties of an object value (parsing it if needed).
 func (v value) members() []member {
+	if v.d != nil {
+		return v.d.members()
+	}
 	if v.k != kObject || v.c == nil {
 		return nil
 	}
 	if v.c.obj == nil {
-		switch {
-		case v.c.doc != nil:
-			v.c.obj = v.c.doc.members()
-		case v.c.raw != nil:
+		if v.c.raw != nil {
 			pv, err := parseJSON(v.c.raw)
 			if err == nil && pv.k == kObject {
 				v.c.obj = pv.c.obj
@@ -111,6 +111,9 @@ func (v value) members() []member {
 
 // get returns the property key of an object, or undefined.
 func (v value) get(key string) value {
+	if v.d != nil {
+		return v.d.get(key)
+	}
 	if v.k != kObject || v.c == nil {
 		return undefined
 	}
@@ -121,9 +124,6 @@ func (v value) get(key string) value {
 			}
 		}
 		return undefined
-	}
-	if v.c.doc != nil {
-		return v.c.doc.get(key)
 	}
 	if v.c.raw != nil {
 		return rawLookup(v.c.raw, key)
@@ -179,10 +179,10 @@ func (v value) appendJSON(buf []byte) []byte {
 		}
 		return append(buf, ']')
 	case kObject:
+		if v.d != nil {
+			return v.d.appendJSON(buf)
+		}
 		if v.c.obj == nil {
-			if v.c.doc != nil {
-				return v.c.doc.appendJSON(buf)
-			}
 			if v.c.raw != nil {
 				return append(buf, v.c.raw...)
 			}

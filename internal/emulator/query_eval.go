@@ -8,9 +8,10 @@ import (
 // evaluator evaluates expressions of one query execution.
 type evaluator struct {
 	params map[string]value
-	names  []string  // aliases bound in a row, outer query first
-	group  [][]value // rows of the current group, for aggregates
+	names  []string    // aliases bound in a row, outer query first
+	group  []resultRow // rows of the current group, for aggregates
 	err    error
+	rowBuf []value // reusable one-value row for simple FROM clauses
 }
 
 // eval evaluates e against row, whose values correspond to ev.names.
@@ -28,16 +29,18 @@ func (ev *evaluator) eval(e expr, row []value) value {
 		}
 		return v
 	case identExpr:
-		for i := len(ev.names) - 1; i >= 0; i-- {
-			if ev.names[i] == x.name {
-				if i < len(row) {
-					return row[i]
-				}
-				return undefined
-			}
-		}
-		return undefined
+		return ev.ident(x.name, row)
 	case propExpr:
+		if x.root != "" {
+			base := ev.ident(x.root, row)
+			if base.d != nil {
+				return base.d.getPath(x.path)
+			}
+			for _, seg := range x.path {
+				base = base.get(seg)
+			}
+			return base
+		}
 		return ev.eval(x.base, row).get(x.name)
 	case indexExpr:
 		base := ev.eval(x.base, row)
@@ -143,6 +146,19 @@ func (ev *evaluator) eval(e expr, row []value) value {
 		return objectValue(out)
 	case subqueryExpr:
 		return ev.subquery(x, row)
+	}
+	return undefined
+}
+
+// ident returns the value bound to an alias in row.
+func (ev *evaluator) ident(name string, row []value) value {
+	for i := len(ev.names) - 1; i >= 0; i-- {
+		if ev.names[i] == name {
+			if i < len(row) {
+				return row[i]
+			}
+			return undefined
+		}
 	}
 	return undefined
 }
@@ -361,19 +377,20 @@ func likeMatch(s, p []rune, esc rune) bool {
 // aggregate evaluates an aggregate call over the current group.
 func (ev *evaluator) aggregate(x callExpr, _ []value) value {
 	group := ev.group
+	arg := func(i int) value { return ev.eval(x.args[0], group[i].rowValues(ev)) }
 	switch x.name {
 	case "COUNT":
 		n := 0
-		for _, r := range group {
-			if ev.eval(x.args[0], r).defined() {
+		for i := range group {
+			if arg(i).defined() {
 				n++
 			}
 		}
 		return numberValue(float64(n))
 	case "SUM", "AVG":
 		sum, n := 0.0, 0
-		for _, r := range group {
-			v := ev.eval(x.args[0], r)
+		for i := range group {
+			v := arg(i)
 			switch v.k {
 			case kUndefined:
 				continue
@@ -393,8 +410,8 @@ func (ev *evaluator) aggregate(x callExpr, _ []value) value {
 		return numberValue(sum / float64(n))
 	case "MIN", "MAX":
 		best := undefined
-		for _, r := range group {
-			v := ev.eval(x.args[0], r)
+		for i := range group {
+			v := arg(i)
 			switch v.k {
 			case kUndefined:
 				continue

@@ -57,8 +57,8 @@ type page struct {
 
 // resultRow is one row of the FROM/JOIN product that passed WHERE.
 type resultRow struct {
-	row  []value
-	doc  *item // the stored document behind row[0], if any
+	row  []value // nil when the row is just the stored document doc
+	doc  *item   // the stored document behind row[0], if any
 	seq  uint64
 	sub  int
 	keys []value
@@ -157,6 +157,13 @@ func (q *query) countLimits(ev *evaluator) (skip, take int, err error) {
 // rowsOf expands one input value into the rows of FROM and JOIN, calling fn
 // for each; fn returns false to stop.
 func (q *query) rowsOf(ev *evaluator, outer []value, doc value, fn func(row []value, sub int) bool) bool {
+	if len(outer) == 0 && q.simpleFrom() {
+		if ev.rowBuf == nil {
+			ev.rowBuf = make([]value, 1)
+		}
+		ev.rowBuf[0] = doc
+		return fn(ev.rowBuf, 0)
+	}
 	base := make([]value, len(outer), len(outer)+1+len(q.joins))
 	copy(base, outer)
 	var firsts []value
@@ -441,8 +448,48 @@ func (q *query) execStream(ev *evaluator, in execInput, tok contToken, skip, tak
 	return w.p
 }
 
+// simpleFrom reports whether each input value yields exactly one row
+// (FROM without a path and without JOIN), the common case worth a fast path.
+func (q *query) simpleFrom() bool {
+	return q.from != nil && q.from.e == nil && q.from.sub == nil && len(q.joins) == 0
+}
+
+// rowValues returns the row of a collected result row.
+func (r *resultRow) rowValues(ev *evaluator) []value {
+	if r.row != nil {
+		return r.row
+	}
+	if ev.rowBuf == nil {
+		ev.rowBuf = make([]value, 1)
+	}
+	ev.rowBuf[0] = docValue(r.doc)
+	return ev.rowBuf
+}
+
 func (q *query) execOrdered(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
-	var rows []resultRow
+	n := 0
+	var last *resultRow
+	if tok.Kind != "" {
+		last = &resultRow{seq: tok.Seq, sub: tok.Sub, keys: make([]value, len(q.orderBy))}
+		for i, k := range tok.Keys {
+			if i < len(last.keys) && k != "undefined" {
+				last.keys[i], _ = parseJSON([]byte(k))
+			}
+		}
+		n = tok.N
+	}
+	// Collect the rows after the continuation point. Keys live in one arena
+	// to keep allocations per row low.
+	simple := q.simpleFrom()
+	nk := len(q.orderBy)
+	rows := make([]resultRow, 0, 64)
+	if simple && q.where == nil {
+		rows = make([]resultRow, 0, in.len())
+	}
+	var arena []value
+	if simple {
+		arena = make([]value, 0, in.len()*nk)
+	}
 	for i := 0; i < in.len(); i++ {
 		seq := in.seq(i)
 		var doc *item
@@ -450,33 +497,61 @@ func (q *query) execOrdered(ev *evaluator, in execInput, tok contToken, skip, ta
 			doc = in.docs[i]
 		}
 		q.rowsOf(ev, nil, in.value(i), func(row []value, sub int) bool {
-			if q.filter(ev, row) {
-				rows = append(rows, resultRow{row: append([]value(nil), row...), doc: doc, seq: seq, sub: sub, keys: q.orderKeys(ev, row)})
+			if !q.filter(ev, row) {
+				return true
 			}
+			r := resultRow{doc: doc, seq: seq, sub: sub}
+			if simple {
+				start := len(arena)
+				for _, o := range q.orderBy {
+					arena = append(arena, ev.eval(o.e, row))
+				}
+				r.keys = arena[start : start+nk : start+nk]
+				if doc == nil {
+					r.row = []value{row[0]}
+				}
+			} else {
+				r.keys = q.orderKeys(ev, row)
+				r.row = append([]value(nil), row...)
+			}
+			if last != nil && q.compareRows(&r, last) <= 0 {
+				if simple {
+					arena = arena[:len(arena)-nk]
+				}
+				return true
+			}
+			rows = append(rows, r)
 			return true
 		})
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return q.compareRows(&rows[i], &rows[j]) < 0 })
-	start := 0
-	n := 0
-	if tok.Kind != "" {
-		last := resultRow{seq: tok.Seq, sub: tok.Sub, keys: make([]value, len(q.orderBy))}
-		for i, k := range tok.Keys {
-			if i < len(last.keys) && k != "undefined" {
-				last.keys[i], _ = parseJSON([]byte(k))
+	// Only the first rows are needed for one page: select them with a heap
+	// instead of sorting everything, unless the page size is unbounded.
+	needed := len(rows)
+	if w.maxItems > 0 {
+		needed = w.maxItems + 1
+		if skip > n {
+			needed += skip - n
+		}
+	}
+	sorted := q.smallestRows(rows, needed)
+	var lastRow *resultRow
+	for i := 0; ; i++ {
+		if i == len(sorted) {
+			if len(sorted) == len(rows) {
+				break
+			}
+			// Projections dropped rows: fall back to a full sort.
+			sorted = q.smallestRows(rows, len(rows))
+			if i == len(sorted) {
+				break
 			}
 		}
-		start = sort.Search(len(rows), func(i int) bool { return q.compareRows(&rows[i], &last) > 0 })
-		n = tok.N
-	}
-	var lastRow *resultRow
-	for i := start; i < len(rows); i++ {
-		r := &rows[i]
-		out := q.project(ev, r.row)
+		r := &sorted[i]
+		out := q.project(ev, r.rowValues(ev))
 		if !out.defined() {
 			continue
 		}
-		if n >= skip+take && take != math.MaxInt {
+		if take != math.MaxInt && n >= skip+take {
 			break
 		}
 		if w.full() {
@@ -496,42 +571,131 @@ func (q *query) execOrdered(ev *evaluator, in execInput, tok contToken, skip, ta
 	return w.p
 }
 
-func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
+// smallestRows returns the k first rows in ORDER BY order (all rows, sorted,
+// when k >= len(rows)). rows is not modified.
+func (q *query) smallestRows(rows []resultRow, k int) []resultRow {
+	if k >= len(rows) || k > len(rows)/4 {
+		out := append([]resultRow(nil), rows...)
+		sort.Slice(out, func(i, j int) bool { return q.compareRows(&out[i], &out[j]) < 0 })
+		if k < len(out) {
+			out = out[:k]
+		}
+		return out
+	}
+	// Max-heap of the k smallest rows seen so far.
+	h := make([]int, 0, k)
+	less := func(a, b int) bool { return q.compareRows(&rows[h[a]], &rows[h[b]]) > 0 }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			m := l
+			if r := l + 1; r < len(h) && less(r, l) {
+				m = r
+			}
+			if !less(m, i) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	up := func(i int) {
+		for i > 0 {
+			p := (i - 1) / 2
+			if !less(i, p) {
+				return
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+	}
+	for i := range rows {
+		if len(h) < k {
+			h = append(h, i)
+			up(len(h) - 1)
+			continue
+		}
+		if q.compareRows(&rows[i], &rows[h[0]]) < 0 {
+			h[0] = i
+			down(0)
+		}
+	}
+	out := make([]resultRow, len(h))
+	for i, idx := range h {
+		out[i] = rows[idx]
+	}
+	sort.Slice(out, func(i, j int) bool { return q.compareRows(&out[i], &out[j]) < 0 })
+	return out
+}
+
+// collect evaluates FROM, JOIN and WHERE over in and returns the matching
+// rows, with their ORDER BY keys when the query sorts.
+func (q *query) collect(ev *evaluator, in execInput, outer []value) []resultRow {
+	simple := len(outer) == 0 && q.simpleFrom()
+	n := in.len()
 	var rows []resultRow
-	for i := 0; i < in.len(); i++ {
+	if simple && q.where == nil {
+		rows = make([]resultRow, 0, n)
+	}
+	for i := 0; i < n; i++ {
 		seq := in.seq(i)
 		var doc *item
 		if in.docs != nil {
 			doc = in.docs[i]
 		}
-		q.rowsOf(ev, nil, in.value(i), func(row []value, sub int) bool {
-			if q.filter(ev, row) {
-				r := resultRow{row: append([]value(nil), row...), doc: doc, seq: seq, sub: sub}
-				if len(q.orderBy) > 0 {
-					r.keys = q.orderKeys(ev, row)
-				}
-				rows = append(rows, r)
+		var src value
+		if in.docs != nil || in.vals != nil {
+			src = in.value(i)
+		}
+		q.rowsOf(ev, outer, src, func(row []value, sub int) bool {
+			if !q.filter(ev, row) {
+				return true
 			}
-			return true
+			r := resultRow{doc: doc, seq: seq, sub: sub}
+			if !simple || doc == nil {
+				r.row = append([]value(nil), row...)
+			}
+			if len(q.orderBy) > 0 {
+				r.keys = q.orderKeys(ev, row)
+			}
+			rows = append(rows, r)
+			return len(rows) < maxBufferedRows
 		})
 	}
 	if len(q.orderBy) > 0 {
 		sort.SliceStable(rows, func(i, j int) bool { return q.compareRows(&rows[i], &rows[j]) < 0 })
 	}
-	type outRow struct {
-		v   value
-		doc *item
-	}
+	return rows
+}
+
+// maxBufferedRows bounds what one buffered query (or subquery) may hold.
+const maxBufferedRows = 10_000_000
+
+// outRow is one projected result of a buffered query.
+type outRow struct {
+	v   value
+	doc *item
+}
+
+// finish projects collected rows (grouping them when the query aggregates),
+// then applies DISTINCT and OFFSET/LIMIT/TOP.
+func (q *query) finish(ev *evaluator, rows []resultRow, skip, take int, outerRow []value) []outRow {
 	var outs []outRow
 	if q.hasAgg || len(q.groupBy) > 0 {
 		for _, g := range q.groups(ev, rows) {
-			ev.group = g
 			var first []value
-			if len(g) > 0 {
-				first = g[0]
-			} else {
+			switch {
+			case len(g) > 0:
+				first = append([]value(nil), g[0].rowValues(ev)...)
+			case outerRow != nil:
+				first = append(append([]value(nil), outerRow...), make([]value, len(q.aliases))...)
+			default:
 				first = make([]value, len(q.aliases))
 			}
+			ev.group = g
 			if v := q.project(ev, first); v.defined() {
 				outs = append(outs, outRow{v: v})
 			}
@@ -539,7 +703,7 @@ func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, t
 		}
 	} else {
 		for i := range rows {
-			if v := q.project(ev, rows[i].row); v.defined() {
+			if v := q.project(ev, rows[i].rowValues(ev)); v.defined() {
 				outs = append(outs, outRow{v: v, doc: q.starDoc(&rows[i])})
 			}
 		}
@@ -563,6 +727,11 @@ func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, t
 	if take < len(outs) {
 		outs = outs[:take]
 	}
+	return outs
+}
+
+func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
+	outs := q.finish(ev, q.collect(ev, in, nil), skip, take, nil)
 	for i := tok.I; i < len(outs); i++ {
 		if w.full() {
 			w.p.next = encodeToken(contToken{Hash: queryHash(q), Kind: "b", I: i})
@@ -576,20 +745,17 @@ func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, t
 // groups partitions rows by the GROUP BY keys, in order of first
 // appearance. Without GROUP BY (aggregates only) there is one group, even
 // when empty.
-func (q *query) groups(ev *evaluator, rows []resultRow) [][][]value {
+func (q *query) groups(ev *evaluator, rows []resultRow) [][]resultRow {
 	if len(q.groupBy) == 0 {
-		g := make([][]value, len(rows))
-		for i := range rows {
-			g[i] = rows[i].row
-		}
-		return [][][]value{g}
+		return [][]resultRow{rows}
 	}
 	index := map[string]int{}
-	var out [][][]value
+	var out [][]resultRow
 	for i := range rows {
+		row := rows[i].rowValues(ev)
 		key := make([]byte, 0, 32)
 		for _, g := range q.groupBy {
-			key = ev.eval(g, rows[i].row).appendCanonical(key)
+			key = ev.eval(g, row).appendCanonical(key)
 			key = append(key, 0)
 		}
 		k := string(key)
@@ -599,7 +765,7 @@ func (q *query) groups(ev *evaluator, rows []resultRow) [][][]value {
 			index[k] = gi
 			out = append(out, nil)
 		}
-		out[gi] = append(out[gi], rows[i].row)
+		out[gi] = append(out[gi], rows[i])
 	}
 	return out
 }
@@ -613,57 +779,11 @@ func runSubquery(q *query, outer *evaluator, outerRow []value) ([]value, error) 
 	if err != nil {
 		return nil, err
 	}
-	var rows []resultRow
-	q.rowsOf(ev, outerRow, undefined, func(row []value, sub int) bool {
-		if q.filter(ev, row) {
-			r := resultRow{row: append([]value(nil), row...), sub: sub}
-			if len(q.orderBy) > 0 {
-				r.keys = q.orderKeys(ev, row)
-			}
-			rows = append(rows, r)
-		}
-		return len(rows) < 100000
-	})
-	if len(q.orderBy) > 0 {
-		sort.SliceStable(rows, func(i, j int) bool { return q.compareRows(&rows[i], &rows[j]) < 0 })
+	in := execInput{vals: []value{undefined}}
+	outs := q.finish(ev, q.collect(ev, in, outerRow), skip, take, outerRow)
+	res := make([]value, len(outs))
+	for i, o := range outs {
+		res[i] = o.v
 	}
-	var outs []value
-	if q.hasAgg || len(q.groupBy) > 0 {
-		for _, g := range q.groups(ev, rows) {
-			ev.group = g
-			first := outerRow
-			if len(g) > 0 {
-				first = g[0]
-			}
-			if v := q.project(ev, first); v.defined() {
-				outs = append(outs, v)
-			}
-			ev.group = nil
-		}
-	} else {
-		for _, r := range rows {
-			if v := q.project(ev, r.row); v.defined() {
-				outs = append(outs, v)
-			}
-		}
-	}
-	if q.distinct {
-		seen := map[string]bool{}
-		kept := outs[:0]
-		for _, o := range outs {
-			if k := o.canonical(); !seen[k] {
-				seen[k] = true
-				kept = append(kept, o)
-			}
-		}
-		outs = kept
-	}
-	if skip > len(outs) {
-		skip = len(outs)
-	}
-	outs = outs[skip:]
-	if take < len(outs) {
-		outs = outs[:take]
-	}
-	return outs, ev.err
+	return res, ev.err
 }

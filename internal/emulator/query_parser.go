@@ -14,6 +14,10 @@ type (
 	propExpr  struct {
 		base expr
 		name string
+		// root and path describe a pure property chain such as c.a.b
+		// (root "c", path [a b]); root is "" otherwise.
+		root string
+		path []string
 	}
 	indexExpr struct{ base, index expr }
 	unaryExpr struct {
@@ -618,7 +622,7 @@ func (p *parser) postfixOp(base expr) (expr, error) {
 			// Keywords are upper-cased by the lexer; recover the source text.
 			name = p.text[t.pos : t.pos+len(t.text)]
 		}
-		return propExpr{base, name}, nil
+		return newPropExpr(base, name), nil
 	}
 	p.i++ // '['
 	idx, err := p.expr()
@@ -629,9 +633,24 @@ func (p *parser) postfixOp(base expr) (expr, error) {
 		return nil, err
 	}
 	if lit, ok := idx.(litExpr); ok && lit.v.k == kString {
-		return propExpr{base, lit.v.s}, nil
+		return newPropExpr(base, lit.v.s), nil
 	}
 	return indexExpr{base, idx}, nil
+}
+
+// newPropExpr builds base.name, recording the path of pure property chains.
+func newPropExpr(base expr, name string) propExpr {
+	pe := propExpr{base: base, name: name}
+	switch b := base.(type) {
+	case identExpr:
+		pe.root, pe.path = b.name, []string{name}
+	case propExpr:
+		if b.root != "" {
+			pe.root = b.root
+			pe.path = append(append(make([]string, 0, len(b.path)+1), b.path...), name)
+		}
+	}
+	return pe
 }
 
 func (p *parser) primary() (expr, error) {

@@ -62,12 +62,17 @@ type partition struct {
 type item struct {
 	id   string
 	body []byte // compact JSON object, system properties stripped
-	coll *container
-	part *partition
-	seq  uint64 // document number: the _rid, stable across replaces
-	etag uint64
-	ts   int64 // _ts, seconds since the Unix epoch
-	lsn  uint64
+	// index holds, for each top-level property in order, the offset of its
+	// key (after the opening quote) and of its value in body, as
+	// little-endian uint16 pairs. nil when the body is over 64 KB or a key
+	// needs escaping; lookups then scan body.
+	index []byte
+	coll  *container
+	part  *partition
+	seq   uint64 // document number: the _rid, stable across replaces
+	etag  uint64
+	ts    int64 // _ts, seconds since the Unix epoch
+	lsn   uint64
 
 	allIdx  int
 	partIdx int
@@ -160,7 +165,65 @@ func (it *item) get(key string) value {
 			return v
 		}
 	}
-	return rawLookup(it.body, key)
+	off, ok := it.offset(key)
+	if !ok {
+		return undefined
+	}
+	return lazyValueAt(it.body, off)
+}
+
+// offset returns where the value of top-level property key starts in body.
+func (it *item) offset(key string) (int, bool) {
+	if it.index == nil {
+		return rawKeyOffset(it.body, 0, key)
+	}
+	b, ix := it.body, it.index
+	for i := len(ix) - 4; i >= 0; i -= 4 {
+		ks := int(ix[i]) | int(ix[i+1])<<8
+		vs := int(ix[i+2]) | int(ix[i+3])<<8
+		// The key is followed by `":`, so its length is known from the
+		// index alone; only keys of the right length touch the body.
+		if vs-ks-2 == len(key) && string(b[ks:ks+len(key)]) == key {
+			return vs, true
+		}
+	}
+	return 0, false
+}
+
+// getPath returns the value at a property path (a.b.c, or a.0 for array
+// elements written as a[0]) without materializing the objects on the way.
+func (it *item) getPath(path []string) value {
+	if len(path) == 1 || (len(path[0]) > 0 && path[0][0] == '_') {
+		v := it.get(path[0])
+		for _, seg := range path[1:] {
+			v = v.get(seg)
+		}
+		return v
+	}
+	off, ok := it.offset(path[0])
+	if !ok {
+		return undefined
+	}
+	b := it.body
+	for _, seg := range path[1:] {
+		switch {
+		case off < len(b) && b[off] == '{':
+			if off, ok = rawKeyOffset(b, off, seg); !ok {
+				return undefined
+			}
+		case off < len(b) && b[off] == '[':
+			n, err := strconv.Atoi(seg)
+			if err != nil || n < 0 {
+				return undefined
+			}
+			if off, ok = rawIndexOffset(b, off, n); !ok {
+				return undefined
+			}
+		default:
+			return undefined
+		}
+	}
+	return lazyValueAt(b, off)
 }
 
 // members parses the whole document, system properties last.

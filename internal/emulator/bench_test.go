@@ -1,0 +1,166 @@
+package emulator
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/stretchr/testify/require"
+)
+
+// benchDoc is a document shaped like the provider's history events.
+func benchDoc(pk string, i int) []byte {
+	return []byte(fmt.Sprintf(`{"id":"%s-%08d","pk":"%s","instanceId":"%s","type":"history","executionId":1,"eventId":%d,`+
+		`"createdAt":1733000000000,"eventData":{"type":"ActivityCompleted","event_id":%d,"source_event_id":%d,`+
+		`"result":"{\"ok\":true,\"value\":\"some result payload of moderate size\"}","ts":1733000000000}}`,
+		pk, i, pk, pk, i, i, i-1))
+}
+
+// seed loads n documents into partition pk with 100-operation batches.
+func seed(b testing.TB, e *env, c *azcosmos.ContainerClient, pk string, n int) int {
+	b.Helper()
+	total := 0
+	for start := 0; start < n; start += 100 {
+		batch := c.NewTransactionalBatch(azcosmos.NewPartitionKeyString(pk))
+		for i := start; i < start+100 && i < n; i++ {
+			d := benchDoc(pk, i)
+			total += len(d)
+			batch.CreateItem(d, nil)
+		}
+		r, err := c.ExecuteTransactionalBatch(e.ctx, batch, nil)
+		require.NoError(b, err)
+		require.True(b, r.Success)
+	}
+	return total
+}
+
+// BenchmarkPointRead measures point reads per second through the SDK.
+func BenchmarkPointRead(b *testing.B) {
+	e := newEnv(b)
+	c := e.container("bench", nil)
+	seed(b, e, c, "p", 1000)
+	pk := azcosmos.NewPartitionKeyString("p")
+	var n atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1) % 1000
+			if _, err := c.ReadItem(context.Background(), pk, fmt.Sprintf("p-%08d", i), nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reads/s")
+}
+
+// BenchmarkBatch10 measures transactional batches of ten creates per second.
+func BenchmarkBatch10(b *testing.B) {
+	e := newEnv(b)
+	c := e.container("bench", nil)
+	var n atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			k := n.Add(1)
+			pk := fmt.Sprint("inst-", k)
+			batch := c.NewTransactionalBatch(azcosmos.NewPartitionKeyString(pk))
+			for i := 0; i < 10; i++ {
+				batch.CreateItem(benchDoc(pk, i), nil)
+			}
+			r, err := c.ExecuteTransactionalBatch(context.Background(), batch, nil)
+			if err != nil || !r.Success {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "batches/s")
+}
+
+// BenchmarkQuery100k measures single-partition queries over 100,000
+// documents: each iteration runs the query to its first page.
+func BenchmarkQuery100k(b *testing.B) {
+	e := newEnv(b)
+	c := e.container("bench", nil)
+	seed(b, e, c, "big", 100000)
+	pk := azcosmos.NewPartitionKeyString("big")
+	for _, q := range []string{
+		"SELECT * FROM c WHERE c.eventId >= 99990",
+		"SELECT * FROM c WHERE c.type = 'history' AND c.executionId = 1 AND c.eventId > 50000 AND c.eventId <= 50100",
+		"SELECT TOP 10 * FROM c WHERE c.type = 'history' ORDER BY c.eventId DESC",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.eventData.type = 'ActivityCompleted'",
+		"SELECT * FROM c WHERE c.type = 'history' ORDER BY c.eventId",
+	} {
+		b.Run(q, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				pager := c.NewQueryItemsPager(q, pk, nil)
+				if _, err := pager.NextPage(e.ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMemory reports the heap the emulator holds per byte of stored
+// JSON (documents as the client sent them).
+func BenchmarkMemory(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		e := newEnv(b)
+		c := e.container("bench", nil)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		jsonBytes := 0
+		for p := 0; p < 100; p++ {
+			jsonBytes += seed(b, e, c, fmt.Sprint("inst-", p), 500)
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(jsonBytes), "heap/json")
+		b.ReportMetric(float64(jsonBytes)/50000, "json-bytes/doc")
+		runtime.KeepAlive(e)
+	}
+}
+
+// BenchmarkQueryEngine100k runs the query engine directly over 100,000
+// stored documents, without HTTP or the SDK, to separate engine time from
+// transport time.
+func BenchmarkQueryEngine100k(b *testing.B) {
+	s := &Server{now: time.Now}
+	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	for i := 0; i < 100000; i++ {
+		d, resp := c.prepareDoc(benchDoc("big", i))
+		if resp != nil {
+			b.Fatal(resp.errMsg)
+		}
+		c.commit([]plan{{pkKey: d.pkKey, next: s.newVersion(c, d, 1)}}, 1)
+	}
+	docs := c.snapshot(nil)
+	for _, text := range []string{
+		"SELECT * FROM c WHERE c.eventId >= 99990",
+		"SELECT * FROM c WHERE c.type = 'history' AND c.executionId = 1 AND c.eventId > 50000 AND c.eventId <= 50100",
+		"SELECT TOP 10 * FROM c WHERE c.type = 'history' ORDER BY c.eventId DESC",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.eventData.type = 'ActivityCompleted'",
+		"SELECT * FROM c WHERE c.type = 'history' ORDER BY c.eventId",
+	} {
+		q, err := parseQuery(text)
+		require.NoError(b, err)
+		b.Run(text, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := q.execute(execInput{docs: docs}, pageRequest{maxItems: defaultPageSize}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
