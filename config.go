@@ -57,11 +57,15 @@ type Config struct {
 	Credential azcore.TokenCredential
 	// Client is a ready azcosmos client; when set, Endpoint, Key,
 	// Credential and ClientOptions are ignored and Close does not close it.
+	// Give it PartitionKeyHeaderPolicy in its PerCallPolicies, or instance
+	// ids with characters outside Unicode's Basic Multilingual Plane (an
+	// emoji) will be refused by the service.
 	Client *azcosmos.Client
 	// ClientOptions are passed to the azcosmos client New builds (a custom
 	// transport, for instance). New disables the SDK's generic retries
 	// (Retry.MaxRetries = -1) unless they are set explicitly: the provider
-	// retries itself, knowing which writes are safe to repeat.
+	// retries itself, knowing which writes are safe to repeat. New also
+	// appends PartitionKeyHeaderPolicy to PerCallPolicies.
 	ClientOptions *azcosmos.ClientOptions
 
 	// Database is the database name; default DefaultDatabase.

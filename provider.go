@@ -101,6 +101,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		if cfg.ClientOptions != nil {
 			opts = *cfg.ClientOptions
 		}
+		opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
 		if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
 			opts.Retry = policy.RetryOptions{MaxRetries: -1}
 		}
