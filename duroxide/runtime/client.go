@@ -86,43 +86,6 @@ func (c *Client) CancelInstance(ctx context.Context, instance, reason string) er
 	return c.enqueue(ctx, "cancel", duroxide.CancelInstanceItem{Instance: instance, Reason: reason})
 }
 
-// StatusKind is the state of an orchestration as the client sees it
-// (duroxide's OrchestrationStatus variants).
-type StatusKind string
-
-// The orchestration states.
-const (
-	StatusNotFound  StatusKind = "NotFound"
-	StatusRunning   StatusKind = "Running"
-	StatusCompleted StatusKind = "Completed"
-	StatusFailed    StatusKind = "Failed"
-)
-
-// OrchestrationStatus is an instance's state (duroxide's
-// OrchestrationStatus). Output is set when Completed, Details when Failed.
-type OrchestrationStatus struct {
-	Kind    StatusKind
-	Output  string
-	Details *duroxide.ErrorDetails
-	// CustomStatus is the last custom status (nil when none) and
-	// CustomStatusVersion its change counter.
-	CustomStatus        *string
-	CustomStatusVersion uint64
-}
-
-// Error returns the failure's display message ("" unless Failed).
-func (s OrchestrationStatus) Error() string {
-	if s.Details == nil {
-		return ""
-	}
-	return s.Details.DisplayMessage()
-}
-
-// IsTerminal reports whether the status is Completed or Failed.
-func (s OrchestrationStatus) IsTerminal() bool {
-	return s.Kind == StatusCompleted || s.Kind == StatusFailed
-}
-
 // GetOrchestrationStatus reads instance's status from its latest
 // execution's history: Completed or Failed from the terminal event, Running
 // once started (including between continue-as-new executions), NotFound
@@ -179,17 +142,6 @@ func WaitForOrchestrationTyped[Out any](ctx context.Context, c *Client, instance
 		return zero, &OrchestrationFailedError{Instance: instance, Details: *st.Details}
 	}
 	return Decode[Out](st.Output)
-}
-
-// OrchestrationFailedError reports a Failed orchestration to typed callers.
-type OrchestrationFailedError struct {
-	Instance string
-	Details  duroxide.ErrorDetails
-}
-
-// Error returns the failure's display message.
-func (e *OrchestrationFailedError) Error() string {
-	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, e.Details.DisplayMessage())
 }
 
 // WaitForStatusChange waits until instance's custom status version exceeds

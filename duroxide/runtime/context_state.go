@@ -208,9 +208,9 @@ func (s *ctxState) markCancelled(token uint64, kind scheduleKind) {
 	s.cancelledTokens[token] = kind
 }
 
-// cancelledIDs returns, in token order, the schedule ids of the dropped
-// futures of kind that are bound to history.
-func (s *ctxState) cancelledIDs(kind scheduleKind) []uint64 {
+// cancelledTokensOf returns, in ascending (creation) order, the tokens of
+// the dropped futures of kind.
+func (s *ctxState) cancelledTokensOf(kind scheduleKind) []uint64 {
 	tokens := make([]uint64, 0, len(s.cancelledTokens))
 	for t, k := range s.cancelledTokens {
 		if k == kind {
@@ -218,8 +218,14 @@ func (s *ctxState) cancelledIDs(kind scheduleKind) []uint64 {
 		}
 	}
 	slices.Sort(tokens)
+	return tokens
+}
+
+// cancelledIDs returns, in token order, the schedule ids of the dropped
+// futures of kind that are bound to history.
+func (s *ctxState) cancelledIDs(kind scheduleKind) []uint64 {
 	var ids []uint64
-	for _, t := range tokens {
+	for _, t := range s.cancelledTokensOf(kind) {
 		if id, ok := s.bindings[t]; ok {
 			ids = append(ids, id)
 		}
@@ -235,15 +241,8 @@ type cancelledChild struct {
 // cancelledSubOrchestrations returns the dropped, bound sub-orchestration
 // futures with their (unprefixed) child ids.
 func (s *ctxState) cancelledSubOrchestrations() []cancelledChild {
-	tokens := make([]uint64, 0, len(s.cancelledTokens))
-	for t, k := range s.cancelledTokens {
-		if k == kindSubOrchestration {
-			tokens = append(tokens, t)
-		}
-	}
-	slices.Sort(tokens)
 	var out []cancelledChild
-	for _, t := range tokens {
+	for _, t := range s.cancelledTokensOf(kindSubOrchestration) {
 		id, bound := s.bindings[t]
 		inst, known := s.subOrchInstances[t]
 		if bound && known {

@@ -90,6 +90,9 @@ func Await[T any](f *Future) (T, error) {
 
 // Result is one outcome of Join.
 type Result struct {
+	// Value is the future's value (see Future.Get).
 	Value string
-	Err   error
+	// Err is the future's error, a *TaskFailedError for a failed activity
+	// or sub-orchestration.
+	Err error
 }

@@ -88,8 +88,10 @@ type Options struct {
 // (1-based) waits Base * 2^(n-1), with the exponent capped at 6 and the delay
 // capped at Max.
 type UnregisteredBackoff struct {
+	// Base is the delay after the first attempt.
 	Base time.Duration
-	Max  time.Duration
+	// Max caps the delay.
+	Max time.Duration
 }
 
 // Delay returns the backoff for a message fetched attemptCount times.

@@ -20,26 +20,9 @@ const (
 // turn, decide it, commit it, until the runtime stops.
 func (r *Runtime) orchestrationLoop(workerID string, proc *turnProcessor) {
 	filter := r.opts.capabilityFilter()
-	consecutiveErrors := 0
-	for !r.isStopping() {
-		start := time.Now()
-		item, err := r.provider.FetchOrchestrationItem(r.fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
-		if err != nil {
-			if r.fetchCtx.Err() != nil {
-				return
-			}
-			consecutiveErrors++
-			r.logger.Warn("error fetching orchestration item", "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
-			r.idle(fetchBackoff(err, consecutiveErrors))
-			continue
-		}
-		consecutiveErrors = 0
-		if item == nil {
-			r.idle(r.opts.PollInterval - time.Since(start))
-			continue
-		}
-		r.processOrchestrationItem(item, proc)
-	}
+	pollLoop(r, workerID, "orchestration item", func() (*duroxide.OrchestrationItem, error) {
+		return r.provider.FetchOrchestrationItem(r.fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
+	}, func(item *duroxide.OrchestrationItem) { r.processOrchestrationItem(item, proc) })
 }
 
 // processOrchestrationItem runs one turn under a renewed lock and commits
@@ -106,19 +89,13 @@ func (r *Runtime) ackWithRetry(token string, a ackRequest) error {
 // renewOrchestrationLock extends a turn's lock until ctx ends or a renewal
 // fails (the lock is gone).
 func (r *Runtime) renewOrchestrationLock(ctx context.Context, token string) {
-	t := time.NewTicker(renewalInterval(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := r.provider.RenewOrchestrationItemLock(ctx, token, r.opts.OrchestratorLockTimeout); err != nil {
-				r.logger.Debug("failed to renew orchestration lock (acked, abandoned or expired)", "error", err)
-				return
-			}
+	every(ctx, renewalInterval(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer), func() bool {
+		if err := r.provider.RenewOrchestrationItemLock(ctx, token, r.opts.OrchestratorLockTimeout); err != nil {
+			r.logger.Debug("failed to renew orchestration lock (acked, abandoned or expired)", "error", err)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // asProviderError returns err as a *duroxide.ProviderError, wrapping errors

@@ -187,17 +187,7 @@ func RegisterOrchestrationVersionTyped[In, Out any](r *Registry, name, version s
 	if fn == nil {
 		return fmt.Errorf("runtime: orchestration registration needs a name and a function")
 	}
-	return r.RegisterOrchestrationVersion(name, version, func(ctx *OrchestrationContext, input string) (string, error) {
-		in, err := Decode[In](input)
-		if err != nil {
-			return "", err
-		}
-		out, err := fn(ctx, in)
-		if err != nil {
-			return "", err
-		}
-		return Encode(out)
-	})
+	return r.RegisterOrchestrationVersion(name, version, typed(fn))
 }
 
 // RegisterActivityTyped registers a typed activity: the input is decoded
@@ -207,7 +197,13 @@ func RegisterActivityTyped[In, Out any](r *Registry, name string, fn func(ctx *A
 	if fn == nil {
 		return fmt.Errorf("runtime: activity registration needs a name and a function")
 	}
-	return r.RegisterActivity(name, func(ctx *ActivityContext, input string) (string, error) {
+	return r.RegisterActivity(name, typed(fn))
+}
+
+// typed wraps a typed function into its string form: the input decoded
+// with Decode, the output encoded with Encode.
+func typed[C, In, Out any](fn func(ctx C, input In) (Out, error)) func(C, string) (string, error) {
+	return func(ctx C, input string) (string, error) {
 		in, err := Decode[In](input)
 		if err != nil {
 			return "", err
@@ -217,5 +213,5 @@ func RegisterActivityTyped[In, Out any](r *Registry, name string, fn func(ctx *A
 			return "", err
 		}
 		return Encode(out)
-	})
+	}
 }

@@ -134,6 +134,13 @@ func hasCompletion(events []duroxide.Event, id uint64, kinds ...duroxide.EventTy
 	return false
 }
 
+// The completion kinds of activities and of sub-orchestrations: a second
+// completion of either kind for one schedule is a duplicate.
+var (
+	activityCompletions = []duroxide.EventType{duroxide.EventTypeActivityCompleted, duroxide.EventTypeActivityFailed}
+	childCompletions    = []duroxide.EventType{duroxide.EventTypeSubOrchestrationCompleted, duroxide.EventTypeSubOrchestrationFailed}
+)
+
 // prepCompletions converts the turn's messages into history events
 // (duroxide's prep_completions): messages of another execution and
 // duplicates (a second completion of the same schedule) are dropped, a completion without a matching schedule of the
@@ -152,35 +159,24 @@ func (e *replayEngine) prepCompletions(messages []duroxide.WorkItem) {
 			dupKinds   []duroxide.EventType
 			completion = true
 		)
+		var failure *duroxide.ErrorDetails
 		switch m := msg.Kind.(type) {
 		case duroxide.ActivityCompletedItem:
-			id, wantKind, execID, checkExec = m.ID, "activity", m.ExecutionID, true
+			id, wantKind, execID, checkExec, dupKinds = m.ID, "activity", m.ExecutionID, true, activityCompletions
 			kind = duroxide.ActivityCompleted{Result: m.Result}
-			dupKinds = []duroxide.EventType{duroxide.EventTypeActivityCompleted, duroxide.EventTypeActivityFailed}
 		case duroxide.ActivityFailedItem:
-			id, wantKind, execID, checkExec = m.ID, "activity", m.ExecutionID, true
-			kind = duroxide.ActivityFailed{Details: m.Details}
-			dupKinds = []duroxide.EventType{duroxide.EventTypeActivityCompleted, duroxide.EventTypeActivityFailed}
-			if m.Details.Application == nil {
-				d := m.Details
-				sysErr = &d
-			}
+			id, wantKind, execID, checkExec, dupKinds = m.ID, "activity", m.ExecutionID, true, activityCompletions
+			kind, failure = duroxide.ActivityFailed{Details: m.Details}, &m.Details
 		case duroxide.TimerFiredItem:
 			id, wantKind, execID, checkExec = m.ID, "timer", m.ExecutionID, true
 			kind = duroxide.TimerFired{FireAtMs: m.FireAtMs}
 			dupKinds = []duroxide.EventType{duroxide.EventTypeTimerFired}
 		case duroxide.SubOrchCompletedItem:
-			id, wantKind, execID, checkExec = m.ParentID, "suborchestration", m.ParentExecutionID, true
+			id, wantKind, execID, checkExec, dupKinds = m.ParentID, "suborchestration", m.ParentExecutionID, true, childCompletions
 			kind = duroxide.SubOrchestrationCompleted{Result: m.Result}
-			dupKinds = []duroxide.EventType{duroxide.EventTypeSubOrchestrationCompleted, duroxide.EventTypeSubOrchestrationFailed}
 		case duroxide.SubOrchFailedItem:
-			id, wantKind, execID, checkExec = m.ParentID, "suborchestration", m.ParentExecutionID, true
-			kind = duroxide.SubOrchestrationFailed{Details: m.Details}
-			dupKinds = []duroxide.EventType{duroxide.EventTypeSubOrchestrationCompleted, duroxide.EventTypeSubOrchestrationFailed}
-			if m.Details.Application == nil {
-				d := m.Details
-				sysErr = &d
-			}
+			id, wantKind, execID, checkExec, dupKinds = m.ParentID, "suborchestration", m.ParentExecutionID, true, childCompletions
+			kind, failure = duroxide.SubOrchestrationFailed{Details: m.Details}, &m.Details
 		case duroxide.ExternalRaisedItem:
 			completion = false
 			kind = duroxide.ExternalEvent{Name: m.Name, Data: m.Data}
@@ -195,6 +191,9 @@ func (e *replayEngine) prepCompletions(messages []duroxide.WorkItem) {
 			kind = duroxide.OrchestrationCancelRequested{Reason: m.Reason}
 		default:
 			continue // start items are handled by the dispatcher
+		}
+		if failure != nil && failure.Application == nil {
+			sysErr = failure // Configuration, Infrastructure, Poison: abort the turn
 		}
 		if completion {
 			if checkExec && execID != e.executionID {

@@ -26,9 +26,14 @@ const (
 // BackoffStrategy computes the delay between retry attempts (duroxide's
 // BackoffStrategy). The zero value is the default exponential backoff.
 type BackoffStrategy struct {
-	Kind       BackoffKind
-	Base       time.Duration
-	Max        time.Duration
+	// Kind selects the formula.
+	Kind BackoffKind
+	// Base is the fixed delay (Fixed), the per-attempt step (Linear) or the
+	// first delay (Exponential).
+	Base time.Duration
+	// Max caps Linear and Exponential delays.
+	Max time.Duration
+	// Multiplier is the Exponential growth factor per attempt.
 	Multiplier float64
 }
 

@@ -167,6 +167,48 @@ func (r *Runtime) idle(d time.Duration) {
 	}
 }
 
+// pollLoop is the loop of a dispatcher goroutine: fetch, then process what
+// was fetched, until the runtime stops. A failed fetch backs off; an empty
+// one waits out the rest of the poll interval.
+func pollLoop[T any](r *Runtime, workerID, what string, fetch func() (*T, error), process func(*T)) {
+	consecutiveErrors := 0
+	for !r.isStopping() {
+		start := time.Now()
+		item, err := fetch()
+		if err != nil {
+			if r.fetchCtx.Err() != nil {
+				return
+			}
+			consecutiveErrors++
+			r.logger.Warn("error fetching "+what, "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
+			r.idle(fetchBackoff(err, consecutiveErrors))
+			continue
+		}
+		consecutiveErrors = 0
+		if item == nil {
+			r.idle(r.opts.PollInterval - time.Since(start))
+			continue
+		}
+		process(item)
+	}
+}
+
+// every calls tick every interval until ctx ends or tick returns false.
+func every(ctx context.Context, interval time.Duration, tick func() bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !tick() {
+				return
+			}
+		}
+	}
+}
+
 // fetchBackoff is duroxide's backoff after a failed fetch: 100ms * 2^n up
 // to 3s for retryable errors, 100ms for permanent ones.
 func fetchBackoff(err error, consecutive int) time.Duration {

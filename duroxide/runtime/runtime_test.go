@@ -147,28 +147,7 @@ func TestFanOutFanIn(t *testing.T) {
 	reg := runtime.NewRegistry()
 	mustRegister(t,
 		runtime.RegisterActivityTyped(reg, "Square", func(_ *runtime.ActivityContext, n int) (int, error) { return n * n, nil }),
-		runtime.RegisterOrchestrationTyped(reg, "SumSquares", func(ctx *runtime.OrchestrationContext, n int) (int, error) {
-			var fs []*runtime.Future
-			for i := 1; i <= n; i++ {
-				f, err := runtime.ScheduleActivityTyped(ctx, "Square", i)
-				if err != nil {
-					return 0, err
-				}
-				fs = append(fs, f)
-			}
-			sum := 0
-			for _, r := range ctx.Join(fs...) {
-				if r.Err != nil {
-					return 0, r.Err
-				}
-				v, err := runtime.Decode[int](r.Value)
-				if err != nil {
-					return 0, err
-				}
-				sum += v
-			}
-			return sum, nil
-		}))
+		runtime.RegisterOrchestrationTyped(reg, "SumSquares", sumOfActivity("Square", 1)))
 	e.start(reg, fastOptions())
 	if err := runtime.StartOrchestrationTyped(e.ctx, e.client, "fan-1", "SumSquares", 20); err != nil {
 		t.Fatal(err)
@@ -176,6 +155,33 @@ func TestFanOutFanIn(t *testing.T) {
 	got, err := runtime.WaitForOrchestrationTyped[int](e.ctx, e.client, "fan-1", waitTimeout)
 	if err != nil || got != 2870 {
 		t.Fatalf("sum = %d, %v", got, err)
+	}
+}
+
+// sumOfActivity returns a typed orchestration that runs activity on first,
+// first+1, ..., first+n-1 at once and sums the results.
+func sumOfActivity(activity string, first int) func(*runtime.OrchestrationContext, int) (int, error) {
+	return func(ctx *runtime.OrchestrationContext, n int) (int, error) {
+		futures := make([]*runtime.Future, 0, n)
+		for i := first; i < first+n; i++ {
+			f, err := runtime.ScheduleActivityTyped(ctx, activity, i)
+			if err != nil {
+				return 0, err
+			}
+			futures = append(futures, f)
+		}
+		sum := 0
+		for _, r := range ctx.Join(futures...) {
+			if r.Err != nil {
+				return 0, r.Err
+			}
+			v, err := runtime.Decode[int](r.Value)
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+		return sum, nil
 	}
 }
 
@@ -538,25 +544,7 @@ func TestKilledRuntimeMidFanOut(t *testing.T) {
 				}
 				return n * 10, nil
 			}),
-			runtime.RegisterOrchestrationTyped(r, "FanOut", func(ctx *runtime.OrchestrationContext, n int) (int, error) {
-				var fs []*runtime.Future
-				for i := range n {
-					f, err := runtime.ScheduleActivityTyped(ctx, "Work", i)
-					if err != nil {
-						return 0, err
-					}
-					fs = append(fs, f)
-				}
-				sum := 0
-				for _, r := range ctx.Join(fs...) {
-					if r.Err != nil {
-						return 0, r.Err
-					}
-					v, _ := runtime.Decode[int](r.Value)
-					sum += v
-				}
-				return sum, nil
-			}))
+			runtime.RegisterOrchestrationTyped(r, "FanOut", sumOfActivity("Work", 0)))
 		return r
 	}
 	killCtx, kill := context.WithCancel(e.ctx)
@@ -600,26 +588,34 @@ func TestKilledRuntimeMidFanOut(t *testing.T) {
 	}
 }
 
-func TestGracefulShutdownFinishesInFlightActivity(t *testing.T) {
-	e := newEnv(t)
-	entered := make(chan struct{})
+// startOneActivity starts, on a runtime the test must shut down itself, an
+// orchestration "O" that calls activity fn once.
+func (e *env) startOneActivity(instance string, fn runtime.ActivityFunc) (*runtime.Registry, *runtime.Runtime) {
+	e.t.Helper()
 	reg := runtime.NewRegistry()
-	mustRegister(t,
-		reg.RegisterActivity("Busy", func(_ *runtime.ActivityContext, _ string) (string, error) {
-			close(entered)
-			time.Sleep(100 * time.Millisecond)
-			return "finished", nil
-		}),
+	mustRegister(e.t,
+		reg.RegisterActivity("Act", fn),
 		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-			return ctx.ScheduleActivity("Busy", "").Get()
+			return ctx.ScheduleActivity("Act", "").Get()
 		}))
 	rt, err := runtime.Start(e.ctx, e.provider, reg, fastOptions())
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	if err := e.client.StartOrchestration(e.ctx, "gs-1", "O", ""); err != nil {
-		t.Fatal(err)
+	if err := e.client.StartOrchestration(e.ctx, instance, "O", ""); err != nil {
+		e.t.Fatal(err)
 	}
+	return reg, rt
+}
+
+func TestGracefulShutdownFinishesInFlightActivity(t *testing.T) {
+	e := newEnv(t)
+	entered := make(chan struct{})
+	_, rt := e.startOneActivity("gs-1", func(_ *runtime.ActivityContext, _ string) (string, error) {
+		close(entered)
+		time.Sleep(100 * time.Millisecond)
+		return "finished", nil
+	})
 	<-entered
 	if err := rt.Shutdown(e.ctx); err != nil {
 		t.Fatal(err)
@@ -640,26 +636,14 @@ func TestForcedShutdownAbandonsActivity(t *testing.T) {
 	e := newEnv(t)
 	entered := make(chan struct{})
 	var runs atomic.Int32
-	reg := runtime.NewRegistry()
-	mustRegister(t,
-		reg.RegisterActivity("Stuck", func(ctx *runtime.ActivityContext, _ string) (string, error) {
-			if runs.Add(1) == 1 {
-				close(entered)
-				<-ctx.Done()
-				return "", ctx.Err()
-			}
-			return "second run", nil
-		}),
-		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-			return ctx.ScheduleActivity("Stuck", "").Get()
-		}))
-	rt, err := runtime.Start(e.ctx, e.provider, reg, fastOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.client.StartOrchestration(e.ctx, "fs-1", "O", ""); err != nil {
-		t.Fatal(err)
-	}
+	reg, rt := e.startOneActivity("fs-1", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+		if runs.Add(1) == 1 {
+			close(entered)
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "second run", nil
+	})
 	<-entered
 	short, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
 	defer cancel()

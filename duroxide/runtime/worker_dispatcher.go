@@ -32,30 +32,13 @@ type inflightActivity struct {
 // workerLoop is one worker goroutine: fetch an activity, run it, ack its
 // result, until the runtime stops.
 func (r *Runtime) workerLoop(workerID, sessionOwner string, sessions *sessionTracker) {
-	consecutiveErrors := 0
-	for !r.isStopping() {
-		start := time.Now()
+	pollLoop(r, workerID, "work item", func() (*duroxide.LockedWorkItem, error) {
 		var session *duroxide.SessionFetchConfig
 		if sessions.distinct() < r.opts.MaxSessionsPerRuntime {
 			session = &duroxide.SessionFetchConfig{OwnerID: sessionOwner, LockTimeout: r.opts.SessionLockTimeout}
 		}
-		locked, err := r.provider.FetchWorkItem(r.fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.TagFilter)
-		if err != nil {
-			if r.fetchCtx.Err() != nil {
-				return
-			}
-			consecutiveErrors++
-			r.logger.Warn("error fetching work item", "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
-			r.idle(fetchBackoff(err, consecutiveErrors))
-			continue
-		}
-		consecutiveErrors = 0
-		if locked == nil {
-			r.idle(r.opts.PollInterval - time.Since(start))
-			continue
-		}
-		r.processWorkItem(workerID, locked, sessions)
-	}
+		return r.provider.FetchWorkItem(r.fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.TagFilter)
+	}, func(locked *duroxide.LockedWorkItem) { r.processWorkItem(workerID, locked, sessions) })
 }
 
 func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkItem, sessions *sessionTracker) {
@@ -229,29 +212,22 @@ func (r *Runtime) cancelledActivity(locked *duroxide.LockedWorkItem, item duroxi
 // renewal fails (the item was removed: cancelled) or reports that the
 // orchestration is terminal or gone, it cancels the activity.
 func (r *Runtime) renewWorkItemLock(ctx context.Context, token string, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(renewalInterval(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			state, err := r.provider.RenewWorkItemLock(ctx, token, r.opts.WorkerLockTimeout)
-			if ctx.Err() != nil {
-				return
-			}
-			switch {
-			case err != nil:
-				r.logger.Info("lock renewal failed, signalling activity cancellation", "error", err)
-				cancel(errLockLost)
-				return
-			case state.Kind != duroxide.ExecutionRunning:
-				r.logger.Info("orchestration no longer running, signalling activity cancellation", "state", state.String())
-				cancel(errOrchestrationStopped)
-				return
-			}
+	every(ctx, renewalInterval(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer), func() bool {
+		state, err := r.provider.RenewWorkItemLock(ctx, token, r.opts.WorkerLockTimeout)
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case err != nil:
+			r.logger.Info("lock renewal failed, signalling activity cancellation", "error", err)
+			cancel(errLockLost)
+			return false
+		case state.Kind != duroxide.ExecutionRunning:
+			r.logger.Info("orchestration no longer running, signalling activity cancellation", "state", state.String())
+			cancel(errOrchestrationStopped)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // orchestrationDescriptor returns the name and version of instance's

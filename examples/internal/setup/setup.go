@@ -21,6 +21,7 @@ import (
 
 // Env is a provider on a fresh container plus what to close at the end.
 type Env struct {
+	// Provider is the Cosmos DB provider on the run's container.
 	Provider *cdb.Provider
 	// Where describes the account for the example's output.
 	Where       string
