@@ -118,16 +118,26 @@ func (c *container) appendJSON(buf []byte) []byte {
 }
 
 // containerOf finds the container addressed by rq.segs[1] and rq.segs[3].
+// For requests on resources inside it (documents, partition key ranges), a
+// missing database or container is 404 with substatus 1003 (owner resource
+// does not exist), as the service answers.
 func (s *Server) containerOf(rq *request) (*container, *response) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	owner := len(rq.segs) > 4
+	missing := func() *response {
+		if owner {
+			return errorResponse(http.StatusNotFound, 1003, "Owner resource does not exist")
+		}
+		return notFound()
+	}
 	d := s.dbs[rq.segs[1]]
 	if d == nil {
-		return nil, notFound()
+		return nil, missing()
 	}
 	c := d.colls[rq.segs[3]]
 	if c == nil {
-		return nil, notFound()
+		return nil, missing()
 	}
 	return c, nil
 }

@@ -197,11 +197,17 @@ func (p *jsonParser) str() (string, error) {
 	for i < len(b) {
 		c := b[i]
 		if c == '"' {
+			if !utf8.Valid(b[start:i]) {
+				return "", errBadJSON
+			}
 			s := string(b[start:i])
 			p.i = i + 1
 			return s, nil
 		}
 		if c == '\\' {
+			if !utf8.Valid(b[start:i]) {
+				return "", errBadJSON
+			}
 			return p.strSlow(start)
 		}
 		if c < 0x20 {
@@ -225,6 +231,15 @@ func (p *jsonParser) strSlow(start int) (string, error) {
 		case c < 0x20:
 			return "", errBadJSON
 		case c != '\\':
+			if c >= utf8.RuneSelf {
+				r, size := utf8.DecodeRune(b[i:])
+				if r == utf8.RuneError && size == 1 {
+					return "", errBadJSON
+				}
+				out = append(out, b[i:i+size]...)
+				i += size
+				continue
+			}
 			out = append(out, c)
 			i++
 			continue

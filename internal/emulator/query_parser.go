@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -867,7 +868,86 @@ func (q *query) bind(outer []string) error {
 	if len(q.groupBy) > 0 && q.star {
 		return errAt(0, "'SELECT *' is not allowed with GROUP BY.")
 	}
+	if agg || len(q.groupBy) > 0 {
+		keys := make([]string, len(q.groupBy))
+		for i, g := range q.groupBy {
+			keys[i] = exprKey(g)
+		}
+		sel := []expr{q.value}
+		for _, it := range q.items {
+			sel = append(sel, it.e)
+		}
+		for _, e := range sel {
+			if e != nil && !groupedExpr(e, keys) {
+				return errAt(0, "Property reference is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.")
+			}
+		}
+	}
 	return nil
+}
+
+// exprKey renders an expression structurally, to compare select items with
+// GROUP BY expressions.
+func exprKey(e expr) string { return fmt.Sprintf("%#v", e) }
+
+// groupedExpr reports whether e only reads the rows through aggregates or
+// GROUP BY expressions.
+func groupedExpr(e expr, keys []string) bool {
+	k := exprKey(e)
+	for _, g := range keys {
+		if k == g {
+			return true
+		}
+	}
+	switch x := e.(type) {
+	case litExpr, paramExpr:
+		return true
+	case identExpr, propExpr, indexExpr:
+		return false
+	case callExpr:
+		if isAggregate(x.name) {
+			return true
+		}
+		for _, a := range x.args {
+			if !groupedExpr(a, keys) {
+				return false
+			}
+		}
+		return true
+	case unaryExpr:
+		return groupedExpr(x.x, keys)
+	case binaryExpr:
+		return groupedExpr(x.l, keys) && groupedExpr(x.r, keys)
+	case ternaryExpr:
+		return groupedExpr(x.cond, keys) && groupedExpr(x.a, keys) && groupedExpr(x.b, keys)
+	case betweenExpr:
+		return groupedExpr(x.x, keys) && groupedExpr(x.lo, keys) && groupedExpr(x.hi, keys)
+	case inExpr:
+		if !groupedExpr(x.x, keys) {
+			return false
+		}
+		for _, l := range x.list {
+			if !groupedExpr(l, keys) {
+				return false
+			}
+		}
+		return true
+	case arrayLit:
+		for _, l := range x.elems {
+			if !groupedExpr(l, keys) {
+				return false
+			}
+		}
+		return true
+	case objectLit:
+		for _, l := range x.vals {
+			if !groupedExpr(l, keys) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // checkRootedAtContainer accepts "name.path" forms in FROM ... IN.

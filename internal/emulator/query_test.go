@@ -214,6 +214,9 @@ func TestQueryErrors(t *testing.T) {
 		"SELECT * FROM c JOIN t IN c.tags",
 		"SELECT * FROM c ORDER BY LOWER(c.s)",
 		"SELECT TOP -1 * FROM c",
+		"SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.type", // not grouped
+		"SELECT c.id, COUNT(1) AS k FROM c",                // aggregate mixed with a property
+		"SELECT * FROM c GROUP BY c.type",
 		"DELETE FROM c",
 	} {
 		_, _, err := queryAll(e.ctx, c, q, azcosmos.NewPartitionKeyString("p"), nil)

@@ -124,6 +124,10 @@ func TestDatabasesAndContainers(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, statusOf(err))
 	_, err = missing.CreateItem(e.ctx, azcosmos.NewPartitionKeyString("x"), []byte(`{"id":"a","pk":"x"}`), nil)
 	assert.Equal(t, http.StatusNotFound, statusOf(err))
+	assert.Equal(t, "1003", substatusOf(err), "owner resource does not exist")
+	_, err = c1.ReadItem(e.ctx, azcosmos.NewPartitionKeyString("x"), "nope", nil)
+	assert.Equal(t, http.StatusNotFound, statusOf(err))
+	assert.Equal(t, "", substatusOf(err), "a missing document in an existing container")
 
 	_, err = c1.Delete(e.ctx, nil)
 	require.NoError(t, err)
