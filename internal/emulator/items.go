@@ -173,9 +173,8 @@ func (s *Server) planCreate(v *view, d *preparedDoc, lsn uint64) plan {
 func (s *Server) planUpsert(v *view, d *preparedDoc, ifMatch string, lsn uint64) plan {
 	prev := v.get(d.pkKey, d.id)
 	if prev == nil {
-		if ifMatch != "" && ifMatch != "*" {
-			return plan{fail: notFound()}
-		}
+		// The service follows create semantics when the document does not
+		// exist, whatever If-Match says.
 		it := s.newVersion(v.c, d, lsn)
 		v.set(d.pkKey, d.id, it)
 		return plan{status: http.StatusCreated, pkKey: d.pkKey, next: it}

@@ -65,6 +65,10 @@ func TestItemCRUDWithETags(t *testing.T) {
 	stale := replaced.ETag
 	_, err = c.UpsertItem(e.ctx, pk, mustJSON(t, map[string]any{"id": "a", "pk": "p1"}), &azcosmos.ItemOptions{IfMatchEtag: &stale})
 	assert.Equal(t, http.StatusPreconditionFailed, statusOf(err))
+	// If-Match on an upsert of a missing document: the service creates it.
+	fresh, err := c.UpsertItem(e.ctx, pk, mustJSON(t, map[string]any{"id": "c", "pk": "p1"}), &azcosmos.ItemOptions{IfMatchEtag: &stale})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, fresh.RawResponse.StatusCode)
 
 	// Delete, then 404 everywhere.
 	del, err := c.DeleteItem(e.ctx, pk, "a", nil)
