@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"log/slog"
+	"sync"
 )
 
 // ActivityContext is what an activity receives (duroxide's ActivityContext).
@@ -13,17 +14,21 @@ import (
 type ActivityContext struct {
 	context.Context
 
-	instanceID           string
-	executionID          uint64
-	orchestrationName    string
-	orchestrationVersion string
-	activityName         string
-	activityID           uint64
-	workerID             string
-	sessionID            string
-	tag                  string
-	client               *Client
-	logger               *slog.Logger
+	instanceID   string
+	executionID  uint64
+	activityName string
+	activityID   uint64
+	workerID     string
+	sessionID    string
+	tag          string
+	client       *Client
+	logger       *slog.Logger
+
+	// describe reads the orchestration's name and version on first use.
+	describe     func() (name, version string)
+	describeOnce sync.Once
+	orchName     string
+	orchVersion  string
 }
 
 // InstanceID returns the orchestration instance the activity belongs to.
@@ -32,13 +37,26 @@ func (a *ActivityContext) InstanceID() string { return a.instanceID }
 // ExecutionID returns the orchestration's execution id.
 func (a *ActivityContext) ExecutionID() uint64 { return a.executionID }
 
-// OrchestrationName returns the orchestration's name ("unknown" when its
-// history could not be read).
-func (a *ActivityContext) OrchestrationName() string { return a.orchestrationName }
+// OrchestrationName returns the orchestration's name, read from its history
+// on first use ("unknown" when the history cannot be read).
+func (a *ActivityContext) OrchestrationName() string {
+	a.describeOnce.Do(a.loadDescription)
+	return a.orchName
+}
 
-// OrchestrationVersion returns the orchestration's version ("unknown" when
-// its history could not be read).
-func (a *ActivityContext) OrchestrationVersion() string { return a.orchestrationVersion }
+// OrchestrationVersion returns the orchestration's version, read from its
+// history on first use ("unknown" when the history cannot be read).
+func (a *ActivityContext) OrchestrationVersion() string {
+	a.describeOnce.Do(a.loadDescription)
+	return a.orchVersion
+}
+
+func (a *ActivityContext) loadDescription() {
+	a.orchName, a.orchVersion = "unknown", "unknown"
+	if a.describe != nil {
+		a.orchName, a.orchVersion = a.describe()
+	}
+}
 
 // ActivityName returns the activity's registered name.
 func (a *ActivityContext) ActivityName() string { return a.activityName }

@@ -15,9 +15,10 @@ type Options struct {
 	// dispatcher: when a fetch returns no work sooner, the dispatcher sleeps
 	// for the rest of it. Default: 100ms.
 	PollInterval time.Duration
-	// LongPollTimeout is passed to fetches as the long-poll wait for
-	// providers that support it. Default: 0 (return at once), which suits
-	// polling providers; duroxide's default is 30s.
+	// LongPollTimeout is how long a fetch may wait for work in a provider
+	// that supports long polling (others return at once). Default: 30s.
+	// Shutdown interrupts a waiting fetch. A negative value disables long
+	// polling (fetches return at once).
 	LongPollTimeout time.Duration
 	// OrchestrationConcurrency is the number of orchestration dispatcher
 	// goroutines (turns processed in parallel). Default: 2. A negative
@@ -112,6 +113,8 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.PollInterval, 100*time.Millisecond)
+	def(&o.LongPollTimeout, 30*time.Second)
+	o.LongPollTimeout = max(o.LongPollTimeout, 0)
 	def(&o.OrchestratorLockTimeout, 5*time.Second)
 	def(&o.OrchestratorLockRenewalBuffer, 2*time.Second)
 	def(&o.WorkerLockTimeout, 30*time.Second)
@@ -143,7 +146,7 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.MaxSessionsPerRuntime < 0:
 		return o, fmt.Errorf("runtime: MaxSessionsPerRuntime must not be negative")
-	case o.PollInterval < 0 || o.LongPollTimeout < 0 || o.OrchestratorLockTimeout < 0 || o.WorkerLockTimeout < 0:
+	case o.PollInterval < 0 || o.OrchestratorLockTimeout < 0 || o.WorkerLockTimeout < 0:
 		return o, fmt.Errorf("runtime: durations must not be negative")
 	}
 	// duroxide's invariant: a session must not unpin while one of its

@@ -753,3 +753,18 @@ func TestStartValidation(t *testing.T) {
 		t.Fatal("empty instance id accepted")
 	}
 }
+
+func TestActivityContextDescribesItsOrchestration(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Describe", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			return fmt.Sprintf("%s/%d/%s@%s/%s#%d", ctx.InstanceID(), ctx.ExecutionID(), ctx.OrchestrationName(),
+				ctx.OrchestrationVersion(), ctx.ActivityName(), ctx.ActivityID()), nil
+		}),
+		reg.RegisterOrchestrationVersion("Described", "3.1.4", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Describe", "").Get()
+		}))
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("desc-1", "Described", ""), "desc-1/1/Described@3.1.4/Describe#2")
+}

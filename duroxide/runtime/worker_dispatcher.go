@@ -135,7 +135,7 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 	if item.Tag != nil {
 		ac.tag = *item.Tag
 	}
-	ac.orchestrationName, ac.orchestrationVersion = r.orchestrationDescriptor(item.Instance)
+	ac.describe = func() (string, string) { return r.orchestrationDescriptor(actCtx, item.Instance) }
 
 	done := make(chan activityOutcome, 1)
 	go func() {
@@ -231,9 +231,10 @@ func (r *Runtime) renewWorkItemLock(ctx context.Context, token string, cancel co
 }
 
 // orchestrationDescriptor returns the name and version of instance's
-// latest OrchestrationStarted, or "unknown" for both.
-func (r *Runtime) orchestrationDescriptor(instance string) (name, version string) {
-	hist, err := r.provider.Read(r.runCtx, instance)
+// latest OrchestrationStarted, or "unknown" for both (duroxide reads them
+// for every activity; here only when the activity asks).
+func (r *Runtime) orchestrationDescriptor(ctx context.Context, instance string) (name, version string) {
+	hist, err := r.provider.Read(ctx, instance)
 	if err == nil {
 		for i := len(hist) - 1; i >= 0; i-- {
 			if s, ok := hist[i].Kind.(duroxide.OrchestrationStarted); ok {
