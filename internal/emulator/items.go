@@ -3,6 +3,7 @@ package emulator
 import (
 	"net/http"
 	"strings"
+	"unsafe"
 )
 
 // maxItemBytes is the service's limit on one document (and on a
@@ -86,6 +87,14 @@ func (c *container) prepareValue(v value) (*preparedDoc, *response) {
 	copy(buf[2*len(index):], body)
 	d.index = buf[: 2*len(index) : 2*len(index)]
 	d.body = buf[2*len(index):]
+	// Share the id's bytes with the body (which is never modified) instead
+	// of keeping a second copy.
+	it := item{body: d.body, index: d.index}
+	if off, ok := it.offset("id"); ok {
+		if end := off + 1 + len(d.id); end < len(d.body) && d.body[end] == '"' && string(d.body[off+1:end]) == d.id {
+			d.id = unsafe.String(&d.body[off+1], len(d.id))
+		}
+	}
 	return d, nil
 }
 

@@ -74,8 +74,8 @@ type item struct {
 	ts    int64 // _ts, seconds since the Unix epoch
 	lsn   uint64
 
-	allIdx  int
-	partIdx int
+	allIdx  int32
+	partIdx int32
 }
 
 // feedEntry records that it was written at lsn; the entry is stale once the
@@ -304,9 +304,9 @@ func (c *container) put(it, prev *item) {
 	} else {
 		c.nextSeq++
 		it.seq = c.nextSeq
-		it.allIdx = len(c.all)
+		it.allIdx = int32(len(c.all))
 		c.all = append(c.all, it)
-		it.partIdx = len(p.list)
+		it.partIdx = int32(len(p.list))
 		p.list = append(p.list, it)
 		c.count++
 		c.bytes += int64(len(it.body))
@@ -340,7 +340,7 @@ func (p *partition) compact() {
 	out := make([]*item, 0, len(p.byID))
 	for _, it := range p.list {
 		if it != nil {
-			it.partIdx = len(out)
+			it.partIdx = int32(len(out))
 			out = append(out, it)
 		}
 	}
@@ -352,7 +352,7 @@ func (c *container) compactAll() {
 	out := make([]*item, 0, c.count)
 	for _, it := range c.all {
 		if it != nil {
-			it.allIdx = len(out)
+			it.allIdx = int32(len(out))
 			out = append(out, it)
 		}
 	}
@@ -363,7 +363,7 @@ func (c *container) compactAll() {
 // live reports whether it is still the current version of its document.
 // The caller holds c.mu.
 func (c *container) live(it *item) bool {
-	return it.allIdx < len(c.all) && c.all[it.allIdx] == it
+	return int(it.allIdx) < len(c.all) && c.all[it.allIdx] == it
 }
 
 // maybeCompactFeed drops stale change feed entries once they dominate.
