@@ -1,0 +1,196 @@
+package runtime_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/providertest"
+)
+
+// faultyProvider wraps the memory provider to fail chosen calls and record
+// others.
+type faultyProvider struct {
+	*providertest.MemoryProvider
+
+	mu              sync.Mutex
+	failFetches     int  // next FetchOrchestrationItem calls to fail (retryable)
+	failAcks        int  // next AckOrchestrationItem calls to fail
+	permanentAcks   bool // whether those ack failures are permanent
+	sessionOwners   [][]string
+	cleanups        int
+	fetchFailures   int
+	ackFailuresSeen int
+}
+
+func (p *faultyProvider) FetchOrchestrationItem(ctx context.Context, lock, poll time.Duration, f *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	p.mu.Lock()
+	if p.failFetches > 0 {
+		p.failFetches--
+		p.fetchFailures++
+		p.mu.Unlock()
+		return nil, duroxide.NewRetryableError("fetch_orchestration_item", "injected: throttled")
+	}
+	p.mu.Unlock()
+	return p.MemoryProvider.FetchOrchestrationItem(ctx, lock, poll, f)
+}
+
+func (p *faultyProvider) AckOrchestrationItem(ctx context.Context, token string, exec uint64, delta []duroxide.Event, w, o []duroxide.WorkItem, md duroxide.ExecutionMetadata, c []duroxide.ScheduledActivityIdentifier) error {
+	p.mu.Lock()
+	if p.failAcks > 0 {
+		p.failAcks--
+		p.ackFailuresSeen++
+		permanent := p.permanentAcks
+		p.mu.Unlock()
+		if permanent {
+			return duroxide.NewPermanentError("ack_orchestration_item", "injected: payload rejected")
+		}
+		return duroxide.NewRetryableError("ack_orchestration_item", "injected: service unavailable")
+	}
+	p.mu.Unlock()
+	return p.MemoryProvider.AckOrchestrationItem(ctx, token, exec, delta, w, o, md, c)
+}
+
+func (p *faultyProvider) RenewSessionLock(ctx context.Context, owners []string, extend, idle time.Duration) (int, error) {
+	p.mu.Lock()
+	p.sessionOwners = append(p.sessionOwners, slices.Clone(owners))
+	p.mu.Unlock()
+	return p.MemoryProvider.RenewSessionLock(ctx, owners, extend, idle)
+}
+
+func (p *faultyProvider) CleanupOrphanedSessions(ctx context.Context, idle time.Duration) (int, error) {
+	p.mu.Lock()
+	p.cleanups++
+	p.mu.Unlock()
+	return p.MemoryProvider.CleanupOrphanedSessions(ctx, idle)
+}
+
+func newFaultyEnv(t *testing.T, setup func(p *faultyProvider)) (*env, *faultyProvider) {
+	e := newEnv(t)
+	fp := &faultyProvider{MemoryProvider: e.provider}
+	setup(fp)
+	e.client = runtime.NewClient(fp)
+	return e, fp
+}
+
+func startOn(t *testing.T, e *env, p duroxide.Provider, reg *runtime.Registry, opts runtime.Options) {
+	t.Helper()
+	rt, err := runtime.Start(e.ctx, p, reg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+}
+
+func echoRegistry(t *testing.T) *runtime.Registry {
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Echo", func(_ *runtime.ActivityContext, in string) (string, error) { return in, nil }),
+		reg.RegisterOrchestration("EchoTwice", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			a, err := ctx.ScheduleActivity("Echo", in).Get()
+			if err != nil {
+				return "", err
+			}
+			return ctx.ScheduleActivity("Echo", a+a).Get()
+		}))
+	return reg
+}
+
+func TestRetryableProviderErrorsAreRetried(t *testing.T) {
+	e, fp := newFaultyEnv(t, func(p *faultyProvider) { p.failFetches, p.failAcks = 3, 3 })
+	startOn(t, e, fp, echoRegistry(t), fastOptions())
+	wantOutput(t, e.run("retry-1", "EchoTwice", "x"), "xx")
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if fp.fetchFailures != 3 || fp.ackFailuresSeen != 3 {
+		t.Fatalf("injected fetch failures %d, ack failures %d", fp.fetchFailures, fp.ackFailuresSeen)
+	}
+	var completions int
+	for _, ev := range historyOf(t, e, "retry-1") {
+		if ev.Type() == duroxide.EventTypeActivityCompleted {
+			completions++
+		}
+	}
+	if completions != 2 {
+		t.Fatalf("retried acks must not duplicate history: %d completions", completions)
+	}
+}
+
+func TestPermanentAckFailureFailsTheOrchestration(t *testing.T) {
+	e, fp := newFaultyEnv(t, func(p *faultyProvider) { p.failAcks, p.permanentAcks = 1, true })
+	startOn(t, e, fp, echoRegistry(t), fastOptions())
+	st := e.run("perm-1", "EchoTwice", "x")
+	inf := st.Details
+	if st.Kind != runtime.StatusFailed || inf == nil || inf.Infrastructure == nil || !strings.Contains(inf.Infrastructure.Message, "payload rejected") {
+		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	}
+}
+
+func TestSessionHeartbeatAndCleanup(t *testing.T) {
+	e, fp := newFaultyEnv(t, func(*faultyProvider) {})
+	opts := fastOptions()
+	opts.WorkerNodeID = "node-7"
+	opts.SessionLockTimeout = 100 * time.Millisecond
+	opts.SessionCleanupInterval = 50 * time.Millisecond
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Where", func(ctx *runtime.ActivityContext, _ string) (string, error) { return ctx.WorkerID(), nil }),
+		reg.RegisterOrchestration("OnSession", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			a, _ := ctx.ScheduleActivityOnSession("Where", "", "s").Get()
+			if _, err := ctx.ScheduleTimer(300 * time.Millisecond).Get(); err != nil {
+				return "", err
+			}
+			b, _ := ctx.ScheduleActivityOnSession("Where", "", "s").Get()
+			return a + "," + b, nil
+		}))
+	startOn(t, e, fp, reg, opts)
+	out := e.run("sess-1", "OnSession", "")
+	if out.Kind != runtime.StatusCompleted || strings.Count(out.Output, "node-7") != 2 {
+		t.Fatalf("status = %s %q", out.Kind, out.Output)
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if len(fp.sessionOwners) == 0 || !slices.Equal(fp.sessionOwners[0], []string{"node-7"}) || fp.cleanups == 0 {
+		t.Fatalf("heartbeats %v, cleanups %d", fp.sessionOwners, fp.cleanups)
+	}
+}
+
+func TestCancelInstanceCancelsRunningActivity(t *testing.T) {
+	e := newEnv(t)
+	cancelled := make(chan struct{})
+	started := make(chan struct{})
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Long", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			return "", ctx.Err()
+		}),
+		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Long", "").Get()
+		}))
+	opts := fastOptions()
+	opts.WorkerLockTimeout = 400 * time.Millisecond
+	e.start(reg, opts)
+	if err := e.client.StartOrchestration(e.ctx, "c-1", "O", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := e.client.CancelInstance(e.ctx, "c-1", "enough"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.wait("c-1").Error(); got != "canceled: enough" {
+		t.Fatalf("error = %q", got)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(waitTimeout):
+		t.Fatal("the running activity was not cancelled")
+	}
+}
