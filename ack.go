@@ -116,7 +116,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // is a duplicate, a permanent error with nothing written, as is an invalid
 // or expired lock token or a document too large for an item. When the
 // batch's answer is lost, the instance document tells whether it
-// committed.
+// committed. Of two acks with one token, only the first succeeds.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
 	const op = "ack_orchestration_item"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
@@ -197,7 +197,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	p.locks.dropOrch(lockToken)
 	p.changes.notify()
 	for _, intent := range plan.intents {
-		if err := p.deliverIntent(ctx, intent); err != nil {
+		if err := p.deliverIntent(ctx, intent, quickRetrier); err != nil {
 			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.String("instance", instance), zap.Error(err))
 		}
 	}

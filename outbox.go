@@ -20,18 +20,29 @@ import (
 // second delivery is a 409, which counts as success; the intent is deleted
 // once all its documents exist.
 
+// quickRetrier is the retry policy of the delivery an ack makes right after
+// its batch committed: a target that keeps failing must not hold the ack
+// up, since the reconciler will deliver later.
+var quickRetrier = retrier{attempts: 2, base: 20 * time.Millisecond, maxDelay: 20 * time.Millisecond}
+
 // deliverIntent creates every document of an intent in its target
 // partition (409 = already delivered) and then deletes the intent (404 =
-// already deleted). Requests: 1 per document, plus 1.
-func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc) error {
+// already deleted), retrying per r. Requests: 1 per document, plus 1.
+func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrier) error {
 	for _, d := range intent.Deliveries {
-		err := p.createDoc(ctx, d.TargetInstanceID, d.Document, idempotentWrite)
+		err := r.do(ctx, idempotentWrite, func(ctx context.Context) error {
+			_, err := p.container.CreateItem(ctx, pk(d.TargetInstanceID), d.Document, nil)
+			return err
+		})
 		if err != nil && !isStatus(err, http.StatusConflict) {
 			return err
 		}
 	}
 	p.changes.notify()
-	err := p.deleteDoc(ctx, intent.InstanceID, intent.ID, "")
+	err := r.do(ctx, idempotentWrite, func(ctx context.Context) error {
+		_, err := p.container.DeleteItem(ctx, pk(intent.InstanceID), intent.ID, nil)
+		return err
+	})
 	if err != nil && !isStatus(err, http.StatusNotFound) {
 		return err
 	}
@@ -91,7 +102,7 @@ func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
 			p.log.Warn("undecodable outbox intent", zap.Error(err))
 			continue
 		}
-		if err := p.deliverIntent(ctx, intent); err != nil {
+		if err := p.deliverIntent(ctx, intent, p.retry); err != nil {
 			if ctx.Err() != nil {
 				return n, mapError("reconcile_outbox", ctx.Err())
 			}
