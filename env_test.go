@@ -134,10 +134,7 @@ func newPrivateProvider(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, 
 	s, err := emulator.Start(emulator.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	cfg := cdb.Config{
-		Endpoint: s.Endpoint(), Key: s.Key(), Container: "private",
-		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: s.HTTPClient()}},
-	}
+	cfg := cdb.Config{Endpoint: s.Endpoint(), Key: s.Key(), Container: "private", ClientOptions: clientOptions(s)}
 	if adjust != nil {
 		adjust(&cfg)
 	}
@@ -147,6 +144,11 @@ func newPrivateProvider(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, 
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	return p, s
+}
+
+// clientOptions returns client options that reach emulator s.
+func clientOptions(s *emulator.Server) *azcosmos.ClientOptions {
+	return &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: s.HTTPClient()}}
 }
 
 // cdbConfig is cdb.Config, for adjust functions.

@@ -73,7 +73,8 @@ func pinnedFrom(v *duroxide.Version) *pinnedVersion {
 // HistoryWatermark is the last committed event id of the current execution
 // (history documents above it are staged parts of an unfinished ack and are
 // ignored); LastAckedLock names the lock whose ack last committed, which
-// lets an ack whose answer was lost find out that it did commit. Status and
+// lets an ack whose answer was lost find out that it did commit;
+// LastReleasedLock does the same for an abandon. Status and
 // CompletedAt mirror the current execution's, for listings and bulk filters.
 type instanceDoc struct {
 	ID                    string         `json:"id"`
@@ -93,6 +94,7 @@ type instanceDoc struct {
 	LockToken             *string        `json:"lockToken"`
 	LockedUntil           int64          `json:"lockedUntil"`
 	LastAckedLock         string         `json:"lastAckedLock,omitempty"`
+	LastReleasedLock      string         `json:"lastReleasedLock,omitempty"`
 	CreatedAt             int64          `json:"createdAt"`
 	UpdatedAt             int64          `json:"updatedAt"`
 	ETag                  string         `json:"-"`
@@ -157,6 +159,9 @@ type queueDoc struct {
 	LockToken    *string `json:"lockToken"`
 	LockedUntil  int64   `json:"lockedUntil"`
 	AttemptCount int64   `json:"attemptCount"`
+	// ReleasedLock is the lock the last abandon released (worker queue),
+	// so that an abandon whose answer was lost can tell it landed.
+	ReleasedLock string `json:"releasedLock,omitempty"`
 	// Worker queue only.
 	ExecutionID *uint64 `json:"executionId,omitempty"`
 	ActivityID  *uint64 `json:"activityId,omitempty"`

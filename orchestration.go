@@ -532,6 +532,14 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		}
 	}
 	err := p.releaseOrchLock(ctx, instance, lockID, ids, delay, ignoreAttempt)
+	if isAmbiguous(err) {
+		// The answer was lost: the release landed if the instance
+		// document names this lock as the last one released.
+		var cur instanceDoc
+		if _, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur); rerr == nil && found && cur.LastReleasedLock == lockID {
+			err = nil
+		}
+	}
 	if bf, ok := asBatchFailure(err); ok && bf.Index == 0 {
 		return permanent(op, "Invalid lock token")
 	}
@@ -544,13 +552,15 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 }
 
 // releaseOrchLock clears lockID from the instance document (conditioned on
-// it still being the lock) and from messageIDs, in one batch.
+// it still being the lock, and recording it as the last lock released) and
+// from messageIDs, in one batch. A lost answer is an *ambiguousError.
 func (p *Provider) releaseOrchLock(ctx context.Context, instance, lockID string, messageIDs []string, delay time.Duration, ignoreAttempt bool) error {
 	now := p.nowMs()
 	var po azcosmos.PatchOperations
 	po.SetCondition(lockCondition(lockID, 0))
 	po.AppendSet("/lockToken", jsonNull)
 	po.AppendSet("/lockedUntil", 0)
+	po.AppendSet("/lastReleasedLock", lockID)
 	ops := []batchOp{patchOp(instanceDocID, po, "")}
 	for _, id := range messageIDs {
 		var mo azcosmos.PatchOperations
@@ -565,10 +575,10 @@ func (p *Provider) releaseOrchLock(ctx context.Context, instance, lockID string,
 		}
 		ops = append(ops, patchOp(id, mo, ""))
 	}
-	_, err := p.runBatch(ctx, instance, ops, idempotentWrite, false)
+	_, err := p.runBatch(ctx, instance, ops, write, false)
 	if bf, ok := asBatchFailure(err); ok && bf.Index > 0 && (bf.Status == http.StatusPreconditionFailed || bf.Status == http.StatusNotFound) {
 		// A message is no longer ours (or gone): release the instance alone.
-		_, err = p.runBatch(ctx, instance, ops[:1], idempotentWrite, false)
+		_, err = p.runBatch(ctx, instance, ops[:1], write, false)
 	}
 	return err
 }

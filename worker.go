@@ -368,7 +368,8 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 // AbandonWorkItem releases the message's lock; it becomes visible after
 // delay (zero: at once) and, with ignoreAttempt, its attempt count goes
 // back down by one. Requests: 1 (a patch conditioned by a filter predicate
-// on the lock). An unknown or already released lock is a permanent error.
+// on the lock; when its answer is lost, 1 point read tells whether it
+// landed). An unknown or already released lock is a permanent error.
 func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
 	const op = "abandon_work_item"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
@@ -379,11 +380,20 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	po.SetCondition(lockCondition(lockID, 0))
 	po.AppendSet("/lockToken", jsonNull)
 	po.AppendSet("/lockedUntil", 0)
+	po.AppendSet("/releasedLock", lockID)
 	po.AppendSet("/visibleAt", p.nowMs()+max(delay, 0).Milliseconds())
 	if ignoreAttempt {
 		po.AppendIncrement("/attemptCount", -1)
 	}
-	_, err := p.patchDoc(ctx, instance, docID, po, idempotentWrite)
+	_, err := p.patchDoc(ctx, instance, docID, po, write)
+	if isAmbiguous(err) {
+		// The answer was lost: the abandon landed if the message names
+		// this lock as the last one released.
+		var d queueDoc
+		if _, found, rerr := p.readDoc(ctx, instance, docID, &d); rerr == nil && found && d.ReleasedLock == lockID {
+			err = nil
+		}
+	}
 	if isStatus(err, http.StatusPreconditionFailed) || isStatus(err, http.StatusNotFound) {
 		return permanent(op, "Invalid lock token or already acked")
 	}
