@@ -107,19 +107,34 @@ func TestSampleErrorHandling(t *testing.T) {
 	wantEqual(t, "output", s.completed("inst-sample-err-1"), "recovered")
 }
 
+// slowActivity returns result after 30s unless it is cancelled first; it
+// stands for duroxide's sleeping activities (300-500ms there), made long
+// enough that the race it loses cannot depend on the machine's speed.
+func slowActivity(result string) runtime.ActivityFunc {
+	return func(ctx *runtime.ActivityContext, _ string) (string, error) {
+		select {
+		case <-time.After(30 * time.Second):
+		case <-ctx.Done():
+		}
+		return result, nil
+	}
+}
+
+// quickCancelOptions renews activity locks every 500ms, so that a losing
+// activity learns of its cancellation quickly.
+func quickCancelOptions() runtime.Options {
+	o := options()
+	o.WorkerLockTimeout = time.Second
+	return o
+}
+
 // sample_timeout_with_timer_race_fs: a long activity loses to a timer and
 // the orchestration fails with "timeout".
 func TestSampleTimeoutWithTimerRace(t *testing.T) {
 	s := newSample(t)
 	reg := runtime.NewRegistry()
 	must(t,
-		reg.RegisterActivity("LongOp", func(ctx *runtime.ActivityContext, _ string) (string, error) {
-			select {
-			case <-time.After(500 * time.Millisecond):
-			case <-ctx.Done():
-			}
-			return "done", nil
-		}),
+		reg.RegisterActivity("LongOp", slowActivity("done")),
 		reg.RegisterOrchestration("TimeoutSample", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
 			winner, out, err := ctx.Select(ctx.ScheduleActivity("LongOp", ""), ctx.ScheduleTimer(100*time.Millisecond))
 			if winner == 1 {
@@ -127,7 +142,7 @@ func TestSampleTimeoutWithTimerRace(t *testing.T) {
 			}
 			return out, err
 		}))
-	s.start(reg, options())
+	s.start(reg, quickCancelOptions())
 	s.startOrchestration("inst-timeout-sample", "TimeoutSample", "")
 	wantEqual(t, "error", s.failed("inst-timeout-sample").DisplayMessage(), "timeout")
 }
@@ -138,13 +153,7 @@ func TestSampleSelectActivityVsExternal(t *testing.T) {
 	s := newSample(t)
 	reg := runtime.NewRegistry()
 	must(t,
-		reg.RegisterActivity("Sleep", func(ctx *runtime.ActivityContext, _ string) (string, error) {
-			select {
-			case <-time.After(300 * time.Millisecond):
-			case <-ctx.Done():
-			}
-			return "slept", nil
-		}),
+		reg.RegisterActivity("Sleep", slowActivity("slept")),
 		reg.RegisterOrchestration("Select2ActVsEvt", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
 			winner, out, err := ctx.Select(ctx.ScheduleActivity("Sleep", ""), ctx.ScheduleWait("Go"))
 			if err != nil {
@@ -155,7 +164,7 @@ func TestSampleSelectActivityVsExternal(t *testing.T) {
 			}
 			return "event:" + out, nil
 		}))
-	s.start(reg, options())
+	s.start(reg, quickCancelOptions())
 	s.startOrchestration("inst-s2-mixed", "Select2ActVsEvt", "")
 	s.waitForSubscription("inst-s2-mixed", "Go")
 	must(t, s.client.RaiseEvent(s.ctx, "inst-s2-mixed", "Go", "ok"))
