@@ -12,6 +12,8 @@ type evaluator struct {
 	group  []resultRow // rows of the current group, for aggregates
 	err    error
 	rowBuf []value // reusable one-value row for simple FROM clauses
+	// paramJSON caches encoded scalar parameters for the equality fast path.
+	paramJSON map[string][]byte
 }
 
 // eval evaluates e against row, whose values correspond to ev.names.
@@ -183,6 +185,11 @@ func (ev *evaluator) binary(x binaryExpr, row []value) value {
 			return l
 		}
 		return ev.eval(x.r, row)
+	}
+	if x.eq != nil {
+		if v, ok := ev.evalEq(x, row); ok {
+			return v
+		}
 	}
 	l := ev.eval(x.l, row)
 	r := ev.eval(x.r, row)

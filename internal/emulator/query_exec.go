@@ -405,7 +405,28 @@ func (q *query) execStream(ev *evaluator, in execInput, tok contToken, skip, tak
 	start := sort.Search(in.len(), func(i int) bool { return in.seq(i) >= tok.Seq })
 	var last resultRow
 	more, done := false, false
+	prefiltered := q.canPrefilter(in, in.len()-start)
+	var pass []bool
+	chunkLo, chunkHi := 0, 0
 	for i := start; i < in.len() && !more && !done; i++ {
+		if prefiltered {
+			if i >= chunkHi {
+				chunkLo, chunkHi = i, i+streamChunk
+				if chunkHi > in.len() {
+					chunkHi = in.len()
+				}
+				if pass == nil {
+					pass = make([]bool, streamChunk)
+				}
+				if err := q.prefilter(ev.params, in, chunkLo, chunkHi, pass); err != nil {
+					ev.err = err
+					break
+				}
+			}
+			if !pass[i-chunkLo] {
+				continue
+			}
+		}
 		seq := in.seq(i)
 		var doc *item
 		if in.docs != nil {
@@ -415,7 +436,7 @@ func (q *query) execStream(ev *evaluator, in execInput, tok contToken, skip, tak
 			if tok.Kind != "" && seq == tok.Seq && sub <= tok.Sub {
 				return true
 			}
-			if !q.filter(ev, row) {
+			if !prefiltered && !q.filter(ev, row) {
 				return true
 			}
 			r := resultRow{row: row, doc: doc, seq: seq, sub: sub}
@@ -487,10 +508,25 @@ func (q *query) execOrdered(ev *evaluator, in execInput, tok contToken, skip, ta
 		rows = make([]resultRow, 0, in.len())
 	}
 	var arena []value
-	if simple {
+	if simple && !q.canPrefilter(in, in.len()) {
 		arena = make([]value, 0, in.len()*nk)
 	}
-	for i := 0; i < in.len(); i++ {
+	collected := false
+	if q.canPrefilter(in, in.len()) {
+		all, err := q.collectOrderedParallel(ev.params, in)
+		if err != nil {
+			ev.err = err
+			return w.p
+		}
+		rows = all[:0]
+		for i := range all {
+			if last == nil || q.compareRows(&all[i], last) > 0 {
+				rows = append(rows, all[i])
+			}
+		}
+		collected = true
+	}
+	for i := 0; i < in.len() && !collected; i++ {
 		seq := in.seq(i)
 		var doc *item
 		if in.docs != nil {
@@ -640,7 +676,18 @@ func (q *query) collect(ev *evaluator, in execInput, outer []value) []resultRow 
 	if simple && q.where == nil {
 		rows = make([]resultRow, 0, n)
 	}
+	var pass []bool
+	if len(outer) == 0 && q.canPrefilter(in, n) {
+		pass = make([]bool, n)
+		if err := q.prefilter(ev.params, in, 0, n, pass); err != nil {
+			ev.err = err
+			return nil
+		}
+	}
 	for i := 0; i < n; i++ {
+		if pass != nil && !pass[i] {
+			continue
+		}
 		seq := in.seq(i)
 		var doc *item
 		if in.docs != nil {
@@ -651,7 +698,7 @@ func (q *query) collect(ev *evaluator, in execInput, outer []value) []resultRow 
 			src = in.value(i)
 		}
 		q.rowsOf(ev, outer, src, func(row []value, sub int) bool {
-			if !q.filter(ev, row) {
+			if pass == nil && !q.filter(ev, row) {
 				return true
 			}
 			r := resultRow{doc: doc, seq: seq, sub: sub}

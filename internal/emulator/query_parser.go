@@ -28,6 +28,8 @@ type (
 	binaryExpr struct {
 		op   string
 		l, r expr
+		// eq describes "path = scalar" (or !=), compared on stored bytes.
+		eq *eqFast
 	}
 	betweenExpr struct {
 		x, lo, hi expr
@@ -418,7 +420,7 @@ func (p *parser) coalesce() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = binaryExpr{"??", l, r}
+		l = binaryExpr{op: "??", l: l, r: r}
 	}
 	return l, nil
 }
@@ -433,7 +435,7 @@ func (p *parser) or() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = binaryExpr{"OR", l, r}
+		l = binaryExpr{op: "OR", l: l, r: r}
 	}
 	return l, nil
 }
@@ -448,7 +450,7 @@ func (p *parser) and() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = binaryExpr{"AND", l, r}
+		l = binaryExpr{op: "AND", l: l, r: r}
 	}
 	return l, nil
 }
@@ -482,7 +484,7 @@ func (p *parser) comparison() (expr, error) {
 			if op == "<>" {
 				op = "!="
 			}
-			l = binaryExpr{op, l, r}
+			l = newComparison(op, l, r)
 		case t.kind == tokKeyword && (t.text == "IN" || t.text == "BETWEEN" || t.text == "LIKE"),
 			t.kind == tokKeyword && t.text == "NOT" && p.toks[p.i+1].kind == tokKeyword &&
 				(p.toks[p.i+1].text == "IN" || p.toks[p.i+1].text == "BETWEEN" || p.toks[p.i+1].text == "LIKE"):
@@ -565,7 +567,7 @@ func (p *parser) binaryLevel(ops []string, next func() (expr, error)) (expr, err
 		if err != nil {
 			return nil, err
 		}
-		l = binaryExpr{matched, l, r}
+		l = binaryExpr{op: matched, l: l, r: r}
 	}
 }
 

@@ -78,6 +78,16 @@ func TestQueryLanguage(t *testing.T) {
 		{`SELECT VALUE c.id FROM c WHERE c["nested"]["v"] = 10`, `["1"]`},
 		{`SELECT VALUE c.id FROM c WHERE c.tags[0] = 'y'`, `["2"]`},
 		{`SELECT VALUE c.id FROM c WHERE c.id = @id`, `["3"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.n = 5`, `[]`},  // 5.5 only shares a prefix
+		{`SELECT VALUE c.id FROM c WHERE c.n = 5.5`, `["5"]`},
+		{`SELECT VALUE c.id FROM c WHERE 2 = c.n`, `["2"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.n = '4'`, `["4"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.s != 'apple'`, `["2","3","4","5"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.nested.v = 20`, `["2"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.flag = true`, `["1"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.nul = @nul`, `["4"]`},
+		{`SELECT VALUE c.id FROM c WHERE c.tags = @tags`, `["2"]`},
+		{`SELECT VALUE c.id FROM c WHERE c._ts = c._ts AND c.id = '1'`, `["1"]`},
 		{`SELECT VALUE c.id FROM c WHERE c.n IN (@a, @b)`, `["1","3"]`},
 		{`SELECT VALUE c.id FROM c WHERE (c.n ?? 0) = 0`, `["6"]`},
 		{`SELECT VALUE c.n > 2 ? 'big' : 'small' FROM c WHERE IS_NUMBER(c.n)`, `["small","small","big","big"]`},
@@ -136,7 +146,8 @@ func TestQueryLanguage(t *testing.T) {
 		{`SELECT VALUE 'it''s'`, `[]`},
 	}
 	params := []azcosmos.QueryParameter{{Name: "@id", Value: "3"}, {Name: "@a", Value: 1}, {Name: "@b", Value: 3},
-		{Name: "@top", Value: 1}, {Name: "@o", Value: 1}, {Name: "@l", Value: 1}}
+		{Name: "@top", Value: 1}, {Name: "@o", Value: 1}, {Name: "@l", Value: 1},
+		{Name: "@nul", Value: nil}, {Name: "@tags", Value: []string{"y"}}}
 	for _, tc := range cases {
 		var used []azcosmos.QueryParameter
 		for _, p := range params {

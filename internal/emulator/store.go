@@ -190,6 +190,25 @@ func (it *item) offset(key string) (int, bool) {
 	return 0, false
 }
 
+// pathOffset returns where the value at a property path starts in body.
+// System properties (not stored in body) are never found.
+func (it *item) pathOffset(path []string) (int, bool) {
+	off, ok := it.offset(path[0])
+	if !ok {
+		return 0, false
+	}
+	b := it.body
+	for _, seg := range path[1:] {
+		if off >= len(b) || b[off] != '{' {
+			return 0, false
+		}
+		if off, ok = rawKeyOffset(b, off, seg); !ok {
+			return 0, false
+		}
+	}
+	return off, true
+}
+
 // getPath returns the value at a property path (a.b.c, or a.0 for array
 // elements written as a[0]) without materializing the objects on the way.
 func (it *item) getPath(path []string) value {
