@@ -78,7 +78,7 @@ func TestQueryLanguage(t *testing.T) {
 		{`SELECT VALUE c.id FROM c WHERE c["nested"]["v"] = 10`, `["1"]`},
 		{`SELECT VALUE c.id FROM c WHERE c.tags[0] = 'y'`, `["2"]`},
 		{`SELECT VALUE c.id FROM c WHERE c.id = @id`, `["3"]`},
-		{`SELECT VALUE c.id FROM c WHERE c.n = 5`, `[]`},  // 5.5 only shares a prefix
+		{`SELECT VALUE c.id FROM c WHERE c.n = 5`, `[]`}, // 5.5 only shares a prefix
 		{`SELECT VALUE c.id FROM c WHERE c.n = 5.5`, `["5"]`},
 		{`SELECT VALUE c.id FROM c WHERE 2 = c.n`, `["2"]`},
 		{`SELECT VALUE c.id FROM c WHERE c.n = '4'`, `["4"]`},
