@@ -42,9 +42,7 @@ func main() {
 			return fmt.Sprintf("%s; progress %s", res, status), nil
 		}),
 	)
-	if err != nil {
-		panic(err)
-	}
+	setup.Must(err)
 	setup.Main("continue_as_new", reg, setup.Options(), func(ctx context.Context, r setup.Run) error {
 		c := r.Client
 		if err := c.StartOrchestration(ctx, "eternal-1", "Eternal", "0"); err != nil {

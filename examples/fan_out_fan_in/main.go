@@ -43,9 +43,7 @@ func main() {
 			return sum, nil
 		})
 	}
-	if err != nil {
-		panic(err)
-	}
+	setup.Must(err)
 	setup.Main("fan_out_fan_in", reg, setup.Options(), func(ctx context.Context, r setup.Run) error {
 		c := r.Client
 		if err := runtime.StartOrchestrationTyped(ctx, c, "fan-1", "SumOfSquares", 10); err != nil {

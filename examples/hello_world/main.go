@@ -18,16 +18,12 @@ import (
 
 func main() {
 	reg := runtime.NewRegistry()
-	if err := reg.RegisterActivity("Greet", func(_ *runtime.ActivityContext, name string) (string, error) {
+	setup.Must(reg.RegisterActivity("Greet", func(_ *runtime.ActivityContext, name string) (string, error) {
 		return "Hello, " + name + "!", nil
-	}); err != nil {
-		panic(err)
-	}
-	if err := reg.RegisterOrchestration("HelloWorld", func(ctx *runtime.OrchestrationContext, name string) (string, error) {
+	}))
+	setup.Must(reg.RegisterOrchestration("HelloWorld", func(ctx *runtime.OrchestrationContext, name string) (string, error) {
 		return ctx.ScheduleActivity("Greet", name).Get()
-	}); err != nil {
-		panic(err)
-	}
+	}))
 	setup.Main("hello_world", reg, setup.Options(), func(ctx context.Context, r setup.Run) error {
 		c := r.Client
 		if err := c.StartOrchestration(ctx, "hello-1", "HelloWorld", "World"); err != nil {

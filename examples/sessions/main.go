@@ -47,9 +47,7 @@ func registry(node string, c *carts) *runtime.Registry {
 			return ctx.ScheduleActivityOnSession("Checkout", "", session).Get()
 		}),
 	)
-	if err != nil {
-		panic(err)
-	}
+	setup.Must(err)
 	return reg
 }
 

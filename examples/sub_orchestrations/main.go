@@ -42,9 +42,7 @@ func main() {
 			return strings.Join(parts, " | "), nil
 		}),
 	)
-	if err != nil {
-		panic(err)
-	}
+	setup.Must(err)
 	setup.Main("sub_orchestrations", reg, setup.Options(), func(ctx context.Context, r setup.Run) error {
 		c := r.Client
 		if err := c.StartOrchestration(ctx, "parent-1", "Parent", "child"); err != nil {

@@ -45,9 +45,7 @@ func main() {
 			}
 		}),
 	)
-	if err != nil {
-		panic(err)
-	}
+	setup.Must(err)
 	setup.Main("timers_and_events", reg, setup.Options(), func(ctx context.Context, r setup.Run) error {
 		c := r.Client
 		for _, id := range []string{"approve-me", "ignore-me", "inbox"} {

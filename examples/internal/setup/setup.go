@@ -120,6 +120,15 @@ func mainErr(example string, reg *runtime.Registry, opts runtime.Options, run fu
 	return runErr
 }
 
+// Must exits the example with err's message when err is not nil (for
+// registration errors in main).
+func Must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
 // Completed waits for instance and returns its output, or an error when it
 // failed or did not finish within a minute.
 func Completed(ctx context.Context, c *runtime.Client, instance string) (string, error) {
