@@ -57,15 +57,6 @@ func (c *Client) start(ctx context.Context, instance, name string, version *stri
 	})
 }
 
-// StartOrchestrationTyped starts instance with input encoded by Encode.
-func StartOrchestrationTyped[In any](ctx context.Context, c *Client, instance, name string, input In) error {
-	s, err := Encode(input)
-	if err != nil {
-		return err
-	}
-	return c.StartOrchestration(ctx, instance, name, s)
-}
-
 // RaiseEvent raises the external event name with data; an orchestration
 // waiting on ScheduleWait(name) receives it (an event with no waiting
 // subscription is dropped).
@@ -127,21 +118,6 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 		st, err := c.GetOrchestrationStatus(ctx, instance)
 		return st, err == nil && st.IsTerminal(), err
 	})
-}
-
-// WaitForOrchestrationTyped waits like WaitForOrchestration and decodes a
-// Completed output into Out; a Failed orchestration is returned as an error
-// (*OrchestrationFailedError).
-func WaitForOrchestrationTyped[Out any](ctx context.Context, c *Client, instance string, timeout time.Duration) (Out, error) {
-	var zero Out
-	st, err := c.WaitForOrchestration(ctx, instance, timeout)
-	if err != nil {
-		return zero, err
-	}
-	if st.Kind == StatusFailed {
-		return zero, &OrchestrationFailedError{Instance: instance, Details: *st.Details}
-	}
-	return Decode[Out](st.Output)
 }
 
 // WaitForStatusChange waits until instance's custom status version exceeds

@@ -194,16 +194,6 @@ func (c *OrchestrationContext) ScheduleActivityWith(name, input string, opts Act
 	return c.newFuture(a, kindActivity, resultCheck)
 }
 
-// ScheduleActivityTyped schedules activity name with input encoded by
-// Encode; read the result with Await.
-func ScheduleActivityTyped[In any](c *OrchestrationContext, name string, input In) (*Future, error) {
-	s, err := Encode(input)
-	if err != nil {
-		return nil, err
-	}
-	return c.ScheduleActivity(name, s), nil
-}
-
 // ScheduleTimer schedules a durable timer that fires after delay (duroxide's
 // schedule_timer); its future resolves with "".
 func (c *OrchestrationContext) ScheduleTimer(delay time.Duration) *Future {

@@ -77,17 +77,6 @@ func (f *Future) cancelLocked() {
 	f.ctx.state.markCancelled(f.token, f.kind)
 }
 
-// Await waits for f and decodes its value into T with Decode (the typed
-// counterpart of Get).
-func Await[T any](f *Future) (T, error) {
-	s, err := f.Get()
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return Decode[T](s)
-}
-
 // Result is one outcome of Join.
 type Result struct {
 	// Value is the future's value (see Future.Get).

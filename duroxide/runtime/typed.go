@@ -1,0 +1,92 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Typed counterparts of the string APIs (duroxide's *_typed methods): values
+// are encoded with Encode and decoded with Decode, duroxide's JSON codec.
+
+// ScheduleActivityTyped schedules activity name with input encoded by
+// Encode; read the result with Await.
+func ScheduleActivityTyped[In any](c *OrchestrationContext, name string, input In) (*Future, error) {
+	s, err := Encode(input)
+	if err != nil {
+		return nil, err
+	}
+	return c.ScheduleActivity(name, s), nil
+}
+
+// ScheduleSubOrchestrationTyped starts child orchestration name with input
+// encoded by Encode (generated instance id); read the result with Await.
+func ScheduleSubOrchestrationTyped[In any](c *OrchestrationContext, name string, input In) (*Future, error) {
+	s, err := Encode(input)
+	if err != nil {
+		return nil, err
+	}
+	return c.ScheduleSubOrchestration(name, s), nil
+}
+
+// ContinueAsNewTyped continues as new with input encoded by Encode; like
+// ContinueAsNew it does not return unless the encoding fails.
+func ContinueAsNewTyped[In any](c *OrchestrationContext, input In) error {
+	s, err := Encode(input)
+	if err != nil {
+		return err
+	}
+	return c.ContinueAsNew(s)
+}
+
+// Await waits for f and decodes its value into T with Decode (the typed
+// counterpart of Get).
+func Await[T any](f *Future) (T, error) {
+	s, err := f.Get()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return Decode[T](s)
+}
+
+// StartOrchestrationTyped starts instance with input encoded by Encode.
+func StartOrchestrationTyped[In any](ctx context.Context, c *Client, instance, name string, input In) error {
+	s, err := Encode(input)
+	if err != nil {
+		return err
+	}
+	return c.StartOrchestration(ctx, instance, name, s)
+}
+
+// RaiseEventTyped raises event name with data encoded by Encode.
+func RaiseEventTyped[T any](ctx context.Context, c *Client, instance, name string, data T) error {
+	s, err := Encode(data)
+	if err != nil {
+		return err
+	}
+	return c.RaiseEvent(ctx, instance, name, s)
+}
+
+// EnqueueEventTyped enqueues data, encoded by Encode, on queue.
+func EnqueueEventTyped[T any](ctx context.Context, c *Client, instance, queue string, data T) error {
+	s, err := Encode(data)
+	if err != nil {
+		return err
+	}
+	return c.EnqueueEvent(ctx, instance, queue, s)
+}
+
+// WaitForOrchestrationTyped waits like WaitForOrchestration and decodes a
+// Completed output into Out; a Failed orchestration is returned as an error
+// (*OrchestrationFailedError).
+func WaitForOrchestrationTyped[Out any](ctx context.Context, c *Client, instance string, timeout time.Duration) (Out, error) {
+	var zero Out
+	st, err := c.WaitForOrchestration(ctx, instance, timeout)
+	if err != nil {
+		return zero, err
+	}
+	if st.Kind == StatusFailed {
+		return zero, &OrchestrationFailedError{Instance: instance, Details: *st.Details}
+	}
+	return Decode[Out](st.Output)
+}
