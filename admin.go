@@ -116,15 +116,11 @@ func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]duroxide
 // instance with no execution is a permanent error. Requests: 1 point read.
 func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
 	const op = "latest_execution_id"
-	if err := validateInstanceID(op, instance); err != nil {
+	doc, err := p.loadInstance(ctx, op, instance)
+	if err != nil {
 		return 0, err
 	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
-	if err != nil {
-		return 0, mapError(op, err)
-	}
-	if !found || doc.CurrentExecutionID == 0 {
+	if doc == nil || doc.CurrentExecutionID == 0 {
 		return 0, permanent(op, fmt.Sprintf("Instance %s not found", instance))
 	}
 	return doc.CurrentExecutionID, nil
@@ -135,16 +131,9 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 // Requests: 2 point reads (instance and current execution documents).
 func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
 	const op = "get_instance_info"
-	if err := validateInstanceID(op, instance); err != nil {
-		return duroxide.InstanceInfo{}, err
-	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
-		return duroxide.InstanceInfo{}, mapError(op, err)
-	}
-	if !found || !doc.exists() {
-		return duroxide.InstanceInfo{}, permanent(op, fmt.Sprintf("Instance %s not found", instance))
+		return duroxide.InstanceInfo{}, err
 	}
 	info := duroxide.InstanceInfo{
 		InstanceID: instance, OrchestrationName: doc.OrchestrationName, OrchestrationVersion: unknownVersion,
@@ -155,7 +144,7 @@ func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxi
 		info.OrchestrationVersion = *doc.OrchestrationVersion
 	}
 	var ex executionDoc
-	_, found, err = p.readDoc(ctx, instance, executionDocID(doc.CurrentExecutionID), &ex)
+	_, found, err := p.readDoc(ctx, instance, executionDocID(doc.CurrentExecutionID), &ex)
 	if err != nil {
 		return duroxide.InstanceInfo{}, mapError(op, err)
 	}
@@ -302,16 +291,9 @@ func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string,
 // unknown instance is a permanent error. Requests: 1 point read.
 func (p *Provider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	const op = "get_parent_id"
-	if err := validateInstanceID(op, instance); err != nil {
-		return "", false, err
-	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
-		return "", false, mapError(op, err)
-	}
-	if !found || !doc.exists() {
-		return "", false, permanent(op, fmt.Sprintf("Instance %s not found", instance))
+		return "", false, err
 	}
 	if doc.ParentInstanceID == nil {
 		return "", false, nil

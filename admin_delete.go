@@ -250,16 +250,9 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.Insta
 // permanent error. Requests: 1 point read, 1 query, then the deletes.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
 	const op = "prune_executions"
-	if err := validateInstanceID(op, instance); err != nil {
-		return duroxide.PruneResult{}, err
-	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
-		return duroxide.PruneResult{}, mapError(op, err)
-	}
-	if !found || !doc.exists() {
-		return duroxide.PruneResult{}, permanent(op, fmt.Sprintf("Instance %s not found", instance))
+		return duroxide.PruneResult{}, err
 	}
 	rows, err := p.listPartition(ctx, instance, " WHERE c.type IN ('execution', 'history')", nil)
 	if err != nil {

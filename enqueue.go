@@ -30,11 +30,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	if err := p.createQueueDoc(ctx, op, d); err != nil {
-		return err
-	}
-	p.changes.notify()
-	return nil
+	return p.createQueueDoc(ctx, op, d)
 }
 
 // EnqueueForWorker adds an ActivityExecuteItem to the worker queue
@@ -54,15 +50,12 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem)
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	if err := p.createQueueDoc(ctx, op, d); err != nil {
-		return err
-	}
-	p.changes.notify()
-	return nil
+	return p.createQueueDoc(ctx, op, d)
 }
 
-// createQueueDoc creates a queue document; 409 means it exists (a retried
-// create that had landed, or the same activity enqueued again).
+// createQueueDoc creates a queue document and wakes this process's waiting
+// fetches; 409 means it exists (a retried create that had landed, or the
+// same activity enqueued again).
 func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) error {
 	if len(d.doc) > maxItemBytes {
 		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
@@ -71,5 +64,6 @@ func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) 
 	if err != nil && !isStatus(err, http.StatusConflict) {
 		return mapError(op, err)
 	}
+	p.changes.notify()
 	return nil
 }

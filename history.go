@@ -21,15 +21,11 @@ func (p *Provider) Read(ctx context.Context, instance string) ([]duroxide.Event,
 }
 
 func (p *Provider) readCurrent(ctx context.Context, op, instance string) ([]duroxide.Event, error) {
-	if err := validateInstanceID(op, instance); err != nil {
+	doc, err := p.loadInstance(ctx, op, instance)
+	if err != nil {
 		return nil, err
 	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
-	if err != nil {
-		return nil, mapError(op, err)
-	}
-	if !found {
+	if doc == nil {
 		return []duroxide.Event{}, nil
 	}
 	events, err := p.readHistory(ctx, instance, doc.CurrentExecutionID, doc.HistoryWatermark)

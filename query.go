@@ -2,6 +2,7 @@ package cdb
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -89,6 +90,34 @@ func (p *Provider) readDoc(ctx context.Context, instance, id string, v any) (eta
 	}
 	etag, err = decodeDoc(raw, v)
 	return etag, err == nil, err
+}
+
+// loadInstance validates instance and point-reads its instance document
+// (created or pending); it returns nil, and no error, when there is none.
+func (p *Provider) loadInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
+	}
+	var doc instanceDoc
+	etag, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	doc.ETag = etag
+	return &doc, nil
+}
+
+// requireInstance is loadInstance for an instance an ack created: a
+// missing or pending one is a permanent "not found" error.
+func (p *Provider) requireInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
+	doc, err := p.loadInstance(ctx, op, instance)
+	if err == nil && !doc.exists() {
+		err = permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	}
+	return doc, err
 }
 
 // queryOpts are the options of one query.

@@ -111,11 +111,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 		po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10) + " AND c.lastActivity > " + strconv.FormatInt(cutoff, 10))
 		po.AppendSet("/lockedUntil", now+extendFor.Milliseconds())
 		_, err := p.patchDoc(ctx, s.InstanceID, s.ID, po, idempotentWrite)
-		switch {
-		case err == nil:
-			n++
-		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
-		default:
+		if err := countWrite(&n, err); err != nil {
 			return n, mapError(op, err)
 		}
 	}
@@ -155,14 +151,23 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 		if json.Unmarshal(raw, &s) != nil || s.SessionID == nil || pending[[2]string{s.InstanceID, *s.SessionID}] {
 			continue
 		}
-		err := p.deleteDoc(ctx, s.InstanceID, s.ID, s.ETag)
-		switch {
-		case err == nil:
-			n++
-		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
-		default:
+		if err := countWrite(&n, p.deleteDoc(ctx, s.InstanceID, s.ID, s.ETag)); err != nil {
 			return n, mapError(op, err)
 		}
 	}
 	return n, nil
+}
+
+// countWrite adds one to *n for a conditional write that succeeded, skips
+// one whose condition no longer held or whose document is gone (412, 404),
+// and returns any other error.
+func countWrite(n *int, err error) error {
+	switch {
+	case err == nil:
+		*n++
+	case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
+	default:
+		return err
+	}
+	return nil
 }

@@ -15,15 +15,11 @@ import (
 // Requests: 1 point read.
 func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
 	const op = "get_custom_status"
-	if err := validateInstanceID(op, instance); err != nil {
+	doc, err := p.loadInstance(ctx, op, instance)
+	if err != nil {
 		return nil, err
 	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
-	if err != nil {
-		return nil, mapError(op, err)
-	}
-	if !found || !doc.exists() || doc.CustomStatusVersion <= lastSeenVersion {
+	if !doc.exists() || doc.CustomStatusVersion <= lastSeenVersion {
 		return nil, nil
 	}
 	return &duroxide.CustomStatus{Status: doc.CustomStatus, Version: doc.CustomStatusVersion}, nil
@@ -36,16 +32,9 @@ func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSee
 // the instance document, one single-partition query).
 func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
 	const op = "get_instance_stats"
-	if err := validateInstanceID(op, instance); err != nil {
+	doc, err := p.loadInstance(ctx, op, instance)
+	if err != nil || !doc.exists() {
 		return nil, err
-	}
-	var doc instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
-	if err != nil {
-		return nil, mapError(op, err)
-	}
-	if !found || !doc.exists() {
-		return nil, nil
 	}
 	raws, err := p.query(ctx, &instance,
 		"SELECT * FROM c WHERE c.type IN ('orch_queue', 'kv') OR (c.type = 'history' AND c.executionId = @e AND c.eventId <= @w)",
