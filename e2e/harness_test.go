@@ -77,6 +77,16 @@ func (s *sample) completed(instance string) string {
 	return st.Output
 }
 
+// expectOutput starts orchestration name as instance with input and fails
+// the test unless it completes with want.
+func (s *sample) expectOutput(instance, name, input, want string) {
+	s.t.Helper()
+	s.startOrchestration(instance, name, input)
+	if got := s.completed(instance); got != want {
+		s.t.Fatalf("%s output = %q, want %q", instance, got, want)
+	}
+}
+
 // failed waits for instance and returns its error details, failing the
 // test unless it failed.
 func (s *sample) failed(instance string) duroxide.ErrorDetails {

@@ -32,8 +32,7 @@ func TestSampleHelloWorld(t *testing.T) {
 			return ctx.ScheduleActivity("Hello", in).Get()
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sample-hello-1", "HelloWorld", "World")
-	wantEqual(t, "output", s.completed("inst-sample-hello-1"), "Hello, World!")
+	s.expectOutput("inst-sample-hello-1", "HelloWorld", "World", "Hello, World!")
 }
 
 // sample_basic_control_flow_fs: branch on an activity's result.
@@ -56,8 +55,7 @@ func TestSampleBasicControlFlow(t *testing.T) {
 			return ctx.ScheduleActivity("SayNo", "").Get()
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sample-cflow-1", "ControlFlow", "")
-	wantEqual(t, "output", s.completed("inst-sample-cflow-1"), "picked_yes")
+	s.expectOutput("inst-sample-cflow-1", "ControlFlow", "", "picked_yes")
 }
 
 // sample_loop_fs: an accumulator built by a loop of activities.
@@ -78,8 +76,7 @@ func TestSampleLoop(t *testing.T) {
 			return acc, nil
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sample-loop-1", "LoopOrchestration", "")
-	wantEqual(t, "output", s.completed("inst-sample-loop-1"), "startxxx")
+	s.expectOutput("inst-sample-loop-1", "LoopOrchestration", "", "startxxx")
 }
 
 // sample_error_handling_fs: compensate for a failed activity.
@@ -103,8 +100,7 @@ func TestSampleErrorHandling(t *testing.T) {
 			return ctx.ScheduleActivity("Recover", "").Get()
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sample-err-1", "ErrorHandling", "")
-	wantEqual(t, "output", s.completed("inst-sample-err-1"), "recovered")
+	s.expectOutput("inst-sample-err-1", "ErrorHandling", "", "recovered")
 }
 
 // slowActivity returns result after 30s unless it is cancelled first; it
@@ -189,8 +185,7 @@ func TestSampleGreetingsJoin(t *testing.T) {
 			return strings.Join(vals, ", "), nil
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-dtf-greetings", "Greetings", "")
-	wantEqual(t, "output", s.completed("inst-dtf-greetings"), "Hello, Gabbar!, Hello, Samba!")
+	s.expectOutput("inst-dtf-greetings", "Greetings", "", "Hello, Gabbar!, Hello, Samba!")
 }
 
 // sample_system_activities_fs: UtcNow and NewGUID.
@@ -232,8 +227,7 @@ func TestSampleStatusPolling(t *testing.T) {
 		return "done", nil
 	}))
 	s.start(reg, options())
-	s.startOrchestration("inst-status-sample", "StatusSample", "")
-	wantEqual(t, "output", s.completed("inst-status-sample"), "done")
+	s.expectOutput("inst-status-sample", "StatusSample", "", "done")
 }
 
 // sample_basic_error_handling_fs: an activity error fails the orchestration.
@@ -251,8 +245,7 @@ func TestSampleBasicErrorHandling(t *testing.T) {
 			return ctx.ScheduleActivity("ValidateInput", in).Get()
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-basic-error-1", "BasicErrorHandling", "test")
-	wantEqual(t, "output", s.completed("inst-basic-error-1"), "Valid: test")
+	s.expectOutput("inst-basic-error-1", "BasicErrorHandling", "test", "Valid: test")
 	s.startOrchestration("inst-basic-error-2", "BasicErrorHandling", "")
 	if msg := s.failed("inst-basic-error-2").DisplayMessage(); !strings.Contains(msg, "Input cannot be empty") {
 		t.Fatalf("error = %q", msg)
@@ -285,8 +278,7 @@ func TestSampleNestedFunctionErrorHandling(t *testing.T) {
 		reg.RegisterActivity("FormatOutput", func(_ *runtime.ActivityContext, in string) (string, error) { return "Final: " + in, nil }),
 		reg.RegisterOrchestration("NestedErrorHandling", processAndFormat))
 	s.start(reg, options())
-	s.startOrchestration("inst-nested-error-1", "NestedErrorHandling", "test")
-	wantEqual(t, "output", s.completed("inst-nested-error-1"), "Final: Processed: test")
+	s.expectOutput("inst-nested-error-1", "NestedErrorHandling", "test", "Final: Processed: test")
 	s.startOrchestration("inst-nested-error-2", "NestedErrorHandling", "error")
 	if msg := s.failed("inst-nested-error-2").DisplayMessage(); !strings.Contains(msg, "Processing failed") {
 		t.Fatalf("error = %q", msg)
@@ -310,8 +302,7 @@ func TestSampleErrorRecovery(t *testing.T) {
 			return "", fmt.Errorf("Failed to process '%s': %w", in, err)
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-recovery-1", "ErrorRecovery", "test")
-	wantEqual(t, "output", s.completed("inst-recovery-1"), "Processed: test")
+	s.expectOutput("inst-recovery-1", "ErrorRecovery", "test", "Processed: test")
 	s.startOrchestration("inst-recovery-2", "ErrorRecovery", "error")
 	msg := s.failed("inst-recovery-2").DisplayMessage()
 	if !strings.Contains(msg, "Failed to process 'error'") || !strings.Contains(msg, "Processing failed") {

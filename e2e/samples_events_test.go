@@ -137,8 +137,7 @@ func TestSampleHeterogeneousWorkersWithTags(t *testing.T) {
 	opts.TagFilter, err = duroxide.TagFilterDefaultAnd("gpu", "cpu")
 	must(t, err)
 	s.start(reg, opts)
-	s.startOrchestration("video-1", "VideoPipeline", "")
-	wantEqual(t, "output", s.completed("video-1"), "uploaded:encoded:rendered:frame42")
+	s.expectOutput("video-1", "VideoPipeline", "", "uploaded:encoded:rendered:frame42")
 	wantEqual(t, "tags", strings.Join(tagsOf(s.history("video-1")), " "), "Render:gpu Encode:cpu Upload:<none>")
 }
 
@@ -159,8 +158,7 @@ func TestSampleStarvationSafeTaggedActivity(t *testing.T) {
 			return ctx.ScheduleActivity("CpuFallback", in).Get()
 		}))
 	s.start(reg, options()) // default filter: untagged only
-	s.startOrchestration("infer-1", "InferenceWithFallback", "model-v3")
-	wantEqual(t, "output", s.completed("infer-1"), "cpu_fallback:model-v3")
+	s.expectOutput("infer-1", "InferenceWithFallback", "model-v3", "cpu_fallback:model-v3")
 }
 
 // sample_dual_runtime_tag_cooperation: an orchestrating runtime and a
@@ -193,8 +191,7 @@ func TestSampleDualRuntimeTagCooperation(t *testing.T) {
 	gpu.TagFilter, err = duroxide.TagFilterTags("gpu")
 	must(t, err)
 	s.start(registry(), gpu)
-	s.startOrchestration("ml-1", "MLPipeline", "dataset-v5")
-	wantEqual(t, "output", s.completed("ml-1"), "saved:trained:preprocessed:dataset-v5")
+	s.expectOutput("ml-1", "MLPipeline", "dataset-v5", "saved:trained:preprocessed:dataset-v5")
 	wantEqual(t, "tags", strings.Join(tagsOf(s.history("ml-1")), " "), "PreProcess:<none> GpuTrain:gpu SaveModel:<none>")
 }
 
@@ -358,8 +355,7 @@ func TestSampleKVReadModifyWriteCounter(t *testing.T) {
 			return v, nil
 		}))
 	s.start(reg, options())
-	s.startOrchestration("batch-proc", "BatchProcessor", "")
-	wantEqual(t, "output", s.completed("batch-proc"), "3")
+	s.expectOutput("batch-proc", "BatchProcessor", "", "3")
 	for key, want := range map[string]string{"batches_processed": "3", "last_result": "processed:gamma"} {
 		v, ok, err := s.client.GetKVValue(s.ctx, "batch-proc", key)
 		if err != nil || !ok || v != want {

@@ -31,8 +31,7 @@ func TestSampleSubOrchestrationBasic(t *testing.T) {
 			return "parent:" + r, err
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sub-basic", "Parent", "hi")
-	wantEqual(t, "output", s.completed("inst-sub-basic"), "parent:HI")
+	s.expectOutput("inst-sub-basic", "Parent", "hi", "parent:HI")
 }
 
 // sample_sub_orchestration_fanout_fs.
@@ -61,8 +60,7 @@ func TestSampleSubOrchestrationFanOut(t *testing.T) {
 			return fmt.Sprintf("total=%d", total), nil
 		}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sub-fan", "ParentFan", "")
-	wantEqual(t, "output", s.completed("inst-sub-fan"), "total=10")
+	s.expectOutput("inst-sub-fan", "ParentFan", "", "total=10")
 }
 
 // sample_sub_orchestration_chained_fs: root -> mid -> leaf.
@@ -83,8 +81,7 @@ func TestSampleSubOrchestrationChained(t *testing.T) {
 		reg.RegisterOrchestration("Mid", child("Leaf", "%s-mid")),
 		reg.RegisterOrchestration("Root", child("Mid", "root:%s")))
 	s.start(reg, options())
-	s.startOrchestration("inst-sub-chain", "Root", "a")
-	wantEqual(t, "output", s.completed("inst-sub-chain"), "root:ax-mid")
+	s.expectOutput("inst-sub-chain", "Root", "a", "root:ax-mid")
 }
 
 // sample_detached_orchestration_scheduling_fs: fire-and-forget starts.
@@ -105,8 +102,7 @@ func TestSampleDetachedOrchestrationScheduling(t *testing.T) {
 			return "scheduled", nil
 		}))
 	s.start(reg, options())
-	s.startOrchestration("CoordinatorRoot", "Coordinator", "")
-	wantEqual(t, "output", s.completed("CoordinatorRoot"), "scheduled")
+	s.expectOutput("CoordinatorRoot", "Coordinator", "", "scheduled")
 	wantEqual(t, "W1", s.completed("W1"), "A")
 	wantEqual(t, "W2", s.completed("W2"), "B")
 }
@@ -145,8 +141,7 @@ func TestSampleContinueAsNew(t *testing.T) {
 		return fmt.Sprintf("final:%d", n), nil
 	}))
 	s.start(reg, options())
-	s.startOrchestration("inst-sample-can", "CanSample", "0")
-	wantEqual(t, "output", s.completed("inst-sample-can"), "final:3")
+	s.expectOutput("inst-sample-can", "CanSample", "0", "final:3")
 	execs, err := s.client.ListExecutions(s.ctx, "inst-sample-can")
 	if err != nil || !slices.Equal(execs, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("executions = %v, %v", execs, err)
@@ -188,8 +183,7 @@ func TestSampleVersioningSubOrchestrationExplicitVsPolicy(t *testing.T) {
 		reg.RegisterOrchestration("Child", constant("c1")),
 		reg.RegisterOrchestrationVersion("Child", "2.0.0", constant("c2")))
 	s.start(reg, options())
-	s.startOrchestration("inst-sub-vers", "ParentVers", "")
-	wantEqual(t, "output", s.completed("inst-sub-vers"), "c1-c2")
+	s.expectOutput("inst-sub-vers", "ParentVers", "", "c1-c2")
 }
 
 // sample_versioning_continue_as_new_upgrade_fs: v1 continues as new into
