@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/providertest"
+)
+
+// options are the command line of cdb-stress.
+type options struct {
+	scenarios     []providertest.StressScenario
+	duration      time.Duration
+	maxConcurrent int
+	tasks         int
+	activityDelay time.Duration
+	waitTimeout   time.Duration
+	pollInterval  time.Duration
+	configs       []dispatchConfig
+	providers     []string
+	progress      bool
+	record        string
+	// set holds the names of the flags given on the command line.
+	set map[string]bool
+}
+
+// dispatchConfig is one "orchestration/worker" dispatcher configuration.
+type dispatchConfig struct {
+	orchestration, worker int
+}
+
+func (c dispatchConfig) String() string { return fmt.Sprintf("%d/%d", c.orchestration, c.worker) }
+
+// Provider names of the -provider flag.
+const (
+	providerMemory = "memory"
+	providerCDB    = "cdb"
+	providerBoth   = "both"
+)
+
+// scenarioAliases maps the -scenario values to scenarios.
+var scenarioAliases = map[string][]providertest.StressScenario{
+	"parallel":                {providertest.ScenarioParallelOrchestrations},
+	"parallel_orchestrations": {providertest.ScenarioParallelOrchestrations},
+	"large":                   {providertest.ScenarioLargePayload},
+	"large_payload":           {providertest.ScenarioLargePayload},
+	"all":                     providertest.StressScenarios(),
+}
+
+// parseOptions parses args; usage and errors go to out. flag.ErrHelp is
+// returned for -h.
+func parseOptions(args []string, out io.Writer) (options, error) {
+	fs := flag.NewFlagSet("cdb-stress", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, usageText)
+		fs.PrintDefaults()
+	}
+	scenario := fs.String("scenario", "parallel", "workload: parallel (parallel_orchestrations), large (large_payload) or all")
+	duration := fs.Duration("duration", 10*time.Second, "how long each run launches orchestrations")
+	maxConcurrent := fs.Int("max-concurrent", 20, "orchestrations in flight (large_payload default: 5)")
+	tasks := fs.Int("tasks", 5, "activities per orchestration of the parallel scenario")
+	delay := fs.Duration("activity-delay", 10*time.Millisecond, "simulated work of each activity (large_payload default: 5ms)")
+	wait := fs.Duration("wait-timeout", 0, "longest wait for one orchestration (0: 60s, large_payload 120s)")
+	poll := fs.Duration("poll-interval", 100*time.Millisecond, "the runtime's minimum idle polling cycle")
+	configs := fs.String("configs", "1/1,2/2,4/4", "comma-separated orchestration/worker dispatcher counts")
+	provider := fs.String("provider", providerBoth, "provider(s) to run: cdb, memory or both")
+	progress := fs.Bool("progress", true, "print a progress line while running (on stderr)")
+	record := fs.String("record", "", "append this run, in RESULTS.md's format, to the given file")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	o := options{
+		duration: *duration, maxConcurrent: *maxConcurrent, tasks: *tasks, activityDelay: *delay,
+		waitTimeout: *wait, pollInterval: *poll, progress: *progress, record: *record, set: map[string]bool{},
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	var errs []error
+	var ok bool
+	if o.scenarios, ok = scenarioAliases[*scenario]; !ok {
+		errs = append(errs, fmt.Errorf("-scenario %q: want parallel, large or all", *scenario))
+	}
+	switch *provider {
+	case providerMemory, providerCDB:
+		o.providers = []string{*provider}
+	case providerBoth:
+		o.providers = []string{providerMemory, providerCDB}
+	default:
+		errs = append(errs, fmt.Errorf("-provider %q: want cdb, memory or both", *provider))
+	}
+	var err error
+	if o.configs, err = parseConfigs(*configs); err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{
+		{"-duration must be positive", o.duration <= 0},
+		{"-max-concurrent must be positive", o.maxConcurrent <= 0},
+		{"-tasks must be positive", o.tasks <= 0},
+		{"-activity-delay must not be negative", o.activityDelay < 0},
+		{"-wait-timeout must not be negative", o.waitTimeout < 0},
+		{"-poll-interval must be positive", o.pollInterval <= 0},
+	} {
+		if f.bad {
+			errs = append(errs, errors.New(f.name))
+		}
+	}
+	if len(errs) > 0 {
+		return options{}, errors.Join(errs...)
+	}
+	return o, nil
+}
+
+// parseConfigs parses "1/1,2/2,4/4".
+func parseConfigs(s string) ([]dispatchConfig, error) {
+	var out []dispatchConfig
+	for _, part := range strings.Split(s, ",") {
+		o, w, found := strings.Cut(strings.TrimSpace(part), "/")
+		on, err1 := strconv.Atoi(o)
+		wn, err2 := strconv.Atoi(w)
+		if !found || err1 != nil || err2 != nil || on <= 0 || wn <= 0 {
+			return nil, fmt.Errorf("-configs: %q is not orchestration/worker (e.g. 2/2)", part)
+		}
+		out = append(out, dispatchConfig{orchestration: on, worker: wn})
+	}
+	return out, nil
+}
+
+// stressConfig is the harness configuration of scenario on c. Flags left
+// at their defaults let the harness pick the scenario's own (duroxide's
+// large-payload defaults differ).
+func (o options) stressConfig(scenario providertest.StressScenario, c dispatchConfig) providertest.StressConfig {
+	cfg := providertest.StressConfig{
+		Scenario: scenario, Duration: o.duration, TasksPerInstance: o.tasks,
+		OrchestrationConcurrency: c.orchestration, WorkerConcurrency: c.worker,
+		WaitTimeout: o.waitTimeout, PollInterval: o.pollInterval,
+	}
+	if scenario != providertest.ScenarioLargePayload || o.set["max-concurrent"] {
+		cfg.MaxConcurrent = o.maxConcurrent
+	}
+	if scenario != providertest.ScenarioLargePayload || o.set["activity-delay"] {
+		cfg.ActivityDelay = o.activityDelay
+		if cfg.ActivityDelay == 0 {
+			cfg.ActivityDelay = -1 // the harness reads a negative delay as none
+		}
+	}
+	return cfg
+}
+
+const usageText = `cdb-stress runs duroxide's provider stress tests (parallel orchestrations,
+large payloads) on the Cosmos DB provider and on the in-memory reference
+provider, and prints duroxide's results table.
+
+Without COSMOS_ENDPOINT it runs on a fresh embedded emulator per run; with
+COSMOS_ENDPOINT and COSMOS_KEY (and optionally COSMOS_DATABASE and
+COSMOS_CONTAINER) it runs against that account.
+
+Usage:
+
+	cdb-stress [flags]
+
+Flags:
+`
