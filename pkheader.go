@@ -30,6 +30,7 @@ func PartitionKeyHeaderPolicy() policy.Policy { return pkHeaderPolicy{} }
 
 type pkHeaderPolicy struct{}
 
+// Do re-encodes the request's partition key header when it is not JSON.
 func (pkHeaderPolicy) Do(req *policy.Request) (*http.Response, error) {
 	h := req.Raw().Header
 	if v := h.Get(partitionKeyHeader); v != "" && strings.ContainsAny(v, `\`) {

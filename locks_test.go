@@ -1,0 +1,99 @@
+package cdb_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// TestLocksWorkAcrossProcesses takes locks with one provider and renews,
+// acks and abandons them with another on the same container (another
+// process: nothing cached), and checks that a renewal made elsewhere does
+// not break the taking provider's ack.
+func TestLocksWorkAcrossProcesses(t *testing.T) {
+	cfg := env.config()
+	cfg.DisableReconciler = true
+	p1 := startProvider(t, cfg)
+	p2 := startProvider(t, cfg)
+	ctx := context.Background()
+
+	// Orchestration lock: taken by p1, renewed and acked by p2.
+	require.NoError(t, p1.EnqueueForOrchestrator(ctx, startItem("x1"), 0))
+	item, err := fetchInstance(ctx, p1, "x1")
+	require.NoError(t, err)
+	require.NoError(t, p2.RenewOrchestrationItemLock(ctx, item.LockToken, longLock))
+	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "x1", ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+	require.NoError(t, p2.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started("x1")}, []duroxide.WorkItem{act}, nil, runningMetadata(), nil))
+	var pe *duroxide.ProviderError
+	err = p1.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started("x1")}, nil, nil, runningMetadata(), nil)
+	require.True(t, errors.As(err, &pe), "the lock was released by p2's ack: %v", err)
+	assert.False(t, pe.Retryable)
+
+	// Work-item lock: taken by p1, renewed by p2, acked by p1 (whose
+	// cached ETag is stale now).
+	w, err := p1.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	state, err := p2.RenewWorkItemLock(ctx, w.LockToken, longLock)
+	require.NoError(t, err)
+	assert.Equal(t, duroxide.ExecutionRunning, state.Kind)
+	done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: "x1", ExecutionID: 1, ID: 2, Result: "r"}}
+	require.NoError(t, p1.AckWorkItem(ctx, w.LockToken, &done))
+
+	// Orchestration lock: taken by p1, renewed by p2, acked by p1.
+	item, err = fetchInstance(ctx, p1, "x1")
+	require.NoError(t, err)
+	require.NoError(t, p2.RenewOrchestrationItemLock(ctx, item.LockToken, longLock))
+	require.NoError(t, p1.AckOrchestrationItem(ctx, item.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil))
+
+	// Abandons from the other process.
+	require.NoError(t, p1.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: "x1", Name: "e", Data: "d"}}, 0))
+	item, err = fetchInstance(ctx, p1, "x1")
+	require.NoError(t, err)
+	require.NoError(t, p2.AbandonOrchestrationItem(ctx, item.LockToken, 0, true))
+	again, err := fetchInstance(ctx, p2, "x1")
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), again.AttemptCount, "the abandon released the message and undid its attempt")
+	require.NoError(t, p2.AckOrchestrationItem(ctx, again.LockToken, 1, nil, nil, nil, duroxide.ExecutionMetadata{}, nil))
+
+	require.NoError(t, p1.EnqueueForWorker(ctx, duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "x1", ExecutionID: 1, ID: 9, Name: "B", Input: "i"}}))
+	w, err = p1.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NoError(t, p2.AbandonWorkItem(ctx, w.LockToken, 0, false))
+	w2, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w2)
+	assert.Equal(t, uint32(2), w2.AttemptCount)
+	require.NoError(t, p2.AckWorkItem(ctx, w2.LockToken, nil))
+}
+
+// TestReadyClient checks that a provider built on a ready client (here
+// with the partition key policy) works and leaves the client open on
+// Close.
+func TestReadyClient(t *testing.T) {
+	cfg := env.config()
+	opts := azcosmos.ClientOptions{}
+	if cfg.ClientOptions != nil {
+		opts = *cfg.ClientOptions
+	}
+	opts.PerCallPolicies = []policy.Policy{cdb.PartitionKeyHeaderPolicy()}
+	cred, err := azcosmos.NewKeyCredential(cfg.Key)
+	require.NoError(t, err)
+	client, err := azcosmos.NewClientWithKey(cfg.Endpoint, cred, &opts)
+	require.NoError(t, err)
+	p := startProvider(t, cdb.Config{Client: client, Database: cfg.Database, Container: cfg.Container, DisableReconciler: true})
+	require.NoError(t, helloWorld(context.Background(), p, "ready-client-🚀", nil))
+	require.NoError(t, p.Close())
+	db, err := client.NewDatabase(cfg.Database)
+	require.NoError(t, err)
+	_, err = db.Read(context.Background(), nil)
+	require.NoError(t, err, "the caller's client still works after Close")
+}
