@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/providertest"
+)
+
+// Short runs of the binary: cdb on the embedded emulator (or on
+// COSMOS_ENDPOINT when set) and the in-memory reference. They fail on any
+// lost, duplicated or failed orchestration, never on speed.
+
+// shortArgs is a run of about a second per configuration.
+var shortArgs = []string{
+	"-duration", "1s", "-max-concurrent", "6", "-tasks", "3", "-activity-delay", "2ms",
+	"-poll-interval", "10ms", "-progress=false",
+}
+
+// tableRows returns the fields of the comparison table's rows whose
+// provider column starts with provider.
+func tableRows(report, provider string) [][]string {
+	var out [][]string
+	inTable := false
+	for _, line := range strings.Split(report, "\n") {
+		switch {
+		case strings.HasPrefix(line, "=== Comparison Table ==="):
+			inTable = true
+		case inTable && line == "":
+			inTable = false
+		case inTable && strings.HasPrefix(line, provider):
+			out = append(out, strings.Fields(strings.TrimPrefix(line, provider)))
+		}
+	}
+	return out
+}
+
+func TestRunPrintsTableForBothProviders(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(t.Context(), append([]string{"-configs", "1/1,2/2"}, shortArgs...), &out, &errb)
+	report := out.String()
+	require.Equal(t, exitOK, code, "report:\n%s\nstderr:\n%s", report, errb.String())
+	for _, provider := range []string{"memory", newCDBTarget().name()} {
+		rows := tableRows(report, provider)
+		require.Len(t, rows, 2, "%s rows in:\n%s", provider, report)
+		for i, config := range []string{"1/1", "2/2"} {
+			f := rows[i]
+			require.Equal(t, config, f[0])
+			require.NotEqual(t, "0", f[1], "completed")
+			require.Equal(t, []string{"0", "0", "0", "0", "100.00"}, f[2:7], "failed, infra, config, app, success %%")
+		}
+	}
+	require.Contains(t, report, "=== Cosmos DB requests per provider call (budget) ===")
+	require.Contains(t, report, "[MET] 100% success on every config")
+	require.Empty(t, errb.String())
+}
+
+// TestCDBStressOnEmulator runs both scenarios on cdb directly and checks
+// what the table summarizes: every orchestration verified, every activity
+// fetched and acknowledged exactly once, and every request the emulator
+// served went through the counting transport.
+func TestCDBStressOnEmulator(t *testing.T) {
+	target := newCDBTarget()
+	if !target.onEmulator() {
+		t.Skip("COSMOS_ENDPOINT is set: TestRunPrintsTableForBothProviders covers the account; this test reads the emulator's counters")
+	}
+	o, err := parseOptions(shortArgs, &bytes.Buffer{})
+	require.NoError(t, err)
+	for _, sc := range providertest.StressScenarios() {
+		cfg := o.stressConfig(sc, dispatchConfig{2, 2})
+		cfg.LargePayload = providertest.LargePayloadConfig{SmallPayloadKB: 5, MediumPayloadKB: 10, LargePayloadKB: 20, ActivityCount: 6, SubOrchestrationCount: 2}
+		cfg.MaxConcurrent = map[providertest.StressScenario]int{sc: 6, providertest.ScenarioLargePayload: 2}[sc]
+		tr := target.prepare().(*cdbRun)
+		cfg.RequestCount = tr.requestCount()
+		res, err := providertest.RunStress(t.Context(), tr.factory(), cfg)
+		require.NoError(t, err)
+		require.Positive(t, res.Launched, sc)
+		require.Empty(t, res.Problems, sc)
+		require.Equal(t, res.Launched, res.Completed, sc)
+		perInstance := cfg.TasksPerInstance
+		if sc == providertest.ScenarioLargePayload {
+			lp := cfg.LargePayload
+			perInstance = lp.ActivityCount + 10 + 2*lp.SubOrchestrationCount
+		}
+		for _, op := range []string{providertest.OpFetchWorkItem, providertest.OpAckWorkItem} {
+			s, ok := res.Operation(op)
+			require.True(t, ok)
+			require.Equal(t, int64(res.Completed*perInstance), s.Calls, "%s %s", sc, op)
+		}
+		require.Positive(t, res.Requests)
+		split := splitRequests(res)
+		require.GreaterOrEqual(t, split.other, int64(0), "attributed requests cannot exceed the emulator's count")
+		kinds := tr.opKinds()
+		var fromKinds int64
+		for _, n := range kinds {
+			fromKinds += n
+		}
+		require.Equal(t, res.Requests, fromKinds, "the per-kind counts add up to the run's requests")
+		require.GreaterOrEqual(t, tr.transport.total.Load(), res.Requests, "the transport saw every request the emulator counted in the run")
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	o, err := parseOptions(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, []providertest.StressScenario{providertest.ScenarioParallelOrchestrations}, o.scenarios)
+	require.Equal(t, 10*time.Second, o.duration)
+	require.Equal(t, []dispatchConfig{{1, 1}, {2, 2}, {4, 4}}, o.configs)
+	require.Equal(t, []string{providerMemory, providerCDB}, o.providers)
+	par := o.stressConfig(providertest.ScenarioParallelOrchestrations, dispatchConfig{2, 2})
+	require.Equal(t, 20, par.MaxConcurrent)
+	require.Equal(t, 5, par.TasksPerInstance)
+	require.Equal(t, 10*time.Millisecond, par.ActivityDelay)
+	large := o.stressConfig(providertest.ScenarioLargePayload, dispatchConfig{1, 1})
+	require.Zero(t, large.MaxConcurrent, "the large-payload scenario keeps duroxide's own default")
+	require.Zero(t, large.ActivityDelay)
+
+	o, err = parseOptions([]string{"-scenario", "all", "-max-concurrent", "7", "-activity-delay", "0s", "-provider", "cdb", "-configs", " 3/1 "}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, providertest.StressScenarios(), o.scenarios)
+	require.Equal(t, []string{providerCDB}, o.providers)
+	require.Equal(t, []dispatchConfig{{3, 1}}, o.configs)
+	large = o.stressConfig(providertest.ScenarioLargePayload, dispatchConfig{3, 1})
+	require.Equal(t, 7, large.MaxConcurrent, "an explicit flag applies to every scenario")
+	require.Negative(t, large.ActivityDelay, "an explicit zero delay means none")
+	require.Equal(t, 3, large.OrchestrationConcurrency)
+	require.Equal(t, 1, large.WorkerConcurrency)
+
+	for _, bad := range [][]string{
+		{"-scenario", "x"}, {"-provider", "sqlite"}, {"-configs", "2x2"}, {"-configs", "0/1"},
+		{"-duration", "0s"}, {"-tasks", "0"}, {"-max-concurrent", "-1"}, {"extra"},
+	} {
+		_, err := parseOptions(bad, &bytes.Buffer{})
+		require.Error(t, err, "%q", bad)
+	}
+}
+
+func TestRunExitStatusForUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, exitUsage, run(context.Background(), []string{"-provider", "nope"}, &out, &errb))
+	require.Contains(t, errb.String(), `-provider "nope"`)
+	errb.Reset()
+	require.Equal(t, exitOK, run(context.Background(), []string{"-h"}, &out, &errb))
+	require.Contains(t, errb.String(), "-configs")
+	require.Empty(t, out.String())
+}
+
+// result builds a parallel-scenario result for the target checks.
+func result(config string, launched, completed int, orchPerSec float64, ops ...providertest.OperationStats) providertest.StressResult {
+	o, w := 2, 2
+	if config == "1/1" {
+		o, w = 1, 1
+	}
+	return providertest.StressResult{
+		Run:      providertest.StressRun{Scenario: providertest.ScenarioParallelOrchestrations, OrchestrationConcurrency: o, WorkerConcurrency: w},
+		Launched: launched, Completed: completed, Failed: launched - completed,
+		OrchestrationsPerSecond: orchPerSec, Requests: 1000, Operations: ops,
+	}
+}
+
+func TestEvaluateTargets(t *testing.T) {
+	within := []providertest.OperationStats{
+		{Operation: providertest.OpFetchOrchestrationItem, Calls: 100, Requests: 400},
+		{Operation: providertest.OpAckOrchestrationItem, Calls: 100, Requests: 100},
+		{Operation: providertest.OpFetchWorkItem, Calls: 100, Requests: 200},
+	}
+	reps := []scenarioReport{{scenario: providertest.ScenarioParallelOrchestrations, rows: []row{
+		{provider: "memory", res: result("2/2", 100, 100, 60)},
+		{provider: "cdb", cdb: true, res: result("2/2", 80, 80, 31, within...)},
+	}}}
+	vs := evaluateTargets(reps)
+	require.Len(t, vs, 4)
+	for _, v := range vs {
+		require.True(t, v.known && v.met, "%s", v)
+	}
+	require.Contains(t, vs[1].detail, "31.00/s vs 60.00/s (52%)")
+
+	over := append(within, providertest.OperationStats{Operation: providertest.OpAckWorkItem, Calls: 10, Requests: 20})
+	reps[0].rows[1].res = result("2/2", 80, 79, 29, over...)
+	vs = evaluateTargets(reps)
+	require.False(t, vs[0].met)
+	require.Contains(t, vs[0].detail, "cdb 2/2 98.75%")
+	require.False(t, vs[1].met, "29 < 50%% of 60")
+	require.False(t, vs[2].met, "29 < 30")
+	require.False(t, vs[3].met)
+	require.Contains(t, vs[3].detail, "ack_work_item 2.00 > 1")
+
+	vs = evaluateTargets([]scenarioReport{{scenario: providertest.ScenarioParallelOrchestrations, rows: []row{
+		{provider: "memory", res: result("1/1", 10, 10, 20)},
+	}}})
+	require.True(t, vs[0].met)
+	for _, v := range vs[1:] {
+		require.False(t, v.known, "%s", v)
+		require.Contains(t, v.String(), "[NOT MEASURED]")
+	}
+}
+
+func TestRecordEntry(t *testing.T) {
+	at := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+	e := recordEntry("abc1234", at, "2 cores, 24 GiB", []string{"-duration", "10s", "-configs", "2/2"}, "TABLE\n")
+	require.Contains(t, e, "## Commit: abc1234 - Timestamp: 2026-11-21 09:30:00 UTC\n")
+	require.Contains(t, e, "- Machine: 2 cores, 24 GiB\n")
+	require.Contains(t, e, "- Command: `go run ./cmd/cdb-stress -duration 10s -configs 2/2`\n")
+	require.Contains(t, e, "```\nTABLE\n```\n")
+	require.Equal(t, `go run ./cmd/cdb-stress -x "a b"`, commandLine([]string{"-x", "a b"}))
+}
+
+func TestKindsPerOrchestration(t *testing.T) {
+	require.Equal(t, "Batch 2.00, Query 3.50", kindsPerOrchestration(map[emulator.OpKind]int64{emulator.OpQuery: 7, emulator.OpBatch: 4}, 2))
+	require.Equal(t, "-", kindsPerOrchestration(nil, 2))
+}
