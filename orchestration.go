@@ -26,7 +26,7 @@ const (
 	maxCandidatesPerFetch = 4
 	// candidatePageSize is the page size of the candidate query; a fetch
 	// reads one non-empty page of candidates.
-	candidatePageSize = 1000
+	candidatePageSize = 200
 	// notReadySkipMs is how long an instance whose messages wait for a
 	// StartOrchestration, or whose pinned version the filter excludes, is
 	// tried after other candidates.
