@@ -35,6 +35,8 @@ type Factory interface {
 // deserialization-contract tests need it and are skipped, with a message
 // naming the hook, when the factory lacks it.
 type HistoryCorrupter interface {
+	// CorruptInstanceHistory overwrites instance's stored history in p with
+	// undecodable data; it fails t when it cannot.
 	CorruptInstanceHistory(ctx context.Context, t testing.TB, p duroxide.Provider, instance string)
 }
 
@@ -43,6 +45,9 @@ type HistoryCorrupter interface {
 // orchestrator-queue messages in provider p. Tests that need it are skipped,
 // with a message naming the hook, when the factory lacks it.
 type AttemptCountReader interface {
+	// MaxAttemptCount returns the highest attempt count among instance's
+	// orchestrator-queue messages in p (0 when it has none); it fails t
+	// when it cannot read them.
 	MaxAttemptCount(ctx context.Context, t testing.TB, p duroxide.Provider, instance string) uint32
 }
 
@@ -53,5 +58,7 @@ type AttemptCountReader interface {
 // is treated as a short-polling provider; the tests that apply only to the
 // other kind are then skipped with a message saying so.
 type LongPollingReporter interface {
+	// SupportsLongPolling reports whether a fetch waits up to its poll
+	// timeout for work instead of returning at once.
 	SupportsLongPolling() bool
 }
