@@ -97,3 +97,31 @@ func TestReadyClient(t *testing.T) {
 	_, err = db.Read(context.Background(), nil)
 	require.NoError(t, err, "the caller's client still works after Close")
 }
+
+// TestSessionOwnedBacklogDoesNotStarve fills more than one candidate page
+// with items of a session another worker owns and checks that a worker
+// still finds the item behind them.
+func TestSessionOwnedBacklogDoesNotStarve(t *testing.T) {
+	p := newProvider(t, func(c *cdb.Config) { c.DisableReconciler = true })
+	ctx := context.Background()
+	session := "busy"
+	item := func(id uint64, sid *string) duroxide.WorkItem {
+		return duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "owner", ExecutionID: 1, ID: id, Name: "A", Input: "i", SessionID: sid}}
+	}
+	a := &duroxide.SessionFetchConfig{OwnerID: "worker-A", LockTimeout: longLock}
+	require.NoError(t, p.EnqueueForWorker(ctx, item(1, &session)))
+	w, err := p.FetchWorkItem(ctx, longLock, 0, a, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, nil))
+	for id := uint64(2); id <= 260; id++ {
+		require.NoError(t, p.EnqueueForWorker(ctx, item(id, &session)))
+	}
+	require.NoError(t, p.EnqueueForWorker(ctx, item(999, nil)))
+
+	b := &duroxide.SessionFetchConfig{OwnerID: "worker-B", LockTimeout: longLock}
+	w, err = p.FetchWorkItem(ctx, longLock, 0, b, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w, "the plain item behind the owned session's backlog is found")
+	assert.Equal(t, uint64(999), w.Item.Kind.(duroxide.ActivityExecuteItem).ID)
+}

@@ -81,10 +81,29 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 	}
 	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" + where + ")" + slotFilter(lease)
 	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
-	raws, err := p.query(ctx, nil, q, params, queryOpts{maxPages: 1, pageSize: candidatePageSize})
-	if err != nil {
-		return nil, err
+	// One page of candidates normally suffices; when every item on a full
+	// page belongs to sessions other workers own, read all pages.
+	for _, all := range []bool{false, true} {
+		opts := queryOpts{maxPages: 1, pageSize: candidatePageSize}
+		if all {
+			opts.maxPages = 0
+		}
+		raws, err := p.query(ctx, nil, q, params, opts)
+		if err != nil {
+			return nil, err
+		}
+		locked, tried, err := p.tryWorkCandidates(ctx, raws, session, lockTimeout)
+		if err != nil || locked != nil || tried > 0 || len(raws) < candidatePageSize {
+			return locked, err
+		}
 	}
+	return nil, nil
+}
+
+// tryWorkCandidates tries to lock the oldest eligible messages among the
+// candidate query's rows, up to maxCandidatesPerFetch of them, and reports
+// how many it tried.
+func (p *Provider) tryWorkCandidates(ctx context.Context, raws [][]byte, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, int, error) {
 	var items []workCandidate
 	sessions := map[[2]string]workCandidate{}
 	for _, raw := range raws {
@@ -127,10 +146,10 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 		tries++
 		locked, err := p.tryLockWork(ctx, c, owned, session, lockTimeout)
 		if err != nil || locked != nil {
-			return locked, err
+			return locked, tries, err
 		}
 	}
-	return nil, nil
+	return nil, tries, nil
 }
 
 // tryLockWork locks one candidate message (and claims its session); it
