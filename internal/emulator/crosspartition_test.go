@@ -54,6 +54,33 @@ func TestCrossPartitionQueries(t *testing.T) {
 		assert.NoError(t, err, q)
 	}
 
+	// A filter that pins the partition key makes the query single-partition
+	// for the gateway, so plan-needing features are served.
+	items, _, err = queryAll(e.ctx, c, "SELECT VALUE c.id FROM c WHERE c.pk = 'q' ORDER BY c.n DESC", all, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `"8","7"`, string(joinItems(items)))
+	items, _, err = queryAll(e.ctx, c, "SELECT VALUE COUNT(1) FROM c WHERE c.type = 'a' AND c.pk = @pk", all,
+		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@pk", Value: "p"}}})
+	require.NoError(t, err)
+	assert.Equal(t, `2`, string(joinItems(items)))
+	_, _, err = queryAll(e.ctx, c, "SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p' OR c.pk = 'q'", all, nil)
+	assert.Equal(t, http.StatusBadRequest, statusOf(err), "an OR does not pin one partition")
+
+	// Like the gateway, a full cross-partition page always carries a
+	// continuation, so the last page may be empty.
+	items, pages, err = queryAll(e.ctx, c, "SELECT * FROM c", all, &azcosmos.QueryOptions{PageSizeHint: 4})
+	require.NoError(t, err)
+	assert.Len(t, items, 8)
+	assert.Equal(t, 3, pages)
+
+	// Query metrics are returned, index metrics on request.
+	pager := c.NewQueryItemsPager("SELECT * FROM c", azcosmos.NewPartitionKeyString("p"), &azcosmos.QueryOptions{PopulateIndexMetrics: true})
+	page, err := pager.NextPage(e.ctx)
+	require.NoError(t, err)
+	require.NotNil(t, page.QueryMetrics)
+	assert.Contains(t, *page.QueryMetrics, "retrievedDocumentCount=6")
+	assert.NotNil(t, page.IndexMetrics)
+
 	// Cross-partition queries must be enabled.
 	disabled := false
 	_, _, err = queryAll(e.ctx, c, "SELECT * FROM c", all, &azcosmos.QueryOptions{EnableCrossPartitionQuery: &disabled})

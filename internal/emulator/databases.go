@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -13,20 +14,38 @@ import (
 // standing limit for every resource and is always within it.
 const maxIDLength = 255
 
-// validateID checks a resource id against the service's rules: present,
-// at most maxIDLength characters, none of / \ ? #, and no trailing space.
+// validateID checks a resource id: present, at most maxIDLength
+// characters, none of the documented illegal characters / \ ? #. It also
+// refuses ids the service accepts on create but cannot address afterwards
+// (point operations on them fail with 401 or 400 through the gateway):
+// control characters, trailing whitespace and percent-encoded sequences.
 func validateID(id string) *response {
+	invalid := func(why string) *response {
+		return badRequest("The input name '" + id + "' is invalid. " + why)
+	}
 	switch {
 	case id == "":
 		return badRequest("The input name presented is empty or missing an 'id' property.")
 	case utf8.RuneCountInString(id) > maxIDLength:
 		return badRequest("The input name presented is too long. Ids must be at most 255 characters.")
 	case strings.ContainsAny(id, `/\?#`):
-		return badRequest("The input name '" + id + "' is invalid. Ensure to provide a unique non-empty string less than '255' characters. Illegal characters ['/', '\\', '?', '#'] cannot be used in the id.")
-	case strings.HasSuffix(id, " "):
-		return badRequest("The input name '" + id + "' is invalid. Ids cannot end with a space.")
+		return invalid("Ensure to provide a unique non-empty string less than '255' characters. Illegal characters ['/', '\\', '?', '#'] cannot be used in the id.")
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return invalid("Ids cannot contain control characters.")
+	}
+	if r, _ := utf8.DecodeLastRuneInString(id); unicode.IsSpace(r) {
+		return invalid("Ids cannot end with whitespace.")
+	}
+	for i := 0; i+2 < len(id); i++ {
+		if id[i] == '%' && isHex(id[i+1]) && isHex(id[i+2]) {
+			return invalid("Ids cannot contain percent-encoded sequences.")
+		}
 	}
 	return nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 func (d *database) appendJSON(buf []byte) []byte {

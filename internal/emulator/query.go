@@ -1,9 +1,12 @@
 package emulator
 
 import (
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // defaultPageSize is the page size when x-ms-max-item-count is absent.
@@ -180,12 +183,21 @@ func (s *Server) handleQuery(rq *request) *response {
 			return resp
 		}
 		pkKey = &key
-	} else if rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid") == "" {
+	}
+	crossPartition := false
+	if pkKey == nil && rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid") == "" {
 		if !headerBool(rq.r, "x-ms-documentdb-query-enablecrosspartition") {
 			return badRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 		}
-		if qr.q.needsQueryPlan() {
-			return crossPartitionNotServable()
+		if key, ok := qr.q.pinnedPartition(c.pkPaths, qr.params); ok {
+			// The filter pins one logical partition: the gateway routes the
+			// query there and serves it like a single-partition query.
+			pkKey = &key
+		} else {
+			if qr.q.needsQueryPlan() {
+				return crossPartitionNotServable()
+			}
+			crossPartition = true
 		}
 	}
 	c.mu.RLock()
@@ -197,18 +209,96 @@ func (s *Server) handleQuery(rq *request) *response {
 	if resp := qr.q.checkOrderByIndex(idx); resp != nil {
 		return resp
 	}
+	start := time.Now()
 	pg, err := qr.q.execute(execInput{docs: docs}, pageRequest{
 		params:   qr.params,
 		maxItems: size,
 		token:    rq.r.Header.Get("x-ms-continuation"),
+		eager:    crossPartition,
 	})
 	if err != nil {
 		return queryErrorResponse(err)
 	}
 	resp = pageResponse(rid, "Documents", pg)
+	addQueryMetrics(rq, resp, len(docs), pg, time.Since(start))
 	resp.lsn = lsn
 	resp.charge = 2.3 + float64(len(docs))*0.01 + float64(pg.count)*0.1
 	return resp
+}
+
+// pinnedPartition reports whether the WHERE clause fixes every partition key
+// path to a scalar with top-level AND-ed equalities (c.pk = 'x' or
+// c.pk = @p), and returns that partition key.
+func (q *query) pinnedPartition(pkPaths [][]string, params map[string]value) (string, bool) {
+	if q.where == nil || q.from == nil || q.from.e != nil {
+		return "", false
+	}
+	var conjuncts []expr
+	var flatten func(e expr)
+	flatten = func(e expr) {
+		if b, ok := e.(binaryExpr); ok && b.op == "AND" {
+			flatten(b.l)
+			flatten(b.r)
+			return
+		}
+		conjuncts = append(conjuncts, e)
+	}
+	flatten(q.where)
+	comps := make([]value, len(pkPaths))
+	for i, path := range pkPaths {
+		found := false
+		for _, e := range conjuncts {
+			b, ok := e.(binaryExpr)
+			if !ok || b.op != "=" {
+				continue
+			}
+			for _, pair := range [][2]expr{{b.l, b.r}, {b.r, b.l}} {
+				pe, ok := pair[0].(propExpr)
+				if !ok || pe.root != q.from.alias || !equalSegs(pe.path, path) {
+					continue
+				}
+				var v value
+				switch o := pair[1].(type) {
+				case litExpr:
+					v = o.v
+				case paramExpr:
+					v = params[o.name]
+				default:
+					continue
+				}
+				switch v.k {
+				case kNull, kBool, kNumber, kString:
+					comps[i], found = v, true
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return "", false
+		}
+	}
+	return canonicalPK(comps), true
+}
+
+// addQueryMetrics adds the query metrics header the SDK asks for with
+// x-ms-documentdb-populatequerymetrics, and index metrics when asked with
+// x-ms-cosmos-populateindexmetrics. The figures are the emulator's own.
+func addQueryMetrics(rq *request, resp *response, scanned int, pg page, took time.Duration) {
+	if headerBool(rq.r, "x-ms-documentdb-populatequerymetrics") {
+		ms := float64(took.Microseconds()) / 1000
+		resp.setHeader("x-ms-documentdb-query-metrics", fmt.Sprintf(
+			"totalExecutionTimeInMs=%.2f;queryCompileTimeInMs=0.01;queryLogicalPlanBuildTimeInMs=0.01;queryPhysicalPlanBuildTimeInMs=0.01;"+
+				"queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=%.2f;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.00;"+
+				"systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount=%d;retrievedDocumentSize=0;"+
+				"outputDocumentCount=%d;outputDocumentSize=%d;writeOutputTimeInMs=0.00;indexUtilizationRatio=1.00",
+			ms, ms, scanned, pg.count, len(pg.buf)))
+	}
+	if headerBool(rq.r, "x-ms-cosmos-populateindexmetrics") {
+		resp.setHeader("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(
+			[]byte(`{"UtilizedSingleIndexes":[],"PotentialSingleIndexes":[],"UtilizedCompositeIndexes":[],"PotentialCompositeIndexes":[]}`)))
+	}
 }
 
 // queryResources runs a query over database or container resources.

@@ -46,6 +46,10 @@ type pageRequest struct {
 	maxItems int    // documents per page; <= 0 means no count limit
 	token    string // continuation from the previous page, "" for the first
 	maxBytes int
+	// eager returns a continuation as soon as a page is full, without
+	// looking for one more result (the gateway does this for cross-partition
+	// queries, so the last page may be empty).
+	eager bool
 }
 
 // page is one page of query results.
@@ -337,6 +341,7 @@ type pageWriter struct {
 	p        page
 	maxItems int
 	maxBytes int
+	eager    bool
 }
 
 func (w *pageWriter) full() bool {
@@ -375,7 +380,7 @@ func (q *query) execute(in execInput, req pageRequest) (page, error) {
 		// Without FROM a query evaluates its select list once.
 		in = execInput{vals: []value{undefined}}
 	}
-	w := &pageWriter{maxItems: req.maxItems, maxBytes: req.maxBytes}
+	w := &pageWriter{maxItems: req.maxItems, maxBytes: req.maxBytes, eager: req.eager}
 	var p page
 	switch q.mode() {
 	case modeStream:
@@ -457,6 +462,10 @@ func (q *query) execStream(ev *evaluator, in execInput, tok contToken, skip, tak
 				w.add(out, q.starDoc(&r))
 			}
 			last = r
+			if w.eager && w.full() {
+				more = true
+				return false
+			}
 			return true
 		})
 		if ev.err != nil {

@@ -188,6 +188,15 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
+// Reset deletes every database (and so every container and document),
+// leaving counters and fault rules as they are. Resource ids are never
+// reused, so ETags and continuation tokens from before a reset stay invalid.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	s.dbs = make(map[string]*database)
+	s.mu.Unlock()
+}
+
 // nextResourceNumber hands out database and container numbers for rids.
 // The caller holds s.mu for writing.
 func (s *Server) nextResourceNumber() uint32 {

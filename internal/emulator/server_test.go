@@ -26,6 +26,19 @@ func TestStartAndClose(t *testing.T) {
 	assert.Error(t, err)
 }
 
+func TestReset(t *testing.T) {
+	e := newEnv(t)
+	c := e.container("c", nil)
+	_, err := c.CreateItem(e.ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"a","pk":"p"}`), nil)
+	require.NoError(t, err)
+	e.srv.Reset()
+	_, err = c.ReadItem(e.ctx, azcosmos.NewPartitionKeyString("p"), "a", nil)
+	assert.Equal(t, http.StatusNotFound, statusOf(err))
+	c = e.container("c", nil) // the database and container can be created again
+	_, err = c.ReadItem(e.ctx, azcosmos.NewPartitionKeyString("p"), "a", nil)
+	assert.Equal(t, http.StatusNotFound, statusOf(err))
+}
+
 func TestTLS(t *testing.T) {
 	e := newEnv(t, Options{TLS: true})
 	assert.True(t, strings.HasPrefix(e.srv.Endpoint(), "https://127.0.0.1:"))
