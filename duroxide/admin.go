@@ -176,7 +176,12 @@ func (t InstanceTree) Size() int { return len(t.AllIDs) }
 // GetInstanceTree collects instance and its descendants through
 // admin.ListChildren, depth first; it is duroxide's default
 // ProviderAdmin::get_instance_tree, for providers without a faster way.
+// ListChildren's error is returned as it is; a nil admin is a permanent
+// *ProviderError.
 func GetInstanceTree(ctx context.Context, admin ProviderAdmin, instance string) (InstanceTree, error) {
+	if admin == nil {
+		return InstanceTree{}, errNilAdmin("get_instance_tree")
+	}
 	tree := InstanceTree{RootID: instance}
 	pending := []string{instance}
 	seen := map[string]bool{}
@@ -200,8 +205,13 @@ func GetInstanceTree(ctx context.Context, admin ProviderAdmin, instance string) 
 // DeleteInstance is duroxide's default ProviderAdmin::delete_instance: it
 // refuses a sub-orchestration (permanent error "Cannot delete
 // sub-orchestration ... directly"), collects the tree with
-// admin.GetInstanceTree and deletes it with admin.DeleteInstancesAtomic.
+// admin.GetInstanceTree and deletes it with admin.DeleteInstancesAtomic,
+// returning their errors as they are. A nil admin is a permanent
+// *ProviderError.
 func DeleteInstance(ctx context.Context, admin ProviderAdmin, instance string, force bool) (DeleteInstanceResult, error) {
+	if admin == nil {
+		return DeleteInstanceResult{}, errNilAdmin("delete_instance")
+	}
 	if _, isChild, err := admin.GetParentID(ctx, instance); err != nil {
 		return DeleteInstanceResult{}, err
 	} else if isChild {
@@ -213,4 +223,9 @@ func DeleteInstance(ctx context.Context, admin ProviderAdmin, instance string, f
 		return DeleteInstanceResult{}, err
 	}
 	return admin.DeleteInstancesAtomic(ctx, tree.AllIDs, force)
+}
+
+// errNilAdmin is the permanent error of a helper given a nil ProviderAdmin.
+func errNilAdmin(operation string) *ProviderError {
+	return NewPermanentError(operation, "nil ProviderAdmin")
 }

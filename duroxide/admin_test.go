@@ -171,3 +171,18 @@ func TestAsManagementCapability(t *testing.T) {
 	_, ok = AsManagementCapability(plainProvider{})
 	checkEqual(t, false, ok)
 }
+
+// TestHelpersRefuseNilAdmin checks that the default-method helpers return a
+// permanent ProviderError for a nil admin instead of panicking.
+func TestHelpersRefuseNilAdmin(t *testing.T) {
+	ctx := context.Background()
+	_, err := GetInstanceTree(ctx, nil, "root")
+	var pe *ProviderError
+	if !errors.As(err, &pe) || pe.Retryable || pe.Operation != "get_instance_tree" {
+		t.Errorf("GetInstanceTree(nil admin): want a permanent get_instance_tree ProviderError, got %v", err)
+	}
+	_, err = DeleteInstance(ctx, nil, "root", true)
+	if !errors.As(err, &pe) || pe.Retryable || pe.Operation != "delete_instance" {
+		t.Errorf("DeleteInstance(nil admin): want a permanent delete_instance ProviderError, got %v", err)
+	}
+}

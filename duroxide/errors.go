@@ -55,16 +55,25 @@ func (e *ProviderError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Operation, e.Message)
 }
 
-// Unwrap returns the underlying cause, or nil.
-func (e *ProviderError) Unwrap() error { return e.Cause }
+// Unwrap returns the underlying cause, or nil (also for a nil e).
+func (e *ProviderError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Cause
+}
 
 // IsRetryable reports whether the failed call may succeed when tried again.
 func (e *ProviderError) IsRetryable() bool { return e != nil && e.Retryable }
 
 // ToInfrastructureError converts the error into the ErrorDetails the runtime
 // records when a provider failure ends a turn (duroxide's
-// ProviderError::to_infrastructure_error).
+// ProviderError::to_infrastructure_error). A nil e gives Infrastructure
+// details with the message "<nil>", as Error prints it.
 func (e *ProviderError) ToInfrastructureError() ErrorDetails {
+	if e == nil {
+		return ErrorDetails{Infrastructure: &InfrastructureDetails{Message: "<nil>"}}
+	}
 	return ErrorDetails{Infrastructure: &InfrastructureDetails{
 		Operation: e.Operation, Message: e.Message, Retryable: e.Retryable,
 	}}
@@ -72,14 +81,15 @@ func (e *ProviderError) ToInfrastructureError() ErrorDetails {
 
 // IsRetryable reports whether err is, or wraps, a retryable *ProviderError.
 // Errors of any other type are reported as retryable, the conservative
-// default duroxide applies to plain string errors (From<String>).
+// default duroxide applies to plain string errors (From<String>). A nil
+// *ProviderError held in a non-nil error is not retryable.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false
 	}
 	var pe *ProviderError
 	if errors.As(err, &pe) {
-		return pe.Retryable
+		return pe.IsRetryable()
 	}
 	return true
 }

@@ -23,6 +23,10 @@ func TestProviderErrorConstructors(t *testing.T) {
 	var nilErr *ProviderError
 	checkEqual(t, "<nil>", nilErr.Error())
 	checkEqual(t, false, nilErr.IsRetryable())
+	if nilErr.Unwrap() != nil {
+		t.Error("a nil ProviderError unwraps to non-nil")
+	}
+	checkEqual(t, ErrorDetails{Infrastructure: &InfrastructureDetails{Message: "<nil>"}}, nilErr.ToInfrastructureError())
 	if WrapError("read", true, nil) != nil {
 		t.Error("WrapError(nil) is not nil")
 	}
@@ -71,6 +75,8 @@ func TestIsRetryable(t *testing.T) {
 		{"wrapped permanent", fmt.Errorf("ctx: %w", NewPermanentError("op", "m")), false},
 		{"plain error is retryable (duroxide's From<String>)", errors.New("boom"), true},
 		{"joined with a permanent", errors.Join(errors.New("a"), NewPermanentError("op", "m")), false},
+		{"nil *ProviderError in an error", error((*ProviderError)(nil)), false},
+		{"wrapped nil *ProviderError", fmt.Errorf("x: %w", (*ProviderError)(nil)), false},
 	}
 	for _, c := range cases {
 		checkEqual(t, c.want, IsRetryable(c.err), c.name)

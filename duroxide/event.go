@@ -1,6 +1,9 @@
 package duroxide
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Event is one entry of an orchestration's append-only history (duroxide's
 // Event). The common fields sit on Event; the kind-specific payload is Kind,
@@ -49,12 +52,24 @@ func NewEvent(eventID uint64, instanceID string, executionID uint64, sourceEvent
 	}
 }
 
-// Type returns the wire tag of the event's kind, or "" when Kind is nil.
+// Type returns the wire tag of the event's kind, or "" when Kind is nil
+// or a nil pointer.
 func (e Event) Type() EventType {
-	if e.Kind == nil {
+	if isNilKind(e.Kind) {
 		return ""
 	}
 	return e.Kind.EventType()
+}
+
+// isNilKind reports whether an event or work item kind is nil or a nil
+// pointer to a kind type, on which calling a method would panic (the kind
+// methods have value receivers).
+func isNilKind(kind any) bool {
+	if kind == nil {
+		return true
+	}
+	v := reflect.ValueOf(kind)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // IsTerminal reports whether the event ends its execution:

@@ -19,6 +19,12 @@ func TestEventTypeAndTerminal(t *testing.T) {
 	var empty Event
 	checkEqual(t, EventType(""), empty.Type())
 	checkEqual(t, false, empty.IsTerminal())
+
+	// A nil pointer kind reads as no kind instead of panicking.
+	var nilCompleted *OrchestrationCompleted
+	nilPtr := Event{Kind: nilCompleted}
+	checkEqual(t, EventType(""), nilPtr.Type())
+	checkEqual(t, false, nilPtr.IsTerminal())
 }
 
 func TestNewEvent(t *testing.T) {

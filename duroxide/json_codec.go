@@ -1,6 +1,7 @@
 package duroxide
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,8 +12,12 @@ import (
 // error prefix, and the checks of values Rust could not hold.
 
 // unmarshalValue parses data and decodes it with decode into *dst, which is
-// left untouched on error.
+// left untouched on error. A nil dst is a *json.InvalidUnmarshalError, as
+// json.Unmarshal reports it, rather than a panic.
 func unmarshalValue[T any](data []byte, mode parseMode, what string, decode func(*jsonValue) (T, error), dst *T) error {
+	if dst == nil {
+		return fmt.Errorf("duroxide: decode %s: %w", what, &json.InvalidUnmarshalError{Type: reflect.TypeOf(dst)})
+	}
 	v, err := parseJSON(data, mode)
 	if err != nil {
 		return fmt.Errorf("duroxide: decode %s: %w", what, err)

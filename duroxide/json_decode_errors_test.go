@@ -2,6 +2,7 @@ package duroxide
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -216,5 +217,25 @@ func TestEncodeRejectsInvalidKinds(t *testing.T) {
 	} {
 		_, err := w.MarshalJSON()
 		mustError(t, err, name)
+	}
+}
+
+// TestDecodeIntoNilPointer checks that calling UnmarshalJSON on a nil
+// pointer returns json's InvalidUnmarshalError instead of panicking.
+func TestDecodeIntoNilPointer(t *testing.T) {
+	for name, u := range map[string]json.Unmarshaler{
+		"Event":             (*Event)(nil),
+		"WorkItem":          (*WorkItem)(nil),
+		"ErrorDetails":      (*ErrorDetails)(nil),
+		"ConfigErrorKind":   (*ConfigErrorKind)(nil),
+		"AppErrorKind":      (*AppErrorKind)(nil),
+		"PoisonMessageType": (*PoisonMessageType)(nil),
+		"NameData":          (*NameData)(nil),
+	} {
+		err := u.UnmarshalJSON([]byte(`{"CancelInstance":{"instance":"i","reason":"r"}}`))
+		var invalid *json.InvalidUnmarshalError
+		if !errors.As(err, &invalid) {
+			t.Errorf("%s: want a *json.InvalidUnmarshalError, got %v", name, err)
+		}
 	}
 }

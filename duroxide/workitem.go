@@ -14,9 +14,10 @@ type WorkItem struct {
 	Kind WorkItemKind // the payload; never nil in a valid item
 }
 
-// Type returns the wire tag of the item's kind, or "" when Kind is nil.
+// Type returns the wire tag of the item's kind, or "" when Kind is nil or a
+// nil pointer.
 func (w WorkItem) Type() WorkItemType {
-	if w.Kind == nil {
+	if isNilKind(w.Kind) {
 		return ""
 	}
 	return w.Kind.WorkItemType()
@@ -25,9 +26,9 @@ func (w WorkItem) Type() WorkItemType {
 // Instance returns the instance whose queue the item belongs to: the
 // instance field of every kind except SubOrchCompletedItem and
 // SubOrchFailedItem, which target their ParentInstance. It returns "" when
-// Kind is nil.
+// Kind is nil or a nil pointer.
 func (w WorkItem) Instance() string {
-	if w.Kind == nil {
+	if isNilKind(w.Kind) {
 		return ""
 	}
 	return w.Kind.TargetInstance()

@@ -36,4 +36,11 @@ func TestWorkItemInstanceAndType(t *testing.T) {
 	checkEqual(t, "", empty.Instance())
 	checkEqual(t, WorkItemType(""), empty.Type())
 	checkEqual(t, false, empty.IsForWorker())
+
+	// A nil pointer kind reads as no kind instead of panicking.
+	var nilExec *ActivityExecuteItem
+	nilPtr := WorkItem{Kind: nilExec}
+	checkEqual(t, "", nilPtr.Instance())
+	checkEqual(t, WorkItemType(""), nilPtr.Type())
+	checkEqual(t, false, nilPtr.IsForWorker())
 }
