@@ -54,8 +54,8 @@ type PoisonDetails struct {
 // ConfigErrorKind is duroxide's ConfigErrorKind, a string on the wire.
 type ConfigErrorKind string
 
-// ConfigErrorNondeterminism: the orchestration code no longer matches its
-// history.
+// ConfigErrorNondeterminism is duroxide's only ConfigErrorKind: the orchestration
+// code no longer matches its history.
 const ConfigErrorNondeterminism ConfigErrorKind = "Nondeterminism"
 
 // AppErrorKind is duroxide's AppErrorKind: Name is one of the AppErrorKind*

@@ -44,7 +44,7 @@ func marshalValue[T any](what string, v T, appendTo func([]byte, T) ([]byte, err
 // would dereference it) before anything calls a method on it.
 func checkKind(kind any) error {
 	if kind == nil {
-		return errors.New("Kind is nil")
+		return errors.New("nil Kind")
 	}
 	if reflect.TypeOf(kind).Kind() == reflect.Pointer {
 		return fmt.Errorf("unsupported kind type %T (use the value, not a pointer)", kind)
