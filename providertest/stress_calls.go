@@ -23,9 +23,11 @@ type OperationStats struct {
 	// "fetch_orchestration_item".
 	Operation string
 	// Calls counts the successful calls that returned work (a fetch) or
-	// succeeded (any other method); Requests the requests they made.
+	// succeeded (any other method); Requests the requests they made, and
+	// Time the time they took altogether.
 	Calls    int64
 	Requests int64
+	Time     time.Duration
 	// EmptyCalls counts the fetches that returned no work; EmptyRequests
 	// the requests they made.
 	EmptyCalls    int64
@@ -42,6 +44,15 @@ func (s OperationStats) RequestsPerCall() float64 {
 		return 0
 	}
 	return float64(s.Requests) / float64(s.Calls)
+}
+
+// MeanTime returns Time / Calls, the mean duration of a successful call, or
+// 0 when there were no calls.
+func (s OperationStats) MeanTime() time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.Time / time.Duration(s.Calls)
 }
 
 // The provider methods counted, in duroxide's names.
@@ -102,7 +113,7 @@ const (
 
 // opCounters are the live counts of one method.
 type opCounters struct {
-	calls, requests [3]atomic.Int64 // indexed by callOutcome
+	calls, requests, nanos [3]atomic.Int64 // indexed by callOutcome
 }
 
 // callCountingProvider wraps a provider and counts its calls.
@@ -132,6 +143,7 @@ func (p *callCountingProvider) stats() []OperationStats {
 		s := OperationStats{
 			Operation: op,
 			Calls:     c.calls[outcomeWork].Load(), Requests: c.requests[outcomeWork].Load(),
+			Time:       time.Duration(c.nanos[outcomeWork].Load()),
 			EmptyCalls: c.calls[outcomeEmpty].Load(), EmptyRequests: c.requests[outcomeEmpty].Load(),
 			FailedCalls: c.calls[outcomeFailed].Load(), FailedRequests: c.requests[outcomeFailed].Load(),
 		}
@@ -146,7 +158,9 @@ func (p *callCountingProvider) stats() []OperationStats {
 // outcome under op; empty tells whether a successful result carried no work.
 func counted[T any](p *callCountingProvider, op string, ctx context.Context, call func(context.Context) (T, error), empty func(T) bool) (T, error) {
 	tally := new(atomic.Int64)
+	start := time.Now()
 	v, err := call(context.WithValue(ctx, requestTallyKey{}, tally))
+	elapsed := time.Since(start)
 	o := outcomeWork
 	switch {
 	case err != nil:
@@ -157,6 +171,7 @@ func counted[T any](p *callCountingProvider, op string, ctx context.Context, cal
 	c := p.ops[op]
 	c.calls[o].Add(1)
 	c.requests[o].Add(tally.Load())
+	c.nanos[o].Add(int64(elapsed))
 	return v, err
 }
 

@@ -49,6 +49,7 @@ func requireAllCompleted(t *testing.T, res StressResult, activitiesPerInstance i
 		s, ok := res.Operation(op)
 		require.True(t, ok, "%s never called", op)
 		require.Equal(t, want, s.Calls, "%s calls with work", op)
+		require.Positive(t, s.MeanTime(), "%s duration", op)
 	}
 	// Shutdown may cancel the fetch each dispatcher goroutine has in flight;
 	// nothing else may fail.

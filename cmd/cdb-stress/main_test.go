@@ -56,7 +56,7 @@ func TestRunPrintsTableForBothProviders(t *testing.T) {
 			require.Equal(t, []string{"0", "0", "0", "0", "100.00"}, f[2:7], "failed, infra, config, app, success %%")
 		}
 	}
-	require.Contains(t, report, "=== Cosmos DB requests per provider call (budget) ===")
+	require.Contains(t, report, "=== Cosmos DB requests per provider call (budget) and mean call time ===")
 	require.Contains(t, report, "[MET] 100% success on every config")
 	require.Empty(t, errb.String())
 }
@@ -189,7 +189,7 @@ func TestEvaluateTargets(t *testing.T) {
 	require.False(t, vs[1].met, "29 < 50%% of 60")
 	require.False(t, vs[2].met, "29 < 30")
 	require.False(t, vs[3].met)
-	require.Contains(t, vs[3].detail, "ack_work_item 2.00 > 1")
+	require.Contains(t, vs[3].detail, "ack_work_item 2.000 > 1")
 
 	vs = evaluateTargets([]scenarioReport{{scenario: providertest.ScenarioParallelOrchestrations, rows: []row{
 		{provider: "memory", res: result("1/1", 10, 10, 20)},

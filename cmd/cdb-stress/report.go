@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest"
@@ -117,17 +118,17 @@ func writeRequests(w io.Writer, rows []row) {
 		fmt.Fprintf(w, " %-11.2f %-14.2f %-8.2f %.2f (%.2f)\n", float64(split.idle)/n, float64(split.client)/n,
 			float64(split.other)/n, float64(split.dispatch)/n, split.budget/n)
 	}
-	fmt.Fprintf(w, "\n=== Cosmos DB requests per provider call (budget) ===\n")
+	fmt.Fprintf(w, "\n=== Cosmos DB requests per provider call (budget) and mean call time ===\n")
 	fmt.Fprintf(w, "%-20s %-8s", "Provider", "Config")
 	for _, b := range requestBudget {
-		fmt.Fprintf(w, " %-16s", fmt.Sprintf("%s (%g)", b.label, b.budget))
+		fmt.Fprintf(w, " %-17s", fmt.Sprintf("%s (%g)", b.label, b.budget))
 	}
 	fmt.Fprintf(w, " %s\n", "Emulator requests per orchestration by kind")
 	for _, r := range cdbRows {
 		fmt.Fprintf(w, "%-20s %-8s", r.provider, r.res.Run.Label())
 		for _, b := range requestBudget {
 			s, _ := r.res.Operation(b.op)
-			fmt.Fprintf(w, " %-16.2f", s.RequestsPerCall())
+			fmt.Fprintf(w, " %-17s", fmt.Sprintf("%.2f %.2fms", s.RequestsPerCall(), float64(s.MeanTime())/float64(time.Millisecond)))
 		}
 		fmt.Fprintf(w, " %s\n", kindsPerOrchestration(r.kinds, r.res.Completed))
 	}
@@ -290,7 +291,7 @@ func evaluateTargets(reps []scenarioReport) []verdict {
 			for _, b := range requestBudget {
 				s, _ := r.res.Operation(b.op)
 				if v := s.RequestsPerCall(); v > b.budget {
-					over = append(over, fmt.Sprintf("%s %s %.2f > %g", r.res.Run.Label(), b.op, v, b.budget))
+					over = append(over, fmt.Sprintf("%s %s %.3f > %g", r.res.Run.Label(), b.op, v, b.budget))
 				}
 			}
 		}
