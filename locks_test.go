@@ -125,3 +125,23 @@ func TestSessionOwnedBacklogDoesNotStarve(t *testing.T) {
 	require.NotNil(t, w, "the plain item behind the owned session's backlog is found")
 	assert.Equal(t, uint64(999), w.Item.Kind.(duroxide.ActivityExecuteItem).ID)
 }
+
+// TestHotInstanceDoesNotStarveOthers fills more than one candidate page
+// with messages of one locked instance and checks that another instance's
+// message behind them is fetched.
+func TestHotInstanceDoesNotStarveOthers(t *testing.T) {
+	p := newProvider(t, func(c *cdb.Config) { c.DisableReconciler = true })
+	ctx := context.Background()
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("hot"), 0))
+	hot, err := fetchInstance(ctx, p, "hot")
+	require.NoError(t, err)
+	for i := 0; i < 250; i++ {
+		require.NoError(t, p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: "hot", Name: "e", Data: "d"}}, 0))
+	}
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("cold"), 0))
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "the instance behind the locked one's backlog is found")
+	assert.Equal(t, "cold", item.Instance)
+	require.NoError(t, p.AbandonOrchestrationItem(ctx, hot.LockToken, 0, false))
+}

@@ -140,17 +140,35 @@ func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.
 	defer lease.Release()
 	now := p.nowMs()
 	q := "SELECT c.instanceId, c.enqueuedAt, c.seq FROM c WHERE c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + slotFilter(lease)
-	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, queryOpts{maxPages: 1, pageSize: candidatePageSize})
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range p.candidates(raws, now) {
-		if i == maxCandidatesPerFetch {
-			break
+	params := []azcosmos.QueryParameter{param("@now", now)}
+	// One page of candidates normally suffices; when a full page offered
+	// fewer instances than a fetch tries and none could be locked (a hot
+	// instance's backlog fills it), read all pages for the others.
+	tried := map[string]bool{}
+	for _, all := range []bool{false, true} {
+		opts := queryOpts{maxPages: 1, pageSize: candidatePageSize}
+		if all {
+			opts.maxPages = 0
 		}
-		item, err := p.tryLockInstance(ctx, c.instance, lockTimeout, filter)
-		if err != nil || item != nil {
-			return item, err
+		raws, err := p.query(ctx, nil, q, params, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range p.candidates(raws, now) {
+			if len(tried) == maxCandidatesPerFetch {
+				return nil, nil
+			}
+			if tried[c.instance] {
+				continue
+			}
+			tried[c.instance] = true
+			item, err := p.tryLockInstance(ctx, c.instance, lockTimeout, filter)
+			if err != nil || item != nil {
+				return item, err
+			}
+		}
+		if len(raws) < candidatePageSize {
+			break
 		}
 	}
 	return nil, nil
