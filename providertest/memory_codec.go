@@ -2,7 +2,6 @@ package providertest
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -10,17 +9,26 @@ import (
 // memEncodeWorkItem encodes item with duroxide's serde-compatible codec,
 // as SQLite stores work_item, and returns the bytes together with a
 // private copy decoded from them, so that no queue row shares memory with
-// the caller's value.
-func memEncodeWorkItem(item duroxide.WorkItem) ([]byte, duroxide.WorkItem, error) {
+// the caller's value. A failure is SQLite's permanent "Serialization
+// error: ..." for op, with the codec's error as its Cause.
+func memEncodeWorkItem(op string, item duroxide.WorkItem) ([]byte, duroxide.WorkItem, error) {
 	data, err := json.Marshal(item)
 	if err != nil {
-		return nil, duroxide.WorkItem{}, fmt.Errorf("Serialization error: %w", err)
+		return nil, duroxide.WorkItem{}, memSerializationError(op, err)
 	}
 	copied, err := memDecodeWorkItem(data)
 	if err != nil {
-		return nil, duroxide.WorkItem{}, fmt.Errorf("Serialization error: %w", err)
+		return nil, duroxide.WorkItem{}, memSerializationError(op, err)
 	}
 	return data, copied, nil
+}
+
+// memSerializationError is SQLite's permanent error for a work item its
+// codec refuses: "Serialization error: <err>", wrapping err.
+func memSerializationError(op string, err error) error {
+	pe := duroxide.WrapError(op, false, err)
+	pe.Message = "Serialization error: " + pe.Message
+	return pe
 }
 
 // memDecodeWorkItem decodes a stored work item into a fresh value.

@@ -2,7 +2,6 @@ package providertest
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
@@ -19,9 +18,9 @@ func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxi
 	if err := memCtxErr(op, ctx); err != nil {
 		return err
 	}
-	data, item, err := memEncodeOrchestratorItem(item)
+	data, item, err := memEncodeOrchestratorItem(op, item)
 	if err != nil {
-		return memPermanent(op, "%v", err)
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -30,16 +29,17 @@ func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxi
 	return nil
 }
 
-// memEncodeOrchestratorItem rejects what cannot go on an orchestrator
-// queue and encodes the rest (see memEncodeWorkItem).
-func memEncodeOrchestratorItem(item duroxide.WorkItem) ([]byte, duroxide.WorkItem, error) {
+// memEncodeOrchestratorItem rejects, with a permanent error for op, what
+// cannot go on an orchestrator queue and encodes the rest (see
+// memEncodeWorkItem).
+func memEncodeOrchestratorItem(op string, item duroxide.WorkItem) ([]byte, duroxide.WorkItem, error) {
 	if item.Kind == nil {
-		return nil, duroxide.WorkItem{}, fmt.Errorf("work item has no kind")
+		return nil, duroxide.WorkItem{}, memPermanent(op, "work item has no kind")
 	}
 	if item.IsForWorker() {
-		return nil, duroxide.WorkItem{}, fmt.Errorf("Invalid work item type: ActivityExecute belongs on the worker queue")
+		return nil, duroxide.WorkItem{}, memPermanent(op, "Invalid work item type: ActivityExecute belongs on the worker queue")
 	}
-	return memEncodeWorkItem(item)
+	return memEncodeWorkItem(op, item)
 }
 
 // pushOrchestrator appends one message encoded by memEncodeWorkItem; the
@@ -260,17 +260,17 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 		if !w.IsForWorker() {
 			return memPermanent(op, "worker item of type %q is not an ActivityExecute", w.Type())
 		}
-		data, copied, err := memEncodeWorkItem(w)
+		data, copied, err := memEncodeWorkItem(op, w)
 		if err != nil {
-			return memPermanent(op, "%v", err)
+			return err
 		}
 		workerRows[i] = memEncodedItem{copied, data}
 	}
 	orchRows := make([]memEncodedItem, len(orchestratorItems))
 	for i, o := range orchestratorItems {
-		data, copied, err := memEncodeOrchestratorItem(o)
+		data, copied, err := memEncodeOrchestratorItem(op, o)
 		if err != nil {
-			return memPermanent(op, "%v", err)
+			return err
 		}
 		orchRows[i] = memEncodedItem{copied, data}
 	}

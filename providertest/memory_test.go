@@ -2,7 +2,9 @@ package providertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +151,37 @@ func TestMemoryProviderUsesInjectedClock(t *testing.T) {
 	now = now.Add(time.Minute)
 	item := fetchOrch(t, p, longLock)
 	require.Equal(t, "clocked", item.Instance)
+}
+
+// TestMemoryUnencodableWorkItemIsPermanentSerializationError checks that a
+// work item the codec refuses (a pointer kind) is SQLite's permanent
+// "Serialization error", with the codec's error reachable through errors.As,
+// and that nothing is enqueued.
+func TestMemoryUnencodableWorkItemIsPermanentSerializationError(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	bad := duroxide.WorkItem{Kind: &duroxide.ExternalRaisedItem{Instance: "unencodable", Name: "e", Data: "d"}}
+	err := p.EnqueueForOrchestrator(t.Context(), bad, 0)
+	pe := requireProviderError(t, err, "a pointer kind cannot be stored")
+	require.False(t, pe.Retryable)
+	require.Equal(t, "enqueue_for_orchestrator", pe.Operation)
+	require.True(t, strings.HasPrefix(pe.Message, "Serialization error: "), "message %q", pe.Message)
+	var marshalErr *json.MarshalerError
+	require.True(t, errors.As(err, &marshalErr), "the codec's error should be wrapped: %v", err)
+	depths, err := p.GetQueueDepths(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, depths.OrchestratorQueue, "nothing may be enqueued")
+
+	// A completion the codec refuses fails the worker ack the same way and
+	// leaves the locked item in place.
+	require.NoError(t, p.EnqueueForWorker(t.Context(), duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "unencodable", ExecutionID: 1, ID: 1, Name: "A"}}))
+	w, err := p.FetchWorkItem(t.Context(), longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	completion := duroxide.WorkItem{Kind: duroxide.ActivityFailedItem{Instance: "unencodable", ExecutionID: 1, ID: 1}}
+	pe = requireProviderError(t, p.AckWorkItem(t.Context(), w.LockToken, &completion), "failure details with no variant cannot be stored")
+	require.False(t, pe.Retryable)
+	require.True(t, strings.HasPrefix(pe.Message, "Serialization error: "), "message %q", pe.Message)
+	_, err = p.RenewWorkItemLock(t.Context(), w.LockToken, longLock)
+	require.NoError(t, err, "the failed ack must leave the item locked")
 }

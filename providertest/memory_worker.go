@@ -17,9 +17,9 @@ func (p *MemoryProvider) EnqueueForWorker(ctx context.Context, item duroxide.Wor
 	if !item.IsForWorker() {
 		return memPermanent(op, "Invalid work item type %q: only ActivityExecute goes to the worker queue", item.Type())
 	}
-	data, copied, err := memEncodeWorkItem(item)
+	data, copied, err := memEncodeWorkItem(op, item)
 	if err != nil {
-		return memPermanent(op, "%v", err)
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -130,8 +130,8 @@ func (p *MemoryProvider) AckWorkItem(ctx context.Context, lockToken string, comp
 			return memPermanent(op, "Invalid completion type for worker ack: %q", completion.Type())
 		}
 		var err error
-		if completionData, completionCopy, err = memEncodeWorkItem(*completion); err != nil {
-			return memPermanent(op, "%v", err)
+		if completionData, completionCopy, err = memEncodeWorkItem(op, *completion); err != nil {
+			return err
 		}
 	}
 	p.mu.Lock()
