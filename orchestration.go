@@ -64,7 +64,9 @@ const unknownVersion = "unknown"
 //
 // An instance that cannot be locked (another dispatcher won, it is locked,
 // its messages wait for a start) costs 1 or 2 more requests and the next
-// candidate is tried, up to 4 instances. With a positive pollTimeout the
+// candidate is tried, up to 4 instances; when a full page of candidates (200
+// messages) offered no instance that could be locked, the query's further
+// pages are read too, so a locked instance's backlog cannot hide the rest. With a positive pollTimeout the
 // fetch queries again every LongPollInterval until work appears or the
 // timeout passes. An undecodable history is returned in HistoryError with
 // the lock held; a failure after the lock was taken releases it before the

@@ -46,7 +46,8 @@ type workCandidate struct {
 //     or a replace with If-Match when the session exists).
 //
 // A lost race costs 1 request more and the next candidate is tried, up to
-// 4. With a positive pollTimeout the fetch polls again every
+// 4; when a full page of candidates held only items of sessions other
+// workers own, the query's further pages are read too. With a positive pollTimeout the fetch polls again every
 // LongPollInterval until work appears or the timeout passes.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	const op = "fetch_work_item"
