@@ -114,21 +114,6 @@ func startedThenRefetched(t testing.TB, p duroxide.Provider, instance string) *d
 	return fetchOrch(t, p, longLock)
 }
 
-// createInstanceWithParent enqueues (only) the start of instance as a
-// sub-orchestration of parent (nil for a root), as duroxide's
-// create_instance_with_parent does.
-func createInstanceWithParent(t testing.TB, p duroxide.Provider, instance string, parent *string) {
-	t.Helper()
-	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
-		Instance:       instance,
-		Orchestration:  testOrch,
-		Input:          "{}",
-		Version:        duroxide.StringPtr(testOrchVersion),
-		ParentInstance: parent,
-		ExecutionID:    duroxide.InitialExecutionID,
-	}})
-}
-
 // requireProviderError fails t unless err is a *duroxide.ProviderError and
 // returns it.
 func requireProviderError(t testing.TB, err error, msgAndArgs ...any) *duroxide.ProviderError {
