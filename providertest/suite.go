@@ -54,7 +54,7 @@ func (c *Tally) String() string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", c.passed.Load(), c.failed.Load(), c.skipped.Load())
 }
 
-// Passed, Failed and Skipped return the counts so far.
+// Passed returns the number of passed cases so far.
 func (c *Tally) Passed() int64 { return c.passed.Load() }
 
 // Failed returns the number of failed cases.
