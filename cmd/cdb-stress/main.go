@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	runID := time.Now().UTC().Format("20060102T150405")
+	loadAtStart := loadAverage()
 	var reps []scenarioReport
 	for _, sc := range o.scenarios {
 		rep := scenarioReport{scenario: sc}
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	writeTargets(&report, verdicts)
 	_, _ = io.WriteString(stdout, report.String())
 	if o.record != "" {
-		if err := appendRecord(o.record, args, report.String()); err != nil {
+		if err := appendRecord(o.record, args, report.String(), loadAtStart); err != nil {
 			fmt.Fprintln(stderr, "cdb-stress: record:", err)
 			return exitFailures
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -203,12 +205,31 @@ func TestEvaluateTargets(t *testing.T) {
 
 func TestRecordEntry(t *testing.T) {
 	at := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
-	e := recordEntry("abc1234", at, "2 cores, 24 GiB", []string{"-duration", "10s", "-configs", "2/2"}, "TABLE\n")
-	require.Contains(t, e, "## Commit: abc1234 - Timestamp: 2026-11-21 09:30:00 UTC\n")
+	e := recordEntry("abc1234", at, "2 cores, 24 GiB", "def5678 a change", []string{"-duration", "10s", "-configs", "2/2"}, "TABLE\n")
+	require.True(t, strings.HasPrefix(e, "## Commit: abc1234 - Timestamp: 2026-11-21 09:30:00 UTC\n"), e)
+	require.Contains(t, e, "### Changes Since Last Test\n```\ndef5678 a change\n```\n")
 	require.Contains(t, e, "- Machine: 2 cores, 24 GiB\n")
 	require.Contains(t, e, "- Command: `go run ./cmd/cdb-stress -duration 10s -configs 2/2`\n")
 	require.Contains(t, e, "```\nTABLE\n```\n")
 	require.Equal(t, `go run ./cmd/cdb-stress -x "a b"`, commandLine([]string{"-x", "a b"}))
+	require.Regexp(t, `^(unknown|[0-9.]+ [0-9.]+ [0-9.]+)$`, loadAverage())
+	require.Regexp(t, `^[0-9]+ cores, `, machine())
+}
+
+func TestAppendRecordPutsNewestFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "RESULTS.md")
+	require.NoError(t, os.WriteFile(path, []byte("# Results\n\nIntro.\n"), 0o644))
+	require.NoError(t, appendRecord(path, []string{"-configs", "1/1"}, "FIRST\n", "0.1 0.1 0.1"))
+	require.NoError(t, appendRecord(path, []string{"-configs", "2/2"}, "SECOND\n", "0.2 0.2 0.2"))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	text := string(b)
+	require.True(t, strings.HasPrefix(text, "# Results\n\nIntro.\n## Commit: "), text)
+	require.Less(t, strings.Index(text, "SECOND"), strings.Index(text, "FIRST"), "newest entry first")
+	require.Equal(t, 2, strings.Count(text, "\n## Commit: "))
+	require.Contains(t, text, "load average 0.2 0.2 0.2 at the start")
+	require.Equal(t, "abc1234", previousCommit("intro\n## Commit: abc1234-dirty - Timestamp: x\n## Commit: old"))
+	require.Empty(t, previousCommit("no entries"))
 }
 
 func TestKindsPerOrchestration(t *testing.T) {
