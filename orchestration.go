@@ -143,10 +143,34 @@ func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.
 	now := p.nowMs()
 	q := "SELECT c.instanceId, c.enqueuedAt, c.seq FROM c WHERE c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + slotFilter(lease)
 	params := []azcosmos.QueryParameter{param("@now", now)}
-	// One page of candidates normally suffices; when a full page offered
-	// fewer instances than a fetch tries and none could be locked (a hot
-	// instance's backlog fills it), read all pages for the others.
+	// A full page that offered no instance the fetch could lock (a hot
+	// instance's backlog fills it) is followed by a read of all pages.
 	tried := map[string]bool{}
+	var item *duroxide.OrchestrationItem
+	err = p.scanCandidates(ctx, q, params, func(raws [][]byte) (bool, error) {
+		for _, c := range p.candidates(raws, now) {
+			if len(tried) == maxCandidatesPerFetch {
+				return true, nil
+			}
+			if tried[c.instance] {
+				continue
+			}
+			tried[c.instance] = true
+			var err error
+			if item, err = p.tryLockInstance(ctx, c.instance, lockTimeout, filter); err != nil || item != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	})
+	return item, err
+}
+
+// scanCandidates runs a cross-partition candidate query, first for one page
+// of candidatePageSize rows; when try reports it is not done with a full
+// page (nothing there was usable), it runs the query again over all pages.
+// One page normally suffices, and a fetch then costs one query request.
+func (p *Provider) scanCandidates(ctx context.Context, q string, params []azcosmos.QueryParameter, try func(raws [][]byte) (done bool, err error)) error {
 	for _, all := range []bool{false, true} {
 		opts := queryOpts{maxPages: 1, pageSize: candidatePageSize}
 		if all {
@@ -154,26 +178,14 @@ func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.
 		}
 		raws, err := p.query(ctx, nil, q, params, opts)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, c := range p.candidates(raws, now) {
-			if len(tried) == maxCandidatesPerFetch {
-				return nil, nil
-			}
-			if tried[c.instance] {
-				continue
-			}
-			tried[c.instance] = true
-			item, err := p.tryLockInstance(ctx, c.instance, lockTimeout, filter)
-			if err != nil || item != nil {
-				return item, err
-			}
-		}
-		if len(raws) < candidatePageSize {
-			break
+		done, err := try(raws)
+		if err != nil || done || len(raws) < candidatePageSize {
+			return err
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // readOrchState reads, with one single-partition query, the instance

@@ -82,23 +82,16 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 	}
 	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" + where + ")" + slotFilter(lease)
 	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
-	// One page of candidates normally suffices; when every item on a full
-	// page belongs to sessions other workers own, read all pages.
-	for _, all := range []bool{false, true} {
-		opts := queryOpts{maxPages: 1, pageSize: candidatePageSize}
-		if all {
-			opts.maxPages = 0
-		}
-		raws, err := p.query(ctx, nil, q, params, opts)
-		if err != nil {
-			return nil, err
-		}
-		locked, tried, err := p.tryWorkCandidates(ctx, raws, session, lockTimeout)
-		if err != nil || locked != nil || tried > 0 || len(raws) < candidatePageSize {
-			return locked, err
-		}
-	}
-	return nil, nil
+	// A full page holding only items of sessions other workers own is
+	// followed by a read of all pages.
+	var locked *duroxide.LockedWorkItem
+	err = p.scanCandidates(ctx, q, params, func(raws [][]byte) (bool, error) {
+		var tried int
+		var err error
+		locked, tried, err = p.tryWorkCandidates(ctx, raws, session, lockTimeout)
+		return err != nil || locked != nil || tried > 0, err
+	})
+	return locked, err
 }
 
 // tryWorkCandidates tries to lock the oldest eligible messages among the
