@@ -147,6 +147,10 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
+	content, hasOffer, resp := offerContent(rq.r)
+	if resp != nil {
+		return resp
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.dbs[rq.segs[1]]
@@ -166,6 +170,13 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 	copy(c.rid[:4], d.rid[:])
 	c.rid[4], c.rid[5], c.rid[6], c.rid[7] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)|0x02
 	d.colls[spec.id] = c
+	switch {
+	case hasOffer:
+		s.addOffer(c.selfLink(), c.ridString(), content)
+	case !d.shared:
+		// Dedicated throughput by default, as the service provisions it.
+		s.addOffer(c.selfLink(), c.ridString(), objectValue([]member{{key: "offerThroughput", val: numberValue(400)}}))
+	}
 	resp = jsonResponse(http.StatusCreated, c.appendJSON(nil))
 	resp.setHeader("etag", formatETag(c.etag))
 	return resp
@@ -222,6 +233,7 @@ func (s *Server) handleDeleteContainer(rq *request) *response {
 	if d == nil || d.colls[rq.segs[3]] == nil {
 		return notFound()
 	}
+	s.removeOffers(d.colls[rq.segs[3]].selfLink())
 	delete(d.colls, rq.segs[3])
 	return &response{status: http.StatusNoContent, charge: 1}
 }

@@ -11,6 +11,7 @@ const (
 	OpDatabase    OpKind = "Database"    // create, read, list, query, delete databases
 	OpContainer   OpKind = "Container"   // create, read, list, query, replace, delete containers
 	OpPKRanges    OpKind = "PKRanges"    // partition key ranges of a container
+	OpOffer       OpKind = "Offer"       // throughput (offer) reads, queries and replaces
 	OpReadItem    OpKind = "ReadItem"    // GET one document
 	OpCreateItem  OpKind = "CreateItem"  // POST a document
 	OpReplaceItem OpKind = "ReplaceItem" // PUT a document

@@ -74,6 +74,10 @@ func (s *Server) handleCreateDatabase(rq *request) *response {
 	if resp := validateID(id.s); resp != nil {
 		return resp
 	}
+	content, hasOffer, resp := offerContent(rq.r)
+	if resp != nil {
+		return resp
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.dbs[id.s]; ok {
@@ -84,7 +88,11 @@ func (s *Server) handleCreateDatabase(rq *request) *response {
 	d.num = n
 	d.rid = [4]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n>>24) | 0x01}
 	s.dbs[id.s] = d
-	resp := jsonResponse(http.StatusCreated, d.appendJSON(nil))
+	if hasOffer {
+		d.shared = true
+		s.addOffer("dbs/"+d.ridString()+"/", d.ridString(), content)
+	}
+	resp = jsonResponse(http.StatusCreated, d.appendJSON(nil))
 	resp.setHeader("etag", formatETag(d.etag))
 	return resp
 }
@@ -104,9 +112,11 @@ func (s *Server) handleReadDatabase(rq *request) *response {
 func (s *Server) handleDeleteDatabase(rq *request) *response {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.dbs[rq.segs[1]]; !ok {
+	d, ok := s.dbs[rq.segs[1]]
+	if !ok {
 		return notFound()
 	}
+	s.removeOffers("dbs/" + d.ridString() + "/")
 	delete(s.dbs, rq.segs[1])
 	return &response{status: http.StatusNoContent, charge: 1}
 }

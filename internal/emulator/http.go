@@ -254,6 +254,9 @@ func authResource(segs []string) (resType, link string) {
 		return "", ""
 	case n%2 == 1:
 		return strings.ToLower(segs[n-1]), strings.Join(segs[:n-1], "/")
+	case n == 2 && strings.EqualFold(segs[0], "offers"):
+		// Offers are addressed by resource id; clients sign the lower-cased id.
+		return "offers", strings.ToLower(segs[1])
 	default:
 		return strings.ToLower(segs[n-2]), strings.Join(segs, "/")
 	}

@@ -220,3 +220,57 @@ func TestAuthorization(t *testing.T) {
 	_, err = Start(Options{Key: "not base64!"})
 	assert.Error(t, err)
 }
+
+func TestThroughputOffers(t *testing.T) {
+	e := newEnv(t)
+	// A container gets 400 RU/s by default.
+	c := e.container("dedicated", nil)
+	tp, err := c.ReadThroughput(e.ctx, nil)
+	require.NoError(t, err)
+	mt, ok := tp.ThroughputProperties.ManualThroughput()
+	require.True(t, ok)
+	assert.Equal(t, int32(400), mt)
+	_, err = c.ReplaceThroughput(e.ctx, azcosmos.NewManualThroughputProperties(500), nil)
+	require.NoError(t, err)
+	tp, err = c.ReadThroughput(e.ctx, nil)
+	require.NoError(t, err)
+	mt, _ = tp.ThroughputProperties.ManualThroughput()
+	assert.Equal(t, int32(500), mt)
+
+	// Autoscale on create.
+	db, _ := e.client.NewDatabase("db")
+	auto := azcosmos.NewAutoscaleThroughputProperties(5000)
+	_, err = db.CreateContainer(e.ctx, azcosmos.ContainerProperties{ID: "auto",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: &auto})
+	require.NoError(t, err)
+	ac, _ := db.NewContainer("auto")
+	tp, err = ac.ReadThroughput(e.ctx, nil)
+	require.NoError(t, err)
+	max, ok := tp.ThroughputProperties.AutoscaleMaxThroughput()
+	require.True(t, ok)
+	assert.Equal(t, int32(5000), max)
+
+	// Shared database throughput: containers have no offer of their own.
+	shared := azcosmos.NewManualThroughputProperties(1000)
+	_, err = e.client.CreateDatabase(e.ctx, azcosmos.DatabaseProperties{ID: "shared"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: &shared})
+	require.NoError(t, err)
+	sdb, _ := e.client.NewDatabase("shared")
+	dtp, err := sdb.ReadThroughput(e.ctx, nil)
+	require.NoError(t, err)
+	mt, _ = dtp.ThroughputProperties.ManualThroughput()
+	assert.Equal(t, int32(1000), mt)
+	_, err = sdb.CreateContainer(e.ctx, azcosmos.ContainerProperties{ID: "in-shared",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	require.NoError(t, err)
+	isc, _ := sdb.NewContainer("in-shared")
+	_, err = isc.ReadThroughput(e.ctx, nil)
+	assert.Equal(t, http.StatusNotFound, statusOf(err))
+
+	// Deleting the container removes its offer.
+	_, err = c.Delete(e.ctx, nil)
+	require.NoError(t, err)
+	bad := azcosmos.NewManualThroughputProperties(100)
+	_, err = e.client.CreateDatabase(e.ctx, azcosmos.DatabaseProperties{ID: "tiny"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: &bad})
+	assert.Equal(t, http.StatusBadRequest, statusOf(err))
+}

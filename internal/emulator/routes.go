@@ -16,6 +16,21 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		}
 		return OpAccount, methodNotAllowed
 	}
+	if strings.EqualFold(segs[0], "offers") {
+		switch {
+		case n == 1 && m == http.MethodPost && isQuery(rq.r):
+			return OpOffer, s.handleQueryOffers
+		case n == 1 && m == http.MethodGet:
+			return OpOffer, s.handleListOffers
+		case n == 2 && m == http.MethodGet:
+			return OpOffer, s.handleReadOffer
+		case n == 2 && m == http.MethodPut:
+			return OpOffer, s.handleReplaceOffer
+		case n <= 2:
+			return OpOffer, methodNotAllowed
+		}
+		return OpOffer, unsupportedResource
+	}
 	if !strings.EqualFold(segs[0], "dbs") {
 		return OpOther, unsupportedResource
 	}

@@ -65,6 +65,7 @@ type Server struct {
 
 	mu      sync.RWMutex
 	dbs     map[string]*database
+	offers  map[string]*offer // throughput resources by id
 	nextRID uint32
 
 	etagSeq atomic.Uint64
@@ -194,6 +195,7 @@ func (s *Server) Close() error {
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.dbs = make(map[string]*database)
+	s.offers = nil
 	s.mu.Unlock()
 }
 

@@ -57,7 +57,7 @@ func TestTLS(t *testing.T) {
 func TestUnknownPathsAndMethods(t *testing.T) {
 	e := newEnv(t)
 	e.container("c", nil)
-	status, _, body := e.raw(http.MethodGet, "offers", nil, nil)
+	status, _, body := e.raw(http.MethodGet, "dbs/db/users", nil, nil)
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, string(body), `"code":"NotFound"`)
 	status, _, _ = e.raw(http.MethodGet, "dbs/db/colls/c/sprocs", nil, nil)
