@@ -10,15 +10,15 @@ import (
 
 // database is one Cosmos DB database and its containers.
 type database struct {
-	id    string
-	num   uint32 // creation number, for listing order
-	rid   [4]byte
+	id  string
+	num uint32 // creation number, for listing order
+	rid [4]byte
 	// shared reports database-level (shared) throughput; its containers
 	// then get no offer of their own unless they ask for one.
 	shared bool
-	etag  uint64
-	ts    int64
-	colls map[string]*container // guarded by Server.mu
+	etag   uint64
+	ts     int64
+	colls  map[string]*container // guarded by Server.mu
 }
 
 // container holds the documents of one Cosmos DB container. Documents are
