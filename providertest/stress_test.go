@@ -191,7 +191,10 @@ func TestStressFailsOnDuplicatedActivity(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, res.Launched-1, res.Completed, "every orchestration but the duplicated one completes")
 	require.Equal(t, 1, res.Failed)
-	require.True(t, containsProblem(res.Problems, "stress-test-1"), "problems: %q", res.Problems)
+	// The runtime ignores the second completion, so the history is clean;
+	// the second execution itself is what the harness must catch.
+	require.Equal(t, 1, res.FailedVerification)
+	require.True(t, containsProblem(res.Problems, "stress-test-1: activity 2 of execution 1 ran 2 times"), "problems: %q", res.Problems)
 }
 
 // losingProvider drops the completion of the first activity of instance, as
