@@ -3,6 +3,7 @@ package emulator
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -103,6 +104,17 @@ func jsonResponse(status int, body []byte) *response {
 // ServeHTTP implements http.Handler: it authorizes, counts, applies faults
 // and dispatches one REST request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		// A bug must not take the connection down without an answer: report
+		// it as the service reports its own failures.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			resp := errorResponse(http.StatusInternalServerError, 0, fmt.Sprintf("emulator internal error: %v", v))
+			s.writeResponse(w, &request{r: r, activityID: newActivityID()}, resp)
+		}
+	}()
 	rq := &request{r: r}
 	rq.activityID = r.Header.Get("x-ms-activity-id")
 	if rq.activityID == "" {
