@@ -37,6 +37,7 @@ type queryError struct {
 	pos int
 }
 
+// Error returns the message the service reports for the query.
 func (e *queryError) Error() string { return e.msg }
 
 func errAt(pos int, format string, args ...any) error {
