@@ -787,6 +787,9 @@ func (q *query) finish(ev *evaluator, rows []resultRow, skip, take int, outerRow
 }
 
 func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, take int, w *pageWriter) page {
+	if calls, ok := q.streamAggregates(); ok && tok.I == 0 {
+		return q.execStreamAggregate(ev, in, calls, skip, take, w)
+	}
 	outs := q.finish(ev, q.collect(ev, in, nil), skip, take, nil)
 	for i := tok.I; i < len(outs); i++ {
 		if w.full() {
