@@ -207,3 +207,15 @@ func TestFaultMatching(t *testing.T) {
 	assert.Greater(t, n, 2)
 	assert.Less(t, n, 18)
 }
+
+func TestFaultDropConnectionOverTLS(t *testing.T) {
+	e := newEnv(t, Options{TLS: true})
+	c := e.container("f", nil)
+	pk := azcosmos.NewPartitionKeyString("p")
+	e.srv.InjectFault(FaultRule{Op: OpCreateItem, Times: 1, Fault: DropConnection()})
+	_, err := c.CreateItem(e.ctx, pk, doc(t, "a"), nil)
+	require.Error(t, err)
+	assert.Zero(t, statusOf(err))
+	_, err = c.CreateItem(e.ctx, pk, doc(t, "a"), nil)
+	assert.NoError(t, err, "the dropped create was not applied")
+}
