@@ -37,6 +37,8 @@ var builtins = map[string]arity{
 	"ARRAY_CONTAINS": {2, 3}, "ARRAY_LENGTH": {1, 1}, "ARRAY_SLICE": {2, 3},
 	"ARRAY_CONCAT": {2, 64}, "SETINTERSECT": {2, 2}, "SETUNION": {2, 2},
 	"ARRAY_CONTAINS_ANY": {2, 64}, "ARRAY_CONTAINS_ALL": {2, 64},
+	// conditional
+	"IIF": {3, 3},
 	// dates
 	"GETCURRENTDATETIME": {0, 0}, "GETCURRENTTIMESTAMP": {0, 0}, "GETCURRENTTICKS": {0, 0},
 	"DATETIMETOTIMESTAMP": {1, 1}, "TIMESTAMPTODATETIME": {1, 1},
@@ -78,6 +80,11 @@ func callBuiltin(name string, a []value) value {
 		return boolValue(a[0].k == kNumber && !math.IsInf(a[0].n, 0) && !math.IsNaN(a[0].n))
 	case "IS_INTEGER":
 		return boolValue(a[0].k == kNumber && a[0].n == math.Trunc(a[0].n) && math.Abs(a[0].n) < 1<<63)
+	case "IIF":
+		if a[0].truthy() {
+			return a[1]
+		}
+		return a[2]
 	}
 	if v, ok := stringFunc(name, a); ok {
 		return v

@@ -92,6 +92,7 @@ func TestQueryLanguage(t *testing.T) {
 		{`SELECT VALUE c.id FROM c WHERE (c.n ?? 0) = 0`, `["6"]`},
 		{`SELECT VALUE c.n > 2 ? 'big' : 'small' FROM c WHERE IS_NUMBER(c.n)`, `["small","small","big","big"]`},
 		{`SELECT VALUE UPPER(c.s) FROM c WHERE c.id = '1'`, `["APPLE"]`},
+		{`SELECT VALUE IIF(c.flag, 'yes', 'no') FROM c WHERE c.id IN ('1', '2', '3')`, `["yes","no","no"]`},
 		{`SELECT VALUE CONCAT(c.s, '-', c.type) FROM c WHERE c.id = '1'`, `["apple-a"]`},
 		{`SELECT VALUE c.s || '!' FROM c WHERE c.id = '1'`, `["apple!"]`},
 		{`SELECT VALUE LENGTH(c.s) FROM c WHERE c.id = '3'`, `[6]`},
