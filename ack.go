@@ -93,7 +93,8 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 //     document since, the batch fails and nothing is written),
 //   - creates or updates the execution document (status, output, pinned
 //     version, history watermark),
-//   - deletes the messages the fetch tagged,
+//   - consumes the messages the fetch tagged (each becomes a tombstone, so
+//     that a late repeated create of it cannot bring it back: tombstone.go),
 //   - upserts the history delta's documents (append-only: existing history
 //     is never read),
 //   - upserts the KV documents when KV events or the end of the execution
@@ -318,7 +319,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	}
 
 	for _, id := range lock.messageIDs {
-		fixed = append(fixed, deleteOp(id, ""))
+		fixed = append(fixed, consumeOp(id, in.lockID, ""))
 	}
 	kv := applyKVEvents(kvEntries(lock.kvStore), kvEntries(lock.kvDelta), in.events, in.executionID, uint64(nowMs), isTerminalStatus(md.Status))
 	kvWrites, err := kvOps(in.instance, kv)

@@ -162,6 +162,9 @@ type queueDoc struct {
 	// ReleasedLock is the lock the last abandon released (worker queue),
 	// so that an abandon whose answer was lost can tell it landed.
 	ReleasedLock string `json:"releasedLock,omitempty"`
+	// ConsumedBy is the lock whose ack consumed the message, in its
+	// tombstone (type "consumed": tombstone.go).
+	ConsumedBy string `json:"consumedBy,omitempty"`
 	// Worker queue only.
 	ExecutionID *uint64 `json:"executionId,omitempty"`
 	ActivityID  *uint64 `json:"activityId,omitempty"`

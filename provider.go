@@ -68,7 +68,7 @@ var (
 // New connects to the account cfg names, creates the database and container
 // when they are missing (partition key /instanceId, large partition keys,
 // the indexing policy of seeds/cdb-spec.md §2.3 with the paths this
-// provider adds; a 409 means one exists; a 429 is retried with backoff from
+// provider adds, per-item time to live for tombstones; a 409 means one exists; a 429 is retried with backoff from
 // 500 ms, up to 10 times: seeds/cdb-architecture.md §9.2), and starts the
 // outbox reconciler. An invalid cfg is an error naming every bad field;
 // nothing is contacted then.
@@ -213,12 +213,16 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cdb: database client: %w", err)
 	}
+	ttlOn := int32(-1)
 	props := azcosmos.ContainerProperties{
 		ID: p.cfg.Container,
 		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
 			Kind: azcosmos.PartitionKeyKindHash, Paths: []string{"/instanceId"}, Version: 2,
 		},
 		IndexingPolicy: indexingPolicy(),
+		// -1: per-item time to live on, with no default expiry, so that
+		// only the tombstones of consumed messages expire (tombstone.go).
+		DefaultTimeToLive: &ttlOn,
 	}
 	err = p.withMetadataRetry(ctx, func() error {
 		_, err := db.CreateContainer(ctx, props, nil)

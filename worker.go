@@ -206,10 +206,11 @@ func (p *Provider) tryLockWork(ctx context.Context, c workCandidate, owned *work
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
 }
 
-// AckWorkItem deletes the locked message and, when completion is non-nil,
-// enqueues it on its instance's orchestrator queue, atomically
-// (seeds/cdb-spec.md §3.4). Requests: 1, a transactional batch in the
-// instance's partition: the delete, conditioned on the lock by If-Match on
+// AckWorkItem consumes the locked message (it becomes a tombstone:
+// tombstone.go) and, when completion is non-nil, enqueues it on its
+// instance's orchestrator queue, atomically (seeds/cdb-spec.md §3.4).
+// Requests: 1, a transactional batch in the instance's partition: the
+// consumption, conditioned on the lock by If-Match on
 // the ETag the fetch (or a renewal) left, and the completion's create (with
 // a deterministic id, so a retry after a lost answer finds it). When this
 // process did not take the lock, 1 point read first. A session item's
@@ -255,13 +256,13 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			if err != nil {
 				return mapError(op, err)
 			}
-			if !found || d.LockToken == nil || *d.LockToken != lockID || d.LockedUntil <= now {
+			if !found || d.Type != typeWorkerQueue || d.LockToken == nil || *d.LockToken != lockID || d.LockedUntil <= now {
 				return permanent(op, "Activity was cancelled or lock expired (worker queue row not found or lock invalid)")
 			}
 			l = workerLock{instance: instance, docID: docID, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: d.LockedUntil}
 			cached = true
 		}
-		all := append([]batchOp{deleteOp(docID, l.etag)}, ops...)
+		all := append([]batchOp{consumeOp(docID, lockID, l.etag)}, ops...)
 		_, err := p.runBatch(ctx, instance, all, write, false)
 		if err == nil {
 			break
@@ -282,29 +283,21 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		if !isAmbiguous(err) {
 			return mapError(op, err)
 		}
-		// The answer was lost: the ack landed if the message is gone and
-		// the completion (if any) exists.
+		// The answer was lost: the ack landed if the message is now the
+		// tombstone this lock left (the completion, if any, was created
+		// in the same batch).
 		var d queueDoc
 		_, found, rerr := p.readDoc(ctx, instance, docID, &d)
 		if rerr != nil {
 			return mapError(op, err)
 		}
-		if found {
-			cached = false
-			continue
-		}
-		if len(ops) == 0 {
-			break
-		}
-		var probe docHeader
-		_, landed, rerr := p.readDoc(ctx, instance, ops[0].id, &probe)
-		if rerr != nil {
-			return mapError(op, err)
-		}
-		if !landed {
+		if !found {
 			return permanent(op, "Activity was cancelled (worker queue row not found)")
 		}
-		break
+		if d.Type == typeConsumed && d.ConsumedBy == lockID {
+			break
+		}
+		cached = false
 	}
 	p.locks.dropWorker(lockToken)
 	p.changes.notify()
@@ -336,7 +329,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	now := p.nowMs()
 	until := now + extendFor.Milliseconds()
 	var po azcosmos.PatchOperations
-	po.SetCondition(lockCondition(lockID, now))
+	po.SetCondition(workerLockCondition(lockID, now))
 	po.AppendSet("/lockedUntil", until)
 	var body []byte
 	var etag string
@@ -390,7 +383,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		return permanent(op, "Invalid lock token or already acked")
 	}
 	var po azcosmos.PatchOperations
-	po.SetCondition(lockCondition(lockID, 0))
+	po.SetCondition(workerLockCondition(lockID, 0))
 	po.AppendSet("/lockToken", jsonNull)
 	po.AppendSet("/lockedUntil", 0)
 	po.AppendSet("/releasedLock", lockID)

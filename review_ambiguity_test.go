@@ -1,0 +1,207 @@
+package cdb_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+)
+
+// TestReviewEnqueueRetryAfterConsumption applies an enqueue's create and
+// drops its answer; before the provider's retry reaches the service,
+// another process fetches and acks the message. The retry must not put the
+// consumed message back: the event was raised once.
+func TestReviewEnqueueRetryAfterConsumption(t *testing.T) {
+	c := newCluster(t)
+	p1, tr := c.process(t, nil)
+	p2, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "enqueue-retry"
+	startAndAckFirst(t, p2, inst)
+
+	key := inst
+	c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpCreateItem, PartitionKey: &key, Times: 1, Fault: emulator.ApplyThenDrop()})
+	creates := 0
+	tr.setHook(func(req *http.Request) {
+		if !isDocCreate(req, inst) {
+			return
+		}
+		if creates++; creates == 2 {
+			item, err := fetchInstance(ctx, p2, inst)
+			require.NoError(t, err)
+			require.Len(t, item.Messages, 1)
+			ev := duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "once"})
+			require.NoError(t, p2.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{ev}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+		}
+	})
+	require.NoError(t, p1.EnqueueForOrchestrator(ctx, raised(inst, "e", "once"), 0))
+	tr.setHook(nil)
+	require.Equal(t, 2, creates, "the create was retried after the lost answer")
+
+	item, err := p2.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	if item != nil {
+		t.Errorf("the event raised once was delivered again: %+v", item.Messages)
+	}
+}
+
+// TestReviewEnqueueForWorkerRetryAfterConsumption is the same for the
+// worker queue: an activity whose enqueue's answer was lost, and that a
+// worker fetched and acked before the retry, is not queued again (it would
+// run a second time after a successful ack).
+func TestReviewEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
+	c := newCluster(t)
+	p1, tr := c.process(t, nil)
+	p2, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "enqueue-worker-retry"
+	startAndAckFirst(t, p2, inst)
+
+	key := inst
+	c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpCreateItem, PartitionKey: &key, Times: 1, Fault: emulator.ApplyThenDrop()})
+	creates := 0
+	tr.setHook(func(req *http.Request) {
+		if !isDocCreate(req, inst) {
+			return
+		}
+		if creates++; creates == 2 {
+			w, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			require.NotNil(t, w)
+			done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "r"}}
+			require.NoError(t, p2.AckWorkItem(ctx, w.LockToken, &done))
+		}
+	})
+	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+	require.NoError(t, p1.EnqueueForWorker(ctx, act))
+	tr.setHook(nil)
+	require.Equal(t, 2, creates, "the create was retried after the lost answer")
+
+	w, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	if w != nil {
+		t.Errorf("the activity acked once was queued again: %+v", w.Item)
+	}
+}
+
+// TestReviewOutboxRedeliveryAfterConsumption has two processes reconcile
+// the same undelivered intent (a sub-orchestration's completion): the
+// first delivers it, the parent consumes the completion, and only then
+// does the second, which read the intent before it was deleted, deliver
+// it. The completion must reach the parent once.
+func TestReviewOutboxRedeliveryAfterConsumption(t *testing.T) {
+	c := newCluster(t)
+	clock := newTestClock()
+	withClock := func(cfg *cdb.Config) { cfg.Now = clock.Now }
+	pa, _ := c.process(t, withClock)
+	pb, _ := c.process(t, withClock)
+	pc, trc := c.process(t, withClock)
+	ctx := context.Background()
+	const parent, child = "outbox-parent", "outbox-child"
+	startAndAckFirst(t, pa, parent)
+	startAndAckFirst(t, pa, child)
+
+	// The child completes; the immediate delivery of its completion to
+	// the parent fails, leaving the intent to the reconcilers.
+	key := parent
+	c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpCreateItem, PartitionKey: &key, Times: 2, Fault: emulator.ServiceUnavailable()})
+	require.NoError(t, pa.EnqueueForOrchestrator(ctx, raised(child, "go", "x"), 0))
+	item, err := fetchInstance(ctx, pa, child)
+	require.NoError(t, err)
+	done := duroxide.WorkItem{Kind: duroxide.SubOrchCompletedItem{ParentInstance: parent, ParentExecutionID: 1, ParentID: 2, Result: "r"}}
+	md := duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr("r")}
+	require.NoError(t, pa.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
+		duroxide.NewEvent(2, child, 1, nil, duroxide.ExternalEvent{Name: "go", Data: "x"}),
+		duroxide.NewEvent(3, child, 1, nil, duroxide.OrchestrationCompleted{Output: "r"}),
+	}, nil, []duroxide.WorkItem{done}, md, nil))
+	none, err := pa.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	require.Nil(t, none, "the completion was not delivered at once")
+
+	clock.Advance(cdb.DefaultReconcilerAgeThreshold + time.Second)
+	deliveries := 0
+	trc.setHook(func(req *http.Request) {
+		if !isDocCreate(req, parent) {
+			return
+		}
+		if deliveries++; deliveries == 1 {
+			n, err := pb.ReconcileOutbox(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			item, err := fetchInstance(ctx, pb, parent)
+			require.NoError(t, err)
+			require.Len(t, item.Messages, 1)
+			ev := duroxide.NewEvent(2, parent, 1, nil, duroxide.SubOrchestrationCompleted{Result: "r"})
+			require.NoError(t, pb.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{ev}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+		}
+	})
+	_, err = pc.ReconcileOutbox(ctx)
+	require.NoError(t, err)
+	trc.setHook(nil)
+	require.Equal(t, 1, deliveries, "the second reconciler delivered too")
+
+	again, err := pa.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	if again != nil {
+		t.Errorf("the sub-orchestration's completion reached the parent twice: %+v", again.Messages)
+	}
+	assert.Empty(t, partitionDocs(ctx, t, pa, child, "SELECT c.id FROM c WHERE c.type = 'outbox_intent'"), "the intent is gone")
+}
+
+// TestReviewTombstoneIsNotALock checks that the tombstone an ack leaves
+// behind (it keeps the lock token) cannot be renewed, abandoned or acked
+// again with that token, and is neither fetched nor counted.
+func TestReviewTombstoneIsNotALock(t *testing.T) {
+	c := newCluster(t)
+	p, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "tombstone"
+	startAndAckFirst(t, p, inst)
+	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+	require.NoError(t, p.EnqueueForWorker(ctx, act))
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "r"}}
+	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, &done))
+
+	_, err = p.RenewWorkItemLock(ctx, w.LockToken, longLock)
+	requirePermanent(t, err, "renewing an acked work item")
+	requirePermanent(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false), "abandoning an acked work item")
+	requirePermanent(t, p.AckWorkItem(ctx, w.LockToken, &done), "acking a work item twice")
+	requirePermanent(t, p.AckWorkItem(ctx, w.LockToken, nil), "acking a work item twice")
+
+	again, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	assert.Nil(t, again)
+	depths, err := p.GetQueueDepths(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, duroxide.QueueDepths{OrchestratorQueue: 1}, depths, "the completion is the only message")
+
+	item, err := fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	require.Len(t, item.Messages, 1, "the completion was enqueued once")
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
+		duroxide.NewEvent(2, inst, 1, duroxide.Uint64Ptr(2), duroxide.ActivityCompleted{Result: "r"}),
+	}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	depths, err = p.GetQueueDepths(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, depths.OrchestratorQueue)
+	stats, err := p.GetInstanceStats(ctx, inst)
+	require.NoError(t, err)
+	assert.Zero(t, stats.QueuePendingCount)
+
+	admin, ok := duroxide.AsManagementCapability(duroxide.Provider(p))
+	require.True(t, ok)
+	res, err := admin.DeleteInstancesAtomic(ctx, []string{inst}, true)
+	require.NoError(t, err)
+	assert.Zero(t, res.QueueMessagesDeleted, "tombstones are not messages")
+	assert.Empty(t, partitionDocs(ctx, t, p, inst, "SELECT c.id FROM c"), "the tombstones went with their instance")
+}

@@ -1,0 +1,138 @@
+package cdb_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+)
+
+// Helpers of the adversarial review tests (review_*_test.go): several
+// providers on one container of a private emulator, as separate processes
+// would be (each with its own client, lock cache and clock), and a
+// transport that runs a hook before chosen requests, to interleave
+// processes deterministically.
+
+// testClock is a clock the tests move by hand.
+type testClock struct{ ms atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ms.Store(time.Now().UnixMilli())
+	return c
+}
+
+// Now is the clock, for Config.Now.
+func (c *testClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+// Advance moves the clock forward by d.
+func (c *testClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// hookTransport sends requests to the emulator, first calling hook (when
+// set) with each request; hook must not read the request body.
+type hookTransport struct {
+	inner *http.Client
+	mu    sync.Mutex
+	hook  func(*http.Request)
+}
+
+// Do implements policy.Transporter.
+func (h *hookTransport) Do(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	f := h.hook
+	h.mu.Unlock()
+	if f != nil {
+		f(req)
+	}
+	return h.inner.Do(req)
+}
+
+// setHook installs f (nil removes the hook).
+func (h *hookTransport) setHook(f func(*http.Request)) {
+	h.mu.Lock()
+	h.hook = f
+	h.mu.Unlock()
+}
+
+// cluster is one container of a private emulator that several providers
+// share.
+type cluster struct {
+	emu       *emulator.Server
+	container string
+}
+
+func newCluster(t testing.TB) *cluster {
+	t.Helper()
+	s, err := emulator.Start(emulator.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return &cluster{emu: s, container: "shared"}
+}
+
+// process starts a provider on the cluster's container with its own client
+// (whose requests go through the returned hookTransport). The reconciler is
+// off unless adjust turns it on.
+func (c *cluster) process(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, *hookTransport) {
+	t.Helper()
+	tr := &hookTransport{inner: c.emu.HTTPClient()}
+	cfg := cdb.Config{
+		Endpoint: c.emu.Endpoint(), Key: c.emu.Key(), Container: c.container, DisableReconciler: true,
+		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}},
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := cdb.New(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p, tr
+}
+
+// isDocCreate reports whether req creates a document (a plain POST to the
+// documents of a container: not a query, not a batch) in instance's
+// partition.
+func isDocCreate(req *http.Request, instance string) bool {
+	return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/docs") &&
+		req.Header.Get("x-ms-documentdb-isquery") == "" && req.Header.Get("x-ms-cosmos-is-batch-request") == "" &&
+		req.Header.Get("x-ms-documentdb-partitionkey") == `["`+instance+`"]`
+}
+
+// requirePermanent requires err to be a permanent *duroxide.ProviderError.
+func requirePermanent(t testing.TB, err error, msgAndArgs ...any) *duroxide.ProviderError {
+	t.Helper()
+	require.Error(t, err, msgAndArgs...)
+	var pe *duroxide.ProviderError
+	require.True(t, errors.As(err, &pe), "not a ProviderError: %T %v", err, err)
+	require.False(t, pe.Retryable, "retryable: %v", err)
+	return pe
+}
+
+// raised returns an ExternalRaised work item for instance.
+func raised(instance, name, data string) duroxide.WorkItem {
+	return duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: name, Data: data}}
+}
+
+// startAndAckFirst starts instance and commits its first turn (the started
+// event, running), leaving it with no pending message.
+func startAndAckFirst(t testing.TB, p duroxide.Provider, instance string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(instance)}, nil, nil, runningMetadata(), nil))
+}
