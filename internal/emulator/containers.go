@@ -13,6 +13,7 @@ type containerSpec struct {
 	props   []member
 	pkPaths [][]string
 	pkKind  string
+	pkLarge bool
 	index   *indexPolicy
 }
 
@@ -61,6 +62,10 @@ func parseContainerSpec(body []byte) (*containerSpec, *response) {
 	pkMembers := []member{{key: "paths", val: pk.get("paths")}, {key: "kind", val: stringValue(spec.pkKind)}}
 	if ver := pk.get("version"); ver.k == kNumber && ver.n != 0 {
 		pkMembers = append(pkMembers, member{key: "version", val: ver})
+		spec.pkLarge = ver.n >= 2
+	}
+	if spec.pkKind == "MultiHash" {
+		spec.pkLarge = true
 	}
 	ip := normalizeIndexingPolicy(v.get("indexingPolicy"))
 	spec.index = parseIndexPolicy(ip)
@@ -164,7 +169,7 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 	c := &container{
 		db: d, id: spec.id, num: n,
 		etag: s.newETag(), ts: s.unixNow(),
-		props: spec.props, pkPaths: spec.pkPaths, pkKind: spec.pkKind, index: spec.index,
+		props: spec.props, pkPaths: spec.pkPaths, pkKind: spec.pkKind, pkLarge: spec.pkLarge, index: spec.index,
 		parts: make(map[string]*partition),
 	}
 	copy(c.rid[:4], d.rid[:])

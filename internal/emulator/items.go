@@ -47,6 +47,9 @@ func (c *container) prepareValue(v value) (*preparedDoc, *response) {
 	if !pkValid(comps) {
 		return nil, badRequest("The partition key value of the document must be a string, number, boolean or null.")
 	}
+	if resp := c.checkPKLength(comps); resp != nil {
+		return nil, resp
+	}
 	body := make([]byte, 0, 256)
 	body = append(body, '{')
 	ms := v.members()

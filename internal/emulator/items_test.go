@@ -193,3 +193,28 @@ func TestItemPartitionKeyKinds(t *testing.T) {
 }
 
 var _ = azcore.ETag("")
+
+func TestPartitionKeyLengthLimits(t *testing.T) {
+	e := newEnv(t)
+	large := e.container("v2", nil) // the helper creates version 2 keys
+	long := strings.Repeat("k", 2048)
+	_, err := large.CreateItem(e.ctx, azcosmos.NewPartitionKeyString(long), mustJSON(t, map[string]any{"id": "a", "pk": long}), nil)
+	require.NoError(t, err)
+	_, err = large.ReadItem(e.ctx, azcosmos.NewPartitionKeyString(long), "a", nil)
+	require.NoError(t, err)
+	tooLong := long + "k"
+	_, err = large.CreateItem(e.ctx, azcosmos.NewPartitionKeyString(tooLong), mustJSON(t, map[string]any{"id": "a", "pk": tooLong}), nil)
+	assert.Equal(t, http.StatusBadRequest, statusOf(err))
+
+	// Version 1 keys (no version sent) hash only the first 100 bytes.
+	db, _ := e.client.NewDatabase("db")
+	_, err = db.CreateContainer(e.ctx, azcosmos.ContainerProperties{ID: "v1",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	require.NoError(t, err)
+	v1, _ := db.NewContainer("v1")
+	ok := strings.Repeat("k", 100)
+	_, err = v1.CreateItem(e.ctx, azcosmos.NewPartitionKeyString(ok), mustJSON(t, map[string]any{"id": "a", "pk": ok}), nil)
+	require.NoError(t, err)
+	_, err = v1.CreateItem(e.ctx, azcosmos.NewPartitionKeyString(ok+"x"), mustJSON(t, map[string]any{"id": "a", "pk": ok + "x"}), nil)
+	assert.Equal(t, http.StatusBadRequest, statusOf(err))
+}

@@ -39,6 +39,7 @@ type container struct {
 	props   []member
 	pkPaths [][]string // partition key paths split into segments
 	pkKind  string
+	pkLarge bool // partition key version 2 ("large" keys hashed in full)
 	index   *indexPolicy
 
 	parts   map[string]*partition // by canonical partition key text
