@@ -78,12 +78,14 @@ func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string)
 // Without force a Running instance fails the call, and an instance whose
 // child is not in ids fails it too (orphan check); both are checked before
 // anything is deleted, so a refused call deletes nothing. Cosmos DB has no
-// transaction across partitions: the instance documents are deleted first
-// (from then on the instances are gone for every reader, and an in-flight
-// ack of a force-deleted instance fails its If-Match and writes nothing),
-// then the remaining documents of each partition in batches. Requests: 1
-// point read and 1 query per instance, 1 cross-partition query for
-// children, then the deletes.
+// transaction across partitions: the instance documents are deleted first,
+// each with If-Match on the ETag the checks read (from then on the
+// instances are gone for every reader, and an in-flight ack of a
+// force-deleted instance fails its If-Match and writes nothing; a turn that
+// committed after the checks makes the instance be read, checked and
+// deleted again), then each partition is listed and its remaining documents
+// deleted in batches. Requests: 1 point read and 1 query per instance, 1
+// cross-partition query for children, then the deletes.
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
 	const op = "delete_instances_atomic"
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
@@ -99,9 +101,10 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		in[id] = true
 	}
 	exists := map[string]bool{}
+	etags := map[string]string{}
 	for _, id := range ids {
 		var doc instanceDoc
-		_, found, err := p.readDoc(ctx, id, instanceDocID, &doc)
+		etag, found, err := p.readDoc(ctx, id, instanceDocID, &doc)
 		if err != nil {
 			return res, mapError(op, err)
 		}
@@ -109,6 +112,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		if exists[id] && !force && doc.Status == duroxide.StatusRunning {
 			return res, permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", id))
 		}
+		etags[id] = etag
 	}
 	for start := 0; start < len(ids); start += 50 {
 		chunk := ids[start:min(start+50, len(ids))]
@@ -128,21 +132,19 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			}
 		}
 	}
-	contents := map[string][]partitionRow{}
+	for _, id := range ids {
+		if err := p.deleteInstanceDoc(ctx, op, id, etags[id], force); err != nil {
+			return res, err
+		}
+	}
+	// Only now are the partitions listed: with the instance document gone
+	// no ack or fetch can commit any more, so nothing a turn writes can
+	// appear after the listing and outlive the deletion.
 	for _, id := range ids {
 		rows, err := p.listPartition(ctx, id, "", nil)
 		if err != nil {
 			return res, mapError(op, err)
 		}
-		contents[id] = rows
-	}
-	for _, id := range ids {
-		if err := p.deleteDoc(ctx, id, instanceDocID, ""); err != nil && !isStatus(err, http.StatusNotFound) {
-			return res, mapError(op, err)
-		}
-	}
-	for _, id := range ids {
-		rows := contents[id]
 		watermarks := map[uint64]uint64{}
 		for _, r := range rows {
 			if r.Type == typeExecution {
@@ -152,8 +154,6 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		var rest []string
 		for _, r := range rows {
 			switch r.Type {
-			case typeInstance, typeInstancePending:
-				continue
 			case typeExecution:
 				res.ExecutionsDeleted++
 			case typeHistory:
@@ -174,6 +174,34 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		p.locks.dropInstance(id)
 	}
 	return res, nil
+}
+
+// deleteInstanceDoc deletes an instance document with If-Match on the ETag
+// the deletion's checks read, so that a turn committed since (an ack, which
+// may have written history, messages and intents after those checks) is
+// noticed: the document is read again, checked again (without force, a
+// Running instance is refused) and deleted under its new ETag. An empty
+// etag means there was no document; one created since is deleted with the
+// partition's other documents.
+func (p *Provider) deleteInstanceDoc(ctx context.Context, op, instance, etag string, force bool) error {
+	for attempt := 0; etag != ""; attempt++ {
+		err := p.deleteDoc(ctx, instance, instanceDocID, etag)
+		switch {
+		case err == nil, isStatus(err, http.StatusNotFound):
+			return nil
+		case !isStatus(err, http.StatusPreconditionFailed) || attempt == 9:
+			return mapError(op, err)
+		}
+		var doc instanceDoc
+		var found bool
+		if etag, found, err = p.readDoc(ctx, instance, instanceDocID, &doc); err != nil {
+			return mapError(op, err)
+		}
+		if found && doc.exists() && !force && doc.Status == duroxide.StatusRunning {
+			return permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", instance))
+		}
+	}
+	return nil
 }
 
 // DeleteInstance deletes a root instance and its descendants; a

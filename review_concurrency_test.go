@@ -1,0 +1,442 @@
+package cdb_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// TestReviewExpiredOrchestrationLockIsFenced lets an orchestration lock
+// expire and another process take the instance, then checks that the first
+// process's ack, renewal and abandon all fail (whether its clock agrees
+// that the lock expired or lags behind) without touching the new lock, and
+// that only the new holder's turn is committed.
+func TestReviewExpiredOrchestrationLockIsFenced(t *testing.T) {
+	for _, skewed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			c := newCluster(t)
+			clock1, clock2 := newTestClock(), newTestClock()
+			p1, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock1.Now })
+			p2, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock2.Now })
+			p3, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock2.Now })
+			ctx := context.Background()
+			const inst = "fenced"
+			startAndAckFirst(t, p1, inst)
+			require.NoError(t, p1.EnqueueForOrchestrator(ctx, raised(inst, "e", "1"), 0))
+
+			stale, err := p1.FetchOrchestrationItem(ctx, 5*time.Second, 0, nil)
+			require.NoError(t, err)
+			require.NotNil(t, stale)
+			clock2.Advance(6 * time.Second)
+			if !skewed {
+				clock1.Advance(6 * time.Second)
+			}
+			fresh, err := p2.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			require.NoError(t, err)
+			require.NotNil(t, fresh, "the expired lock can be taken")
+			require.Len(t, fresh.Messages, 1)
+			require.Len(t, fresh.History, 1)
+
+			ev := func(data string) []duroxide.Event {
+				return []duroxide.Event{duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: data})}
+			}
+			requirePermanent(t, p1.AckOrchestrationItem(ctx, stale.LockToken, 1, ev("stale"), nil, nil, duroxide.ExecutionMetadata{}, nil), "stale ack")
+			requirePermanent(t, p1.RenewOrchestrationItemLock(ctx, stale.LockToken, longLock), "stale renewal")
+			requirePermanent(t, p1.AbandonOrchestrationItem(ctx, stale.LockToken, 0, false), "stale abandon")
+
+			none, err := p3.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			require.NoError(t, err)
+			require.Nil(t, none, "the new lock still holds")
+			require.NoError(t, p2.AckOrchestrationItem(ctx, fresh.LockToken, 1, ev("fresh"), nil, nil, duroxide.ExecutionMetadata{}, nil))
+			history, err := p3.Read(ctx, inst)
+			require.NoError(t, err)
+			require.Len(t, history, 2)
+			assert.Equal(t, "fresh", history[1].Kind.(duroxide.ExternalEvent).Data)
+		})
+	}
+}
+
+// TestReviewExpiredWorkItemLockIsFenced does the same for a work item: the
+// first holder's ack, renewal and abandon fail once another process took
+// the expired lock, and the activity's completion is enqueued once.
+func TestReviewExpiredWorkItemLockIsFenced(t *testing.T) {
+	for _, skewed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			c := newCluster(t)
+			clock1, clock2 := newTestClock(), newTestClock()
+			p1, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock1.Now })
+			p2, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock2.Now })
+			ctx := context.Background()
+			const inst = "fenced-work"
+			startAndAckFirst(t, p1, inst)
+			act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+			require.NoError(t, p1.EnqueueForWorker(ctx, act))
+
+			stale, err := p1.FetchWorkItem(ctx, 5*time.Second, 0, nil, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			require.NotNil(t, stale)
+			clock2.Advance(6 * time.Second)
+			if !skewed {
+				clock1.Advance(6 * time.Second)
+			}
+			fresh, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			require.NotNil(t, fresh, "the expired lock can be taken")
+			assert.Equal(t, uint32(2), fresh.AttemptCount)
+
+			done := func(r string) *duroxide.WorkItem {
+				return &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: r}}
+			}
+			requirePermanent(t, p1.AckWorkItem(ctx, stale.LockToken, done("stale")), "stale ack")
+			_, err = p1.RenewWorkItemLock(ctx, stale.LockToken, longLock)
+			requirePermanent(t, err, "stale renewal")
+			requirePermanent(t, p1.AbandonWorkItem(ctx, stale.LockToken, 0, false), "stale abandon")
+
+			_, err = p2.RenewWorkItemLock(ctx, fresh.LockToken, longLock)
+			require.NoError(t, err, "the new lock still holds")
+			require.NoError(t, p2.AckWorkItem(ctx, fresh.LockToken, done("fresh")))
+			item, err := fetchInstance(ctx, p2, inst)
+			require.NoError(t, err)
+			require.Len(t, item.Messages, 1, "one completion")
+			assert.Equal(t, "fresh", item.Messages[0].Kind.(duroxide.ActivityCompletedItem).Result)
+		})
+	}
+}
+
+// TestReviewExpiredLockNobodyTook checks the calls on a lock that expired
+// while no other process took it: ack and renewal fail, the abandon
+// releases it.
+func TestReviewExpiredLockNobodyTook(t *testing.T) {
+	c := newCluster(t)
+	clock := newTestClock()
+	p, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock.Now })
+	ctx := context.Background()
+	const inst = "expired"
+	startAndAckFirst(t, p, inst)
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(inst, "e", "1"), 0))
+	item, err := p.FetchOrchestrationItem(ctx, 5*time.Second, 0, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item)
+	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 9, Name: "A", Input: "i"}}
+	require.NoError(t, p.EnqueueForWorker(ctx, act))
+	w, err := p.FetchWorkItem(ctx, 5*time.Second, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	clock.Advance(6 * time.Second)
+
+	ev := []duroxide.Event{duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "1"})}
+	requirePermanent(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, ev, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	requirePermanent(t, p.RenewOrchestrationItemLock(ctx, item.LockToken, longLock))
+	require.NoError(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, false))
+	requirePermanent(t, p.AckWorkItem(ctx, w.LockToken, nil))
+	_, err = p.RenewWorkItemLock(ctx, w.LockToken, longLock)
+	requirePermanent(t, err)
+	require.NoError(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false))
+
+	history, err := p.Read(ctx, inst)
+	require.NoError(t, err)
+	assert.Len(t, history, 1, "the expired ack wrote nothing")
+	again, err := fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	assert.Len(t, again.Messages, 1)
+	wAgain, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	assert.NotNil(t, wAgain)
+}
+
+// TestReviewAckKeepsLaterMessages checks that an ack consumes only the
+// messages its fetch returned, never ones enqueued after the fetch, also
+// when the ack runs in another process (which rebuilds the lock from the
+// container).
+func TestReviewAckKeepsLaterMessages(t *testing.T) {
+	c := newCluster(t)
+	p1, _ := c.process(t, nil)
+	p2, _ := c.process(t, nil)
+	ctx := context.Background()
+	for _, acker := range []*cdb.Provider{p1, p2} {
+		inst := fmt.Sprintf("later-%p", acker)
+		startAndAckFirst(t, p1, inst)
+		require.NoError(t, p1.EnqueueForOrchestrator(ctx, raised(inst, "e", "before"), 0))
+		item, err := fetchInstance(ctx, p1, inst)
+		require.NoError(t, err)
+		require.Len(t, item.Messages, 1)
+		require.NoError(t, p2.EnqueueForOrchestrator(ctx, raised(inst, "e", "after"), 0))
+		ev := []duroxide.Event{duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "before"})}
+		require.NoError(t, acker.AckOrchestrationItem(ctx, item.LockToken, 1, ev, nil, nil, duroxide.ExecutionMetadata{}, nil))
+		next, err := fetchInstance(ctx, p2, inst)
+		require.NoError(t, err)
+		require.Len(t, next.Messages, 1, "the later message survived the ack")
+		assert.Equal(t, "after", next.Messages[0].Kind.(duroxide.ExternalRaisedItem).Data)
+		ev = []duroxide.Event{duroxide.NewEvent(3, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "after"})}
+		require.NoError(t, p2.AckOrchestrationItem(ctx, next.LockToken, 1, ev, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	}
+}
+
+// TestReviewProcessesRaceOnInstances runs several processes, each with
+// several dispatchers, fetching, acking and sometimes abandoning turns of
+// the same instances, and checks that every raised event is processed
+// exactly once: each instance's history holds each event once, with
+// contiguous event ids.
+func TestReviewProcessesRaceOnInstances(t *testing.T) {
+	c := newCluster(t)
+	var procs []*cdb.Provider
+	for i := 0; i < 3; i++ {
+		p, _ := c.process(t, func(cfg *cdb.Config) { cfg.OrchestrationConcurrency = 2 })
+		procs = append(procs, p)
+	}
+	setup, _ := c.process(t, nil)
+	ctx := context.Background()
+	const instances, events = 6, 8
+	var ids []string
+	for i := 0; i < instances; i++ {
+		id := fmt.Sprintf("race-%d", i)
+		ids = append(ids, id)
+		startAndAckFirst(t, setup, id)
+	}
+	for _, id := range ids {
+		for e := 0; e < events; e++ {
+			require.NoError(t, procs[e%3].EnqueueForOrchestrator(ctx, raised(id, "e", fmt.Sprintf("%s/%d", id, e)), 0))
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := map[string]int{}
+	stop := make(chan struct{})
+	for pi, p := range procs {
+		for d := 0; d < 3; d++ {
+			wg.Add(1)
+			go func(p *cdb.Provider, seed int64) {
+				defer wg.Done()
+				rng := rand.New(rand.NewSource(seed))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+					if err != nil || item == nil {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					if rng.Intn(4) == 0 {
+						assert.NoError(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, rng.Intn(2) == 0))
+						continue
+					}
+					next := uint64(len(item.History)) + 1
+					var delta []duroxide.Event
+					for _, m := range item.Messages {
+						r := m.Kind.(duroxide.ExternalRaisedItem)
+						delta = append(delta, duroxide.NewEvent(next, item.Instance, 1, nil, duroxide.ExternalEvent{Name: r.Name, Data: r.Data}))
+						next++
+					}
+					if err := p.AckOrchestrationItem(ctx, item.LockToken, 1, delta, nil, nil, duroxide.ExecutionMetadata{}, nil); assert.NoError(t, err) {
+						mu.Lock()
+						acked[item.Instance] += len(delta)
+						mu.Unlock()
+					}
+				}
+			}(p, int64(10*pi+d))
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		total := 0
+		for _, n := range acked {
+			total += n
+		}
+		mu.Unlock()
+		if total >= instances*events {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	for _, id := range ids {
+		history, err := procs[1].Read(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, history, events+1, "instance %s", id)
+		seen := map[string]bool{}
+		for i, ev := range history {
+			assert.Equal(t, uint64(i+1), ev.EventID)
+			if i == 0 {
+				continue
+			}
+			data := ev.Kind.(duroxide.ExternalEvent).Data
+			assert.False(t, seen[data], "event %s processed twice", data)
+			assert.True(t, strings.HasPrefix(data, id+"/"), "event %s in %s", data, id)
+			seen[data] = true
+		}
+	}
+}
+
+// TestReviewProcessesRaceOnWorkItems has several processes fetch and ack
+// the same activities concurrently, with some abandons, and checks that
+// each activity is acked once and its completion enqueued once.
+func TestReviewProcessesRaceOnWorkItems(t *testing.T) {
+	c := newCluster(t)
+	var procs []*cdb.Provider
+	for i := 0; i < 3; i++ {
+		p, _ := c.process(t, func(cfg *cdb.Config) { cfg.WorkerConcurrency = 2 })
+		procs = append(procs, p)
+	}
+	setup, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst, activities = "race-work", 30
+	startAndAckFirst(t, setup, inst)
+	for a := uint64(1); a <= activities; a++ {
+		act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 100 + a, Name: "A", Input: "i"}}
+		require.NoError(t, procs[a%3].EnqueueForWorker(ctx, act))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := map[uint64]int{}
+	for pi, p := range procs {
+		for d := 0; d < 3; d++ {
+			wg.Add(1)
+			go func(p *cdb.Provider, seed int64) {
+				defer wg.Done()
+				rng := rand.New(rand.NewSource(seed))
+				idle := 0
+				for idle < 20 {
+					w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+					if err != nil || w == nil {
+						idle++
+						time.Sleep(2 * time.Millisecond)
+						continue
+					}
+					idle = 0
+					act := w.Item.Kind.(duroxide.ActivityExecuteItem)
+					if rng.Intn(4) == 0 {
+						assert.NoError(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false))
+						continue
+					}
+					done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: act.ID, Result: "r"}}
+					if assert.NoError(t, p.AckWorkItem(ctx, w.LockToken, &done)) {
+						mu.Lock()
+						acked[act.ID]++
+						mu.Unlock()
+					}
+				}
+			}(p, int64(10*pi+d))
+		}
+	}
+	wg.Wait()
+	require.Len(t, acked, activities)
+	for id, n := range acked {
+		assert.Equal(t, 1, n, "activity %d acked %d times", id, n)
+	}
+	completions := partitionDocs(ctx, t, procs[0], inst, "SELECT c.id FROM c WHERE c.type = 'orch_queue'")
+	assert.Len(t, completions, activities, "one completion per activity")
+}
+
+// TestReviewSessionClaimRace has two workers of different processes race
+// for the items of one session and checks that the session's locked items
+// all belong to one owner.
+func TestReviewSessionClaimRace(t *testing.T) {
+	c := newCluster(t)
+	pa, _ := c.process(t, nil)
+	pb, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "session-race"
+	sid := "s"
+	for a := uint64(1); a <= 8; a++ {
+		act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: a, Name: "A", Input: "i", SessionID: &sid}}
+		require.NoError(t, pa.EnqueueForWorker(ctx, act))
+	}
+	owners := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, w := range []struct {
+		p     *cdb.Provider
+		owner string
+	}{{pa, "A"}, {pb, "B"}, {pa, "A"}, {pb, "B"}} {
+		wg.Add(1)
+		go func(p *cdb.Provider, owner string) {
+			defer wg.Done()
+			cfg := &duroxide.SessionFetchConfig{OwnerID: owner, LockTimeout: longLock}
+			for i := 0; i < 6; i++ {
+				item, err := p.FetchWorkItem(ctx, longLock, 0, cfg, duroxide.TagFilterDefaultOnly())
+				if !assert.NoError(t, err) {
+					return
+				}
+				if item != nil {
+					mu.Lock()
+					owners[owner]++
+					mu.Unlock()
+				}
+			}
+		}(w.p, w.owner)
+	}
+	wg.Wait()
+	assert.Len(t, owners, 1, "one owner holds the session: %v", owners)
+	total := 0
+	for _, n := range owners {
+		total += n
+	}
+	assert.Equal(t, 8, total, "the owner fetched every item of its session")
+}
+
+// TestReviewDeleteRacingAck force-deletes a running instance while another
+// process's ack of its turn commits between the deletion's reads and its
+// writes. Nothing of the instance may survive (no history, execution, queue
+// or outbox documents), and the same instance id must start again.
+func TestReviewDeleteRacingAck(t *testing.T) {
+	c := newCluster(t)
+	deleter, tr := c.process(t, nil)
+	worker, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "delete-race"
+	startAndAckFirst(t, worker, inst)
+	require.NoError(t, worker.EnqueueForOrchestrator(ctx, raised(inst, "e", "1"), 0))
+	item, err := fetchInstance(ctx, worker, inst)
+	require.NoError(t, err)
+
+	fired := false
+	tr.setHook(func(req *http.Request) {
+		if fired || req.Method != http.MethodDelete || !strings.HasSuffix(req.URL.Path, "/docs/instance") {
+			return
+		}
+		fired = true
+		act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 3, Name: "A", Input: "i"}}
+		timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: 4, FireAtMs: uint64(time.Now().Add(time.Hour).UnixMilli())}}
+		require.NoError(t, worker.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
+			duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "1"}),
+			duroxide.NewEvent(3, inst, 1, nil, duroxide.ActivityScheduled{Name: "A", Input: "i"}),
+		}, []duroxide.WorkItem{act}, []duroxide.WorkItem{timer}, duroxide.ExecutionMetadata{}, nil))
+	})
+	_, err = deleter.DeleteInstancesAtomic(ctx, []string{inst}, true)
+	tr.setHook(nil)
+	require.True(t, fired)
+	if err != nil {
+		// A deletion that lost the race may fail retryably; run it again.
+		require.True(t, duroxide.IsRetryable(err), "%v", err)
+		_, err = deleter.DeleteInstancesAtomic(ctx, []string{inst}, true)
+		require.NoError(t, err)
+	}
+	left := partitionDocs(ctx, t, deleter, inst, "SELECT c.id, c.type FROM c WHERE c.type != 'consumed'")
+	assert.Empty(t, left, "documents of the deleted instance survived")
+
+	// The id starts afresh.
+	require.NoError(t, worker.EnqueueForOrchestrator(ctx, startItem(inst), 0))
+	again, err := fetchInstance(ctx, worker, inst)
+	require.NoError(t, err)
+	assert.Empty(t, again.History)
+	require.NoError(t, worker.AckOrchestrationItem(ctx, again.LockToken, 1, []duroxide.Event{started(inst)}, nil, nil, runningMetadata(), nil))
+	history, err := worker.Read(ctx, inst)
+	require.NoError(t, err)
+	assert.Len(t, history, 1)
+}
