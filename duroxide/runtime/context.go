@@ -117,15 +117,19 @@ func (c *OrchestrationContext) TraceError(message string) { c.Trace("ERROR", mes
 // waitUntil blocks the orchestration until ready (called under c.mu) is
 // true.
 func (c *OrchestrationContext) waitUntil(ready func() bool) {
-	for {
-		c.mu.Lock()
-		ok := ready()
-		c.mu.Unlock()
-		if ok {
-			return
-		}
+	for !c.locked(ready) {
 		c.co.block()
 	}
+}
+
+// locked runs f under c.mu and returns its result. The deferred unlock
+// matters: f polls futures the orchestration code handed in, and a panic
+// there (recovered by the coroutine as a Panicked failure) must not leave
+// c.mu held, or the engine would block on it for ever.
+func (c *OrchestrationContext) locked(f func() bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return f()
 }
 
 // newFuture emits a and returns the future that resolves through check.
@@ -507,13 +511,14 @@ func (c *OrchestrationContext) Select(futures ...*Future) (winner int, value str
 		}
 		return false
 	})
-	c.mu.Lock()
-	for i, f := range futures {
-		if i != winner {
-			f.cancelLocked()
+	c.locked(func() bool {
+		for i, f := range futures {
+			if i != winner {
+				f.cancelLocked()
+			}
 		}
-	}
-	c.mu.Unlock()
+		return true
+	})
 	w := futures[winner]
 	return winner, w.result.value, w.result.err
 }

@@ -231,6 +231,22 @@ func TestPanicFailsWithPanicked(t *testing.T) {
 	}
 }
 
+// TestPanicWhileWaitingReleasesTheContext checks that a panic raised while
+// a wait polls its futures (under the context's lock) fails the turn as
+// Panicked instead of leaving the lock held, which used to hang the engine
+// (and with it the dispatcher goroutine and Shutdown) for ever.
+func TestPanicWhileWaitingReleasesTheContext(t *testing.T) {
+	e := engineFor(startedEv(1))
+	r := run(e, func(ctx *OrchestrationContext, _ string) (string, error) {
+		bad := &Future{ctx: ctx, check: func(*ctxState) (completion, bool) { panic("poll exploded") }}
+		return bad.Get()
+	})
+	a := r.details.Application
+	if r.kind != turnFailed || a == nil || a.Kind.Name != duroxide.AppErrorPanicked || a.Message != "poll exploded" {
+		t.Fatalf("got %s", describeTurn(r))
+	}
+}
+
 func TestTerminalHistoryIsContinue(t *testing.T) {
 	e := engineFor(startedEv(1), ev(2, nil, duroxide.OrchestrationCompleted{Output: "x"}))
 	called := false
