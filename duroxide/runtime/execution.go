@@ -201,7 +201,7 @@ func unmatchedQueueMessages(history []duroxide.Event) []duroxide.NameData {
 			consumed[k.Name]++
 			continue
 		}
-		out = append(out, duroxide.NameData{Name: k.Name, Data: k.Data})
+		out = append(out, duroxide.NameData(k))
 	}
 	return out
 }
