@@ -10,6 +10,8 @@ import (
 
 // Options configures a Runtime (duroxide's RuntimeOptions). A zero field
 // takes the documented default, so Options{} is a valid configuration.
+// Start refuses negative durations (except LongPollTimeout, where negative
+// disables long polling) and a negative MaxSessionsPerRuntime.
 type Options struct {
 	// PollInterval is the minimum duration of one idle polling cycle of a
 	// dispatcher: when a fetch returns no work sooner, the dispatcher sleeps
@@ -105,7 +107,9 @@ func (b UnregisteredBackoff) Delay(attemptCount uint32) time.Duration {
 }
 
 // withDefaults returns o with every zero field set to its default, or an
-// error for values that cannot work.
+// error for values that cannot work: a negative duration (other than
+// LongPollTimeout) or MaxSessionsPerRuntime, or a SessionIdleTimeout not
+// above the worker lock renewal interval.
 func (o Options) withDefaults() (Options, error) {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -143,11 +147,32 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.OrchestrationConcurrency = max(o.OrchestrationConcurrency, 0)
 	o.WorkerConcurrency = max(o.WorkerConcurrency, 0)
-	switch {
-	case o.MaxSessionsPerRuntime < 0:
-		return o, fmt.Errorf("runtime: MaxSessionsPerRuntime must not be negative")
-	case o.PollInterval < 0 || o.OrchestratorLockTimeout < 0 || o.WorkerLockTimeout < 0:
-		return o, fmt.Errorf("runtime: durations must not be negative")
+	if o.MaxSessionsPerRuntime < 0 {
+		return o, fmt.Errorf("runtime: Options.MaxSessionsPerRuntime must not be negative, got %d", o.MaxSessionsPerRuntime)
+	}
+	// Every duration but LongPollTimeout (where negative means "off") must
+	// be positive or zero (the default); a negative interval would, among
+	// other things, panic in time.NewTicker on a runtime goroutine.
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"PollInterval", o.PollInterval},
+		{"OrchestratorLockTimeout", o.OrchestratorLockTimeout},
+		{"OrchestratorLockRenewalBuffer", o.OrchestratorLockRenewalBuffer},
+		{"WorkerLockTimeout", o.WorkerLockTimeout},
+		{"WorkerLockRenewalBuffer", o.WorkerLockRenewalBuffer},
+		{"ActivityCancellationGracePeriod", o.ActivityCancellationGracePeriod},
+		{"SessionLockTimeout", o.SessionLockTimeout},
+		{"SessionLockRenewalBuffer", o.SessionLockRenewalBuffer},
+		{"SessionIdleTimeout", o.SessionIdleTimeout},
+		{"SessionCleanupInterval", o.SessionCleanupInterval},
+		{"UnregisteredBackoff.Base", o.UnregisteredBackoff.Base},
+		{"UnregisteredBackoff.Max", o.UnregisteredBackoff.Max},
+	} {
+		if d.value < 0 {
+			return o, fmt.Errorf("runtime: Options.%s must not be negative, got %v", d.name, d.value)
+		}
 	}
 	// duroxide's invariant: a session must not unpin while one of its
 	// activities is still renewing its lock.

@@ -749,6 +749,34 @@ func TestStartValidation(t *testing.T) {
 	if _, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{SessionIdleTimeout: time.Second}); err == nil {
 		t.Fatal("session idle timeout below the worker renewal interval accepted")
 	}
+	// Every other negative duration is refused too, naming the field; a
+	// negative SessionCleanupInterval used to panic in time.NewTicker on the
+	// session manager's goroutine and crash the process.
+	for field, opts := range map[string]runtime.Options{
+		"OrchestratorLockRenewalBuffer":   {OrchestratorLockRenewalBuffer: -time.Second},
+		"WorkerLockRenewalBuffer":         {WorkerLockRenewalBuffer: -time.Second},
+		"ActivityCancellationGracePeriod": {ActivityCancellationGracePeriod: -time.Second},
+		"SessionLockTimeout":              {SessionLockTimeout: -time.Second},
+		"SessionLockRenewalBuffer":        {SessionLockRenewalBuffer: -time.Second},
+		"SessionCleanupInterval":          {SessionCleanupInterval: -time.Second},
+		"UnregisteredBackoff.Base":        {UnregisteredBackoff: runtime.UnregisteredBackoff{Base: -time.Second}},
+		"UnregisteredBackoff.Max":         {UnregisteredBackoff: runtime.UnregisteredBackoff{Max: -time.Second}},
+		"MaxSessionsPerRuntime":           {MaxSessionsPerRuntime: -1},
+	} {
+		rt, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), opts)
+		if err == nil {
+			_ = rt.Shutdown(e.ctx)
+			t.Errorf("negative %s accepted", field)
+		} else if !strings.Contains(err.Error(), "Options."+field) {
+			t.Errorf("negative %s: error %q does not name the field", field, err)
+		}
+	}
+	// A negative LongPollTimeout is valid: it disables long polling.
+	rt, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{LongPollTimeout: -time.Second})
+	if err != nil {
+		t.Fatalf("negative LongPollTimeout refused: %v", err)
+	}
+	_ = rt.Shutdown(e.ctx)
 	if err := e.client.StartOrchestration(e.ctx, "", "X", ""); err == nil {
 		t.Fatal("empty instance id accepted")
 	}
