@@ -475,12 +475,12 @@ func (c *OrchestrationContext) UtcNow() (time.Time, error) {
 }
 
 // Join waits for all futures and returns their outcomes in order (duroxide's
-// join).
+// join). A nil future's outcome is an error, without waiting.
 func (c *OrchestrationContext) Join(futures ...*Future) []Result {
 	c.waitUntil(func() bool {
 		all := true
 		for _, f := range futures {
-			if !f.poll() {
+			if f != nil && !f.poll() {
 				all = false
 			}
 		}
@@ -488,6 +488,10 @@ func (c *OrchestrationContext) Join(futures ...*Future) []Result {
 	})
 	out := make([]Result, len(futures))
 	for i, f := range futures {
+		if f == nil {
+			out[i] = Result{Err: errNilFuture}
+			continue
+		}
 		out[i] = Result{Value: f.result.value, Err: f.result.err}
 	}
 	return out
@@ -496,10 +500,14 @@ func (c *OrchestrationContext) Join(futures ...*Future) []Result {
 // Select waits for the first of futures to resolve, checking them in order
 // (duroxide's biased select), and returns its index and outcome. The losers
 // are cancelled as duroxide cancels dropped futures. It returns index -1 and
-// an error when called without futures.
+// an error, without waiting or cancelling anything, when called without
+// futures or with a nil one.
 func (c *OrchestrationContext) Select(futures ...*Future) (winner int, value string, err error) {
 	if len(futures) == 0 {
 		return -1, "", errors.New("runtime: Select needs at least one future")
+	}
+	if i := slices.Index(futures, nil); i >= 0 {
+		return -1, "", fmt.Errorf("runtime: Select future %d: %w", i, errNilFuture)
 	}
 	winner = -1
 	c.waitUntil(func() bool {

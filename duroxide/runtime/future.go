@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/duroxide-go/duroxide-cdb/duroxide"
+import (
+	"errors"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
 
 // Future is the pending result of a durable call (duroxide's DurableFuture):
 // an activity, timer, external event, queue message or sub-orchestration.
@@ -44,17 +48,29 @@ func (f *Future) poll() bool {
 	return f.done
 }
 
+// errNilFuture is what Get, Join and Select report for a nil *Future (for
+// instance the one a typed Schedule* helper returns beside its error).
+var errNilFuture = errors.New("runtime: nil *Future (was the error of the call that should have returned it ignored?)")
+
 // Get blocks until the result is available and returns it: an activity's or
 // sub-orchestration's output (or a *TaskFailedError), an event's data, a
 // queue message, or "" for a timer. Get on a cancelled future never returns,
-// like awaiting a dropped duroxide future cannot happen.
+// like awaiting a dropped duroxide future cannot happen. Get on a nil
+// Future returns an error at once.
 func (f *Future) Get() (string, error) {
+	if f == nil {
+		return "", errNilFuture
+	}
 	f.ctx.waitUntil(f.poll)
 	return f.result.value, f.result.err
 }
 
-// IsReady reports, without blocking, whether the result is available.
+// IsReady reports, without blocking, whether the result is available
+// (false for a nil Future).
 func (f *Future) IsReady() bool {
+	if f == nil {
+		return false
+	}
 	f.ctx.mu.Lock()
 	defer f.ctx.mu.Unlock()
 	return f.poll()
@@ -62,8 +78,12 @@ func (f *Future) IsReady() bool {
 
 // Cancel drops the future (duroxide's drop of an unresolved DurableFuture):
 // unless its result was already observed, the scheduled work is cancelled
-// at the end of the turn. It is a no-op on a completed future and on timers.
+// at the end of the turn. It is a no-op on a completed future, on timers
+// and on a nil Future.
 func (f *Future) Cancel() {
+	if f == nil {
+		return
+	}
 	f.ctx.mu.Lock()
 	defer f.ctx.mu.Unlock()
 	f.cancelLocked()

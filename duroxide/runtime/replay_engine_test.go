@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -245,6 +246,33 @@ func TestPanicWhileWaitingReleasesTheContext(t *testing.T) {
 	if r.kind != turnFailed || a == nil || a.Kind.Name != duroxide.AppErrorPanicked || a.Message != "poll exploded" {
 		t.Fatalf("got %s", describeTurn(r))
 	}
+}
+
+// TestNilFuturesAreErrors checks that a nil *Future (the one a typed
+// Schedule* helper returns beside its error) gives an error from Get,
+// Await, Join and Select instead of a panic.
+func TestNilFuturesAreErrors(t *testing.T) {
+	e := engineFor(startedEv(1))
+	wantCompleted(t, run(e, func(ctx *OrchestrationContext, _ string) (string, error) {
+		var nilFuture *Future
+		if _, err := nilFuture.Get(); !errors.Is(err, errNilFuture) {
+			return "", fmt.Errorf("Get: %v", err)
+		}
+		if _, err := Await[int](nil); !errors.Is(err, errNilFuture) {
+			return "", fmt.Errorf("Await: %v", err)
+		}
+		if nilFuture.IsReady() {
+			return "", errors.New("a nil future is ready")
+		}
+		nilFuture.Cancel()
+		if rs := ctx.Join(nilFuture); len(rs) != 1 || !errors.Is(rs[0].Err, errNilFuture) {
+			return "", fmt.Errorf("Join: %v", rs)
+		}
+		if w, _, err := ctx.Select(ctx.ScheduleTimer(time.Hour), nilFuture); w != -1 || !errors.Is(err, errNilFuture) {
+			return "", fmt.Errorf("Select: %d %v", w, err)
+		}
+		return "ok", nil
+	}), "ok")
 }
 
 func TestTerminalHistoryIsContinue(t *testing.T) {
