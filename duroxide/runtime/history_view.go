@@ -127,8 +127,13 @@ func (h *historyManager) inflightActivities(instance string, executionID uint64)
 // StartOrchestration or ContinueAsNew) and the completions, and says what to
 // run (duroxide's WorkItemReader).
 type workItemReader struct {
-	start          *duroxide.WorkItem
-	completions    []duroxide.WorkItem
+	start       *duroxide.WorkItem
+	completions []duroxide.WorkItem
+	// named is true when a start message or the history names the
+	// orchestration to run (duroxide's Some(orchestration_name)); name may
+	// still be "", which then resolves to nothing like any unregistered
+	// name.
+	named          bool
 	name           string
 	input          string
 	version        *string
@@ -156,6 +161,7 @@ func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance
 	}
 	switch s := startKind(r.start).(type) {
 	case duroxide.StartOrchestrationItem:
+		r.named = true
 		r.name, r.input, r.version, r.parentInstance, r.parentID = s.Orchestration, s.Input, s.Version, s.ParentInstance, s.ParentID
 	case duroxide.ContinueAsNewItem:
 		// Carried-forward queue messages come first, ahead of anything
@@ -165,9 +171,11 @@ func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance
 			carried = append(carried, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: nd.Name, Data: nd.Data}})
 		}
 		r.completions = append(carried, r.completions...)
+		r.named = true
 		r.name, r.input, r.version, r.continueAsNew = s.Orchestration, s.Input, s.Version, true
 	default:
 		if st := h.started; st != nil {
+			r.named = true
 			r.name, r.input, r.version = st.Name, st.Input, h.version()
 			r.parentInstance, r.parentID = st.ParentInstance, st.ParentID
 		} else if len(r.completions) > 0 {

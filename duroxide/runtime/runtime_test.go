@@ -405,6 +405,25 @@ func TestUnregisteredOrchestrationBecomesPoison(t *testing.T) {
 	}
 }
 
+// TestEmptySubOrchestrationNameBecomesPoison checks that a child started
+// with an empty orchestration name is treated like any unregistered name
+// (backoff, then poison, reported to the parent) rather than having its
+// start message dropped, which left the parent waiting for ever.
+func TestEmptySubOrchestrationNameBecomesPoison(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("StartsNameless", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		return ctx.ScheduleSubOrchestration("", "").Get()
+	}))
+	opts := fastOptions()
+	opts.MaxAttempts = 2
+	e.start(reg, opts)
+	st := e.run("nameless-parent", "StartsNameless", "")
+	if st.Kind != runtime.StatusFailed || !strings.Contains(st.Error(), "poison: orchestration nameless-parent::sub::2 exceeded 3 attempts (max 2)") {
+		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	}
+}
+
 func TestSelectLoserActivityIsCancelledCooperatively(t *testing.T) {
 	e := newEnv(t)
 	observed := make(chan error, 1)

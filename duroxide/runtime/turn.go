@@ -81,7 +81,7 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 	}
 
 	var exec executionResult
-	if reader.name != "" {
+	if reader.named {
 		fn, resolved, ok := p.registry.resolveOrchestration(reader.name, reader.version)
 		if !ok {
 			delay := p.backoff.Delay(item.AttemptCount)
