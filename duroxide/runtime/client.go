@@ -17,8 +17,21 @@ type Client struct {
 	provider duroxide.Provider
 }
 
-// NewClient returns a client on provider.
+// NewClient returns a client on provider. A client on a nil provider (and
+// a nil *Client) returns ErrNilProvider from every call that needs one.
 func NewClient(provider duroxide.Provider) *Client { return &Client{provider: provider} }
+
+// ErrNilProvider is returned by Start and by every Client call when the
+// provider is nil.
+var ErrNilProvider = errors.New("runtime: nil duroxide.Provider")
+
+// prov returns the client's provider, or ErrNilProvider.
+func (c *Client) prov() (duroxide.Provider, error) {
+	if c == nil || c.provider == nil {
+		return nil, ErrNilProvider
+	}
+	return c.provider, nil
+}
 
 // ErrTimeout is returned by the Wait* methods when their timeout elapsed
 // first (duroxide's ClientError::Timeout).
@@ -30,8 +43,17 @@ const (
 	maxPollDelay     = 100 * time.Millisecond
 )
 
+// enqueue puts kind on its instance's orchestrator queue; an empty instance
+// id is refused before the provider sees it.
 func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemKind) error {
-	if err := c.provider.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: kind}, 0); err != nil {
+	if kind.TargetInstance() == "" {
+		return fmt.Errorf("runtime: %s needs an instance id", op)
+	}
+	p, err := c.prov()
+	if err != nil {
+		return fmt.Errorf("runtime: %s %s: %w", op, kind.TargetInstance(), err)
+	}
+	if err := p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: kind}, 0); err != nil {
 		return fmt.Errorf("runtime: %s %s: %w", op, kind.TargetInstance(), err)
 	}
 	return nil
@@ -82,12 +104,16 @@ func (c *Client) CancelInstance(ctx context.Context, instance, reason string) er
 // once started (including between continue-as-new executions), NotFound
 // otherwise.
 func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (OrchestrationStatus, error) {
-	hist, err := c.provider.Read(ctx, instance)
+	p, err := c.prov()
+	if err != nil {
+		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
+	}
+	hist, err := p.Read(ctx, instance)
 	if err != nil {
 		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
 	}
 	var st OrchestrationStatus
-	if cs, err := c.provider.GetCustomStatus(ctx, instance, 0); err == nil && cs != nil {
+	if cs, err := p.GetCustomStatus(ctx, instance, 0); err == nil && cs != nil {
 		st.CustomStatus, st.CustomStatusVersion = cs.Status, cs.Version
 	}
 	for i := len(hist) - 1; i >= 0; i-- {
@@ -124,12 +150,16 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 // lastSeenVersion, or it reaches a terminal state, and returns its status;
 // it checks every pollInterval and returns ErrTimeout after timeout.
 func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastSeenVersion uint64, pollInterval, timeout time.Duration) (OrchestrationStatus, error) {
+	p, err := c.prov()
+	if err != nil {
+		return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
+	}
 	if pollInterval <= 0 {
 		pollInterval = maxPollDelay
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		cs, err := c.provider.GetCustomStatus(ctx, instance, lastSeenVersion)
+		cs, err := p.GetCustomStatus(ctx, instance, lastSeenVersion)
 		if err != nil {
 			return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
 		}
@@ -149,7 +179,10 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 
 // GetKVValue reads key of instance's KV store; ok is false when absent.
 func (c *Client) GetKVValue(ctx context.Context, instance, key string) (value string, ok bool, err error) {
-	value, ok, err = c.provider.GetKVValue(ctx, instance, key)
+	p, err := c.prov()
+	if err == nil {
+		value, ok, err = p.GetKVValue(ctx, instance, key)
+	}
 	if err != nil {
 		return "", false, fmt.Errorf("runtime: kv %s/%s: %w", instance, key, err)
 	}
@@ -158,7 +191,11 @@ func (c *Client) GetKVValue(ctx context.Context, instance, key string) (value st
 
 // GetKVAllValues reads instance's whole KV store.
 func (c *Client) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
-	m, err := c.provider.GetKVAllValues(ctx, instance)
+	p, err := c.prov()
+	if err != nil {
+		return nil, fmt.Errorf("runtime: kv %s: %w", instance, err)
+	}
+	m, err := p.GetKVAllValues(ctx, instance)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: kv %s: %w", instance, err)
 	}

@@ -24,12 +24,18 @@ var (
 // HasManagementCapability reports whether the provider implements
 // duroxide.ProviderAdmin.
 func (c *Client) HasManagementCapability() bool {
-	_, ok := duroxide.AsManagementCapability(c.provider)
-	return ok
+	_, err := c.admin()
+	return err == nil
 }
 
+// admin returns the provider's admin interface: ErrNilProvider without a
+// provider, ErrManagementNotAvailable when it has none.
 func (c *Client) admin() (duroxide.ProviderAdmin, error) {
-	a, ok := duroxide.AsManagementCapability(c.provider)
+	p, err := c.prov()
+	if err != nil {
+		return nil, err
+	}
+	a, ok := duroxide.AsManagementCapability(p)
 	if !ok {
 		return nil, ErrManagementNotAvailable
 	}

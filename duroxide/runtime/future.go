@@ -31,8 +31,13 @@ type TaskFailedError struct {
 	Details duroxide.ErrorDetails
 }
 
-// Error returns the failure's display message.
-func (e *TaskFailedError) Error() string { return e.Details.DisplayMessage() }
+// Error returns the failure's display message ("<nil>" for a nil e).
+func (e *TaskFailedError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
+	return e.Details.DisplayMessage()
+}
 
 // poll checks for the result once; it must be called with ctx.mu held.
 func (f *Future) poll() bool {

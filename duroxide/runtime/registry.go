@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,6 +58,9 @@ type Registry struct {
 	activities     map[string]ActivityFunc
 }
 
+// errNilRegistry is the error of a registration on a nil *Registry.
+var errNilRegistry = errors.New("runtime: registration on a nil *Registry (use NewRegistry)")
+
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{
@@ -75,9 +79,12 @@ func (r *Registry) RegisterOrchestration(name string, fn OrchestrationFunc) erro
 // RegisterOrchestrationVersion registers fn as version (semver, e.g.
 // "2.0.0") of name. Versions of one name must be registered in ascending
 // order, except that 1.0.0 (the default) may come at any time, as in
-// duroxide. It returns an error for an empty name, a nil fn, a malformed
-// version, a duplicate or a non-monotonic version.
+// duroxide. It returns an error for a nil Registry, an empty name, a nil
+// fn, a malformed version, a duplicate or a non-monotonic version.
 func (r *Registry) RegisterOrchestrationVersion(name, version string, fn OrchestrationFunc) error {
+	if r == nil {
+		return errNilRegistry
+	}
 	if name == "" || fn == nil {
 		return fmt.Errorf("runtime: orchestration registration needs a name and a function")
 	}
@@ -103,16 +110,19 @@ func (r *Registry) RegisterOrchestrationVersion(name, version string, fn Orchest
 }
 
 // SetVersionPolicy sets which version starts of name without an explicit
-// version resolve to.
+// version resolve to. It does nothing on a nil Registry.
 func (r *Registry) SetVersionPolicy(name string, p VersionPolicy) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.policies[name] = p
 }
 
-// RegisterActivity registers fn as activity name. It returns an error for an
-// empty name, a nil fn, a duplicate, or a name in duroxide's reserved
-// "__duroxide_syscall:" namespace.
+// RegisterActivity registers fn as activity name. It returns an error for a
+// nil Registry, an empty name, a nil fn, a duplicate, or a name in
+// duroxide's reserved "__duroxide_syscall:" namespace.
 func (r *Registry) RegisterActivity(name string, fn ActivityFunc) error {
 	if strings.HasPrefix(name, syscallPrefix) {
 		return fmt.Errorf("runtime: activity name '%s' uses reserved prefix '%s'", name, syscallPrefix)
@@ -121,6 +131,9 @@ func (r *Registry) RegisterActivity(name string, fn ActivityFunc) error {
 }
 
 func (r *Registry) registerActivity(name string, fn ActivityFunc) error {
+	if r == nil {
+		return errNilRegistry
+	}
 	if name == "" || fn == nil {
 		return fmt.Errorf("runtime: activity registration needs a name and a function")
 	}

@@ -46,12 +46,16 @@ type Runtime struct {
 var errShutdown = errors.New("runtime: shutting down")
 
 // Start validates opts, starts the dispatchers on provider and returns the
-// running Runtime. The registry may not be nil. ctx bounds the runtime's
-// life: when it is cancelled every goroutine stops at once without
-// releasing its locks.
+// running Runtime. A nil provider is ErrNilProvider; the registry may not
+// be nil either; invalid opts are an error naming the field (see Options).
+// ctx bounds the runtime's life: when it is cancelled every goroutine stops
+// at once without releasing its locks.
 func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, opts Options) (*Runtime, error) {
-	if provider == nil || registry == nil {
-		return nil, errors.New("runtime: Start needs a provider and a registry")
+	if provider == nil {
+		return nil, fmt.Errorf("runtime: Start: %w", ErrNilProvider)
+	}
+	if registry == nil {
+		return nil, errors.New("runtime: Start needs a registry")
 	}
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -112,8 +116,12 @@ func (r *Runtime) ID() string { return r.id }
 // activities still running are cancelled (their ActivityContext is done) and
 // their work items abandoned so that another runtime takes them at once,
 // then everything stops; Shutdown then returns ctx's error. It is safe to
-// call more than once.
+// call more than once, and on a nil Runtime (a failed Start), where it does
+// nothing.
 func (r *Runtime) Shutdown(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
 	r.stopOnce.Do(func() {
 		close(r.stopping)
 		r.cancelFetch()

@@ -801,6 +801,81 @@ func TestStartValidation(t *testing.T) {
 	}
 }
 
+// TestNilInputsAreErrors checks that a nil provider, client, registry,
+// runtime or error value gives an error (or a harmless result) instead of a
+// panic.
+func TestNilInputsAreErrors(t *testing.T) {
+	ctx := t.Context()
+	if _, err := runtime.Start(ctx, nil, runtime.NewRegistry(), runtime.Options{}); !errors.Is(err, runtime.ErrNilProvider) {
+		t.Errorf("Start(nil provider) = %v, want ErrNilProvider", err)
+	}
+	var nilRuntime *runtime.Runtime
+	if err := nilRuntime.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown of a nil runtime = %v", err)
+	}
+	for name, c := range map[string]*runtime.Client{"NewClient(nil)": runtime.NewClient(nil), "nil *Client": nil} {
+		calls := map[string]error{
+			"StartOrchestration": c.StartOrchestration(ctx, "i", "O", ""),
+			"RaiseEvent":         c.RaiseEvent(ctx, "i", "e", ""),
+			"EnqueueEvent":       c.EnqueueEvent(ctx, "i", "q", ""),
+			"CancelInstance":     c.CancelInstance(ctx, "i", "r"),
+		}
+		_, calls["GetOrchestrationStatus"] = c.GetOrchestrationStatus(ctx, "i")
+		_, calls["WaitForOrchestration"] = c.WaitForOrchestration(ctx, "i", time.Second)
+		_, calls["WaitForStatusChange"] = c.WaitForStatusChange(ctx, "i", 0, time.Millisecond, time.Second)
+		_, _, calls["GetKVValue"] = c.GetKVValue(ctx, "i", "k")
+		_, calls["GetKVAllValues"] = c.GetKVAllValues(ctx, "i")
+		_, calls["WaitForKVValue"] = c.WaitForKVValue(ctx, "i", "k", time.Second)
+		_, calls["ListAllInstances"] = c.ListAllInstances(ctx)
+		_, calls["DeleteInstance"] = c.DeleteInstance(ctx, "i", true)
+		for call, err := range calls {
+			if !errors.Is(err, runtime.ErrNilProvider) {
+				t.Errorf("%s: %s = %v, want ErrNilProvider", name, call, err)
+			}
+		}
+		if c.HasManagementCapability() {
+			t.Errorf("%s has management capability", name)
+		}
+	}
+	var nilRegistry *runtime.Registry
+	noop := func(*runtime.ActivityContext, string) (string, error) { return "", nil }
+	if err := nilRegistry.RegisterActivity("A", noop); err == nil {
+		t.Error("RegisterActivity on a nil registry accepted")
+	}
+	if err := runtime.RegisterOrchestrationTyped(nilRegistry, "O", func(*runtime.OrchestrationContext, int) (int, error) { return 0, nil }); err == nil {
+		t.Error("RegisterOrchestrationTyped on a nil registry accepted")
+	}
+	nilRegistry.SetVersionPolicy("O", runtime.LatestVersion())
+	var taskErr *runtime.TaskFailedError
+	var orchErr *runtime.OrchestrationFailedError
+	if taskErr.Error() != "<nil>" || orchErr.Error() != "<nil>" {
+		t.Errorf("nil error values print %q and %q", taskErr.Error(), orchErr.Error())
+	}
+}
+
+// TestClientRefusesEmptyInstanceIDs checks that every enqueueing call
+// refuses an empty instance id before the provider sees it.
+func TestClientRefusesEmptyInstanceIDs(t *testing.T) {
+	e := newEnv(t)
+	for call, err := range map[string]error{
+		"StartOrchestration": e.client.StartOrchestration(e.ctx, "", "O", ""),
+		"RaiseEvent":         e.client.RaiseEvent(e.ctx, "", "e", ""),
+		"EnqueueEvent":       e.client.EnqueueEvent(e.ctx, "", "q", ""),
+		"CancelInstance":     e.client.CancelInstance(e.ctx, "", "r"),
+	} {
+		if err == nil {
+			t.Errorf("%s with an empty instance id accepted", call)
+		}
+	}
+	depths, err := e.provider.GetQueueDepths(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if depths.OrchestratorQueue != 0 {
+		t.Errorf("%d messages enqueued", depths.OrchestratorQueue)
+	}
+}
+
 func TestActivityContextDescribesItsOrchestration(t *testing.T) {
 	e := newEnv(t)
 	reg := runtime.NewRegistry()

@@ -54,7 +54,11 @@ type OrchestrationFailedError struct {
 	Details duroxide.ErrorDetails
 }
 
-// Error returns the failure's display message.
+// Error returns "orchestration <instance> failed: <display message>"
+// ("<nil>" for a nil e).
 func (e *OrchestrationFailedError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, e.Details.DisplayMessage())
 }
