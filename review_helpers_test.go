@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,4 +136,42 @@ func startAndAckFirst(t testing.TB, p duroxide.Provider, instance string) {
 	item, err := fetchInstance(ctx, p, instance)
 	require.NoError(t, err)
 	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(instance)}, nil, nil, runningMetadata(), nil))
+}
+
+// azNoPartition is the partition key of a cross-partition query.
+func azNoPartition() azcosmos.PartitionKey { return azcosmos.NewPartitionKey() }
+
+// providerGoroutines returns the stacks of the goroutines running code of
+// package cdb (not its tests).
+func providerGoroutines() []string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/duroxide-go/duroxide-cdb.") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// goroutines returns the provider goroutines running now, for
+// requireGoroutinesBack.
+func goroutines() int { return len(providerGoroutines()) }
+
+// requireGoroutinesBack waits (up to 10 s) until no more provider
+// goroutines run than baseline, and fails with their stacks otherwise.
+func requireGoroutinesBack(t testing.TB, baseline int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := providerGoroutines()
+		if len(left) <= baseline {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d provider goroutines remain after Close (baseline %d):\n%s", len(left), baseline, strings.Join(left, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

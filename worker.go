@@ -216,7 +216,8 @@ func (p *Provider) tryLockWork(ctx context.Context, c workCandidate, owned *work
 // process did not take the lock, 1 point read first. A session item's
 // session gets its last activity time refreshed afterwards, best effort (1
 // patch). A message that is gone (cancelled), or whose lock expired or was
-// taken, is a permanent error.
+// taken, is a permanent error, and so is a completion that is not an
+// activity's or names an invalid instance (nothing is written then).
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion *duroxide.WorkItem) error {
 	const op = "ack_work_item"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
@@ -230,6 +231,9 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		case duroxide.ActivityCompletedItem, duroxide.ActivityFailedItem:
 		default:
 			return permanent(op, fmt.Sprintf("Invalid completion type for worker ack: %q", completion.Type()))
+		}
+		if err := validateInstanceID(op, completion.Instance()); err != nil {
+			return err
 		}
 		d, err := newOrchDoc(*completion, completionDocID(lockID), p.nowMs(), p.nowMs())
 		if err != nil {
