@@ -14,21 +14,13 @@ import (
 func memEncodeWorkItem(op string, item duroxide.WorkItem) ([]byte, duroxide.WorkItem, error) {
 	data, err := json.Marshal(item)
 	if err != nil {
-		return nil, duroxide.WorkItem{}, memSerializationError(op, err)
+		return nil, duroxide.WorkItem{}, memPermanentCause(op, "Serialization error: ", err)
 	}
 	copied, err := memDecodeWorkItem(data)
 	if err != nil {
-		return nil, duroxide.WorkItem{}, memSerializationError(op, err)
+		return nil, duroxide.WorkItem{}, memPermanentCause(op, "Serialization error: ", err)
 	}
 	return data, copied, nil
-}
-
-// memSerializationError is SQLite's permanent error for a work item its
-// codec refuses: "Serialization error: <err>", wrapping err.
-func memSerializationError(op string, err error) error {
-	pe := duroxide.WrapError(op, false, err)
-	pe.Message = "Serialization error: " + pe.Message
-	return pe
 }
 
 // memDecodeWorkItem decodes a stored work item into a fresh value.

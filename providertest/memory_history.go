@@ -145,7 +145,7 @@ func (p *MemoryProvider) AppendWithExecution(ctx context.Context, instance strin
 	defer p.mu.Unlock()
 	rows, err := p.encodeAppend(instance, executionID, events)
 	if err != nil {
-		return memPermanent("append_with_execution", "Failed to append history: %v", err)
+		return memPermanentCause("append_with_execution", "Failed to append history: ", err)
 	}
 	p.appendHistory(instance, executionID, rows)
 	return nil

@@ -286,7 +286,7 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 	}
 	rows, err := p.encodeAppend(instance, executionID, historyDelta)
 	if err != nil {
-		return memPermanent(op, "Failed to append history: %v", err)
+		return memPermanentCause(op, "Failed to append history: ", err)
 	}
 
 	p.deleteOrchRows(func(r *memOrchRow) bool { return r.lockToken == lockToken })

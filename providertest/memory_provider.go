@@ -199,8 +199,19 @@ func memCtxErr(op string, ctx context.Context) error {
 	return nil
 }
 
+// memPermanent returns a permanent ProviderError for op with a formatted
+// message.
 func memPermanent(op, format string, args ...any) error {
 	return duroxide.NewPermanentError(op, fmt.Sprintf(format, args...))
+}
+
+// memPermanentCause returns a permanent ProviderError for op whose message
+// is prefix followed by cause's text and whose Cause is cause, so that
+// errors.As and errors.Is reach it.
+func memPermanentCause(op, prefix string, cause error) error {
+	pe := duroxide.WrapError(op, false, cause)
+	pe.Message = prefix + pe.Message
+	return pe
 }
 
 func memClone[T any](v *T) *T {

@@ -185,3 +185,23 @@ func TestMemoryUnencodableWorkItemIsPermanentSerializationError(t *testing.T) {
 	_, err = p.RenewWorkItemLock(t.Context(), w.LockToken, longLock)
 	require.NoError(t, err, "the failed ack must leave the item locked")
 }
+
+// TestMemoryUnencodableEventKeepsItsCause checks that an event the codec
+// refuses (no kind) fails the append with a permanent "Failed to append
+// history" error that wraps the codec's error, and that nothing is written.
+func TestMemoryUnencodableEventKeepsItsCause(t *testing.T) {
+	t.Parallel()
+	p := NewMemoryProvider(MemoryOptions{})
+	err := p.AppendWithExecution(t.Context(), "no-kind", 1, []duroxide.Event{
+		startedEvent("no-kind", 1, 1, testOrch, testOrchVersion),
+		{EventID: 2, InstanceID: "no-kind", ExecutionID: 1},
+	})
+	pe := requireProviderError(t, err, "an event without a kind cannot be stored")
+	require.False(t, pe.Retryable)
+	require.True(t, strings.HasPrefix(pe.Message, "Failed to append history: "), "message %q", pe.Message)
+	var marshalErr *json.MarshalerError
+	require.True(t, errors.As(err, &marshalErr), "the codec's error should be wrapped: %v", err)
+	history, err := p.ReadWithExecution(t.Context(), "no-kind", 1)
+	require.NoError(t, err)
+	require.Empty(t, history, "nothing may be written")
+}
