@@ -198,7 +198,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	p.locks.dropOrch(lockToken)
 	p.changes.notify()
 	for _, intent := range plan.intents {
-		if err := p.deliverIntent(ctx, intent, quickRetrier); err != nil {
+		if err := p.deliverIntent(ctx, intent, quickRetrier.withClosed(p.stop)); err != nil {
 			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.String("instance", instance), zap.Error(err))
 		}
 	}

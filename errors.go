@@ -74,7 +74,8 @@ func isRetryableStatus(code int) bool {
 // mapError converts an error from the Cosmos DB SDK into a
 // *duroxide.ProviderError for operation op, keeping err as its Cause.
 // Response errors are classified by status (isRetryableStatus); transport
-// failures and deadline or cancellation of the context are retryable.
+// failures and deadline or cancellation of the context are retryable; a
+// call after Close is permanent ("the provider is closed").
 func mapError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -82,6 +83,9 @@ func mapError(op string, err error) error {
 	var pe *duroxide.ProviderError
 	if errors.As(err, &pe) {
 		return err
+	}
+	if errors.Is(err, errClosed) {
+		return &duroxide.ProviderError{Operation: op, Message: "the provider is closed", Cause: err}
 	}
 	if code, ok := statusCode(err); ok {
 		return &duroxide.ProviderError{
@@ -141,6 +145,19 @@ type retrier struct {
 	attempts int
 	base     time.Duration
 	maxDelay time.Duration
+	// closed, when set, is closed by Provider.Close: no request is sent
+	// after that, the call fails with errClosed instead.
+	closed <-chan struct{}
+}
+
+// errClosed is the error of a request made after Provider.Close; mapError
+// turns it into a permanent ProviderError.
+var errClosed = errors.New("the provider is closed")
+
+// withClosed returns r stopping at closed.
+func (r retrier) withClosed(closed <-chan struct{}) retrier {
+	r.closed = closed
+	return r
 }
 
 // defaultRetrier retries up to 8 times, from 20 ms to 2 s.
@@ -155,10 +172,16 @@ func notApplied(code int) bool {
 
 // do runs fn until it succeeds, fails permanently, or runs out of tries,
 // and returns fn's last error unmapped (callers inspect status codes) or,
-// for a write whose outcome is unknown, an *ambiguousError.
+// for a write whose outcome is unknown, an *ambiguousError; after the
+// provider was closed it sends nothing and returns errClosed.
 func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Context) error) error {
 	var err error
 	for attempt := 0; attempt < r.attempts; attempt++ {
+		select {
+		case <-r.closed:
+			return errClosed
+		default:
+		}
 		err = fn(ctx)
 		if err == nil {
 			return nil

@@ -77,17 +77,18 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	stop := make(chan struct{})
 	p := &Provider{
 		cfg:          cfg,
 		log:          cfg.Logger.Named("cdb"),
-		retry:        defaultRetrier,
+		retry:        defaultRetrier.withClosed(stop),
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
 		skipped:      newSkipList(),
 		changes:      newNotifier(),
 		pollInterval: cfg.LongPollInterval,
-		stop:         make(chan struct{}),
+		stop:         stop,
 	}
 	if p.orchLeases == nil {
 		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
@@ -137,7 +138,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 
 // Close stops the reconciler and waits for it; intents still pending stay
 // in the container and the next provider on it delivers them
-// (seeds/cdb-spec.md §4.5). Close is idempotent and always returns nil.
+// (seeds/cdb-spec.md §4.5). Long-polling fetches return at once (nil), and
+// every call made afterwards, or still retrying, fails with a permanent
+// ProviderError ("the provider is closed") without sending a request.
+// Close is idempotent and always returns nil.
 func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stop)

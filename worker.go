@@ -306,7 +306,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	p.locks.dropWorker(lockToken)
 	p.changes.notify()
 	if intent != nil {
-		if err := p.deliverIntent(ctx, *intent, quickRetrier); err != nil {
+		if err := p.deliverIntent(ctx, *intent, quickRetrier.withClosed(p.stop)); err != nil {
 			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.Error(err))
 		}
 	}
