@@ -107,9 +107,14 @@ func (c *cluster) process(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider
 // documents of a container: not a query, not a batch) in instance's
 // partition.
 func isDocCreate(req *http.Request, instance string) bool {
-	return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/docs") &&
-		req.Header.Get("x-ms-documentdb-isquery") == "" && req.Header.Get("x-ms-cosmos-is-batch-request") == "" &&
+	return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/docs") && !isQueryRequest(req) &&
+		req.Header.Get("x-ms-cosmos-is-batch-request") == "" && req.Header.Get("x-ms-documentdb-is-upsert") == "" &&
 		req.Header.Get("x-ms-documentdb-partitionkey") == `["`+instance+`"]`
+}
+
+// isQueryRequest reports whether req is a query (as the emulator tells).
+func isQueryRequest(req *http.Request) bool {
+	return req.Header.Get("x-ms-documentdb-isquery") != "" || strings.HasPrefix(req.Header.Get("Content-Type"), "application/query+json")
 }
 
 // requirePermanent requires err to be a permanent *duroxide.ProviderError.
