@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	goruntime "runtime"
 	"testing"
 	"time"
@@ -106,5 +107,37 @@ func TestContextCancellationStopsEveryGoroutine(t *testing.T) {
 	ctx, kill := context.WithCancel(e.ctx)
 	goroutineWorkload(t, e, ctx)
 	kill() // a crash: no Shutdown
+	requireGoroutinesBackTo(t, baseline)
+}
+
+// TestShutdownReturnsWhenOrchestrationCodeBlocks checks that Shutdown
+// returns, with an error wrapping its context's, when orchestration code
+// blocks on something other than its futures (which nothing can
+// interrupt), and that the runtime's goroutines end once that code returns.
+// It used to wait for ever.
+func TestShutdownReturnsWhenOrchestrationCodeBlocks(t *testing.T) {
+	e := newEnv(t)
+	baseline := goruntime.NumGoroutine()
+	entered, release := make(chan struct{}), make(chan struct{})
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("Blocks", func(*runtime.OrchestrationContext, string) (string, error) {
+		close(entered)
+		<-release // wrong in orchestration code, and unstoppable
+		return "", nil
+	}))
+	rt, err := runtime.Start(e.ctx, e.provider, reg, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(e.ctx, "g-blocked", "Blocks", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := rt.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want an error wrapping context.DeadlineExceeded", err)
+	}
+	close(release)
 	requireGoroutinesBackTo(t, baseline)
 }

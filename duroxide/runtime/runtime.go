@@ -115,7 +115,11 @@ func (r *Runtime) ID() string { return r.id }
 // turns and activities finish and are acked. When ctx ends first, the
 // activities still running are cancelled (their ActivityContext is done) and
 // their work items abandoned so that another runtime takes them at once,
-// then everything stops; Shutdown then returns ctx's error. It is safe to
+// then everything stops; Shutdown then returns ctx's error. A goroutine
+// blocked in code that ignores its context (orchestration code blocking on
+// anything but its futures, a provider call) cannot be stopped: Shutdown
+// then gives up after a few more seconds and returns an error wrapping
+// ctx's, leaving that goroutine to end when the code returns. It is safe to
 // call more than once, and on a nil Runtime (a failed Start), where it does
 // nothing.
 func (r *Runtime) Shutdown(ctx context.Context) error {
@@ -148,8 +152,18 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	case <-time.After(time.Second):
 	}
 	r.cancelRun()
-	<-done
-	return ctx.Err()
+	// Forced abandons may run for up to abandonTimeout after the cancel;
+	// past that, a goroutine is stuck in code that ignores its context (an
+	// orchestration blocking on something else, an activity past its grace
+	// period's end, a provider call), which cannot be killed: report it
+	// rather than wait for ever.
+	select {
+	case <-done:
+		return ctx.Err()
+	case <-time.After(abandonTimeout):
+	}
+	r.logger.Error("runtime goroutines still running after shutdown: orchestration, activity or provider code is blocking outside its context")
+	return fmt.Errorf("runtime: Shutdown: dispatcher goroutines still running (blocked outside their context): %w", ctx.Err())
 }
 
 func (r *Runtime) isStopping() bool {
