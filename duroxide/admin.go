@@ -82,8 +82,10 @@ type InstanceInfo struct {
 
 // ExecutionInfo is one execution's metadata (duroxide's ExecutionInfo).
 type ExecutionInfo struct {
+	// ExecutionID is the execution (1, then +1 per continue-as-new).
 	ExecutionID uint64
-	Status      string
+	// Status is "Running", "Completed", "Failed" or "ContinuedAsNew".
+	Status string
 	// Output is the terminal output, error, or continue-as-new input.
 	Output *string
 	// StartedAt is milliseconds since the Unix epoch; CompletedAt is nil
@@ -94,23 +96,24 @@ type ExecutionInfo struct {
 	EventCount uint64
 }
 
-// SystemMetrics counts instances, executions and events (duroxide's
-// SystemMetrics).
+// SystemMetrics counts instances, executions and events over the whole
+// store (duroxide's SystemMetrics). The Running, Completed and Failed counts
+// are by the status of each instance's current execution.
 type SystemMetrics struct {
-	TotalInstances     uint64
-	TotalExecutions    uint64
-	RunningInstances   uint64
-	CompletedInstances uint64
-	FailedInstances    uint64
-	TotalEvents        uint64
+	TotalInstances     uint64 // every instance
+	TotalExecutions    uint64 // every execution of every instance
+	RunningInstances   uint64 // instances whose status is "Running"
+	CompletedInstances uint64 // instances whose status is "Completed"
+	FailedInstances    uint64 // instances whose status is "Failed"
+	TotalEvents        uint64 // history events of every execution
 }
 
 // QueueDepths counts unlocked messages per queue (duroxide's QueueDepths).
 // TimerQueue is 0 for providers that keep timers in the orchestrator queue.
 type QueueDepths struct {
-	OrchestratorQueue uint64
-	WorkerQueue       uint64
-	TimerQueue        uint64
+	OrchestratorQueue uint64 // unlocked orchestrator-queue messages
+	WorkerQueue       uint64 // unlocked worker-queue messages
+	TimerQueue        uint64 // unlocked timer messages (0, see above)
 }
 
 // InstanceFilter selects instances for bulk deletion and pruning
@@ -137,12 +140,13 @@ type PruneOptions struct {
 	CompletedBefore *uint64
 }
 
-// DeleteInstanceResult counts what a deletion removed.
+// DeleteInstanceResult counts what a deletion removed (duroxide's
+// DeleteInstanceResult).
 type DeleteInstanceResult struct {
-	InstancesDeleted     uint64
-	ExecutionsDeleted    uint64
-	EventsDeleted        uint64
-	QueueMessagesDeleted uint64
+	InstancesDeleted     uint64 // instances (1 for one root, N for a tree or bulk)
+	ExecutionsDeleted    uint64 // executions
+	EventsDeleted        uint64 // history events
+	QueueMessagesDeleted uint64 // orchestrator-, worker- and timer-queue messages
 }
 
 // Add accumulates o into r (for bulk operations).
@@ -153,11 +157,11 @@ func (r *DeleteInstanceResult) Add(o DeleteInstanceResult) {
 	r.QueueMessagesDeleted += o.QueueMessagesDeleted
 }
 
-// PruneResult counts what a prune removed.
+// PruneResult counts what a prune removed (duroxide's PruneResult).
 type PruneResult struct {
-	InstancesProcessed uint64
-	ExecutionsDeleted  uint64
-	EventsDeleted      uint64
+	InstancesProcessed uint64 // instances examined (1 for PruneExecutions, N for bulk)
+	ExecutionsDeleted  uint64 // executions removed
+	EventsDeleted      uint64 // history events removed
 }
 
 // InstanceTree is a root instance and all its descendants (duroxide's
