@@ -413,19 +413,21 @@ func newOrchDoc(item duroxide.WorkItem, id string, nowMs, visibleAt int64) (queu
 	return queueWrite{target: target, id: id, doc: b}, err
 }
 
-// removeCancelledActivities deletes the worker-queue documents of the
-// turn's cancelled activities, after the turn committed: a delete of a
-// document the worker already consumed would fail a batch (404 → 424), so
-// they are not part of it (seeds/cdb-architecture.md §10.2). Best effort;
-// 404 is ignored. A worker holding the item learns of the cancellation when
-// its lock renewal or ack fails.
+// removeCancelledActivities removes the worker-queue messages of the turn's
+// cancelled activities, after the turn committed: a write to a message the
+// worker already consumed would fail a batch (404 → 424), so they are not
+// part of it (seeds/cdb-architecture.md §10.2). Each becomes a tombstone
+// (tombstone.go), so that a late repeated create cannot bring the
+// cancelled activity back; a message already gone (404) or already a
+// tombstone (412) is left alone. Best effort. A worker holding the item
+// learns of the cancellation when its lock renewal or ack fails.
 func (p *Provider) removeCancelledActivities(ctx context.Context, in *ackInput) {
 	for _, c := range in.cancelled {
 		if c.Instance == in.instance && in.cancelledSet[[2]uint64{c.ExecutionID, c.ActivityID}] && scheduledInTurn(in, c) {
 			continue // never enqueued
 		}
-		err := p.deleteDoc(ctx, c.Instance, workerDocID(c.ExecutionID, c.ActivityID), "")
-		if err != nil && !isStatus(err, http.StatusNotFound) {
+		_, err := p.patchDoc(ctx, c.Instance, workerDocID(c.ExecutionID, c.ActivityID), cancelPatch(in.lockID), idempotentWrite)
+		if err != nil && !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
 			p.log.Debug("removing a cancelled activity failed", zap.String("instance", c.Instance), zap.Uint64("activity", c.ActivityID), zap.Error(err))
 		}
 	}

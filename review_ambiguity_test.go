@@ -2,6 +2,7 @@ package cdb_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -204,4 +205,56 @@ func TestReviewTombstoneIsNotALock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, res.QueueMessagesDeleted, "tombstones are not messages")
 	assert.Empty(t, partitionDocs(ctx, t, p, inst, "SELECT c.id FROM c"), "the tombstones went with their instance")
+}
+
+// TestReviewCancelledActivityStaysCancelled cancels an activity whose
+// enqueue's answer was lost, before the enqueue's retry reaches the
+// service, once after a worker already acked it and once before any worker
+// saw it. The retry must not bring the cancelled activity back.
+func TestReviewCancelledActivityStaysCancelled(t *testing.T) {
+	for _, ackedFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("acked=%v", ackedFirst), func(t *testing.T) {
+			c := newCluster(t)
+			p1, tr := c.process(t, nil)
+			p2, _ := c.process(t, nil)
+			ctx := context.Background()
+			const inst = "cancelled-activity"
+			startAndAckFirst(t, p2, inst)
+			require.NoError(t, p2.EnqueueForOrchestrator(ctx, raised(inst, "e", "x"), 0))
+
+			key := inst
+			c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpCreateItem, PartitionKey: &key, Times: 1, Fault: emulator.ApplyThenDrop()})
+			creates := 0
+			tr.setHook(func(req *http.Request) {
+				if !isDocCreate(req, inst) {
+					return
+				}
+				if creates++; creates != 2 {
+					return
+				}
+				if ackedFirst {
+					w, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+					require.NoError(t, err)
+					require.NotNil(t, w)
+					require.NoError(t, p2.AckWorkItem(ctx, w.LockToken, nil))
+				}
+				item, err := fetchInstance(ctx, p2, inst)
+				require.NoError(t, err)
+				cancel := []duroxide.ScheduledActivityIdentifier{{Instance: inst, ExecutionID: 1, ActivityID: 2}}
+				require.NoError(t, p2.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
+					duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "x"}),
+				}, nil, nil, duroxide.ExecutionMetadata{}, cancel))
+			})
+			act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+			require.NoError(t, p1.EnqueueForWorker(ctx, act))
+			tr.setHook(nil)
+			require.Equal(t, 2, creates)
+
+			w, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			if w != nil {
+				t.Errorf("the cancelled activity came back: %+v", w.Item)
+			}
+		})
+	}
 }

@@ -47,6 +47,15 @@ func consumeOp(id, lockID, etag string) batchOp {
 	return patchOp(id, po, etag)
 }
 
+// cancelPatch turns a worker-queue message into the tombstone of its
+// cancellation by the turn acked under lockID; its filter predicate leaves
+// a tombstone alone (412), so a message consumed earlier keeps its own.
+func cancelPatch(lockID string) azcosmos.PatchOperations {
+	op := consumeOp("", lockID, "")
+	op.patch.SetCondition("FROM c WHERE c.type = '" + typeWorkerQueue + "'")
+	return op.patch
+}
+
 // workerLockCondition is lockCondition for a worker-queue message: it also
 // requires the document to still be a message, not the tombstone its ack
 // left (which keeps the lock token).
