@@ -116,7 +116,8 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // outbox intents of the final batch. An event id at or below the watermark
 // is a duplicate, a permanent error with nothing written, as is an invalid
 // or expired lock token or a document too large for an item. When the
-// batch's answer is lost, the instance document tells whether it
+// batch's answer is lost, the instance document (or, when another turn was
+// acked since, the tombstone of a consumed message) tells whether it
 // committed. Of two acks with one token, only the first succeeds.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
 	const op = "ack_orchestration_item"
@@ -177,12 +178,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 				return mapError(op, err)
 			}
 		} else if isAmbiguous(err) {
-			var cur instanceDoc
-			_, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur)
+			landed, rerr := p.turnLanded(ctx, instance, lockID, lock.messageIDs)
 			if rerr != nil {
 				return mapError(op, err)
 			}
-			if found && cur.LastAckedLock == lockID {
+			if landed {
 				break // the lost answer was a success
 			}
 		} else {
@@ -204,6 +204,27 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	}
 	p.removeCancelledActivities(ctx, in)
 	return nil
+}
+
+// turnLanded tells whether the final batch of the turn acked under lockID,
+// whose answer was lost, committed: the instance document names lockID as
+// the last lock acked, or, when another turn has been acked since, the
+// first message the turn consumed is the tombstone lockID left. Requests:
+// 1 point read, 2 when another turn was acked since.
+func (p *Provider) turnLanded(ctx context.Context, instance, lockID string, messageIDs []string) (bool, error) {
+	var cur instanceDoc
+	_, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
+	switch {
+	case err != nil:
+		return false, err
+	case found && cur.LastAckedLock == lockID:
+		return true, nil
+	case len(messageIDs) == 0:
+		return false, nil
+	}
+	var m queueDoc
+	_, found, err = p.readDoc(ctx, instance, messageIDs[0], &m)
+	return err == nil && found && m.Type == typeConsumed && m.ConsumedBy == lockID, err
 }
 
 // planAck builds the batches of a turn from the lock's view of the instance.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,4 +258,46 @@ func TestReviewCancelledActivityStaysCancelled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReviewLostAckAnswerThenOtherAck drops the answer of an ack that
+// landed, and before the provider checks whether it did, another process
+// fetches and acks the next turn of the instance (so the instance
+// document no longer names the first lock as the last one acked). The
+// first ack committed and must report success.
+func TestReviewLostAckAnswerThenOtherAck(t *testing.T) {
+	c := newCluster(t)
+	p1, tr := c.process(t, nil)
+	p2, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "lost-then-other"
+	startAndAckFirst(t, p1, inst)
+	require.NoError(t, p1.EnqueueForOrchestrator(ctx, raised(inst, "e", "1"), 0))
+	item, err := fetchInstance(ctx, p1, inst)
+	require.NoError(t, err)
+	require.NoError(t, p1.EnqueueForOrchestrator(ctx, raised(inst, "e", "2"), 0))
+
+	key, id := inst, "instance"
+	c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, ItemID: &id, Times: 1, Fault: emulator.ApplyThenDrop()})
+	fired := false
+	tr.setHook(func(req *http.Request) {
+		if fired || req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/docs/instance") {
+			return
+		}
+		fired = true
+		next, err := fetchInstance(ctx, p2, inst)
+		require.NoError(t, err)
+		require.NoError(t, p2.AckOrchestrationItem(ctx, next.LockToken, 1, []duroxide.Event{
+			duroxide.NewEvent(3, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "2"}),
+		}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	})
+	err = p1.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
+		duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "1"}),
+	}, nil, nil, duroxide.ExecutionMetadata{}, nil)
+	tr.setHook(nil)
+	require.True(t, fired, "the lost answer was checked with a read of the instance")
+	assert.NoError(t, err, "the ack committed")
+	history, err := p1.Read(ctx, inst)
+	require.NoError(t, err)
+	assert.Len(t, history, 3)
 }
