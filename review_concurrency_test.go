@@ -440,3 +440,108 @@ func TestReviewDeleteRacingAck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, history, 1)
 }
+
+// TestReviewFiltersUnderConcurrency runs, in two processes at once, workers
+// with different tag filters and orchestration dispatchers with different
+// capability filters, and checks that each only ever got what its filter
+// accepts and that everything was processed exactly once.
+func TestReviewFiltersUnderConcurrency(t *testing.T) {
+	c := newCluster(t)
+	pa, _ := c.process(t, nil)
+	pb, _ := c.process(t, nil)
+	ctx := context.Background()
+	gpu := "gpu"
+	const activities = 20
+	inst := "filters"
+	startAndAckFirst(t, pa, inst)
+	for a := uint64(1); a <= activities; a++ {
+		var tag *string
+		if a%2 == 0 {
+			tag = &gpu
+		}
+		act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 100 + a, Name: "A", Input: "i", Tag: tag}}
+		require.NoError(t, pa.EnqueueForWorker(ctx, act))
+	}
+	// Orchestrations pinned to two versions.
+	v1, v2 := duroxide.Version{Major: 1}, duroxide.Version{Major: 2}
+	pinned := map[string]duroxide.Version{}
+	for i := 0; i < 6; i++ {
+		id := fmt.Sprintf("pinned-%d", i)
+		v := v1
+		if i%2 == 1 {
+			v = v2
+		}
+		pinned[id] = v
+		require.NoError(t, pa.EnqueueForOrchestrator(ctx, startItem(id), 0))
+	}
+	for range pinned {
+		item, err := pa.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		require.NoError(t, err)
+		require.NotNil(t, item)
+		md := runningMetadata()
+		v := pinned[item.Instance]
+		md.PinnedDuroxideVersion = &v
+		require.NoError(t, pa.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(item.Instance)}, nil, nil, md, nil))
+	}
+	for id := range pinned {
+		require.NoError(t, pb.EnqueueForOrchestrator(ctx, raised(id, "e", "x"), 0))
+	}
+
+	gpuOnly, err := duroxide.TagFilterTags(gpu)
+	require.NoError(t, err)
+	only := func(v duroxide.Version) *duroxide.DispatcherCapabilityFilter {
+		return &duroxide.DispatcherCapabilityFilter{SupportedDuroxideVersions: []duroxide.SemverRange{{Min: v, Max: v}}}
+	}
+	var mu sync.Mutex
+	acked := map[uint64]int{}
+	turns := map[string]int{}
+	var wg sync.WaitGroup
+	for _, w := range []struct {
+		p      *cdb.Provider
+		filter duroxide.TagFilter
+		orch   *duroxide.DispatcherCapabilityFilter
+	}{{pa, gpuOnly, only(v1)}, {pb, duroxide.TagFilterDefaultOnly(), only(v2)}, {pb, gpuOnly, only(v1)}, {pa, duroxide.TagFilterDefaultOnly(), only(v2)}} {
+		wg.Add(1)
+		go func(p *cdb.Provider, filter duroxide.TagFilter, orch *duroxide.DispatcherCapabilityFilter) {
+			defer wg.Done()
+			for idle := 0; idle < 30; {
+				got := false
+				if w, err := p.FetchWorkItem(ctx, longLock, 0, nil, filter); assert.NoError(t, err) && w != nil {
+					got = true
+					act := w.Item.Kind.(duroxide.ActivityExecuteItem)
+					assert.True(t, filter.Matches(act.Tag), "activity %d with tag %v reached filter %s", act.ID, act.Tag, filter)
+					if assert.NoError(t, p.AckWorkItem(ctx, w.LockToken, nil)) {
+						mu.Lock()
+						acked[act.ID]++
+						mu.Unlock()
+					}
+				}
+				if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, orch); assert.NoError(t, err) && item != nil {
+					got = true
+					assert.True(t, orch.IsCompatible(pinned[item.Instance]), "%s pinned to %v reached filter %v", item.Instance, pinned[item.Instance], orch)
+					ev := duroxide.NewEvent(2, item.Instance, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "x"})
+					if assert.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{ev}, nil, nil, duroxide.ExecutionMetadata{}, nil)) {
+						mu.Lock()
+						turns[item.Instance]++
+						mu.Unlock()
+					}
+				}
+				if got {
+					idle = 0
+				} else {
+					idle++
+					time.Sleep(2 * time.Millisecond)
+				}
+			}
+		}(w.p, w.filter, w.orch)
+	}
+	wg.Wait()
+	assert.Len(t, acked, activities)
+	for id, n := range acked {
+		assert.Equal(t, 1, n, "activity %d", id)
+	}
+	assert.Len(t, turns, len(pinned))
+	for id, n := range turns {
+		assert.Equal(t, 1, n, "instance %s", id)
+	}
+}
