@@ -36,11 +36,8 @@ func TestReviewEnqueueRetryAfterConsumption(t *testing.T) {
 			return
 		}
 		if creates++; creates == 2 {
-			item, err := fetchInstance(ctx, p2, inst)
-			require.NoError(t, err)
+			item := ackNextTurn(t, p2, inst, []duroxide.Event{externalEvent(inst, 2, "once")})
 			require.Len(t, item.Messages, 1)
-			ev := duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "once"})
-			require.NoError(t, p2.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{ev}, nil, nil, duroxide.ExecutionMetadata{}, nil))
 		}
 	})
 	require.NoError(t, p1.EnqueueForOrchestrator(ctx, raised(inst, "e", "once"), 0))
@@ -81,7 +78,7 @@ func TestReviewEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
 			require.NoError(t, p2.AckWorkItem(ctx, w.LockToken, &done))
 		}
 	})
-	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+	act := activity(inst, 2)
 	require.NoError(t, p1.EnqueueForWorker(ctx, act))
 	tr.setHook(nil)
 	require.Equal(t, 2, creates, "the create was retried after the lost answer")
@@ -166,7 +163,7 @@ func TestReviewTombstoneIsNotALock(t *testing.T) {
 	ctx := context.Background()
 	const inst = "tombstone"
 	startAndAckFirst(t, p, inst)
-	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+	act := activity(inst, 2)
 	require.NoError(t, p.EnqueueForWorker(ctx, act))
 	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err)
@@ -239,14 +236,10 @@ func TestReviewCancelledActivityStaysCancelled(t *testing.T) {
 					require.NotNil(t, w)
 					require.NoError(t, p2.AckWorkItem(ctx, w.LockToken, nil))
 				}
-				item, err := fetchInstance(ctx, p2, inst)
-				require.NoError(t, err)
-				cancel := []duroxide.ScheduledActivityIdentifier{{Instance: inst, ExecutionID: 1, ActivityID: 2}}
-				require.NoError(t, p2.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
-					duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "x"}),
-				}, nil, nil, duroxide.ExecutionMetadata{}, cancel))
+				ackNextTurn(t, p2, inst, []duroxide.Event{externalEvent(inst, 2, "x")},
+					duroxide.ScheduledActivityIdentifier{Instance: inst, ExecutionID: 1, ActivityID: 2})
 			})
-			act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+			act := activity(inst, 2)
 			require.NoError(t, p1.EnqueueForWorker(ctx, act))
 			tr.setHook(nil)
 			require.Equal(t, 2, creates)
@@ -285,11 +278,7 @@ func TestReviewLostAckAnswerThenOtherAck(t *testing.T) {
 			return
 		}
 		fired = true
-		next, err := fetchInstance(ctx, p2, inst)
-		require.NoError(t, err)
-		require.NoError(t, p2.AckOrchestrationItem(ctx, next.LockToken, 1, []duroxide.Event{
-			duroxide.NewEvent(3, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "2"}),
-		}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+		ackNextTurn(t, p2, inst, []duroxide.Event{externalEvent(inst, 3, "2")})
 	})
 	err = p1.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
 		duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "1"}),

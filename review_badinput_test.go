@@ -55,7 +55,7 @@ func TestReviewBadInstanceIDs(t *testing.T) {
 
 	for name, bad := range badInstanceIDs {
 		t.Run(name, func(t *testing.T) {
-			act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: bad, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+			act := activity(bad, 2)
 			calls := map[string]func() error{
 				"EnqueueForOrchestrator": func() error { return p.EnqueueForOrchestrator(ctx, raised(bad, "e", "d"), 0) },
 				"EnqueueForWorker":       func() error { return p.EnqueueForWorker(ctx, act) },
@@ -101,15 +101,8 @@ func TestReviewBadItemsInAcks(t *testing.T) {
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
 	const inst = "bad-items"
-	startAndAckFirst(t, p, inst)
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(inst, "e", "d"), 0))
-	item, err := fetchInstance(ctx, p, inst)
-	require.NoError(t, err)
-	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
-	require.NoError(t, p.EnqueueForWorker(ctx, act))
-	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
-	require.NotNil(t, w)
+	item, w := lockTurnAndWork(t, p, inst)
+	act := activity(inst, 2)
 	before := containerDocs(ctx, t, p)
 
 	ev := duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "d"})
@@ -143,7 +136,7 @@ func TestReviewBadItemsInAcks(t *testing.T) {
 	assert.Equal(t, before, containerDocs(ctx, t, p), "nothing was written")
 
 	require.NoError(t, p.RenewOrchestrationItemLock(ctx, item.LockToken, longLock), "the orchestration lock is still held")
-	_, err = p.RenewWorkItemLock(ctx, w.LockToken, longLock)
+	_, err := p.RenewWorkItemLock(ctx, w.LockToken, longLock)
 	require.NoError(t, err, "the work item lock is still held")
 	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{ev}, nil, nil, duroxide.ExecutionMetadata{}, nil))
 	done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "r"}}
@@ -188,15 +181,7 @@ func TestReviewBadLockTokens(t *testing.T) {
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
 	const inst = "tokens"
-	startAndAckFirst(t, p, inst)
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(inst, "e", "d"), 0))
-	item, err := fetchInstance(ctx, p, inst)
-	require.NoError(t, err)
-	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
-	require.NoError(t, p.EnqueueForWorker(ctx, act))
-	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
-	require.NotNil(t, w)
+	item, w := lockTurnAndWork(t, p, inst)
 	before := containerDocs(ctx, t, p)
 
 	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

@@ -80,7 +80,7 @@ func TestReviewExpiredWorkItemLockIsFenced(t *testing.T) {
 			ctx := context.Background()
 			const inst = "fenced-work"
 			startAndAckFirst(t, p1, inst)
-			act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i"}}
+			act := activity(inst, 2)
 			require.NoError(t, p1.EnqueueForWorker(ctx, act))
 
 			stale, err := p1.FetchWorkItem(ctx, 5*time.Second, 0, nil, duroxide.TagFilterDefaultOnly())
@@ -128,14 +128,14 @@ func TestReviewExpiredLockNobodyTook(t *testing.T) {
 	item, err := p.FetchOrchestrationItem(ctx, 5*time.Second, 0, nil)
 	require.NoError(t, err)
 	require.NotNil(t, item)
-	act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 9, Name: "A", Input: "i"}}
+	act := activity(inst, 9)
 	require.NoError(t, p.EnqueueForWorker(ctx, act))
 	w, err := p.FetchWorkItem(ctx, 5*time.Second, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err)
 	require.NotNil(t, w)
 	clock.Advance(6 * time.Second)
 
-	ev := []duroxide.Event{duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "1"})}
+	ev := []duroxide.Event{externalEvent(inst, 2, "1")}
 	requirePermanent(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, ev, nil, nil, duroxide.ExecutionMetadata{}, nil))
 	requirePermanent(t, p.RenewOrchestrationItemLock(ctx, item.LockToken, longLock))
 	require.NoError(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, false))
@@ -414,7 +414,7 @@ func TestReviewDeleteRacingAck(t *testing.T) {
 		act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 3, Name: "A", Input: "i"}}
 		timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: 4, FireAtMs: uint64(time.Now().Add(time.Hour).UnixMilli())}}
 		require.NoError(t, worker.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
-			duroxide.NewEvent(2, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "1"}),
+			externalEvent(inst, 2, "1"),
 			duroxide.NewEvent(3, inst, 1, nil, duroxide.ActivityScheduled{Name: "A", Input: "i"}),
 		}, []duroxide.WorkItem{act}, []duroxide.WorkItem{timer}, duroxide.ExecutionMetadata{}, nil))
 	})

@@ -180,3 +180,42 @@ func requireGoroutinesBack(t testing.TB, baseline int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// activity returns the ActivityExecuteItem "A" with id id of execution 1 of
+// instance.
+func activity(instance string, id uint64) duroxide.WorkItem {
+	return duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: instance, ExecutionID: 1, ID: id, Name: "A", Input: "i"}}
+}
+
+// externalEvent returns the ExternalEvent "e" with data as event eventID of
+// execution 1 of instance.
+func externalEvent(instance string, eventID uint64, data string) duroxide.Event {
+	return duroxide.NewEvent(eventID, instance, 1, nil, duroxide.ExternalEvent{Name: "e", Data: data})
+}
+
+// ackNextTurn fetches instance's next turn with p and acks it with delta
+// and the cancellations, returning the turn.
+func ackNextTurn(t testing.TB, p duroxide.Provider, instance string, delta []duroxide.Event, cancelled ...duroxide.ScheduledActivityIdentifier) *duroxide.OrchestrationItem {
+	t.Helper()
+	ctx := context.Background()
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, delta, nil, nil, duroxide.ExecutionMetadata{}, cancelled))
+	return item
+}
+
+// lockTurnAndWork starts instance, raises it an event and enqueues activity
+// 2, then fetches (locks) both the turn and the work item.
+func lockTurnAndWork(t testing.TB, p duroxide.Provider, instance string) (*duroxide.OrchestrationItem, *duroxide.LockedWorkItem) {
+	t.Helper()
+	ctx := context.Background()
+	startAndAckFirst(t, p, instance)
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(instance, "e", "d"), 0))
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	require.NoError(t, p.EnqueueForWorker(ctx, activity(instance, 2)))
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	return item, w
+}
