@@ -61,6 +61,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cdb-stress:", err)
 		return exitUsage
 	}
+	stopProfiles, err := startProfiles(o.profiles)
+	if err != nil {
+		fmt.Fprintln(stderr, "cdb-stress:", err)
+		return exitUsage
+	}
+	code := runAll(ctx, o, args, stdout, stderr)
+	if err := stopProfiles(); err != nil {
+		fmt.Fprintln(stderr, "cdb-stress: profiles:", err)
+		code = max(code, exitFailures)
+	}
+	return code
+}
+
+// runAll runs every scenario of o on every provider and configuration,
+// writes the report and records it when asked; it returns the exit status.
+func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
 	cdbT := newCDBTarget()
 	var targets []target
 	for _, p := range o.providers {

@@ -238,3 +238,26 @@ func TestKindsPerOrchestration(t *testing.T) {
 	require.Equal(t, "Batch 2.00, Query 3.50", kindsPerOrchestration(map[emulator.OpKind]int64{emulator.OpQuery: 7, emulator.OpBatch: 4}, 2))
 	require.Equal(t, "-", kindsPerOrchestration(nil, 2))
 }
+
+func TestProfilesAreWritten(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	args := []string{"-provider", "memory", "-configs", "1/1"}
+	for _, name := range []string{"cpuprofile", "memprofile", "mutexprofile", "blockprofile"} {
+		files[name] = filepath.Join(dir, name+".pb.gz")
+		args = append(args, "-"+name, files[name])
+	}
+	var out, errb bytes.Buffer
+	code := run(t.Context(), append(args, shortArgs...), &out, &errb)
+	require.Equal(t, exitOK, code, "stderr:\n%s", errb.String())
+	for name, path := range files {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err, name)
+		require.True(t, bytes.HasPrefix(b, []byte{0x1f, 0x8b}), "%s is a gzipped pprof profile", name)
+	}
+
+	errb.Reset()
+	bad := filepath.Join(dir, "missing", "cpu.pb.gz")
+	require.Equal(t, exitUsage, run(t.Context(), []string{"-cpuprofile", bad}, &out, &errb))
+	require.Contains(t, errb.String(), "-cpuprofile")
+}

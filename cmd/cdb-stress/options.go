@@ -25,6 +25,7 @@ type options struct {
 	providers     []string
 	progress      bool
 	record        string
+	profiles      profileFlags
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
 }
@@ -72,6 +73,11 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	provider := fs.String("provider", providerBoth, "provider(s) to run: cdb, memory or both")
 	progress := fs.Bool("progress", true, "print a progress line while running (on stderr)")
 	record := fs.String("record", "", "append this run, in RESULTS.md's format, to the given file")
+	var prof profileFlags
+	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
+	fs.StringVar(&prof.mem, "memprofile", "", "write a heap profile, taken at the end, to this file")
+	fs.StringVar(&prof.mutex, "mutexprofile", "", "write a mutex contention profile to this file")
+	fs.StringVar(&prof.block, "blockprofile", "", "write a blocking profile (events of 10µs or more) to this file")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -80,7 +86,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	}
 	o := options{
 		duration: *duration, maxConcurrent: *maxConcurrent, tasks: *tasks, activityDelay: *delay,
-		waitTimeout: *wait, pollInterval: *poll, progress: *progress, record: *record, set: map[string]bool{},
+		waitTimeout: *wait, pollInterval: *poll, progress: *progress, record: *record, profiles: prof, set: map[string]bool{},
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var errs []error
