@@ -200,9 +200,14 @@ func (s *Server) handleQuery(rq *request) *response {
 			crossPartition = true
 		}
 	}
+	var plan *indexPlan
+	if pkKey == nil {
+		plan = qr.q.indexPlan(qr.params)
+		c.prepareIndexes(plan)
+	}
 	c.mu.RLock()
 	idx := c.index
-	docs := c.snapshot(pkKey)
+	docs := c.querySnapshot(pkKey, plan)
 	lsn := c.lsn
 	rid := c.ridString()
 	c.mu.RUnlock()

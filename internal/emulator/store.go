@@ -50,6 +50,9 @@ type container struct {
 	lsn     uint64      // last logical sequence number
 	count   int         // live documents
 	bytes   int64       // sum of live document body sizes
+	// eqIdx holds the equality indexes of top-level properties
+	// (eq_index.go), by property name; nil until a query needs one.
+	eqIdx map[string]*eqIndex
 }
 
 // partition is one logical partition: the documents sharing a partition key.
@@ -335,6 +338,7 @@ func (c *container) put(it, prev *item) {
 		c.bytes += int64(len(it.body))
 	}
 	p.byID[it.id] = it
+	c.indexWrite(prev, it)
 	c.feed = append(c.feed, feedEntry{lsn: it.lsn, it: it})
 	c.maybeCompactFeed()
 }
@@ -343,6 +347,7 @@ func (c *container) put(it, prev *item) {
 func (c *container) remove(it *item) {
 	p := it.part
 	delete(p.byID, it.id)
+	c.indexWrite(it, nil)
 	c.all[it.allIdx] = nil
 	c.allDead++
 	p.list[it.partIdx] = nil

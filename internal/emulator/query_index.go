@@ -1,0 +1,294 @@
+package emulator
+
+// Serving cross-partition queries from the equality index (eq_index.go).
+// A query whose WHERE clause requires a top-level property to equal a
+// scalar (c.type = 'x', c.type = @t, c.slot IN (1, 2)), alone or combined
+// with AND and OR, is evaluated on the documents the index lists for those
+// values instead of on every document of the container. WHERE is still
+// evaluated in full on each of them, so the results, their order and the
+// continuations are those of a full scan.
+
+// indexPlan describes a superset of the documents a WHERE clause can
+// accept, in terms of indexed property values.
+type indexPlan struct {
+	// key and texts (a leaf): the documents whose property key holds one
+	// of the scalar JSON texts.
+	key   string
+	texts []string
+	// and (a conjunction): any child's documents will do; the smallest
+	// serves.
+	and []*indexPlan
+	// or (a disjunction): the union of every child's documents.
+	or []*indexPlan
+}
+
+// indexPlan returns the plan of q's WHERE clause, or nil when the index
+// cannot narrow the scan: no WHERE, a FROM other than the container's
+// documents, a subquery or an undefined parameter in WHERE (their errors
+// depend on the documents evaluated), or no usable equality.
+func (q *query) indexPlan(params map[string]value) *indexPlan {
+	if q.where == nil || !q.simpleFrom() || !indexSafe(q.where, params) {
+		return nil
+	}
+	return planOf(q.where, q.from.alias, params)
+}
+
+// indexSafe reports whether evaluating e can fail on no document: it holds
+// no subquery and every parameter it names is defined.
+func indexSafe(e expr, params map[string]value) bool {
+	switch x := e.(type) {
+	case nil, litExpr, identExpr:
+		return true
+	case paramExpr:
+		_, ok := params[x.name]
+		return ok
+	case subqueryExpr:
+		return false
+	case propExpr:
+		return indexSafe(x.base, params)
+	case indexExpr:
+		return indexSafe(x.base, params) && indexSafe(x.index, params)
+	case unaryExpr:
+		return indexSafe(x.x, params)
+	case binaryExpr:
+		return indexSafe(x.l, params) && indexSafe(x.r, params)
+	case betweenExpr:
+		return indexSafe(x.x, params) && indexSafe(x.lo, params) && indexSafe(x.hi, params)
+	case inExpr:
+		return indexSafe(x.x, params) && allIndexSafe(x.list, params)
+	case likeExpr:
+		return indexSafe(x.x, params) && indexSafe(x.pattern, params) && indexSafe(x.escape, params)
+	case ternaryExpr:
+		return indexSafe(x.cond, params) && indexSafe(x.a, params) && indexSafe(x.b, params)
+	case callExpr:
+		return allIndexSafe(x.args, params)
+	case arrayLit:
+		return allIndexSafe(x.elems, params)
+	case objectLit:
+		return allIndexSafe(x.vals, params)
+	}
+	return false
+}
+
+func allIndexSafe(es []expr, params map[string]value) bool {
+	for _, e := range es {
+		if !indexSafe(e, params) {
+			return false
+		}
+	}
+	return true
+}
+
+// planOf returns the plan of a WHERE clause (sub)expression over the
+// documents bound to alias, or nil.
+func planOf(e expr, alias string, params map[string]value) *indexPlan {
+	switch x := e.(type) {
+	case binaryExpr:
+		switch x.op {
+		case "AND":
+			l, r := planOf(x.l, alias, params), planOf(x.r, alias, params)
+			switch {
+			case l == nil:
+				return r
+			case r == nil:
+				return l
+			}
+			return &indexPlan{and: []*indexPlan{l, r}}
+		case "OR":
+			l, r := planOf(x.l, alias, params), planOf(x.r, alias, params)
+			if l == nil || r == nil {
+				return nil
+			}
+			return &indexPlan{or: []*indexPlan{l, r}}
+		case "=":
+			if key, ok := indexedProperty(x.l, alias); ok {
+				return leafPlan(key, []expr{x.r}, params)
+			}
+			if key, ok := indexedProperty(x.r, alias); ok {
+				return leafPlan(key, []expr{x.l}, params)
+			}
+		}
+	case inExpr:
+		if key, ok := indexedProperty(x.x, alias); ok && !x.not {
+			return leafPlan(key, x.list, params)
+		}
+	}
+	return nil
+}
+
+// indexedProperty reports whether e is a top-level, user-defined property
+// of the document bound to alias (c.type), and returns its name.
+func indexedProperty(e expr, alias string) (string, bool) {
+	pe, ok := e.(propExpr)
+	if !ok || pe.root != alias || len(pe.path) != 1 || pe.path[0] == "" || pe.path[0][0] == '_' {
+		return "", false
+	}
+	return pe.path[0], true
+}
+
+// leafPlan returns the plan "property key equals one of vals", or nil when
+// a value is not a scalar literal or parameter.
+func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
+	p := &indexPlan{key: key}
+	seen := make(map[string]bool, len(vals))
+	for _, e := range vals {
+		var v value
+		switch x := e.(type) {
+		case litExpr:
+			v = x.v
+		case paramExpr:
+			v = params[x.name]
+		default:
+			return nil
+		}
+		switch v.k {
+		case kNull, kBool, kNumber, kString:
+		default:
+			return nil
+		}
+		t := string(v.appendJSON(nil))
+		if !seen[t] {
+			seen[t] = true
+			p.texts = append(p.texts, t)
+		}
+	}
+	return p
+}
+
+// keys returns the properties the plan reads, each once.
+func (p *indexPlan) keys() []string {
+	var out []string
+	var walk func(*indexPlan)
+	walk = func(n *indexPlan) {
+		if n.and == nil && n.or == nil {
+			for _, k := range out {
+				if k == n.key {
+					return
+				}
+			}
+			out = append(out, n.key)
+			return
+		}
+		for _, c := range n.and {
+			walk(c)
+		}
+		for _, c := range n.or {
+			walk(c)
+		}
+	}
+	walk(p)
+	return out
+}
+
+// count returns (an upper bound of) the documents the plan lists. The
+// caller holds c.mu and every key is indexed.
+func (p *indexPlan) count(c *container) int {
+	switch {
+	case p.and != nil:
+		return p.best(c).count(c)
+	case p.or != nil:
+		n := 0
+		for _, k := range p.or {
+			n += k.count(c)
+		}
+		return n
+	}
+	return c.eqIdx[p.key].count(p.texts)
+}
+
+// best returns the child of a conjunction that lists the fewest documents.
+func (p *indexPlan) best(c *container) *indexPlan {
+	best, n := p.and[0], p.and[0].count(c)
+	for _, k := range p.and[1:] {
+		if m := k.count(c); m < n {
+			best, n = k, m
+		}
+	}
+	return best
+}
+
+// lists appends the index lists the plan reads to out. The caller holds
+// c.mu and every key is indexed.
+func (p *indexPlan) lists(c *container, out [][]*item) [][]*item {
+	switch {
+	case p.and != nil:
+		return p.best(c).lists(c, out)
+	case p.or != nil:
+		for _, k := range p.or {
+			out = k.lists(c, out)
+		}
+		return out
+	}
+	ix := c.eqIdx[p.key]
+	for _, t := range p.texts {
+		if l := ix.byValue[t]; len(l) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// candidates returns the documents the plan lists, in rid order, each
+// once (a copy: the index lists change with the next write). The caller
+// holds c.mu and every key is indexed.
+func (p *indexPlan) candidates(c *container) []*item {
+	lists := p.lists(c, nil)
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	out := make([]*item, 0, n)
+	switch len(lists) {
+	case 0:
+		return out
+	case 1:
+		return append(out, lists[0]...)
+	}
+	// A k-way merge by seq; a document listed twice (under two properties
+	// of a disjunction) is taken once.
+	pos := make([]int, len(lists))
+	for {
+		min := -1
+		for i, l := range lists {
+			if pos[i] < len(l) && (min < 0 || l[pos[i]].seq < lists[min][pos[min]].seq) {
+				min = i
+			}
+		}
+		if min < 0 {
+			return out
+		}
+		it := lists[min][pos[min]]
+		pos[min]++
+		if k := len(out); k == 0 || out[k-1].seq != it.seq {
+			out = append(out, it)
+		}
+	}
+}
+
+// prepareIndexes builds the indexes plan reads that are missing (within
+// maxEqIndexes). The caller does not hold c.mu.
+func (c *container) prepareIndexes(plan *indexPlan) {
+	if plan == nil {
+		return
+	}
+	keys := plan.keys()
+	c.mu.RLock()
+	ready := c.hasEqIndexes(keys)
+	c.mu.RUnlock()
+	if !ready {
+		c.mu.Lock()
+		c.ensureEqIndexes(keys)
+		c.mu.Unlock()
+	}
+}
+
+// querySnapshot returns the documents a query evaluates: those of the
+// logical partition key when it is set; otherwise plan's candidates when
+// its indexes exist and it lists fewer documents than the container holds,
+// and every live document when not. The caller holds c.mu.
+func (c *container) querySnapshot(key *string, plan *indexPlan) []*item {
+	if key != nil || plan == nil || !c.hasEqIndexes(plan.keys()) || plan.count(c) >= c.count {
+		return c.snapshot(key)
+	}
+	return plan.candidates(c)
+}
