@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -77,15 +78,24 @@ func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string)
 // documents (history, executions, queue messages, sessions, KV, intents).
 // Without force a Running instance fails the call, and an instance whose
 // child is not in ids fails it too (orphan check); both are checked before
-// anything is deleted, so a refused call deletes nothing. Cosmos DB has no
-// transaction across partitions: the instance documents are deleted first,
-// each with If-Match on the ETag the checks read (from then on the
-// instances are gone for every reader, and an in-flight ack of a
-// force-deleted instance fails its If-Match and writes nothing; a turn that
-// committed after the checks makes the instance be read, checked and
-// deleted again), then each partition is listed and its remaining documents
-// deleted in batches. Requests: 1 point read and 1 query per instance, 1
-// cross-partition query for children, then the deletes.
+// anything is written, so a refused call deletes nothing. Cosmos DB has no
+// transaction across partitions, so the deletion runs in three steps:
+//
+//  1. every instance document is fenced: locked for the deletion, with
+//     If-Match on the ETag the checks read (an instance changed since is
+//     read and checked again). From then on no fetch takes the instance and
+//     no ack or renewal of an earlier lock commits, so nothing new appears
+//     in its partition;
+//  2. each partition is listed and its other documents deleted in batches;
+//  3. the instance documents are deleted (If-Match on the fence), and the
+//     instances disappear together.
+//
+// A failure midway (the call returns an error) leaves every instance whose
+// document was not deleted listed and fenced, never invisible leftovers
+// that a new instance with the same id would inherit: deleting it again
+// completes the job. Requests: 1 point read, 1 patch, 1 query and 1 delete
+// per instance, 1 cross-partition query for children, then the batches of
+// deletes.
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
 	const op = "delete_instances_atomic"
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
@@ -109,7 +119,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			return res, mapError(op, err)
 		}
 		exists[id] = found && doc.exists()
-		if exists[id] && !force && doc.Status == duroxide.StatusRunning {
+		if exists[id] && !force && doc.Status == duroxide.StatusRunning && !doc.fencedForDeletion() {
 			return res, permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", id))
 		}
 		etags[id] = etag
@@ -132,76 +142,152 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			}
 		}
 	}
+	fences := map[string]string{}
 	for _, id := range ids {
-		if err := p.deleteInstanceDoc(ctx, op, id, etags[id], force); err != nil {
+		fence, err := p.fenceForDeletion(ctx, op, id, etags[id], force)
+		if err != nil {
+			for fenced, e := range fences {
+				if e != "" {
+					p.releaseDeletionFence(fenced)
+				}
+			}
 			return res, err
 		}
+		fences[id] = fence
 	}
-	// Only now are the partitions listed: with the instance document gone
-	// no ack or fetch can commit any more, so nothing a turn writes can
-	// appear after the listing and outlive the deletion.
 	for _, id := range ids {
-		rows, err := p.listPartition(ctx, id, "", nil)
-		if err != nil {
+		if err := p.sweepPartition(ctx, id, fences[id] != "", &res); err != nil {
 			return res, mapError(op, err)
 		}
-		watermarks := map[uint64]uint64{}
-		for _, r := range rows {
-			if r.Type == typeExecution {
-				watermarks[r.ExecutionID] = r.Watermark
+	}
+	for _, id := range ids {
+		for attempt := 0; fences[id] != ""; attempt++ {
+			err := p.deleteDoc(ctx, id, instanceDocID, fences[id])
+			if err == nil || isStatus(err, http.StatusNotFound) {
+				break
 			}
-		}
-		var rest []string
-		for _, r := range rows {
-			switch r.Type {
-			case typeExecution:
-				res.ExecutionsDeleted++
-			case typeHistory:
-				if r.EventID <= watermarks[r.ExecutionID] {
-					res.EventsDeleted++
-				}
-			case typeOrchQueue, typeWorkerQueue:
-				res.QueueMessagesDeleted++
+			if !isStatus(err, http.StatusPreconditionFailed) || attempt == 9 {
+				return res, mapError(op, err)
 			}
-			rest = append(rest, r.ID)
+			// Written since the fence (an AppendWithExecution): fence
+			// and sweep again.
+			if fences[id], err = p.fenceForDeletion(ctx, op, id, "?", true); err != nil {
+				return res, err
+			}
+			if err := p.sweepPartition(ctx, id, fences[id] != "", &res); err != nil {
+				return res, mapError(op, err)
+			}
 		}
 		if exists[id] {
 			res.InstancesDeleted++
-		}
-		if err := p.deleteIDs(ctx, id, rest); err != nil {
-			return res, mapError(op, err)
 		}
 		p.locks.dropInstance(id)
 	}
 	return res, nil
 }
 
-// deleteInstanceDoc deletes an instance document with If-Match on the ETag
-// the deletion's checks read, so that a turn committed since (an ack, which
-// may have written history, messages and intents after those checks) is
-// noticed: the document is read again, checked again (without force, a
-// Running instance is refused) and deleted under its new ETag. An empty
-// etag means there was no document; one created since is deleted with the
-// partition's other documents.
-func (p *Provider) deleteInstanceDoc(ctx context.Context, op, instance, etag string, force bool) error {
-	for attempt := 0; etag != ""; attempt++ {
-		err := p.deleteDoc(ctx, instance, instanceDocID, etag)
-		switch {
-		case err == nil, isStatus(err, http.StatusNotFound):
-			return nil
-		case !isStatus(err, http.StatusPreconditionFailed) || attempt == 9:
-			return mapError(op, err)
+// deletionLock is the lock token of an instance document fenced for its
+// deletion; it never matches a lock id (32 hex digits), so no ack, renewal
+// or abandon of an earlier lock commits, and its expiry (the largest
+// integer a JSON number holds exactly) keeps every fetch away.
+const (
+	deletionLock        = "deleting"
+	deletionLockedUntil = 1<<53 - 1
+)
+
+// fencedForDeletion reports whether a deletion fenced the document.
+func (d *instanceDoc) fencedForDeletion() bool {
+	return d.LockToken != nil && *d.LockToken == deletionLock
+}
+
+// fenceForDeletion locks instance's document for its deletion, with If-Match
+// on etag ("" when the checks found no document: nothing to fence; "?" to
+// read it first), and returns the fenced document's ETag, or "" when there
+// is no document. A document changed since etag is read and checked again:
+// without force, a Running instance is refused.
+func (p *Provider) fenceForDeletion(ctx context.Context, op, instance, etag string, force bool) (string, error) {
+	var po azcosmos.PatchOperations
+	po.AppendSet("/lockToken", deletionLock)
+	po.AppendSet("/lockedUntil", deletionLockedUntil)
+	for attempt := 0; ; attempt++ {
+		if etag == "" {
+			return "", nil
 		}
+		if etag != "?" {
+			results, err := p.runBatch(ctx, instance, []batchOp{patchOp(instanceDocID, po, etag)}, write, false)
+			if err == nil {
+				return string(results[0].ETag), nil
+			}
+			_, refused := asBatchFailure(err)
+			if (!refused && !isAmbiguous(err)) || attempt == 9 {
+				return "", mapError(op, err)
+			}
+		}
+		// Changed since it was read, gone, or the answer was lost: read
+		// it again.
 		var doc instanceDoc
-		var found bool
-		if etag, found, err = p.readDoc(ctx, instance, instanceDocID, &doc); err != nil {
-			return mapError(op, err)
+		e, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+		switch {
+		case err != nil:
+			return "", mapError(op, err)
+		case !found:
+			return "", nil
+		case doc.fencedForDeletion():
+			return e, nil
+		case doc.exists() && !force && doc.Status == duroxide.StatusRunning:
+			return "", permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", instance))
 		}
-		if found && doc.exists() && !force && doc.Status == duroxide.StatusRunning {
-			return permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", instance))
+		etag = e
+	}
+}
+
+// releaseDeletionFence lifts the fence of a deletion that was refused after
+// it fenced instance, so that the instance works again. Best effort, with
+// its own deadline: a fence left behind is completed by deleting the
+// instance again.
+func (p *Provider) releaseDeletionFence(instance string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var po azcosmos.PatchOperations
+	po.SetCondition("FROM c WHERE c.lockToken = '" + deletionLock + "'")
+	po.AppendSet("/lockToken", jsonNull)
+	po.AppendSet("/lockedUntil", 0)
+	_, _ = p.patchDoc(ctx, instance, instanceDocID, po, idempotentWrite)
+}
+
+// sweepPartition deletes the documents of instance's partition, counting
+// them into res, but its instance document when keepInstance (a fenced one,
+// which the deletion removes last).
+func (p *Provider) sweepPartition(ctx context.Context, instance string, keepInstance bool, res *duroxide.DeleteInstanceResult) error {
+	rows, err := p.listPartition(ctx, instance, "", nil)
+	if err != nil {
+		return err
+	}
+	watermarks := map[uint64]uint64{}
+	for _, r := range rows {
+		if r.Type == typeExecution {
+			watermarks[r.ExecutionID] = r.Watermark
 		}
 	}
-	return nil
+	var rest []string
+	for _, r := range rows {
+		switch r.Type {
+		case typeInstance, typeInstancePending:
+			if keepInstance && r.ID == instanceDocID {
+				continue
+			}
+		case typeExecution:
+			res.ExecutionsDeleted++
+		case typeHistory:
+			if r.EventID <= watermarks[r.ExecutionID] {
+				res.EventsDeleted++
+			}
+		case typeOrchQueue, typeWorkerQueue:
+			res.QueueMessagesDeleted++
+		}
+		rest = append(rest, r.ID)
+	}
+	return p.deleteIDs(ctx, instance, rest)
 }
 
 // DeleteInstance deletes a root instance and its descendants; a

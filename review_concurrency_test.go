@@ -15,6 +15,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
 )
 
 // TestReviewExpiredOrchestrationLockIsFenced lets an orchestration lock
@@ -391,8 +392,8 @@ func TestReviewSessionClaimRace(t *testing.T) {
 }
 
 // TestReviewDeleteRacingAck force-deletes a running instance while another
-// process's ack of its turn commits between the deletion's reads and its
-// writes. Nothing of the instance may survive (no history, execution, queue
+// process's ack of its turn commits between the deletion's checks and its
+// first write. Nothing of the instance may survive (no history, execution, queue
 // or outbox documents), and the same instance id must start again.
 func TestReviewDeleteRacingAck(t *testing.T) {
 	c := newCluster(t)
@@ -407,7 +408,9 @@ func TestReviewDeleteRacingAck(t *testing.T) {
 
 	fired := false
 	tr.setHook(func(req *http.Request) {
-		if fired || req.Method != http.MethodDelete || !strings.HasSuffix(req.URL.Path, "/docs/instance") {
+		// Before the deletion's first write (its fence of the instance
+		// document), after its checks read the instance.
+		if fired || req.Header.Get("x-ms-cosmos-is-batch-request") == "" || req.Header.Get("x-ms-documentdb-partitionkey") != `["`+inst+`"]` {
 			return
 		}
 		fired = true
@@ -544,4 +547,59 @@ func TestReviewFiltersUnderConcurrency(t *testing.T) {
 	for id, n := range turns {
 		assert.Equal(t, 1, n, "instance %s", id)
 	}
+}
+
+// TestReviewDeleteFailingMidwayThenReuse makes a deletion fail after it
+// began writing (its batch deletes keep failing), then reuses the instance
+// id. The failed deletion must not leave invisible leftovers: the instance
+// stays listed (so that deleting it again completes the job) or is gone
+// whole. After deleting again, the id starts afresh: its first turn
+// commits and sees nothing of the old instance (history, KV, activities).
+func TestReviewDeleteFailingMidwayThenReuse(t *testing.T) {
+	c := newCluster(t)
+	p, _ := c.process(t, nil)
+	ctx := context.Background()
+	const inst = "delete-midway"
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0))
+	item, err := fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	set := duroxide.NewEvent(2, inst, 1, nil, duroxide.KeyValueSet{Key: "old", Value: "v", LastUpdatedAtMs: 1})
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(inst), set,
+		duroxide.NewEvent(3, inst, 1, nil, duroxide.ActivityScheduled{Name: "A", Input: "i"})},
+		[]duroxide.WorkItem{activity(inst, 3)}, nil, runningMetadata(), nil))
+
+	key := inst
+	remove := c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Fault: emulator.ServiceUnavailable()})
+	_, err = p.DeleteInstancesAtomic(ctx, []string{inst}, true)
+	remove()
+	require.Error(t, err, "the deletion failed midway")
+	require.True(t, duroxide.IsRetryable(err), "%v", err)
+	listed, err := p.ListInstances(ctx)
+	require.NoError(t, err)
+	left := partitionDocs(ctx, t, p, inst, "SELECT c.id, c.type FROM c WHERE c.type != 'consumed'")
+	if len(listed) == 0 {
+		assert.Empty(t, left, "the instance is no longer listed, yet documents of it survived")
+	}
+	if len(listed) > 0 {
+		none, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		require.NoError(t, err)
+		require.Nil(t, none, "an instance being deleted is not fetched")
+		_, err = p.DeleteInstancesAtomic(ctx, []string{inst}, true)
+		require.NoError(t, err, "deleting again completes the job")
+	}
+	assert.Empty(t, partitionDocs(ctx, t, p, inst, "SELECT c.id, c.type FROM c WHERE c.type != 'consumed'"))
+
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0))
+	again, err := fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	assert.Empty(t, again.History)
+	assert.Empty(t, again.KVSnapshot, "nothing of the old instance's KV")
+	require.NoError(t, p.AckOrchestrationItem(ctx, again.LockToken, 1, []duroxide.Event{started(inst)}, nil, nil, runningMetadata(), nil),
+		"the reused id's first turn commits")
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	assert.Nil(t, w, "the old instance's activity is gone")
+	history, err := p.Read(ctx, inst)
+	require.NoError(t, err)
+	assert.Len(t, history, 1)
 }
