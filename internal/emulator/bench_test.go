@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,6 +184,54 @@ func BenchmarkQueryEngine100k(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				if _, err := q.execute(execInput{docs: docs}, pageRequest{maxItems: defaultPageSize}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCandidateQuery measures the provider's cross-partition candidate
+// queries (the work item fetch's and the orchestration fetch's, with the
+// dispatch slot filter of a worker holding 128 of the 256 slots) through the
+// SDK, over a container shaped like a busy provider's: 1,000 instances,
+// each with its instance document and 30 history events, 100 visible work
+// items and 20 orchestrator messages.
+func BenchmarkCandidateQuery(b *testing.B) {
+	e := newEnv(b)
+	c := e.container("bench", nil)
+	for n := 0; n < 1000; n++ {
+		pk := fmt.Sprint("inst-", n)
+		batch := c.NewTransactionalBatch(azcosmos.NewPartitionKeyString(pk))
+		batch.CreateItem([]byte(fmt.Sprintf(`{"id":"instance","pk":%q,"type":"instance","dispatchSlot":%d,"status":"Running"}`, pk, n%256)), nil)
+		for i := 0; i < 30; i++ {
+			batch.CreateItem(benchDoc(pk, i), nil)
+		}
+		if n%10 == 0 {
+			batch.CreateItem([]byte(fmt.Sprintf(`{"id":"w-1","pk":%q,"type":"worker_queue","visibleAt":0,"lockedUntil":0,"dispatchSlot":%d,"enqueuedAt":%d,"seq":1}`, pk, n%256, n)), nil)
+		}
+		if n%50 == 0 {
+			batch.CreateItem([]byte(fmt.Sprintf(`{"id":"o-1","pk":%q,"type":"orch_queue","visibleAt":0,"lockedUntil":0,"dispatchSlot":%d,"enqueuedAt":%d,"seq":1}`, pk, n%256, n)), nil)
+		}
+		r, err := c.ExecuteTransactionalBatch(e.ctx, batch, nil)
+		require.NoError(b, err)
+		require.True(b, r.Success)
+	}
+	var slots []string
+	for s := 0; s < 256; s += 2 {
+		slots = append(slots, fmt.Sprint(s))
+	}
+	in := " AND c.dispatchSlot IN (" + strings.Join(slots, ",") + ")"
+	params := &azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@now", Value: 1}}}
+	for name, q := range map[string]string{
+		"work-item": "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE " +
+			"((c.type = 'worker_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now AND IS_NULL(c.sessionId)))" + in,
+		"orchestration": "SELECT c.instanceId, c.enqueuedAt, c.seq FROM c WHERE c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + in,
+	} {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), params)
+				if _, err := pager.NextPage(e.ctx); err != nil {
 					b.Fatal(err)
 				}
 			}

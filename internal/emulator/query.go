@@ -43,7 +43,7 @@ func queryErrorResponse(err error) *response {
 }
 
 // parseQueryRequest parses {"query": "...", "parameters": [{"name", "value"}]}.
-func parseQueryRequest(body []byte) (*queryRequest, *response) {
+func (s *Server) parseQueryRequest(body []byte) (*queryRequest, *response) {
 	v, err := parseJSON(body)
 	if err != nil || v.k != kObject {
 		return nil, badRequest("The query request body is invalid. Ensure to provide a valid request payload.")
@@ -52,7 +52,7 @@ func parseQueryRequest(body []byte) (*queryRequest, *response) {
 	if text.k != kString || strings.TrimSpace(text.s) == "" {
 		return nil, badRequest("The query text is missing.")
 	}
-	q, err := parseQuery(text.s)
+	q, err := s.queries.parse(text.s)
 	if err != nil {
 		return nil, queryErrorResponse(err)
 	}
@@ -165,7 +165,7 @@ func (s *Server) handleQuery(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
-	qr, resp := parseQueryRequest(rq.body)
+	qr, resp := s.parseQueryRequest(rq.body)
 	if resp != nil {
 		return resp
 	}
@@ -308,7 +308,7 @@ func addQueryMetrics(rq *request, resp *response, scanned int, pg page, took tim
 
 // queryResources runs a query over database or container resources.
 func (s *Server) queryResources(rq *request, rid, name string, vals []value) *response {
-	qr, resp := parseQueryRequest(rq.body)
+	qr, resp := s.parseQueryRequest(rq.body)
 	if resp != nil {
 		return resp
 	}

@@ -72,6 +72,7 @@ type Server struct {
 
 	counters counterSet
 	faults   faultSet
+	queries  queryCache
 
 	// now returns the current time; replaced only by tests of this package.
 	now func() time.Time
