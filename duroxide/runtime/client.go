@@ -102,58 +102,88 @@ func (c *Client) CancelInstance(ctx context.Context, instance, reason string) er
 // GetOrchestrationStatus reads instance's status from its latest
 // execution's history: Completed or Failed from the terminal event, Running
 // once started (including between continue-as-new executions), NotFound
-// otherwise.
+// otherwise. The custom status comes from GetCustomStatus; an error there
+// leaves it unset, as in duroxide.
 func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (OrchestrationStatus, error) {
 	p, err := c.prov()
 	if err != nil {
 		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
 	}
+	st, err := readStatus(ctx, p, instance)
+	if err != nil {
+		return OrchestrationStatus{}, err
+	}
+	addCustomStatus(ctx, p, instance, &st)
+	return st, nil
+}
+
+// readStatus reads instance's history and returns the status it shows,
+// without the custom status.
+func readStatus(ctx context.Context, p duroxide.Provider, instance string) (OrchestrationStatus, error) {
 	hist, err := p.Read(ctx, instance)
 	if err != nil {
 		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
 	}
-	var st OrchestrationStatus
-	if cs, err := p.GetCustomStatus(ctx, instance, 0); err == nil && cs != nil {
-		st.CustomStatus, st.CustomStatusVersion = cs.Status, cs.Version
-	}
+	return statusFromHistory(hist), nil
+}
+
+// statusFromHistory is the status a latest execution's history shows
+// (duroxide's get_orchestration_status): its terminal event, else Running
+// once it has an OrchestrationStarted, else NotFound.
+func statusFromHistory(hist []duroxide.Event) OrchestrationStatus {
 	for i := len(hist) - 1; i >= 0; i-- {
 		switch k := hist[i].Kind.(type) {
 		case duroxide.OrchestrationCompleted:
-			st.Kind, st.Output = StatusCompleted, k.Output
-			return st, nil
+			return OrchestrationStatus{Kind: StatusCompleted, Output: k.Output}
 		case duroxide.OrchestrationFailed:
 			d := k.Details
-			st.Kind, st.Details = StatusFailed, &d
-			return st, nil
+			return OrchestrationStatus{Kind: StatusFailed, Details: &d}
 		}
 	}
 	for _, ev := range hist {
 		if _, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
-			st.Kind = StatusRunning
-			return st, nil
+			return OrchestrationStatus{Kind: StatusRunning}
 		}
 	}
-	st.Kind = StatusNotFound
-	return st, nil
+	return OrchestrationStatus{Kind: StatusNotFound}
+}
+
+// addCustomStatus sets st's custom status and version from the provider
+// (best effort: an error leaves them unset, as in duroxide).
+func addCustomStatus(ctx context.Context, p duroxide.Provider, instance string, st *OrchestrationStatus) {
+	if cs, err := p.GetCustomStatus(ctx, instance, 0); err == nil && cs != nil {
+		st.CustomStatus, st.CustomStatusVersion = cs.Status, cs.Version
+	}
 }
 
 // WaitForOrchestration polls until instance is Completed or Failed and
-// returns that status; ErrTimeout after timeout, or ctx's error.
+// returns that status, the one GetOrchestrationStatus returns; ErrTimeout
+// after timeout, or ctx's error. With a provider that has ProviderAdmin, a
+// poll reads the instance metadata instead of the whole history (see
+// pollTerminal).
 func (c *Client) WaitForOrchestration(ctx context.Context, instance string, timeout time.Duration) (OrchestrationStatus, error) {
+	p, err := c.prov()
+	if err != nil {
+		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
+	}
+	admin, _ := duroxide.AsManagementCapability(p)
 	return pollUntil(ctx, timeout, func() (OrchestrationStatus, bool, error) {
-		st, err := c.GetOrchestrationStatus(ctx, instance)
-		return st, err == nil && st.IsTerminal(), err
+		return pollTerminal(ctx, p, admin, instance)
 	})
 }
 
 // WaitForStatusChange waits until instance's custom status version exceeds
-// lastSeenVersion, or it reaches a terminal state, and returns its status;
-// it checks every pollInterval and returns ErrTimeout after timeout.
+// lastSeenVersion, or it reaches a terminal state, and returns its status
+// (GetOrchestrationStatus's); it checks every pollInterval and returns
+// ErrTimeout after timeout. With a provider that has ProviderAdmin, a check
+// that finds the custom status unchanged and the instance running by its
+// metadata reads no history.
 func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastSeenVersion uint64, pollInterval, timeout time.Duration) (OrchestrationStatus, error) {
 	p, err := c.prov()
 	if err != nil {
 		return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
 	}
+	admin, _ := duroxide.AsManagementCapability(p)
 	if pollInterval <= 0 {
 		pollInterval = maxPollDelay
 	}
@@ -163,12 +193,14 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 		if err != nil {
 			return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
 		}
-		st, err := c.GetOrchestrationStatus(ctx, instance)
-		if err != nil {
-			return OrchestrationStatus{}, err
-		}
-		if cs != nil || st.IsTerminal() {
-			return st, nil
+		if cs != nil || !knownRunning(ctx, admin, instance) {
+			st, err := c.GetOrchestrationStatus(ctx, instance)
+			if err != nil {
+				return OrchestrationStatus{}, err
+			}
+			if cs != nil || st.IsTerminal() {
+				return st, nil
+			}
 		}
 		if err := sleepCtx(ctx, min(pollInterval, time.Until(deadline))); err != nil {
 			return OrchestrationStatus{}, err

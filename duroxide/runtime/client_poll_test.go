@@ -1,0 +1,295 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/providertest"
+)
+
+// WaitForOrchestration polls the instance metadata (GetInstanceInfo) and
+// reads the history only when needed; these tests check that the status it
+// returns is GetOrchestrationStatus's (read from the history) for every
+// kind of outcome, on the in-memory provider and on cdb.
+
+// readCountingProvider counts the client's Read and GetInstanceInfo calls.
+type readCountingProvider struct {
+	duroxide.Provider
+	admin        duroxide.ProviderAdmin
+	reads, infos atomic.Int64
+}
+
+func (p *readCountingProvider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
+	p.reads.Add(1)
+	return p.Provider.Read(ctx, instance)
+}
+
+func (p *readCountingProvider) ManagementCapability() duroxide.ProviderAdmin {
+	if p.admin == nil {
+		return nil
+	}
+	return infoCountingAdmin{ProviderAdmin: p.admin, p: p}
+}
+
+type infoCountingAdmin struct {
+	duroxide.ProviderAdmin
+	p *readCountingProvider
+}
+
+func (a infoCountingAdmin) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
+	a.p.infos.Add(1)
+	return a.ProviderAdmin.GetInstanceInfo(ctx, instance)
+}
+
+// counts returns the Read and GetInstanceInfo calls so far.
+func (p *readCountingProvider) counts() (reads, infos int64) { return p.reads.Load(), p.infos.Load() }
+
+// statusProviders are the providers the status tests run on, by name.
+func statusProviders(t *testing.T) map[string]func(t *testing.T) duroxide.Provider {
+	return map[string]func(t *testing.T) duroxide.Provider{
+		"memory": func(*testing.T) duroxide.Provider {
+			return providertest.NewMemoryProvider(providertest.MemoryOptions{})
+		},
+		"cdb": newCDBProvider,
+	}
+}
+
+// newCDBProvider returns a Cosmos DB provider on a fresh embedded emulator,
+// both closed when the test ends.
+func newCDBProvider(t *testing.T) duroxide.Provider {
+	t.Helper()
+	emu, err := emulator.Start(emulator.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emu.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := cdb.New(ctx, cdb.Config{
+		Endpoint: emu.Endpoint(), Key: emu.Key(), Container: "status",
+		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: emu.HTTPClient()}},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// statusRegistry registers an orchestration for every outcome the tests
+// wait for.
+func statusRegistry(t *testing.T) *runtime.Registry {
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Echo", func(_ *runtime.ActivityContext, in string) (string, error) { return in, nil }),
+		reg.RegisterOrchestration("Hello", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			return ctx.ScheduleActivity("Echo", "Hello, "+in+" ✓ \"quoted\"").Get()
+		}),
+		reg.RegisterOrchestration("Empty", func(*runtime.OrchestrationContext, string) (string, error) { return "", nil }),
+		reg.RegisterOrchestration("Custom", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			ctx.SetCustomStatus("step 1")
+			if _, err := ctx.ScheduleActivity("Echo", "x").Get(); err != nil {
+				return "", err
+			}
+			ctx.SetCustomStatus(`{"step":2}`)
+			return "done", nil
+		}),
+		reg.RegisterOrchestration("Fails", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			ctx.SetCustomStatus("failing")
+			if _, err := ctx.ScheduleActivity("Echo", "x").Get(); err != nil {
+				return "", err
+			}
+			return "", errors.New("it broke")
+		}),
+		reg.RegisterOrchestration("Counter", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			n, _ := strconv.Atoi(in)
+			ctx.SetCustomStatus("at " + in)
+			if n < 2 {
+				return "", ctx.ContinueAsNew(strconv.Itoa(n + 1))
+			}
+			return "counted " + in, nil
+		}),
+		reg.RegisterOrchestration("Waits", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleWait("never").Get()
+		}),
+	)
+	return reg
+}
+
+func statusOptions() runtime.Options {
+	o := fastOptions()
+	o.MaxAttempts = 2
+	return o
+}
+
+func TestWaitForOrchestrationReturnsTheHistoryStatus(t *testing.T) {
+	results := map[string]map[string]runtime.OrchestrationStatus{}
+	for name, newProvider := range statusProviders(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			raw := newProvider(t)
+			admin, ok := duroxide.AsManagementCapability(raw)
+			require.True(t, ok, "%s has ProviderAdmin", name)
+			counting := &readCountingProvider{Provider: raw, admin: admin}
+			rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
+			require.NoError(t, err)
+			defer func() { _ = rt.Shutdown(context.Background()) }()
+			client, history := runtime.NewClient(counting), runtime.NewClient(raw)
+
+			instances := map[string]string{
+				"hello": "Hello", "empty": "Empty", "custom": "Custom", "fails": "Fails", "counter": "Counter",
+				"cancelled": "Waits", "unregistered": "NotRegistered",
+			}
+			for inst, orch := range instances {
+				require.NoError(t, client.StartOrchestration(ctx, inst, orch, "0"))
+			}
+			waitRunningOn(t, ctx, history, "cancelled")
+			require.NoError(t, client.CancelInstance(ctx, "cancelled", "stop"))
+
+			got := map[string]runtime.OrchestrationStatus{}
+			for inst := range instances {
+				st, err := client.WaitForOrchestration(ctx, inst, waitTimeout)
+				require.NoError(t, err, inst)
+				want, err := history.GetOrchestrationStatus(ctx, inst)
+				require.NoError(t, err, inst)
+				require.Equal(t, want, st, "%s: WaitForOrchestration returns GetOrchestrationStatus's status", inst)
+				got[inst] = st
+			}
+			require.Equal(t, runtime.StatusCompleted, got["hello"].Kind)
+			require.Equal(t, `Hello, 0 ✓ "quoted"`, got["hello"].Output)
+			require.Equal(t, runtime.StatusCompleted, got["empty"].Kind)
+			require.Equal(t, "done", got["custom"].Output)
+			require.Equal(t, `{"step":2}`, *got["custom"].CustomStatus)
+			require.Equal(t, uint64(2), got["custom"].CustomStatusVersion)
+			require.Equal(t, runtime.StatusFailed, got["fails"].Kind)
+			require.Equal(t, "failing", *got["fails"].CustomStatus)
+			require.Contains(t, got["fails"].Error(), "it broke")
+			require.Equal(t, "counted 2", got["counter"].Output)
+			require.Equal(t, runtime.StatusFailed, got["cancelled"].Kind)
+			require.Contains(t, got["cancelled"].Error(), "stop")
+			require.Equal(t, runtime.StatusFailed, got["unregistered"].Kind)
+			require.NotNil(t, got["unregistered"].Details.Poison)
+
+			// Once terminal: a Completed instance costs one metadata read
+			// and no history read; a Failed one reads its history for the
+			// error details.
+			for inst, wantReads := range map[string]int64{"hello": 0, "custom": 0, "counter": 0, "fails": 1, "cancelled": 1} {
+				reads, infos := counting.counts()
+				st, err := client.WaitForOrchestration(ctx, inst, waitTimeout)
+				require.NoError(t, err)
+				require.Equal(t, got[inst], st)
+				r2, i2 := counting.counts()
+				require.Equal(t, wantReads, r2-reads, "%s: history reads", inst)
+				require.Equal(t, int64(1), i2-infos, "%s: metadata reads", inst)
+			}
+			delete(got, "unregistered") // its poison message counts attempts, which may differ
+			results[name] = got
+		})
+	}
+	if len(results) == 2 {
+		require.Equal(t, results["memory"], results["cdb"], "both providers give the same statuses")
+	}
+}
+
+// waitRunningOn polls until instance is Running.
+func waitRunningOn(t *testing.T, ctx context.Context, c *runtime.Client, instance string) {
+	t.Helper()
+	for {
+		st, err := c.GetOrchestrationStatus(ctx, instance)
+		require.NoError(t, err)
+		if st.Kind == runtime.StatusRunning {
+			return
+		}
+		require.NoError(t, ctx.Err(), "%s never started", instance)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestWaitingOnARunningInstanceReadsNoHistory(t *testing.T) {
+	for name, newProvider := range statusProviders(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			raw := newProvider(t)
+			admin, _ := duroxide.AsManagementCapability(raw)
+			counting := &readCountingProvider{Provider: raw, admin: admin}
+			rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
+			require.NoError(t, err)
+			defer func() { _ = rt.Shutdown(context.Background()) }()
+			client := runtime.NewClient(counting)
+			require.NoError(t, client.StartOrchestration(ctx, "w", "Waits", ""))
+			waitRunningOn(t, ctx, runtime.NewClient(raw), "w")
+
+			reads, infos := counting.counts()
+			_, err = client.WaitForOrchestration(ctx, "w", 100*time.Millisecond)
+			require.ErrorIs(t, err, runtime.ErrTimeout)
+			r2, i2 := counting.counts()
+			require.Zero(t, r2-reads, "no history read while the metadata says Running")
+			require.Greater(t, i2-infos, int64(1), "every poll read the metadata")
+
+			reads, _ = counting.counts()
+			_, err = client.WaitForStatusChange(ctx, "w", 0, 10*time.Millisecond, 100*time.Millisecond)
+			require.ErrorIs(t, err, runtime.ErrTimeout)
+			r2, _ = counting.counts()
+			require.Zero(t, r2-reads, "WaitForStatusChange reads no history while nothing changes")
+		})
+	}
+}
+
+func TestWaitForOrchestrationWithoutProviderAdmin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw := providertest.NewMemoryProvider(providertest.MemoryOptions{})
+	counting := &readCountingProvider{Provider: raw} // no admin
+	rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
+	require.NoError(t, err)
+	defer func() { _ = rt.Shutdown(context.Background()) }()
+	client := runtime.NewClient(counting)
+	for inst, orch := range map[string]string{"hello": "Hello", "fails": "Fails"} {
+		require.NoError(t, client.StartOrchestration(ctx, inst, orch, "0"))
+		st, err := client.WaitForOrchestration(ctx, inst, waitTimeout)
+		require.NoError(t, err)
+		want, err := runtime.NewClient(raw).GetOrchestrationStatus(ctx, inst)
+		require.NoError(t, err)
+		require.Equal(t, want, st)
+	}
+	reads, infos := counting.counts()
+	require.Positive(t, reads, "without ProviderAdmin the history is read")
+	require.Zero(t, infos)
+}
+
+func TestWaitForOrchestrationReturnsReadErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mem := providertest.NewMemoryProvider(providertest.MemoryOptions{})
+	p := &failingReadProvider{Provider: mem, admin: mem}
+	// GetInstanceInfo fails (the instance does not exist), so the history
+	// decides, and its read fails.
+	_, err := runtime.NewClient(p).WaitForOrchestration(ctx, "never-started", time.Second)
+	var pe *duroxide.ProviderError
+	require.ErrorAs(t, err, &pe, "the history read's error, as GetOrchestrationStatus returns it")
+	require.Equal(t, "storage down", pe.Message)
+	require.True(t, strings.Contains(err.Error(), "status of never-started"), err.Error())
+}
+
+// failingReadProvider fails every Read.
+type failingReadProvider struct {
+	duroxide.Provider
+	admin duroxide.ProviderAdmin
+}
+
+func (p *failingReadProvider) ManagementCapability() duroxide.ProviderAdmin { return p.admin }
+
+func (p *failingReadProvider) Read(context.Context, string) ([]duroxide.Event, error) {
+	return nil, &duroxide.ProviderError{Operation: "read", Message: "storage down", Retryable: false}
+}
