@@ -76,6 +76,9 @@ const (
 	OpGetKVValue                 = "get_kv_value"
 	OpGetKVAllValues             = "get_kv_all_values"
 	OpGetInstanceStats           = "get_instance_stats"
+	// OpGetInstanceInfo is ProviderAdmin's GetInstanceInfo, which the
+	// runtime's client polls for status.
+	OpGetInstanceInfo = "get_instance_info"
 )
 
 // countedOps lists the methods in the order OperationStats are reported.
@@ -84,6 +87,7 @@ var countedOps = [...]string{
 	OpFetchWorkItem, OpAckWorkItem, OpAbandonWorkItem, OpRenewWorkItemLock,
 	OpEnqueueForOrchestrator, OpEnqueueForWorker, OpRead, OpReadWithExecution, OpAppendWithExecution,
 	OpGetCustomStatus, OpGetKVValue, OpGetKVAllValues, OpGetInstanceStats, OpRenewSessionLock, OpCleanupOrphanedSessions,
+	OpGetInstanceInfo,
 }
 
 // requestTallyKey is the context key of a call's request tally.
@@ -181,10 +185,29 @@ func countedErr(p *callCountingProvider, op string, ctx context.Context, call fu
 	return err
 }
 
-// ManagementCapability forwards the wrapped provider's admin interface.
+// ManagementCapability forwards the wrapped provider's admin interface,
+// counting its GetInstanceInfo calls (the client's status polling); nil
+// when the wrapped provider has none.
 func (p *callCountingProvider) ManagementCapability() duroxide.ProviderAdmin {
-	admin, _ := duroxide.AsManagementCapability(p.inner)
-	return admin
+	admin, ok := duroxide.AsManagementCapability(p.inner)
+	if !ok {
+		return nil
+	}
+	return countingAdmin{ProviderAdmin: admin, p: p}
+}
+
+// countingAdmin is the wrapped provider's ProviderAdmin with its
+// GetInstanceInfo calls counted; the other methods are forwarded as they
+// are.
+type countingAdmin struct {
+	duroxide.ProviderAdmin
+	p *callCountingProvider
+}
+
+func (a countingAdmin) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
+	return counted(a.p, OpGetInstanceInfo, ctx, func(ctx context.Context) (duroxide.InstanceInfo, error) {
+		return a.ProviderAdmin.GetInstanceInfo(ctx, instance)
+	}, nil)
 }
 
 // The duroxide.Provider methods: each forwards to the wrapped provider

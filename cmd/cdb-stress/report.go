@@ -155,9 +155,11 @@ func splitRequests(res providertest.StressResult) requestSplit {
 		st, _ := res.Operation(op)
 		s.idle += st.EmptyRequests
 	}
-	for _, op := range []string{providertest.OpRead, providertest.OpGetCustomStatus} {
+	for _, op := range []string{providertest.OpGetInstanceInfo, providertest.OpRead, providertest.OpGetCustomStatus} {
+		// Failed calls included: the metadata read of an instance whose
+		// first turn is not committed yet fails (not found).
 		st, _ := res.Operation(op)
-		s.client += st.Requests
+		s.client += st.Requests + st.EmptyRequests + st.FailedRequests
 	}
 	s.other = res.Requests - s.dispatch - s.idle - s.client
 	return s
