@@ -89,6 +89,13 @@ func (ev *evaluator) eval(e expr, row []value) value {
 	case inExpr:
 		v := ev.eval(x.x, row)
 		r := jsonFalse
+		if x.set != nil {
+			r = x.set.eval(v)
+			if x.not {
+				return not3(r)
+			}
+			return r
+		}
 		for _, le := range x.list {
 			r = or3(r, compareOp("=", v, ev.eval(le, row)))
 			if r.truthy() {

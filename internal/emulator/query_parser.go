@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -39,6 +40,8 @@ type (
 		x    expr
 		list []expr
 		not  bool
+		// set answers for a list of scalar literals (query_in.go).
+		set *inSet
 	}
 	likeExpr struct {
 		x, pattern, escape expr
@@ -509,7 +512,7 @@ func (p *parser) comparison() (expr, error) {
 				if err := p.expectPunct(")"); err != nil {
 					return nil, err
 				}
-				l = inExpr{l, list, not}
+				l = newIn(l, list, not)
 			case "BETWEEN":
 				lo, err := p.bitOr()
 				if err != nil {
@@ -889,8 +892,15 @@ func (q *query) bind(outer []string) error {
 }
 
 // exprKey renders an expression structurally, to compare select items with
-// GROUP BY expressions.
-func exprKey(e expr) string { return fmt.Sprintf("%#v", e) }
+// GROUP BY expressions. The evaluation plans of comparisons and IN lists
+// (pointers derived from the rest of their node) are left out: their
+// addresses differ between two parses of the same text.
+func exprKey(e expr) string {
+	return planPointer.ReplaceAllString(fmt.Sprintf("%#v", e), "")
+}
+
+// planPointer matches how %#v prints the plan pointers exprKey leaves out.
+var planPointer = regexp.MustCompile(`\(\*emulator\.(eqFast|inSet)\)\((0x[0-9a-f]+|nil)\)`)
 
 // groupedExpr reports whether e only reads the rows through aggregates or
 // GROUP BY expressions.
