@@ -52,12 +52,11 @@ func (s *Server) authorize(rq *request) *response {
 	if err != nil {
 		return unauthorized(payload)
 	}
-	mac := hmac.New(sha256.New, s.keyRaw)
-	mac.Write([]byte(payload))
-	if !hmac.Equal(got, mac.Sum(nil)) {
+	var sum [sha256.Size]byte
+	if !hmac.Equal(got, s.macs.sign(sum[:0], payload)) {
 		return unauthorized(payload)
 	}
-	t, err := parseHTTPDate(date)
+	t, err := s.dates.parse(date)
 	if err != nil {
 		return unauthorized(payload)
 	}

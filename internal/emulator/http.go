@@ -120,7 +120,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rq.activityID == "" {
 		rq.activityID = newActivityID()
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	body, err := readBody(r)
 	if err != nil {
 		// The client went away mid-request; nothing to answer.
 		return
@@ -181,6 +181,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.counters.record(rq.op, len(body), n, resp.items)
 }
 
+// The version headers of every answer (values shared by every response;
+// nothing modifies header values in place).
+var (
+	gatewayVersion = []string{"version=2.14.0"}
+	serviceVersion = []string{"version=2.14.0.0"}
+	schemaVersion  = []string{"1.16"}
+)
+
 // writeResponse writes resp with the headers every gateway answer carries and
 // returns the number of body bytes written.
 func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *response) int {
@@ -188,17 +196,24 @@ func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *respons
 	for k, v := range resp.header {
 		h[k] = v
 	}
-	h.Set("x-ms-activity-id", rq.activityID)
-	h.Set("x-ms-request-charge", strconv.FormatFloat(resp.charge, 'f', 2, 64))
-	h.Set("x-ms-gatewayversion", "version=2.14.0")
-	h.Set("x-ms-serviceversion", "version=2.14.0.0")
-	h.Set("x-ms-schemaversion", "1.16")
-	h.Set("Date", s.now().UTC().Format(http.TimeFormat))
+	// Keys in canonical form and one backing array for the values: the
+	// same headers as h.Set, without canonicalizing and allocating each.
+	vals := make([]string, 0, 6)
+	set := func(key, v string) {
+		vals = append(vals, v)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set("X-Ms-Activity-Id", rq.activityID)
+	set("X-Ms-Request-Charge", strconv.FormatFloat(resp.charge, 'f', 2, 64))
+	h["X-Ms-Gatewayversion"] = gatewayVersion
+	h["X-Ms-Serviceversion"] = serviceVersion
+	h["X-Ms-Schemaversion"] = schemaVersion
+	set("Date", s.dates.httpDate(s.now()))
 	if resp.lsn != 0 {
 		l := strconv.FormatUint(resp.lsn, 10)
-		h.Set("x-ms-session-token", "0:-1#"+l)
-		h.Set("lsn", l)
-		h.Set("x-ms-cosmos-llsn", l)
+		set("X-Ms-Session-Token", "0:-1#"+l)
+		set("Lsn", l)
+		set("X-Ms-Cosmos-Llsn", l)
 	}
 	if resp.subst != 0 {
 		h.Set("x-ms-substatus", strconv.Itoa(resp.subst))
@@ -284,4 +299,18 @@ func newActivityID() string {
 // headerBool reports whether header k is "true" (any case).
 func headerBool(r *http.Request, k string) bool {
 	return strings.EqualFold(r.Header.Get(k), "true")
+}
+
+// readBody reads the request body, at most maxRequestBytes+1 bytes (more
+// is answered 413), into a buffer of the Content-Length the client sent,
+// when it sent one (the server delivers exactly that many bytes).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength >= 0 && r.ContentLength <= maxRequestBytes {
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 }

@@ -73,6 +73,8 @@ type Server struct {
 	counters counterSet
 	faults   faultSet
 	queries  queryCache
+	macs     macPool
+	dates    dateCache
 
 	// now returns the current time; replaced only by tests of this package.
 	now func() time.Time
@@ -96,6 +98,7 @@ func Start(opts Options) (*Server, error) {
 	s := &Server{
 		key:    opts.Key,
 		keyRaw: keyRaw,
+		macs:   macPool{key: keyRaw},
 		tls:    opts.TLS,
 		dbs:    make(map[string]*database),
 		done:   make(chan struct{}),
