@@ -1,5 +1,7 @@
 package emulator
 
+import "slices"
+
 // inSet is the plan of "x IN (literal, ...)" when every listed value is a
 // scalar literal, as in the provider's dispatch slot filter
 // "c.dispatchSlot IN (0, 2, 4, ...)" with up to 256 numbers: a set lookup
@@ -14,6 +16,9 @@ type inSet struct {
 	bools [2]bool // false, true listed
 	null  bool
 	kinds uint8 // bit 1<<kind for each kind listed
+	// texts are the distinct listed values as compact JSON, in list order,
+	// for the equality index (query_index.go).
+	texts []string
 }
 
 // newIn builds an IN expression, planning the set when the list allows it.
@@ -49,6 +54,9 @@ func newIn(x expr, list []expr, not bool) inExpr {
 			return in
 		}
 		s.kinds |= 1 << v.k
+		if t := string(v.appendJSON(nil)); !slices.Contains(s.texts, t) {
+			s.texts = append(s.texts, t)
+		}
 	}
 	in.set = s
 	return in

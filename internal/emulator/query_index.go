@@ -1,5 +1,7 @@
 package emulator
 
+import "slices"
+
 // Serving cross-partition queries from the equality index (eq_index.go).
 // A query whose WHERE clause requires a top-level property to equal a
 // scalar (c.type = 'x', c.type = @t, c.slot IN (1, 2)), alone or combined
@@ -110,6 +112,9 @@ func planOf(e expr, alias string, params map[string]value) *indexPlan {
 		}
 	case inExpr:
 		if key, ok := indexedProperty(x.x, alias); ok && !x.not {
+			if x.set != nil {
+				return &indexPlan{key: key, texts: x.set.texts} // computed once, at parse time
+			}
 			return leafPlan(key, x.list, params)
 		}
 	}
@@ -129,8 +134,7 @@ func indexedProperty(e expr, alias string) (string, bool) {
 // leafPlan returns the plan "property key equals one of vals", or nil when
 // a value is not a scalar literal or parameter.
 func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
-	p := &indexPlan{key: key}
-	seen := make(map[string]bool, len(vals))
+	p := &indexPlan{key: key, texts: make([]string, 0, len(vals))}
 	for _, e := range vals {
 		var v value
 		switch x := e.(type) {
@@ -146,9 +150,7 @@ func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
 		default:
 			return nil
 		}
-		t := string(v.appendJSON(nil))
-		if !seen[t] {
-			seen[t] = true
+		if t := string(v.appendJSON(nil)); !slices.Contains(p.texts, t) {
 			p.texts = append(p.texts, t)
 		}
 	}
