@@ -196,7 +196,10 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		}
 	}
 	p.locks.dropOrch(lockToken)
-	p.changes.notify()
+	for _, e := range plan.queued {
+		p.hint(e)
+	}
+	p.orchPool.unlock(instance)
 	for _, intent := range plan.intents {
 		if err := p.deliverIntent(ctx, intent, quickRetrier.withClosed(p.stop)); err != nil {
 			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.String("instance", instance), zap.Error(err))
@@ -416,7 +419,7 @@ func newWorkerDoc(act duroxide.ActivityExecuteItem, nowMs int64) (queueWrite, er
 		ExecutionID: &exec, ActivityID: &id, SessionID: act.SessionID, Tag: act.Tag,
 	}
 	b, err := json.Marshal(d)
-	return queueWrite{target: act.Instance, id: d.ID, doc: b}, err
+	return queueWrite{target: act.Instance, id: d.ID, doc: b, entry: queueEntry(&d)}, err
 }
 
 // newOrchDoc builds an orchestrator-queue document.
@@ -431,7 +434,7 @@ func newOrchDoc(item duroxide.WorkItem, id string, nowMs, visibleAt int64) (queu
 		VisibleAt: visibleAt, EnqueuedAt: nowMs, Seq: newSeq(),
 	}
 	b, err := json.Marshal(d)
-	return queueWrite{target: target, id: id, doc: b}, err
+	return queueWrite{target: target, id: id, doc: b, entry: queueEntry(&d)}, err
 }
 
 // removeCancelledActivities removes the worker-queue messages of the turn's

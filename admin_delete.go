@@ -182,6 +182,8 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			res.InstancesDeleted++
 		}
 		p.locks.dropInstance(id)
+		p.orchPool.forgetInstance(id)
+		p.workPool.forgetInstance(id)
 	}
 	return res, nil
 }

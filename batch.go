@@ -154,6 +154,9 @@ type turnPlan struct {
 	// intents are the outbox intents in the final batch, to deliver once
 	// it committed.
 	intents []intentDoc
+	// queued are the candidate-pool entries of the queue documents the
+	// final batch creates, to add to the pool once it committed.
+	queued []poolEntry
 }
 
 // queueWrite is a queue document a turn produces: in its own partition it
@@ -162,6 +165,8 @@ type queueWrite struct {
 	target string
 	id     string
 	doc    []byte
+	// entry is the document as a candidate-pool entry.
+	entry poolEntry
 }
 
 // planTurn splits a turn into batches that respect the service's limits,
@@ -266,6 +271,7 @@ func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queue
 	plan.final = append(plan.final, intentOps...)
 	for _, q := range direct {
 		plan.final = append(plan.final, createOp(q.id, q.doc))
+		plan.queued = append(plan.queued, q.entry)
 	}
 	// History: fill the final batch, stage the rest.
 	room, bytes := maxBatchOps-len(plan.final), maxBatchBytes-opsSize(plan.final)

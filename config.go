@@ -97,8 +97,10 @@ type Config struct {
 	DisableReconciler bool
 
 	// LongPollInterval is how often a fetch called with a poll timeout
-	// queries again while it waits for work; default
-	// DefaultLongPollInterval. Each poll is one query request.
+	// queries again while it waits for work, and how long the answer of a
+	// candidate query is trusted by the fetches of this process (pool.go):
+	// the bound on how late they see messages other processes wrote;
+	// default DefaultLongPollInterval. Each poll is one query request.
 	LongPollInterval time.Duration
 
 	// Logger receives the provider's logs; nil logs nothing.

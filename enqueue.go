@@ -53,8 +53,8 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem)
 	return p.createQueueDoc(ctx, op, d)
 }
 
-// createQueueDoc creates a queue document and wakes this process's waiting
-// fetches; 409 means it exists (a retried create that had landed, or the
+// createQueueDoc creates a queue document and adds it to this process's
+// candidate pool (which wakes waiting fetches); 409 means it exists (a retried create that had landed, or the
 // same activity enqueued again).
 func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) error {
 	if len(d.doc) > maxItemBytes {
@@ -64,6 +64,6 @@ func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) 
 	if err != nil && !isStatus(err, http.StatusConflict) {
 		return mapError(op, err)
 	}
-	p.changes.notify()
+	p.hint(d.entry)
 	return nil
 }

@@ -16,6 +16,10 @@ type orchLock struct {
 	kvStore     *kvDoc
 	kvDelta     *kvDoc
 	lockedUntil int64
+	// oldestEnqueuedAt and oldestSeq order the locked messages' instance
+	// among the candidates again when the lock is abandoned.
+	oldestEnqueuedAt int64
+	oldestSeq        string
 }
 
 // workerLock is what a work-item fetch learned about the item it locked.
@@ -26,6 +30,11 @@ type workerLock struct {
 	etag        string
 	sessionID   *string
 	lockedUntil int64
+	// enqueuedAt, seq and tag put the message back among the candidates
+	// in its place when the lock is abandoned.
+	enqueuedAt int64
+	seq        string
+	tag        *string
 }
 
 // lockCache remembers the locks this process took. It is an optimisation,
@@ -145,45 +154,4 @@ func (c *lockCache) sweepLocked(nowMs int64) {
 			delete(c.worker, k)
 		}
 	}
-}
-
-// skipList remembers, for a short while, instances a fetch found it cannot
-// work on (locked by another dispatcher, or only holding messages that wait
-// for a StartOrchestration), so that the next fetches try other candidates
-// first instead of re-reading them. It is advisory: an entry only changes
-// the order in which candidates are tried.
-type skipList struct {
-	mu    sync.Mutex
-	until map[string]int64
-}
-
-func newSkipList() *skipList { return &skipList{until: map[string]int64{}} }
-
-// skip marks instance as not worth trying before untilMs.
-func (s *skipList) skip(instance string, untilMs int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.until[instance] = untilMs
-	if len(s.until) > 4096 {
-		s.until = map[string]int64{instance: untilMs}
-	}
-}
-
-// skipped reports whether instance is marked at nowMs.
-func (s *skipList) skipped(instance string, nowMs int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, ok := s.until[instance]
-	if ok && u <= nowMs {
-		delete(s.until, instance)
-		return false
-	}
-	return ok
-}
-
-// clear removes instance's mark.
-func (s *skipList) clear(instance string) {
-	s.mu.Lock()
-	delete(s.until, instance)
-	s.mu.Unlock()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"time"
 
@@ -21,7 +20,7 @@ const (
 	// (instance, execution, KV, one delete per message, at least one
 	// intent) stay within 100 operations; the rest wait for the next turn.
 	maxMessagesPerTurn = 90
-	// maxCandidatesPerFetch is how many instances one fetch attempt tries
+	// maxCandidatesPerFetch is how many candidates one fetch attempt tries
 	// to lock before it reports no work.
 	maxCandidatesPerFetch = 4
 	// candidatePageSize is the page size of the candidate query; a fetch
@@ -29,7 +28,7 @@ const (
 	candidatePageSize = 200
 	// notReadySkipMs is how long an instance whose messages wait for a
 	// StartOrchestration, or whose pinned version the filter excludes, is
-	// tried after other candidates.
+	// not tried again.
 	notReadySkipMs = 1000
 )
 
@@ -45,41 +44,48 @@ const unknownVersion = "unknown"
 // orchestrator-queue messages and returns its turn (seeds/cdb-spec.md §3.1,
 // seeds/cdb-architecture.md §6.1), or nil when there is none.
 //
-// Requests: 4 when an instance with history is locked at the first try
-// (3 for a new instance, which has no history yet):
+// Requests: 3 when the candidate is known and locked at the first try (2
+// for a new instance, which has no history yet):
 //
-//  1. a cross-partition query for visible, unlocked messages in the slots
-//     of this fetch's lease (no ORDER BY or TOP: candidates are sorted by
-//     enqueue time on the client);
-//  2. a single-partition query returning the instance document, its
+//  1. a single-partition query returning the instance document, its
 //     messages and its KV documents; capability filtering and the
 //     QueueMessage-without-instance rule are decided here, before the lock
 //     and before any history is read;
-//  3. a transactional batch that takes the lock (a patch of the instance
+//  2. a transactional batch that takes the lock (a patch of the instance
 //     document with If-Match on the ETag just read, or the creation of a
 //     pending instance document) and tags the visible messages (lock token,
 //     lock expiry, attempt count + 1);
-//  4. a single-partition query for the current execution's history, up to
+//  3. a single-partition query for the current execution's history, up to
 //     the watermark.
 //
-// An instance that cannot be locked (another dispatcher won, it is locked,
-// its messages wait for a start) costs 1 or 2 more requests and the next
-// candidate is tried, up to 4 instances; when a full page of candidates (200
-// messages) offered no instance that could be locked, the query's further
-// pages are read too, so a locked instance's backlog cannot hide the rest. With a positive pollTimeout the
-// fetch queries again every LongPollInterval until work appears or the
-// timeout passes. An undecodable history is returned in HistoryError with
-// the lock held; a failure after the lock was taken releases it before the
-// error is returned.
+// Candidates come from this process's candidate pool (pool.go): the last
+// candidate query of the fetch's lease slots, and the messages this
+// process wrote since. 1 more request, a cross-partition query of the
+// lease's slots for visible, unlocked messages and for locked instances
+// (whose messages are then not tried), is made when the pool's view of the
+// slots is older than LongPollInterval, or when it offers nothing to a fetch
+// that must answer now (a zero poll timeout, or the end of the poll
+// timeout); a fetch that is still waiting trusts an empty, recent view, so
+// messages written by other processes are seen within LongPollInterval. A
+// candidate that cannot be locked (it
+// is locked, its messages wait for a start, another process won the race)
+// costs 1 or 2 more requests and the next one is tried, up to 4; when the
+// view holds no usable candidate and its last query stopped at a full page
+// (200 messages), every page is read. With a positive pollTimeout the fetch
+// waits for this process's writes, the visibility of a known message, or
+// the next poll (every LongPollInterval), until work appears or the timeout
+// passes. An undecodable history is returned in HistoryError with the lock
+// held; a failure after the lock was taken releases it before the error is
+// returned.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	const op = "fetch_orchestration_item"
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
 	}
 	var item *duroxide.OrchestrationItem
-	err := p.longPoll(ctx, pollTimeout, func(ctx context.Context) (bool, error) {
+	err := p.longPoll(ctx, pollTimeout, p.orchPool, func(ctx context.Context, final bool) (bool, error) {
 		var err error
-		item, err = p.fetchOrchestrationOnce(ctx, lockTimeout, filter)
+		item, err = p.fetchOrchestrationOnce(ctx, lockTimeout, filter, final)
 		return item != nil, err
 	})
 	if err != nil {
@@ -88,104 +94,24 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	return item, nil
 }
 
-// candidate is an instance with visible, unlocked messages.
-type candidate struct {
-	instance   string
-	enqueuedAt int64
-	seq        string
-}
-
-// candidates decodes the candidate query's rows into one entry per
-// instance, oldest message first; instances on the skip list go last.
-func (p *Provider) candidates(raws [][]byte, nowMs int64) []candidate {
-	first := map[string]candidate{}
-	for _, raw := range raws {
-		var c struct {
-			InstanceID string `json:"instanceId"`
-			EnqueuedAt int64  `json:"enqueuedAt"`
-			Seq        string `json:"seq"`
-		}
-		if json.Unmarshal(raw, &c) != nil || c.InstanceID == "" {
-			continue
-		}
-		cur, ok := first[c.InstanceID]
-		if !ok || c.EnqueuedAt < cur.enqueuedAt || (c.EnqueuedAt == cur.enqueuedAt && c.Seq < cur.seq) {
-			first[c.InstanceID] = candidate{instance: c.InstanceID, enqueuedAt: c.EnqueuedAt, seq: c.Seq}
-		}
-	}
-	var ready, later []candidate
-	for _, c := range first {
-		if p.skipped.skipped(c.instance, nowMs) {
-			later = append(later, c)
-		} else {
-			ready = append(ready, c)
-		}
-	}
-	order := func(cs []candidate) {
-		sort.Slice(cs, func(i, j int) bool {
-			if cs[i].enqueuedAt != cs[j].enqueuedAt {
-				return cs[i].enqueuedAt < cs[j].enqueuedAt
-			}
-			return cs[i].seq < cs[j].seq
-		})
-	}
-	order(ready)
-	order(later)
-	return append(ready, later...)
-}
-
-func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
-	lease, err := p.orchLeases.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer lease.Release()
-	now := p.nowMs()
-	q := "SELECT c.instanceId, c.enqueuedAt, c.seq FROM c WHERE c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + slotFilter(lease)
-	params := []azcosmos.QueryParameter{param("@now", now)}
-	// A full page that offered no instance the fetch could lock (a hot
-	// instance's backlog fills it) is followed by a read of all pages.
-	tried := map[string]bool{}
+// fetchOrchestrationOnce is one attempt: it tries the candidates of a
+// lease's slots, and of other leases when its own has none.
+func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter, final bool) (*duroxide.OrchestrationItem, error) {
 	var item *duroxide.OrchestrationItem
-	err = p.scanCandidates(ctx, q, params, func(raws [][]byte) (bool, error) {
-		for _, c := range p.candidates(raws, now) {
-			if len(tried) == maxCandidatesPerFetch {
-				return true, nil
-			}
-			if tried[c.instance] {
-				continue
-			}
-			tried[c.instance] = true
+	scope := capabilityScope(filter)
+	err := p.acrossLeases(ctx, p.orchLeases, p.orchPool, "", scope, nil, func(lease *SlotLease, v *poolView) (bool, error) {
+		p.traceFetch(orchAttempt)
+		found, err := p.tryCandidates(p.orchPool, v, scope, nil, nil, final, func(all bool) error {
+			return p.refreshOrchCandidates(ctx, v, lease, all)
+		}, func(c poolEntry) (bool, bool, error) {
 			var err error
-			if item, err = p.tryLockInstance(ctx, c.instance, lockTimeout, filter); err != nil || item != nil {
-				return true, err
-			}
-		}
-		return false, nil
+			var drop bool
+			item, drop, err = p.tryLockInstance(ctx, c, lockTimeout, filter)
+			return item != nil, drop, err
+		})
+		return found, err
 	})
 	return item, err
-}
-
-// scanCandidates runs a cross-partition candidate query, first for one page
-// of candidatePageSize rows; when try reports it is not done with a full
-// page (nothing there was usable), it runs the query again over all pages.
-// One page normally suffices, and a fetch then costs one query request.
-func (p *Provider) scanCandidates(ctx context.Context, q string, params []azcosmos.QueryParameter, try func(raws [][]byte) (done bool, err error)) error {
-	for _, all := range []bool{false, true} {
-		opts := queryOpts{maxPages: 1, pageSize: candidatePageSize}
-		if all {
-			opts.maxPages = 0
-		}
-		raws, err := p.query(ctx, nil, q, params, opts)
-		if err != nil {
-			return err
-		}
-		done, err := try(raws)
-		if err != nil || done || len(raws) < candidatePageSize {
-			return err
-		}
-	}
-	return nil
 }
 
 // readOrchState reads, with one single-partition query, the instance
@@ -208,6 +134,16 @@ func compatibleFirstRange(filter *duroxide.DispatcherCapabilityFilter, v *pinned
 	}
 	pv := v.toVersion()
 	return pv.Compare(core(r.Min)) >= 0 && pv.Compare(core(r.Max)) <= 0
+}
+
+// capabilityScope names the fetches of a capability filter, for the
+// candidate pool's skips: an instance one filter excludes is skipped by the
+// fetches of that filter only.
+func capabilityScope(filter *duroxide.DispatcherCapabilityFilter) string {
+	if filter == nil {
+		return ""
+	}
+	return "filter " + fmt.Sprint(filter.SupportedDuroxideVersions)
 }
 
 // startOf returns the orchestration name and version of the first
@@ -233,17 +169,22 @@ func allQueueMessages(items []duroxide.WorkItem) bool {
 	return true
 }
 
-// tryLockInstance tries to lock one candidate instance and build its turn;
-// it returns nil, nil when the instance is not available.
-func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+// tryLockInstance tries to lock candidate c's instance and build its turn;
+// it returns nil, and no error, when the instance is not available, with
+// drop telling whether the pool should forget the candidate (nothing of it
+// is left to lock).
+func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
+	instance := c.instance
+	p.traceFetch(orchStateQuery)
 	st, err := p.readOrchState(ctx, instance)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	now := p.nowMs()
 	if st.inst != nil && st.inst.locked(now) {
-		p.skipped.skip(instance, st.inst.LockedUntil)
-		return nil, nil
+		p.traceFetch(orchSkipLocked)
+		p.orchPool.lock(instance, st.inst.LockedUntil)
+		return nil, false, nil
 	}
 	var visible []*queueDoc
 	for _, m := range st.msgs {
@@ -252,9 +193,11 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 		}
 	}
 	if len(visible) == 0 {
-		return nil, nil
+		p.traceFetch(orchSkipNoVisible)
+		return nil, true, nil
 	}
-	if len(visible) > maxMessagesPerTurn {
+	rest := len(visible) > maxMessagesPerTurn
+	if rest {
 		visible = visible[:maxMessagesPerTurn]
 	}
 	items := make([]duroxide.WorkItem, 0, len(visible))
@@ -271,14 +214,16 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 	if !hasContext && !hasStart {
 		if allQueueMessages(items) {
 			p.dropOrphanQueueMessages(ctx, instance, visible)
-			return nil, nil
+			return nil, !rest, nil
 		}
-		p.skipped.skip(instance, now+notReadySkipMs)
-		return nil, nil
+		p.traceFetch(orchSkipNotReady)
+		p.orchPool.skip(instance, now+notReadySkipMs, "")
+		return nil, false, nil
 	}
 	if filter != nil && hasContext && st.inst.PinnedDuroxideVersion != nil && !compatibleFirstRange(filter, st.inst.PinnedDuroxideVersion) {
-		p.skipped.skip(instance, now+notReadySkipMs)
-		return nil, nil
+		p.traceFetch(orchSkipFiltered)
+		p.orchPool.skip(instance, now+notReadySkipMs, capabilityScope(filter))
+		return nil, false, nil
 	}
 
 	lockID := newLockID()
@@ -293,7 +238,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 		}
 		body, err := json.Marshal(doc)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		ops = append(ops, createOp(instanceDocID, body))
 	} else {
@@ -315,6 +260,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 		ids = append(ids, m.ID)
 		attempt = max(attempt, m.AttemptCount+1)
 	}
+	p.traceFetch(orchLockBatch)
 	results, err := p.runBatch(ctx, instance, ops, write, false)
 	switch {
 	case err == nil:
@@ -325,19 +271,24 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 		var cur instanceDoc
 		etag, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur)
 		if rerr != nil || !found || cur.LockToken == nil || *cur.LockToken != lockID {
-			return nil, nil
+			return nil, false, nil
 		}
 		doc.ETag = etag
 	default:
 		if _, ok := asBatchFailure(err); ok {
-			return nil, nil // another fetch won the race
+			// Another process won the race: its lock holds for a
+			// while, or until a candidate query says otherwise.
+			p.traceFetch(orchSkipLockLost)
+			p.orchPool.lock(instance, now+lockTimeout.Milliseconds())
+			return nil, false, nil
 		}
-		return nil, err
+		return nil, false, err
 	}
-	p.skipped.clear(instance)
+	p.orchPool.lock(instance, lockedUntil)
+	p.orchPool.unskip(instance)
 	token := orchLockToken(instance, lockID)
 
-	item := &duroxide.OrchestrationItem{
+	item = &duroxide.OrchestrationItem{
 		Instance: instance, Messages: items, LockToken: token,
 		AttemptCount: uint32(min(attempt, int64(^uint32(0)))),
 		KVSnapshot:   kvSnapshot(st.kvStore),
@@ -349,6 +300,9 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 			item.Version = *doc.OrchestrationVersion
 		}
 		item.ExecutionID = doc.CurrentExecutionID
+		if doc.HistoryWatermark > 0 {
+			p.traceFetch(orchHistoryQuery)
+		}
 		history, herr := p.readHistory(ctx, instance, doc.CurrentExecutionID, doc.HistoryWatermark)
 		switch {
 		case herr == nil:
@@ -369,7 +323,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 		default:
 			// Contract: an error means no lock is held.
 			p.releaseAfterFailedFetch(instance, lockID, ids)
-			return nil, herr
+			return nil, false, herr
 		}
 	} else {
 		item.OrchestrationName = startName
@@ -382,8 +336,10 @@ func (p *Provider) tryLockInstance(ctx context.Context, instance string, lockTim
 	p.locks.putOrch(token, &orchLock{
 		instance: instance, lockID: lockID, doc: doc, messageIDs: ids,
 		kvStore: st.kvStore, kvDelta: st.kvDelta, lockedUntil: lockedUntil,
+		oldestEnqueuedAt: visible[0].EnqueuedAt, oldestSeq: visible[0].Seq,
 	}, now)
-	return item, nil
+	p.traceFetch(orchFound)
+	return item, !rest, nil
 }
 
 // dropOrphanQueueMessages deletes QueueMessage items of an instance that was
@@ -410,6 +366,7 @@ func (p *Provider) releaseAfterFailedFetch(instance, lockID string, messageIDs [
 	if err := p.releaseOrchLock(ctx, instance, lockID, messageIDs, 0, true); err != nil {
 		p.log.Debug("releasing the lock of a failed fetch failed; it will expire", zap.String("instance", instance), zap.Error(err))
 	}
+	p.orchPool.unlock(instance)
 }
 
 // decodeError marks a history that could not be decoded.
@@ -530,6 +487,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	p.locks.updateOrch(lockToken, func(l *orchLock) {
 		l.doc.LockedUntil, l.lockedUntil, l.doc.ETag = until, until, string(results[0].ETag)
 	})
+	p.orchPool.lock(instance, until)
 	return nil
 }
 
@@ -549,8 +507,10 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		return permanent(op, "Invalid lock token")
 	}
 	var ids []string
+	again := poolEntry{key: instance, instance: instance, slot: DispatchSlot(instance), visibleAt: p.nowMs() + max(delay, 0).Milliseconds()}
 	if l, ok := p.locks.getOrch(lockToken); ok {
 		ids = l.messageIDs
+		again.enqueuedAt, again.seq = l.oldestEnqueuedAt, l.oldestSeq
 	} else {
 		raws, err := p.query(ctx, &instance, "SELECT c.id FROM c WHERE c.type = 'orch_queue' AND c.lockToken = @l",
 			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
@@ -580,7 +540,8 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		return mapError(op, err)
 	}
 	p.locks.dropOrch(lockToken)
-	p.changes.notify()
+	p.orchPool.hint(again)
+	p.orchPool.unlock(instance)
 	return nil
 }
 

@@ -37,8 +37,10 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 		if err != nil && !isStatus(err, http.StatusConflict) {
 			return err
 		}
+		if err == nil {
+			p.hintDocument(d.Document)
+		}
 	}
-	p.changes.notify()
 	err := r.do(ctx, idempotentWrite, func(ctx context.Context) error {
 		_, err := p.container.DeleteItem(ctx, pk(intent.InstanceID), intent.ID, nil)
 		return err

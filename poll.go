@@ -7,9 +7,11 @@ import (
 )
 
 // DefaultLongPollInterval is how often a fetch with a poll timeout queries
-// again while it waits for work. A write made through the same Provider
-// (an enqueue, an ack, an abandon) wakes waiting fetches at once; writes by
-// other processes are seen at the next poll.
+// again while it waits for work, and how long a candidate query's answer
+// is trusted (pool.go). A write made through the same Provider (an
+// enqueue, an ack, an abandon) wakes waiting fetches at once, with the
+// message it wrote as a candidate; writes by other processes are seen at
+// the next query, at most this long after the previous one.
 const DefaultLongPollInterval = 250 * time.Millisecond
 
 // notifier wakes long-polling fetches when this process writes to a queue.
@@ -37,23 +39,27 @@ func (n *notifier) notify() {
 
 // longPoll runs attempt until it finds work, fails, or pollTimeout passes
 // (duroxide's long-polling contract: a provider may wait up to the poll
-// timeout; with a zero timeout it tries once and returns at once). Between
-// attempts it sleeps for the poll interval, or until this process writes
-// to a queue.
-func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, attempt func(context.Context) (bool, error)) error {
+// timeout; with a zero timeout it tries once and returns at once). The
+// last attempt, at the deadline (the only one with a zero timeout), is
+// final: it must look at the queue rather than trust an empty candidate
+// pool. Between attempts it sleeps for the poll interval, until a known
+// candidate of pool becomes visible, or until this process writes to the
+// queue.
+func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool *candidatePool, attempt func(ctx context.Context, final bool) (bool, error)) error {
 	deadline := time.Now().Add(pollTimeout)
 	for {
-		woken := p.changes.wait()
-		found, err := attempt(ctx)
-		if err != nil || found || pollTimeout <= 0 {
+		woken := pool.wake.wait()
+		final := pollTimeout <= 0 || !time.Now().Before(deadline)
+		found, err := attempt(ctx, final)
+		if err != nil || found || final {
 			return err
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return nil
+		wait := min(time.Until(deadline), p.pollInterval)
+		now := p.nowMs()
+		if at, ok := pool.nextChange(now); ok {
+			wait = min(wait, time.Duration(at-now)*time.Millisecond)
 		}
-		wait = min(wait, p.pollInterval)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -50,10 +50,15 @@ type Provider struct {
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider
 
-	locks        *lockCache
-	skipped      *skipList
-	changes      *notifier
+	locks *lockCache
+	// orchPool and workPool are this process's candidates of the two
+	// queues (pool.go).
+	orchPool     *candidatePool
+	workPool     *candidatePool
 	pollInterval time.Duration
+	// fetchTracer, when set (by tests, before the first call), is told
+	// every step of every fetch.
+	fetchTracer func(fetchEvent)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -85,8 +90,8 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
-		skipped:      newSkipList(),
-		changes:      newNotifier(),
+		orchPool:     newCandidatePool(cfg.LongPollInterval),
+		workPool:     newCandidatePool(cfg.LongPollInterval),
 		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}

@@ -23,10 +23,12 @@ import (
 
 // sessionClaimOp returns the batch operation that claims c's session for
 // the fetching worker: a replace with If-Match of the session the fetch
-// saw it owns, or, for a session the candidate query did not report as
+// saw it owns, or, for a session the candidate pool does not know as
 // active, a create (none exists) or a replace with If-Match of the expired
-// one (1 point read). It returns nil when another worker owns the session.
-func (p *Provider) sessionClaimOp(ctx context.Context, c workCandidate, owned *workCandidate, session *duroxide.SessionFetchConfig, nowMs int64) (*batchOp, error) {
+// one (1 point read). It returns nil when another worker owns the session,
+// and otherwise also the session as the claim writes it (without its new
+// ETag).
+func (p *Provider) sessionClaimOp(ctx context.Context, c workCandidate, owned *workCandidate, session *duroxide.SessionFetchConfig, nowMs int64) (*batchOp, workCandidate, error) {
 	sid := *c.SessionID
 	doc := sessionDoc{
 		ID: sessionDocID(sid), InstanceID: c.InstanceID, Type: typeSession, DispatchSlot: int(DispatchSlot(c.InstanceID)),
@@ -40,25 +42,27 @@ func (p *Provider) sessionClaimOp(ctx context.Context, c workCandidate, owned *w
 		var cur sessionDoc
 		e, found, err := p.readDoc(ctx, c.InstanceID, doc.ID, &cur)
 		if err != nil {
-			return nil, err
+			return nil, workCandidate{}, err
 		}
 		if found {
 			if cur.LockedUntil > nowMs && cur.OwnerID != session.OwnerID {
-				return nil, nil
+				return nil, workCandidate{}, nil
 			}
 			doc.CreatedAt, etag = cur.CreatedAt, e
 		}
 	}
+	row := workCandidate{ID: doc.ID, InstanceID: doc.InstanceID, Type: typeSession, SessionID: &doc.SessionID, OwnerID: doc.OwnerID,
+		LockedUntil: doc.LockedUntil, CreatedAt: doc.CreatedAt, DispatchSlot: doc.DispatchSlot}
 	body, err := json.Marshal(doc)
 	if err != nil {
-		return nil, err
+		return nil, workCandidate{}, err
 	}
 	if etag == "" {
 		op := createOp(doc.ID, body)
-		return &op, nil
+		return &op, row, nil
 	}
 	op := replaceOp(doc.ID, body, etag)
-	return &op, nil
+	return &op, row, nil
 }
 
 // touchSession records activity on a session whose lock still holds (the
@@ -68,8 +72,10 @@ func (p *Provider) touchSession(ctx context.Context, instance, sessionID string)
 	var po azcosmos.PatchOperations
 	po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10))
 	po.AppendSet("/lastActivity", now)
-	if _, err := p.patchDoc(ctx, instance, sessionDocID(sessionID), po, idempotentWrite); err != nil &&
-		!isStatus(err, http.StatusPreconditionFailed) && !isStatus(err, http.StatusNotFound) {
+	etag, err := p.patchDoc(ctx, instance, sessionDocID(sessionID), po, idempotentWrite)
+	if err == nil {
+		p.workPool.sessionWritten(instance, sessionID, etag, 0)
+	} else if !isStatus(err, http.StatusPreconditionFailed) && !isStatus(err, http.StatusNotFound) {
 		p.log.Debug("session last-activity update failed", zap.String("instance", instance), zap.Error(err))
 	}
 }
@@ -93,7 +99,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 		names[i] = "@o" + strconv.Itoa(i)
 		params = append(params, param(names[i], o))
 	}
-	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId FROM c WHERE c.type = 'session' AND c.ownerId IN ("+
+	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId, c.sessionId FROM c WHERE c.type = 'session' AND c.ownerId IN ("+
 		strings.Join(names, ",")+") AND c.lockedUntil > @now AND c.lastActivity > @cutoff", params, queryOpts{})
 	if err != nil {
 		return 0, mapError(op, err)
@@ -103,14 +109,19 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 		var s struct {
 			ID         string `json:"id"`
 			InstanceID string `json:"instanceId"`
+			SessionID  string `json:"sessionId"`
 		}
 		if json.Unmarshal(raw, &s) != nil {
 			continue
 		}
 		var po azcosmos.PatchOperations
 		po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10) + " AND c.lastActivity > " + strconv.FormatInt(cutoff, 10))
-		po.AppendSet("/lockedUntil", now+extendFor.Milliseconds())
-		_, err := p.patchDoc(ctx, s.InstanceID, s.ID, po, idempotentWrite)
+		until := now + extendFor.Milliseconds()
+		po.AppendSet("/lockedUntil", until)
+		etag, err := p.patchDoc(ctx, s.InstanceID, s.ID, po, idempotentWrite)
+		if err == nil {
+			p.workPool.sessionWritten(s.InstanceID, s.SessionID, etag, until)
+		}
 		if err := countWrite(&n, err); err != nil {
 			return n, mapError(op, err)
 		}

@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
+	"strconv"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"go.uber.org/zap"
 
@@ -23,6 +22,8 @@ type workCandidate struct {
 	Type         string  `json:"type"`
 	EnqueuedAt   int64   `json:"enqueuedAt"`
 	Seq          string  `json:"seq"`
+	VisibleAt    int64   `json:"visibleAt"`
+	Tag          *string `json:"tag"`
 	ETag         string  `json:"_etag"`
 	SessionID    *string `json:"sessionId"`
 	OwnerID      string  `json:"ownerId"`
@@ -35,20 +36,31 @@ type workCandidate struct {
 // filter accepts and, with session routing, whose session is unowned,
 // expired or owned by session.OwnerID (seeds/cdb-spec.md §3.2, duroxide's
 // SQLite fetch_work_item); nil when there is none. With a nil session only
-// messages without a session are eligible. Requests: 2:
+// messages without a session are eligible.
 //
-//  1. a cross-partition query over this fetch's slots for visible,
-//     unlocked messages matching the filters (and, with session routing,
-//     the active sessions, to skip items owned by other workers);
-//  2. a patch of the message with If-Match on the ETag just read (lock
-//     token, expiry, attempt count + 1), or, for a session item, a
-//     transactional batch of that patch and the session's claim (a create,
-//     or a replace with If-Match when the session exists).
+// Requests: 1 when the candidate is known and locked at the first try: a
+// patch of the message whose filter predicate requires it to be a visible,
+// unlocked worker-queue message (lock token, expiry, attempt count + 1),
+// or, for a session item, a transactional batch of that patch and the
+// session's claim (a create, or a replace with If-Match when the session
+// exists; 1 point read first when the session's state is not known).
 //
-// A lost race costs 1 request more and the next candidate is tried, up to
-// 4; when a full page of candidates held only items of sessions other
-// workers own, the query's further pages are read too. With a positive pollTimeout the fetch polls again every
-// LongPollInterval until work appears or the timeout passes.
+// Candidates come from this process's candidate pool (pool.go): the last
+// candidate query of the fetch's lease slots (and filter), and the
+// messages this process wrote since (a turn's activities, an abandoned
+// item). 1 more request, a cross-partition query of the lease's slots for
+// visible, unlocked messages matching the filters (and, with session
+// routing, the active sessions, to skip items other workers own), is made
+// when the pool's view is older than LongPollInterval, or when it offers
+// nothing to a fetch that must answer now (a zero poll timeout, or the end
+// of the poll timeout); a fetch that is still waiting trusts an empty,
+// recent view, so messages written by other processes are seen within
+// LongPollInterval. A candidate another process took costs 1 request and
+// the next one is tried, up to 4; when the view holds no usable candidate
+// and its last query stopped at a full page, every page is read. With a
+// positive pollTimeout the fetch waits for this process's writes, the
+// visibility of a known message, or the next poll (every LongPollInterval),
+// until work appears or the timeout passes.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	const op = "fetch_work_item"
 	tagClause, tagParams, ok := tagFilterClause(tagFilter)
@@ -56,9 +68,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, nil // TagFilterNone: this worker processes no activities
 	}
 	var locked *duroxide.LockedWorkItem
-	err := p.longPoll(ctx, pollTimeout, func(ctx context.Context) (bool, error) {
+	err := p.longPoll(ctx, pollTimeout, p.workPool, func(ctx context.Context, final bool) (bool, error) {
 		var err error
-		locked, err = p.fetchWorkOnce(ctx, lockTimeout, session, tagClause, tagParams)
+		locked, err = p.fetchWorkOnce(ctx, lockTimeout, session, tagFilter, tagClause, tagParams, final)
 		return locked != nil, err
 	})
 	if err != nil {
@@ -67,102 +79,59 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	return locked, nil
 }
 
-func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration, session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter) (*duroxide.LockedWorkItem, error) {
-	lease, err := p.workerLeases.Acquire(ctx)
-	if err != nil {
-		return nil, err
+// fetchWorkOnce is one attempt: it tries the candidates of a lease's
+// slots, and of other leases when its own has none.
+func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter, tagClause string, tagParams []azcosmos.QueryParameter, final bool) (*duroxide.LockedWorkItem, error) {
+	accept := func(e *poolEntry) bool {
+		return tagFilter.Matches(e.tag) && (session != nil || e.sessionID == nil)
 	}
-	defer lease.Release()
-	now := p.nowMs()
-	where := "(c.type = 'worker_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + tagClause
-	if session == nil {
-		where += " AND IS_NULL(c.sessionId))"
-	} else {
-		where += ") OR (c.type = 'session' AND c.lockedUntil > @now)"
+	var owner *string
+	if session != nil {
+		owner = &session.OwnerID
 	}
-	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" + where + ")" + slotFilter(lease)
-	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
-	// A full page holding only items of sessions other workers own is
-	// followed by a read of all pages.
 	var locked *duroxide.LockedWorkItem
-	err = p.scanCandidates(ctx, q, params, func(raws [][]byte) (bool, error) {
-		var tried int
-		var err error
-		locked, tried, err = p.tryWorkCandidates(ctx, raws, session, lockTimeout)
-		return err != nil || locked != nil || tried > 0, err
+	err := p.acrossLeases(ctx, p.workerLeases, p.workPool, workViewSuffix(tagFilter, session), "", accept, func(lease *SlotLease, v *poolView) (bool, error) {
+		p.traceFetch(workAttempt)
+		return p.tryCandidates(p.workPool, v, "", owner, accept, final, func(all bool) error {
+			return p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, all)
+		}, func(c poolEntry) (bool, bool, error) {
+			var err error
+			locked, err = p.tryLockWork(ctx, c, session, lockTimeout)
+			// Whether it was locked now or by another worker, or its
+			// session belongs to another worker, the candidate is done.
+			return locked != nil, err == nil, err
+		})
 	})
 	return locked, err
 }
 
-// tryWorkCandidates tries to lock the oldest eligible messages among the
-// candidate query's rows, up to maxCandidatesPerFetch of them, and reports
-// how many it tried.
-func (p *Provider) tryWorkCandidates(ctx context.Context, raws [][]byte, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, int, error) {
-	var items []workCandidate
-	sessions := map[[2]string]workCandidate{}
-	for _, raw := range raws {
-		var c workCandidate
-		if json.Unmarshal(raw, &c) != nil {
-			continue
-		}
-		switch c.Type {
-		case typeWorkerQueue:
-			items = append(items, c)
-		case typeSession:
-			if c.SessionID != nil {
-				sessions[[2]string{c.InstanceID, *c.SessionID}] = c
-			}
-		}
-	}
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].EnqueuedAt != items[j].EnqueuedAt {
-			return items[i].EnqueuedAt < items[j].EnqueuedAt
-		}
-		return items[i].Seq < items[j].Seq
-	})
-	tries := 0
-	for _, c := range items {
-		var owned *workCandidate
-		if c.SessionID != nil {
-			if session == nil {
-				continue
-			}
-			if s, ok := sessions[[2]string{c.InstanceID, *c.SessionID}]; ok {
-				if s.OwnerID != session.OwnerID {
-					continue // owned by another worker
-				}
-				owned = &s
-			}
-		}
-		if tries == maxCandidatesPerFetch {
-			break
-		}
-		tries++
-		locked, err := p.tryLockWork(ctx, c, owned, session, lockTimeout)
-		if err != nil || locked != nil {
-			return locked, tries, err
-		}
-	}
-	return nil, tries, nil
+// workLockCondition is the filter predicate of a work item's lock: the
+// document is still a worker-queue message (not a consumed message's
+// tombstone), visible and unlocked at nowMs.
+func workLockCondition(nowMs int64) string {
+	n := strconv.FormatInt(nowMs, 10)
+	return "FROM c WHERE c.type = '" + typeWorkerQueue + "' AND c.visibleAt <= " + n + " AND c.lockedUntil <= " + n
 }
 
-// tryLockWork locks one candidate message (and claims its session); it
-// returns nil, nil when another fetch won.
-func (p *Provider) tryLockWork(ctx context.Context, c workCandidate, owned *workCandidate, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, error) {
+// tryLockWork locks candidate message c (and claims its session); it
+// returns nil, nil when another fetch won, the message is gone, or its
+// session belongs to another worker.
+func (p *Provider) tryLockWork(ctx context.Context, c poolEntry, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, error) {
 	now := p.nowMs()
 	lockID := newLockID()
 	until := now + lockTimeout.Milliseconds()
 	var po azcosmos.PatchOperations
+	po.SetCondition(workLockCondition(now))
 	po.AppendSet("/lockToken", lockID)
 	po.AppendSet("/lockedUntil", until)
 	po.AppendIncrement("/attemptCount", 1)
 
 	var body []byte
 	var etag string
-	if c.SessionID == nil {
-		e := azcore.ETag(c.ETag)
+	p.traceFetch(workPatch)
+	if c.sessionID == nil {
 		err := p.retry.do(ctx, write, func(ctx context.Context) error {
-			resp, err := p.container.PatchItem(ctx, pk(c.InstanceID), c.ID, po, &azcosmos.ItemOptions{IfMatchEtag: &e, EnableContentResponseOnWrite: true})
+			resp, err := p.container.PatchItem(ctx, pk(c.instance), c.id, po, &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
 			if err != nil {
 				return err
 			}
@@ -171,6 +140,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c workCandidate, owned *work
 		})
 		switch {
 		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
+			p.traceFetch(workSkipLockLost)
 			return nil, nil
 		case isAmbiguous(err):
 			return nil, nil // if it landed, the lock expires unused
@@ -178,15 +148,8 @@ func (p *Provider) tryLockWork(ctx context.Context, c workCandidate, owned *work
 			return nil, err
 		}
 	} else {
-		claim, err := p.sessionClaimOp(ctx, c, owned, session, now)
-		if err != nil || claim == nil {
-			return nil, err
-		}
-		results, err := p.runBatch(ctx, c.InstanceID, []batchOp{patchOp(c.ID, po, c.ETag), *claim}, write, true)
-		if err != nil {
-			if _, ok := asBatchFailure(err); ok || isAmbiguous(err) {
-				return nil, nil
-			}
+		results, err := p.lockSessionItem(ctx, c, po, session, now)
+		if err != nil || results == nil {
 			return nil, err
 		}
 		body, etag = results[0].ResourceBody, string(results[0].ETag)
@@ -201,9 +164,49 @@ func (p *Provider) tryLockWork(ctx context.Context, c workCandidate, owned *work
 		// and report it, so the runtime's poison handling can see it.
 		return nil, permanent("fetch_work_item", fmt.Sprintf("worker-queue message %s of instance %q: %v", d.ID, d.InstanceID, err))
 	}
-	token := workerLockToken(c.InstanceID, c.ID, lockID)
-	p.locks.putWorker(token, &workerLock{instance: c.InstanceID, docID: c.ID, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until}, now)
+	token := workerLockToken(c.instance, c.id, lockID)
+	p.locks.putWorker(token, &workerLock{instance: c.instance, docID: c.id, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
+		enqueuedAt: d.EnqueuedAt, seq: d.Seq, tag: d.Tag}, now)
+	p.traceFetch(workFound)
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
+}
+
+// lockSessionItem locks session item c with patch po and claims its
+// session in one transactional batch, and returns the batch's results (nil
+// when the message or the session is taken). A claim that fails because
+// the session this process knew changed since (another of its updates,
+// or another process's) is tried once more with the session read again, so
+// that a session's items keep their order.
+func (p *Provider) lockSessionItem(ctx context.Context, c poolEntry, po azcosmos.PatchOperations, session *duroxide.SessionFetchConfig, now int64) ([]azcosmos.TransactionalBatchResult, error) {
+	key := [2]string{c.instance, *c.sessionID}
+	cand := workCandidate{ID: c.id, InstanceID: c.instance, SessionID: c.sessionID}
+	var owned *workCandidate
+	if s, ok := p.workPool.session(key); ok && s.LockedUntil > now && s.OwnerID == session.OwnerID {
+		owned = &s
+	}
+	for {
+		claim, claimed, err := p.sessionClaimOp(ctx, cand, owned, session, now)
+		if err != nil || claim == nil {
+			return nil, err
+		}
+		results, err := p.runBatch(ctx, c.instance, []batchOp{patchOp(c.id, po, ""), *claim}, write, true)
+		if err == nil {
+			claimed.ETag = string(results[1].ETag)
+			p.workPool.setSession(claimed)
+			return results, nil
+		}
+		bf, isBatch := asBatchFailure(err)
+		if !isBatch && !isAmbiguous(err) {
+			return nil, err
+		}
+		p.workPool.forgetSession(key)
+		if isBatch && bf.Index == 1 && owned != nil {
+			owned = nil // the session changed since this process saw it
+			continue
+		}
+		p.traceFetch(workSkipLockLost)
+		return nil, nil
+	}
 }
 
 // AckWorkItem consumes the locked message (it becomes a tombstone:
@@ -226,6 +229,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	}
 	var ops []batchOp
 	var intent *intentDoc
+	var queued *poolEntry
 	if completion != nil {
 		switch completion.Kind.(type) {
 		case duroxide.ActivityCompletedItem, duroxide.ActivityFailedItem:
@@ -241,6 +245,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 		if d.target == instance {
 			ops = append(ops, createOp(d.id, d.doc))
+			queued = &d.entry
 		} else {
 			intent = &intentDoc{ID: intentDocID(lockID, 0), InstanceID: instance, Type: typeOutboxIntent, CreatedAt: p.nowMs(),
 				Deliveries: []delivery{{TargetInstanceID: d.target, Document: d.doc}}}
@@ -304,7 +309,9 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		cached = false
 	}
 	p.locks.dropWorker(lockToken)
-	p.changes.notify()
+	if queued != nil {
+		p.orchPool.hint(*queued)
+	}
 	if intent != nil {
 		if err := p.deliverIntent(ctx, *intent, quickRetrier.withClosed(p.stop)); err != nil {
 			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.Error(err))
@@ -391,10 +398,11 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	po.AppendSet("/lockToken", jsonNull)
 	po.AppendSet("/lockedUntil", 0)
 	po.AppendSet("/releasedLock", lockID)
-	po.AppendSet("/visibleAt", p.nowMs()+max(delay, 0).Milliseconds())
 	if ignoreAttempt {
 		po.AppendIncrement("/attemptCount", -1)
 	}
+	visibleAt := p.nowMs() + max(delay, 0).Milliseconds()
+	po.AppendSet("/visibleAt", visibleAt)
 	_, err := p.patchDoc(ctx, instance, docID, po, write)
 	if isAmbiguous(err) {
 		// The answer was lost: the abandon landed if the message names
@@ -410,7 +418,10 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	if err != nil {
 		return mapError(op, err)
 	}
+	if l, ok := p.locks.getWorker(lockToken); ok {
+		p.workPool.hint(poolEntry{key: workKey(instance, docID), instance: instance, id: docID, slot: DispatchSlot(instance), worker: true,
+			visibleAt: visibleAt, enqueuedAt: l.enqueuedAt, seq: l.seq, sessionID: l.sessionID, tag: l.tag})
+	}
 	p.locks.dropWorker(lockToken)
-	p.changes.notify()
 	return nil
 }

@@ -1,0 +1,238 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// How a fetch finds its candidates: from this process's candidate pool
+// (pool.go), refreshed by a cross-partition candidate query of the fetch's
+// lease slots when the pool's view of them is old or has nothing for a
+// fetch that must answer now.
+
+// acrossLeases runs try with a lease and the pool's view of its slots
+// (suffix distinguishes views of the same slots with other filters, covers
+// says which messages such a view holds), then, while try found nothing and
+// the pool holds candidates outside those slots that a fetch of scope could
+// take, with the next lease the provider hands out; no lease is tried twice
+// in one call.
+func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool *candidatePool, suffix, scope string, covers func(*poolEntry) bool, try func(*SlotLease, *poolView) (bool, error)) error {
+	seen := map[string]bool{}
+	for {
+		lease, err := leases.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		key := leaseKey(lease) + suffix
+		if seen[key] {
+			lease.Release()
+			return nil
+		}
+		seen[key] = true
+		v := pool.view(key, lease, covers)
+		found, err := try(lease, v)
+		lease.Release()
+		if err != nil || found || !pool.eligibleElsewhere(v, p.nowMs(), scope) {
+			return err
+		}
+	}
+}
+
+// tryCandidates tries to lock the candidates of view v, oldest first, up
+// to maxCandidatesPerFetch, and reports whether one was locked. It queries
+// (refresh) first when v is older than LongPollInterval; when v offers
+// nothing, it queries all pages if v's last query stopped at a full page,
+// and one page if it has not queried yet and the fetch must answer now
+// (final) or v is not fresh. scope is the fetch's skip scope (see
+// candidatePool.skip), owner the fetching worker's session owner
+// (nil: items with a session are not eligible) and accept the fetch's own
+// filter (nil: any). lock reports whether it locked c and whether the pool
+// should forget c.
+func (p *Provider) tryCandidates(pool *candidatePool, v *poolView, scope string, owner *string, accept func(*poolEntry) bool, final bool,
+	refresh func(all bool) error, lock func(c poolEntry) (found, drop bool, err error)) (bool, error) {
+	queried, queriedAll := false, false
+	if pool.stale(v) {
+		if err := refresh(false); err != nil {
+			return false, err
+		}
+		queried = true
+	}
+	for tries := 0; tries < maxCandidatesPerFetch; {
+		c, ok := pool.pick(v, p.nowMs(), scope, owner, accept)
+		if !ok {
+			var err error
+			switch {
+			case pool.partial(v) && !queriedAll:
+				queried, queriedAll = true, true
+				err = refresh(true)
+			case !queried && (final || !pool.fresh(v)):
+				queried = true
+				err = refresh(false)
+			default:
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		tries++
+		found, drop, err := lock(c)
+		pool.release(c, drop)
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// candidateQueryOpts reads one page of candidates, or all of them.
+func candidateQueryOpts(all bool) queryOpts {
+	if all {
+		return queryOpts{pageSize: candidatePageSize}
+	}
+	return queryOpts{maxPages: 1, pageSize: candidatePageSize}
+}
+
+// refreshOrchCandidates runs the orchestrator queue's candidate query over
+// lease's slots (1 request per page): the visible, unlocked messages, and
+// the instances locked now, whose messages are then not tried until the
+// lock expires or this process releases it.
+func (p *Provider) refreshOrchCandidates(ctx context.Context, v *poolView, lease *SlotLease, all bool) error {
+	pool := p.orchPool
+	start := pool.beginRefresh()
+	at, now := time.Now(), p.nowMs()
+	q := "SELECT c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
+		"((c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now) OR " +
+		"(c.type IN ('instance', 'instance_pending') AND c.lockedUntil > @now))" + slotFilter(lease)
+	p.traceFetch(orchCandidateQuery)
+	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, candidateQueryOpts(all))
+	if err != nil {
+		pool.abortRefresh()
+		return err
+	}
+	var rows []poolEntry
+	locks := map[string]instanceHold{}
+	for _, raw := range raws {
+		var r struct {
+			InstanceID   string `json:"instanceId"`
+			Type         string `json:"type"`
+			DispatchSlot int    `json:"dispatchSlot"`
+			EnqueuedAt   int64  `json:"enqueuedAt"`
+			Seq          string `json:"seq"`
+			VisibleAt    int64  `json:"visibleAt"`
+			LockedUntil  int64  `json:"lockedUntil"`
+		}
+		if json.Unmarshal(raw, &r) != nil || r.InstanceID == "" || r.DispatchSlot < 0 || r.DispatchSlot >= NumDispatchSlots {
+			continue
+		}
+		if r.Type == typeOrchQueue {
+			rows = append(rows, poolEntry{key: r.InstanceID, instance: r.InstanceID, slot: uint8(r.DispatchSlot),
+				visibleAt: r.VisibleAt, enqueuedAt: r.EnqueuedAt, seq: r.Seq})
+		} else {
+			locks[r.InstanceID] = instanceHold{until: r.LockedUntil, slot: uint8(r.DispatchSlot)}
+		}
+	}
+	pool.refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, locks, nil)
+	return nil
+}
+
+// refreshWorkCandidates runs the worker queue's candidate query over
+// lease's slots (1 request per page): the visible, unlocked messages the
+// tag filter accepts (only those without a session when session is nil)
+// and, with session routing, the active sessions, to skip items other
+// workers own.
+func (p *Provider) refreshWorkCandidates(ctx context.Context, v *poolView, lease *SlotLease, session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, all bool) error {
+	pool := p.workPool
+	start := pool.beginRefresh()
+	at, now := time.Now(), p.nowMs()
+	where := "(c.type = 'worker_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + tagClause
+	if session == nil {
+		where += " AND IS_NULL(c.sessionId))"
+	} else {
+		where += ") OR (c.type = 'session' AND c.lockedUntil > @now)"
+	}
+	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c.visibleAt, c.tag, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" +
+		where + ")" + slotFilter(lease)
+	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
+	p.traceFetch(workCandidateQuery)
+	raws, err := p.query(ctx, nil, q, params, candidateQueryOpts(all))
+	if err != nil {
+		pool.abortRefresh()
+		return err
+	}
+	var rows []poolEntry
+	var sessions []workCandidate
+	if session != nil {
+		sessions = []workCandidate{}
+	}
+	for _, raw := range raws {
+		var c workCandidate
+		if json.Unmarshal(raw, &c) != nil || c.DispatchSlot < 0 || c.DispatchSlot >= NumDispatchSlots {
+			continue
+		}
+		switch c.Type {
+		case typeWorkerQueue:
+			rows = append(rows, poolEntry{key: workKey(c.InstanceID, c.ID), worker: true, instance: c.InstanceID, id: c.ID, slot: uint8(c.DispatchSlot),
+				visibleAt: c.VisibleAt, enqueuedAt: c.EnqueuedAt, seq: c.Seq, sessionID: c.SessionID, tag: c.Tag})
+		case typeSession:
+			if c.SessionID != nil && sessions != nil {
+				sessions = append(sessions, c)
+			}
+		}
+	}
+	pool.refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, nil, sessions)
+	return nil
+}
+
+// workViewSuffix names the worker-queue views of a tag filter and session
+// mode.
+func workViewSuffix(f duroxide.TagFilter, session *duroxide.SessionFetchConfig) string {
+	var b strings.Builder
+	b.WriteString("|")
+	b.WriteString(strconv.Itoa(int(f.Mode())))
+	for _, t := range f.Tags() {
+		b.WriteString(",")
+		b.WriteString(strconv.Quote(t))
+	}
+	if session != nil {
+		b.WriteString("|sessions")
+	}
+	return b.String()
+}
+
+// queueEntry is the pool entry of a queue document.
+func queueEntry(d *queueDoc) poolEntry {
+	e := poolEntry{key: d.InstanceID, instance: d.InstanceID, id: d.ID, slot: uint8(d.DispatchSlot & 0xff),
+		visibleAt: d.VisibleAt, enqueuedAt: d.EnqueuedAt, seq: d.Seq, sessionID: d.SessionID, tag: d.Tag}
+	if d.Type == typeWorkerQueue {
+		e.key, e.worker = workKey(d.InstanceID, d.ID), true
+	}
+	return e
+}
+
+// hint adds a queue message this process wrote, or made visible again, to
+// the candidate pool of its queue.
+func (p *Provider) hint(e poolEntry) {
+	if e.worker {
+		p.workPool.hint(e)
+	} else {
+		p.orchPool.hint(e)
+	}
+}
+
+// hintDocument is hint for a document's JSON (an outbox delivery); other
+// documents than queue messages are ignored.
+func (p *Provider) hintDocument(raw []byte) {
+	var d queueDoc
+	if json.Unmarshal(raw, &d) == nil && d.InstanceID != "" && (d.Type == typeOrchQueue || d.Type == typeWorkerQueue) {
+		p.hint(queueEntry(&d))
+	}
+}

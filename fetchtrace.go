@@ -1,0 +1,35 @@
+package cdb
+
+// fetchEvent is one step of a fetch, reported to the provider's fetch
+// tracer (tests attribute the requests of a fetch with it; nothing is
+// traced in production, where the tracer is nil).
+type fetchEvent string
+
+// The steps a fetch reports. Those ending in "Query" or "Batch", and
+// workPatch, are one Cosmos DB request each; the "skip" events say why a
+// candidate was given up.
+const (
+	orchAttempt        fetchEvent = "orch attempt"
+	orchCandidateQuery fetchEvent = "orch candidate query"
+	orchStateQuery     fetchEvent = "orch state query"
+	orchLockBatch      fetchEvent = "orch lock batch"
+	orchHistoryQuery   fetchEvent = "orch history query"
+	orchSkipLocked     fetchEvent = "orch skip: instance locked"
+	orchSkipNoVisible  fetchEvent = "orch skip: no visible message"
+	orchSkipNotReady   fetchEvent = "orch skip: waits for a start"
+	orchSkipFiltered   fetchEvent = "orch skip: capability filter"
+	orchSkipLockLost   fetchEvent = "orch skip: lock batch lost"
+	orchFound          fetchEvent = "orch found"
+	workAttempt        fetchEvent = "work attempt"
+	workCandidateQuery fetchEvent = "work candidate query"
+	workPatch          fetchEvent = "work lock"
+	workSkipLockLost   fetchEvent = "work skip: lock lost"
+	workFound          fetchEvent = "work found"
+)
+
+// traceFetch reports ev to the fetch tracer, if one is set.
+func (p *Provider) traceFetch(ev fetchEvent) {
+	if p.fetchTracer != nil {
+		p.fetchTracer(ev)
+	}
+}

@@ -1,0 +1,542 @@
+package cdb
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// candidatePool is what this process knows about one queue's candidates,
+// so that most fetches need no candidate query: the rows of the last
+// candidate query of each lease's slots (a "view"), kept for
+// LongPollInterval, plus the messages this process itself wrote since
+// (hints: an enqueue, a turn's queue documents, a work item's completion,
+// an outbox delivery, an abandon). Fetches of this process take candidates
+// from it one at a time, so two of them never try the same one.
+//
+// The pool is never a source of truth. Every candidate is checked by the
+// write that locks it (the instance lock's If-Match on the ETag just read,
+// the work item lock's filter predicate on visibility and lock), so a stale
+// entry costs a request, never a wrong answer. What it changes is when a
+// fetch sees messages other processes wrote: at the next candidate query,
+// at most LongPollInterval after the previous one (a fetch with a zero poll
+// timeout, or at the end of its poll timeout, that finds nothing in the
+// pool always queries).
+type candidatePool struct {
+	mu  sync.Mutex
+	ttl time.Duration
+	gen uint64
+	// views are keyed by lease (and, for the worker queue, filter).
+	views map[string]*poolView
+	// claimed holds the keys a fetch is trying now, with the generation of
+	// the entry it took.
+	claimed map[string]uint64
+	// changed records, while a candidate query is in flight, the keys this
+	// process changed (and when), so that the query's older rows do not
+	// overwrite them.
+	changed  map[string]uint64
+	inflight int
+	// locked is, per instance, when its lock (this process's or another's,
+	// as last seen) expires; skipped, until when its messages are not worth
+	// trying (they wait for a start, or the capability filter excludes
+	// it). Orchestrator queue only.
+	locked  map[string]instanceHold
+	skipped map[string]instanceHold
+	// sessions are the active sessions the last candidate queries saw
+	// (worker queue, session routing).
+	sessions map[[2]string]workCandidate
+	wake     *notifier
+}
+
+// instanceHold is a time (ms) until which an instance is not tried, and
+// its dispatch slot; a skip's scope says which fetches it applies to (""
+// for all, or a capability filter's scope).
+type instanceHold struct {
+	until int64
+	slot  uint8
+	scope string
+}
+
+// poolEntry is one candidate: on the orchestrator queue an instance with
+// messages (the earliest visibility and the oldest message among those
+// known), on the worker queue one message.
+type poolEntry struct {
+	key        string
+	instance   string
+	id         string
+	slot       uint8
+	visibleAt  int64
+	enqueuedAt int64
+	seq        string
+	// worker is true for a worker-queue message.
+	worker bool
+	// Worker queue only: the message's session and tag.
+	sessionID *string
+	tag       *string
+	gen       uint64
+}
+
+// before orders entries by enqueue time, then sequence key.
+func (e *poolEntry) before(o *poolEntry) bool {
+	if e.enqueuedAt != o.enqueuedAt {
+		return e.enqueuedAt < o.enqueuedAt
+	}
+	return e.seq < o.seq
+}
+
+// workKey is the pool key of a worker-queue message (ids are unique per
+// partition only).
+func workKey(instance, id string) string { return instance + "\x00" + id }
+
+// poolView is the candidates of one lease's slots (and filter).
+type poolView struct {
+	slots   [NumDispatchSlots]bool
+	covers  func(*poolEntry) bool
+	entries map[string]*poolEntry
+	// queried is when the last candidate query of the view started (zero:
+	// never); partial, that it stopped at a full page, so the view may
+	// miss candidates.
+	queried time.Time
+	partial bool
+}
+
+// Bounds that keep the pool small whatever the load.
+const (
+	// maxPoolViews caps the views (lease providers other than the default
+	// one may hand out many different slot sets).
+	maxPoolViews = 64
+	// maxViewEntries caps the entries of a view; beyond it, hints are not
+	// kept and the view counts as partial, so fetches query again.
+	maxViewEntries = 10_000
+	// maxInstanceHints caps the per-instance maps (locks, skips); past it
+	// they start over.
+	maxInstanceHints = 65_536
+)
+
+func newCandidatePool(ttl time.Duration) *candidatePool {
+	return &candidatePool{
+		ttl: ttl, views: map[string]*poolView{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
+		locked: map[string]instanceHold{}, skipped: map[string]instanceHold{},
+		sessions: map[[2]string]workCandidate{}, wake: newNotifier(),
+	}
+}
+
+// leaseKey names a lease's slot set.
+func leaseKey(l *SlotLease) string {
+	if l == nil || l.All || len(l.Slots) == 0 {
+		return "all"
+	}
+	var b strings.Builder
+	for i, s := range l.Slots {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(s)))
+	}
+	return b.String()
+}
+
+// view returns the view named key, creating it for lease's slots and
+// covers (nil: every message of the slots) when missing.
+func (p *candidatePool) view(key string, l *SlotLease, covers func(*poolEntry) bool) *poolView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.views[key]; ok {
+		return v
+	}
+	if len(p.views) >= maxPoolViews {
+		p.views = map[string]*poolView{}
+	}
+	v := &poolView{covers: covers, entries: map[string]*poolEntry{}}
+	if l == nil || l.All || len(l.Slots) == 0 {
+		for i := range v.slots {
+			v.slots[i] = true
+		}
+	} else {
+		for _, s := range l.Slots {
+			v.slots[s] = true
+		}
+	}
+	p.views[key] = v
+	return v
+}
+
+// fresh reports whether v's last query is recent and complete enough that
+// an empty view means no work.
+func (p *candidatePool) fresh(v *poolView) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !v.queried.IsZero() && !v.partial && time.Since(v.queried) < p.ttl
+}
+
+// partial reports whether v's last query stopped at a full page.
+func (p *candidatePool) partial(v *poolView) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return v.partial
+}
+
+// stale reports whether v should be queried before it is used.
+func (p *candidatePool) stale(v *poolView) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return v.queried.IsZero() || time.Since(v.queried) >= p.ttl
+}
+
+// beginRefresh marks a candidate query of v as started and returns the
+// generation it started at.
+func (p *candidatePool) beginRefresh() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight++
+	return p.gen
+}
+
+// abortRefresh ends a candidate query that failed.
+func (p *candidatePool) abortRefresh() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endRefreshLocked()
+}
+
+func (p *candidatePool) endRefreshLocked() {
+	p.inflight--
+	if p.inflight == 0 {
+		clear(p.changed)
+	}
+}
+
+// refreshed replaces v's entries with rows, the candidate query that
+// started at generation start and time at (nowMs on the provider's clock)
+// returned, except for keys this process changed since it started and for
+// entries not yet visible then (the query cannot see them). locks are the
+// instances of v's slots the query saw locked (orchestrator queue), and
+// sessions the active sessions it saw (worker queue, session routing; nil
+// otherwise).
+func (p *candidatePool) refreshed(v *poolView, start uint64, at time.Time, nowMs int64, rows []poolEntry, partial bool, locks map[string]instanceHold, sessions []workCandidate) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.endRefreshLocked()
+	// A key changed since the query started, or claimed by a fetch that
+	// is trying it, keeps what this process knows.
+	newer := func(key string) bool {
+		_, busy := p.claimed[key]
+		return busy || p.changed[key] > start
+	}
+	for key, e := range v.entries {
+		if !newer(key) && e.visibleAt <= nowMs {
+			delete(v.entries, key)
+		}
+	}
+	for i := range rows {
+		r := rows[i]
+		if newer(r.key) || len(v.entries) >= maxViewEntries {
+			continue
+		}
+		r.gen = start
+		if cur, ok := v.entries[r.key]; ok {
+			mergeEntry(cur, &r)
+			continue
+		}
+		v.entries[r.key] = &r
+	}
+	if locks != nil {
+		for inst, h := range p.locked {
+			if v.slots[h.slot] && !newer(inst) {
+				delete(p.locked, inst)
+			}
+		}
+		for inst, h := range locks {
+			if !newer(inst) {
+				p.locked[inst] = h
+			}
+		}
+	}
+	if sessions != nil {
+		for k, s := range p.sessions {
+			if v.slots[s.DispatchSlot&0xff] && !newer(sessionKey(k)) {
+				delete(p.sessions, k)
+			}
+		}
+		for _, s := range sessions {
+			k := [2]string{s.InstanceID, *s.SessionID}
+			if !newer(sessionKey(k)) {
+				p.sessions[k] = s
+			}
+		}
+	}
+	for inst, h := range p.skipped {
+		if h.until <= nowMs {
+			delete(p.skipped, inst)
+		}
+	}
+	if at.After(v.queried) {
+		v.queried = at
+	}
+	v.partial = partial || len(v.entries) >= maxViewEntries
+}
+
+// sessionKey is the changed-map key of a session.
+func sessionKey(k [2]string) string { return "session\x00" + k[0] + "\x00" + k[1] }
+
+// mergeEntry folds another sighting of the same key into cur: the earliest
+// visibility and the oldest message win.
+func mergeEntry(cur, e *poolEntry) {
+	cur.visibleAt = min(cur.visibleAt, e.visibleAt)
+	if e.before(cur) {
+		cur.enqueuedAt, cur.seq = e.enqueuedAt, e.seq
+	}
+	cur.gen = max(cur.gen, e.gen)
+	if cur.sessionID == nil {
+		cur.sessionID, cur.tag = e.sessionID, e.tag
+	}
+}
+
+// pick takes the oldest entry of v that is visible at nowMs, not claimed,
+// not held (locked, or skipped for fetches of scope), accepted by accept
+// (nil: any) and, for a message with a session, that owner (nil: nobody)
+// may take: the session is not active under another owner as last seen.
+// It claims the entry; ok is false when there is none.
+func (p *candidatePool) pick(v *poolView, nowMs int64, scope string, owner *string, accept func(*poolEntry) bool) (poolEntry, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var best *poolEntry
+	for key, e := range v.entries {
+		if !p.eligibleLocked(key, e, nowMs, scope) || (accept != nil && !accept(e)) || !p.sessionAllowsLocked(e, owner, nowMs) {
+			continue
+		}
+		if best == nil || e.before(best) {
+			best = e
+		}
+	}
+	if best == nil {
+		return poolEntry{}, false
+	}
+	p.claimed[best.key] = best.gen
+	return *best, true
+}
+
+// sessionAllowsLocked reports whether owner may take e as far as its
+// session goes.
+func (p *candidatePool) sessionAllowsLocked(e *poolEntry, owner *string, nowMs int64) bool {
+	if e.sessionID == nil {
+		return true
+	}
+	if owner == nil {
+		return false
+	}
+	s, ok := p.sessions[[2]string{e.instance, *e.sessionID}]
+	return !ok || s.LockedUntil <= nowMs || s.OwnerID == *owner
+}
+
+// eligibleLocked reports whether e could be taken at nowMs by a fetch of
+// scope: visible, not claimed, its instance neither locked nor skipped for
+// that scope.
+func (p *candidatePool) eligibleLocked(key string, e *poolEntry, nowMs int64, scope string) bool {
+	if e.visibleAt > nowMs {
+		return false
+	}
+	if _, busy := p.claimed[key]; busy {
+		return false
+	}
+	if s := p.skipped[e.instance]; s.until > nowMs && (s.scope == "" || s.scope == scope) {
+		return false
+	}
+	return p.locked[e.instance].until <= nowMs
+}
+
+// eligibleElsewhere reports whether a view other than v holds an entry a
+// fetch could take at nowMs (a fetch whose lease has nothing then tries
+// another lease).
+func (p *candidatePool) eligibleElsewhere(v *poolView, nowMs int64, scope string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range p.views {
+		if o == v {
+			continue
+		}
+		for key, e := range o.entries {
+			if p.eligibleLocked(key, e, nowMs, scope) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// release ends the claim on e. With drop, e is forgotten (it was locked,
+// or has nothing left to lock) unless a hint renewed it since it was
+// picked.
+func (p *candidatePool) release(e poolEntry, drop bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.claimed, e.key)
+	if !drop {
+		return
+	}
+	for _, v := range p.views {
+		if cur, ok := v.entries[e.key]; ok && cur.gen <= e.gen {
+			delete(v.entries, e.key)
+		}
+	}
+	p.touchLocked(e.key)
+}
+
+// touchLocked records a local change of key.
+func (p *candidatePool) touchLocked(key string) {
+	p.gen++
+	if p.inflight > 0 {
+		p.changed[key] = p.gen
+	}
+}
+
+// hint adds a message this process wrote (or made visible again) to the
+// views that cover it and wakes waiting fetches.
+func (p *candidatePool) hint(e poolEntry) {
+	p.mu.Lock()
+	p.touchLocked(e.key)
+	e.gen = p.gen
+	for _, v := range p.views {
+		if !v.slots[e.slot] || (v.covers != nil && !v.covers(&e)) {
+			continue
+		}
+		if cur, ok := v.entries[e.key]; ok {
+			mergeEntry(cur, &e)
+			cur.gen = e.gen
+			continue
+		}
+		if len(v.entries) >= maxViewEntries {
+			v.partial = true
+			continue
+		}
+		c := e
+		v.entries[e.key] = &c
+	}
+	p.mu.Unlock()
+	p.wake.notify()
+}
+
+// lock records that instance is locked until untilMs (by this process, or
+// as a read found it); unlock that this process released its lock.
+func (p *candidatePool) lock(instance string, untilMs int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.locked) >= maxInstanceHints {
+		clear(p.locked)
+	}
+	p.locked[instance] = instanceHold{until: untilMs, slot: DispatchSlot(instance)}
+	p.touchLocked(instance)
+}
+
+func (p *candidatePool) unlock(instance string) {
+	p.mu.Lock()
+	delete(p.locked, instance)
+	p.touchLocked(instance)
+	p.mu.Unlock()
+	p.wake.notify()
+}
+
+// skip records that instance is not worth trying before untilMs for the
+// fetches of scope ("": all of them).
+func (p *candidatePool) skip(instance string, untilMs int64, scope string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.skipped) >= maxInstanceHints {
+		clear(p.skipped)
+	}
+	p.skipped[instance] = instanceHold{until: untilMs, slot: DispatchSlot(instance), scope: scope}
+}
+
+// unskip clears instance's skip.
+func (p *candidatePool) unskip(instance string) {
+	p.mu.Lock()
+	delete(p.skipped, instance)
+	p.mu.Unlock()
+}
+
+// session returns the active session k as the last query saw it.
+func (p *candidatePool) session(k [2]string) (workCandidate, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.sessions[k]
+	return s, ok
+}
+
+// setSession records a session this process just claimed; forgetSession
+// forgets one whose claim failed.
+func (p *candidatePool) setSession(s workCandidate) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := [2]string{s.InstanceID, *s.SessionID}
+	p.sessions[k] = s
+	p.touchLocked(sessionKey(k))
+}
+
+// sessionWritten records a session's new ETag (and, when untilMs is not
+// 0, its new lock expiry) after this process updated it, if it is known.
+func (p *candidatePool) sessionWritten(instance, sessionID, etag string, untilMs int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := [2]string{instance, sessionID}
+	s, ok := p.sessions[k]
+	if !ok {
+		return
+	}
+	s.ETag = etag
+	if untilMs != 0 {
+		s.LockedUntil = untilMs
+	}
+	p.sessions[k] = s
+	p.touchLocked(sessionKey(k))
+}
+
+func (p *candidatePool) forgetSession(k [2]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.sessions, k)
+	p.touchLocked(sessionKey(k))
+}
+
+// nextChange returns the earliest time (ms) after nowMs at which an entry
+// becomes visible or a hold on an instance with an entry ends; ok is false
+// when nothing is pending.
+func (p *candidatePool) nextChange(nowMs int64) (atMs int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	consider := func(t int64) {
+		if t > nowMs && (!ok || t < atMs) {
+			atMs, ok = t, true
+		}
+	}
+	for _, v := range p.views {
+		for _, e := range v.entries {
+			consider(e.visibleAt)
+			consider(p.locked[e.instance].until)
+			consider(p.skipped[e.instance].until)
+		}
+	}
+	return atMs, ok
+}
+
+// forgetInstance drops everything known about instance (it was deleted).
+func (p *candidatePool) forgetInstance(instance string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, v := range p.views {
+		for key, e := range v.entries {
+			if e.instance == instance {
+				delete(v.entries, key)
+				p.touchLocked(key)
+			}
+		}
+	}
+	delete(p.locked, instance)
+	delete(p.skipped, instance)
+	for k := range p.sessions {
+		if k[0] == instance {
+			delete(p.sessions, k)
+		}
+	}
+	p.touchLocked(instance)
+}
