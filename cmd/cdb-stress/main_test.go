@@ -214,6 +214,8 @@ func TestRecordEntry(t *testing.T) {
 	require.Contains(t, e, "- Command: `go run ./cmd/cdb-stress -duration 10s -configs 2/2`\n")
 	require.Contains(t, e, "```\nTABLE\n```\n")
 	require.Equal(t, `go run ./cmd/cdb-stress -x "a b"`, commandLine([]string{"-x", "a b"}))
+	require.Equal(t, "go run ./cmd/cdb-stress -configs 2/2 -scenario large", commandLine([]string{
+		"-record", "RESULTS.md", "-configs", "2/2", "--record=x.md", "-scenario", "large", "-record=y.md"}), "where the run is recorded is not part of the command")
 	require.Regexp(t, `^(unknown|[0-9.]+ [0-9.]+ [0-9.]+)$`, loadAverage())
 	require.Regexp(t, `^[0-9]+ cores, `, machine())
 }

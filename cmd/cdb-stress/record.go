@@ -86,10 +86,19 @@ func changesSince(since string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// commandLine is the go run command that reproduces args.
+// commandLine is the go run command that reproduces args; the -record
+// flag (where the run was written down, not how it ran) is left out.
 func commandLine(args []string) string {
 	parts := []string{"go run ./cmd/cdb-stress"}
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); {
+		case strings.HasPrefix(a, "-") && name == "record" && hasValue:
+			continue
+		case strings.HasPrefix(a, "-") && name == "record":
+			i++ // and its value
+			continue
+		}
 		if strings.ContainsAny(a, " \t'\"") {
 			a = strconv.Quote(a)
 		}
