@@ -196,6 +196,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		}
 	}
 	p.locks.dropOrch(lockToken)
+	p.orchPool.setExec(instance, executionID)
 	for _, e := range plan.queued {
 		p.hint(e)
 	}

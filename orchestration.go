@@ -44,38 +44,39 @@ const unknownVersion = "unknown"
 // orchestrator-queue messages and returns its turn (seeds/cdb-spec.md §3.1,
 // seeds/cdb-architecture.md §6.1), or nil when there is none.
 //
-// Requests: 3 when the candidate is known and locked at the first try (2
-// for a new instance, which has no history yet):
+// Requests: 2 when the candidate is known and locked at the first try:
 //
 //  1. a single-partition query returning the instance document, its
-//     messages and its KV documents; capability filtering and the
-//     QueueMessage-without-instance rule are decided here, before the lock
-//     and before any history is read;
+//     messages, its KV documents and the history documents of the
+//     execution this process last saw current (the first one when it saw
+//     none); capability filtering and the QueueMessage-without-instance
+//     rule are decided here, before the lock, and the history is decoded
+//     only once the lock is held;
 //  2. a transactional batch that takes the lock (a patch of the instance
 //     document with If-Match on the ETag just read, or the creation of a
 //     pending instance document) and tags the visible messages (lock token,
-//     lock expiry, attempt count + 1);
-//  3. a single-partition query for the current execution's history, up to
-//     the watermark.
+//     lock expiry, attempt count + 1).
 //
 // Candidates come from this process's candidate pool (pool.go): the last
 // candidate query of the fetch's lease slots, and the messages this
 // process wrote since. 1 more request, a cross-partition query of the
 // lease's slots for visible, unlocked messages and for locked instances
 // (whose messages are then not tried), is made when the pool's view of the
-// slots is older than LongPollInterval, or when it offers nothing to a fetch
-// that must answer now (a zero poll timeout, or the end of the poll
+// slots is older than LongPollInterval, or when it offers nothing to a
+// fetch that must answer now (a zero poll timeout, or the end of the poll
 // timeout); a fetch that is still waiting trusts an empty, recent view, so
-// messages written by other processes are seen within LongPollInterval. A
-// candidate that cannot be locked (it
-// is locked, its messages wait for a start, another process won the race)
-// costs 1 or 2 more requests and the next one is tried, up to 4; when the
-// view holds no usable candidate and its last query stopped at a full page
-// (200 messages), every page is read. With a positive pollTimeout the fetch
-// waits for this process's writes, the visibility of a known message, or
-// the next poll (every LongPollInterval), until work appears or the timeout
-// passes. An undecodable history is returned in HistoryError with the lock
-// held; a failure after the lock was taken releases it before the error is
+// messages written by other processes are seen within LongPollInterval. 1
+// more, a history query, when the instance is on another execution than
+// the one read with its state (or that read missed events). A candidate
+// that cannot be locked (it is locked, its messages wait for a start,
+// another process won the race) costs 1 or 2 more requests and the next
+// one is tried, up to 4; when the view holds no usable candidate and its
+// last query stopped at a full page (200 messages), every page is read.
+// With a positive pollTimeout the fetch waits for this process's writes,
+// the visibility of a known message, or the next poll (every
+// LongPollInterval), until work appears or the timeout passes. An
+// undecodable history is returned in HistoryError with the lock held; a
+// failure after the lock was taken releases it before the error is
 // returned.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	const op = "fetch_orchestration_item"
@@ -115,9 +116,17 @@ func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.
 }
 
 // readOrchState reads, with one single-partition query, the instance
-// document, the orchestrator-queue messages and the KV documents.
-func (p *Provider) readOrchState(ctx context.Context, instance string) (partitionState, error) {
-	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'orch_queue', 'kv')", nil, queryOpts{})
+// document, the orchestrator-queue messages, the KV documents and, when
+// executionID is not 0, that execution's history documents (unsorted,
+// staged ones included).
+func (p *Provider) readOrchState(ctx context.Context, instance string, executionID uint64) (partitionState, error) {
+	q := "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'orch_queue', 'kv')"
+	var params []azcosmos.QueryParameter
+	if executionID > 0 {
+		q += " OR (c.type = 'history' AND c.executionId = @e)"
+		params = append(params, param("@e", executionID))
+	}
+	raws, err := p.query(ctx, &instance, q, params, queryOpts{pageSize: -1})
 	if err != nil {
 		return partitionState{}, err
 	}
@@ -175,8 +184,9 @@ func allQueueMessages(items []duroxide.WorkItem) bool {
 // is left to lock).
 func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
 	instance := c.instance
+	execHint := max(p.orchPool.exec(instance), duroxide.InitialExecutionID)
 	p.traceFetch(orchStateQuery)
-	st, err := p.readOrchState(ctx, instance)
+	st, err := p.readOrchState(ctx, instance, execHint)
 	if err != nil {
 		return nil, false, err
 	}
@@ -300,10 +310,8 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 			item.Version = *doc.OrchestrationVersion
 		}
 		item.ExecutionID = doc.CurrentExecutionID
-		if doc.HistoryWatermark > 0 {
-			p.traceFetch(orchHistoryQuery)
-		}
-		history, herr := p.readHistory(ctx, instance, doc.CurrentExecutionID, doc.HistoryWatermark)
+		p.orchPool.setExec(instance, doc.CurrentExecutionID)
+		history, herr := p.turnHistory(ctx, instance, &doc, execHint, st.history)
 		switch {
 		case herr == nil:
 			item.History = history
@@ -340,6 +348,39 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 	}, now)
 	p.traceFetch(orchFound)
 	return item, !rest, nil
+}
+
+// turnHistory returns the current execution's history for a turn: from
+// the documents read with the instance's state (folded, of execution
+// folded) when they are that execution's and complete up to its watermark,
+// and otherwise with 1 history query.
+func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instanceDoc, folded uint64, docs []historyDoc) ([]duroxide.Event, error) {
+	exec, watermark := doc.CurrentExecutionID, doc.HistoryWatermark
+	if exec == folded && completeHistory(docs, watermark) {
+		events, err := decodeHistory(instance, exec, watermark, docs)
+		if err != nil {
+			return nil, &decodeError{err}
+		}
+		return events, nil
+	}
+	if watermark > 0 {
+		p.traceFetch(orchHistoryQuery)
+	}
+	return p.readHistory(ctx, instance, exec, watermark)
+}
+
+// completeHistory reports whether docs (one execution's) hold every event
+// id from 1 to watermark: duroxide numbers an execution's events from 1
+// without gaps, and each id has one document, so a read that raced a
+// commit is caught by the count.
+func completeHistory(docs []historyDoc, watermark uint64) bool {
+	n := uint64(0)
+	for _, d := range docs {
+		if d.EventID >= 1 && d.EventID <= watermark {
+			n++
+		}
+	}
+	return n == watermark
 }
 
 // dropOrphanQueueMessages deletes QueueMessage items of an instance that was
@@ -403,7 +444,7 @@ func (p *Provider) readHistory(ctx context.Context, instance string, executionID
 func (p *Provider) queryHistory(ctx context.Context, instance string, executionID, watermark uint64) ([]historyDoc, error) {
 	raws, err := p.query(ctx, &instance,
 		"SELECT * FROM c WHERE c.type = 'history' AND c.executionId = @e AND c.eventId <= @w",
-		[]azcosmos.QueryParameter{param("@e", executionID), param("@w", watermark)}, queryOpts{})
+		[]azcosmos.QueryParameter{param("@e", executionID), param("@w", watermark)}, queryOpts{pageSize: -1})
 	if err != nil {
 		return nil, err
 	}

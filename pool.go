@@ -43,6 +43,9 @@ type candidatePool struct {
 	// it). Orchestrator queue only.
 	locked  map[string]instanceHold
 	skipped map[string]instanceHold
+	// execs is the current execution of instances, as last seen, for
+	// reading the history with the instance's state.
+	execs map[string]uint64
 	// sessions are the active sessions the last candidate queries saw
 	// (worker queue, session routing).
 	sessions map[[2]string]workCandidate
@@ -109,15 +112,15 @@ const (
 	// maxViewEntries caps the entries of a view; beyond it, hints are not
 	// kept and the view counts as partial, so fetches query again.
 	maxViewEntries = 10_000
-	// maxInstanceHints caps the per-instance maps (locks, skips); past it
-	// they start over.
+	// maxInstanceHints caps the per-instance maps (locks, skips,
+	// executions); past it they start over.
 	maxInstanceHints = 65_536
 )
 
 func newCandidatePool(ttl time.Duration) *candidatePool {
 	return &candidatePool{
 		ttl: ttl, views: map[string]*poolView{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
-		locked: map[string]instanceHold{}, skipped: map[string]instanceHold{},
+		locked: map[string]instanceHold{}, skipped: map[string]instanceHold{}, execs: map[string]uint64{},
 		sessions: map[[2]string]workCandidate{}, wake: newNotifier(),
 	}
 }
@@ -455,6 +458,23 @@ func (p *candidatePool) unskip(instance string) {
 	p.mu.Unlock()
 }
 
+// setExec records instance's current execution.
+func (p *candidatePool) setExec(instance string, executionID uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.execs) >= maxInstanceHints {
+		clear(p.execs)
+	}
+	p.execs[instance] = executionID
+}
+
+// exec returns instance's current execution as last seen, or 0.
+func (p *candidatePool) exec(instance string) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.execs[instance]
+}
+
 // session returns the active session k as the last query saw it.
 func (p *candidatePool) session(k [2]string) (workCandidate, bool) {
 	p.mu.Lock()
@@ -533,6 +553,7 @@ func (p *candidatePool) forgetInstance(instance string) {
 	}
 	delete(p.locked, instance)
 	delete(p.skipped, instance)
+	delete(p.execs, instance)
 	for k := range p.sessions {
 		if k[0] == instance {
 			delete(p.sessions, k)

@@ -124,7 +124,8 @@ func (p *Provider) requireInstance(ctx context.Context, op, instance string) (*i
 type queryOpts struct {
 	// maxPages stops after this many non-empty pages (0: all).
 	maxPages int
-	// pageSize is the page size hint (0: the service's default).
+	// pageSize is the page size hint (0: the service's default, 100
+	// documents; -1: as many as fit in the service's 4 MB page).
 	pageSize int32
 }
 

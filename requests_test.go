@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
 )
 
@@ -36,29 +37,29 @@ func dataRequests(s *emulator.Server) int64 {
 // hello-world orchestration when the provider's candidate pool is fresh
 // (the candidate query of the warm-up is still trusted, and the
 // orchestration's messages were written by this process): the figures the
-// methods' doc comments give (fetch 2 for a new instance and 3 with
-// history, ack 1, work-item fetch 1, work-item ack 1, enqueue 1).
+// methods' doc comments give (fetch 2, with or without history, ack 1,
+// work-item fetch 1, work-item ack 1, enqueue 1).
 func TestRequestBudget(t *testing.T) {
 	got := countHelloWorld(t, time.Hour)
 	want := map[helloStep]int64{
 		stepEnqueue: 1, stepFetchNew: 2, stepAckFirst: 1, stepFetchWork: 1,
-		stepAckWork: 1, stepFetchAgain: 3, stepAckLast: 1,
+		stepAckWork: 1, stepFetchAgain: 2, stepAckLast: 1,
 	}
 	assert.Equal(t, want, got)
-	assert.Equal(t, int64(10), total(got), "requests per hello-world orchestration")
+	assert.Equal(t, int64(9), total(got), "requests per hello-world orchestration")
 }
 
 // TestRequestBudgetStalePool is TestRequestBudget with a candidate pool
 // that is never fresh (LongPollInterval of 1 ns): each fetch makes its
-// candidate query first (fetch 3 and 4, work-item fetch 2).
+// candidate query first (fetch 3, work-item fetch 2).
 func TestRequestBudgetStalePool(t *testing.T) {
 	got := countHelloWorld(t, time.Nanosecond)
 	want := map[helloStep]int64{
 		stepEnqueue: 1, stepFetchNew: 3, stepAckFirst: 1, stepFetchWork: 2,
-		stepAckWork: 1, stepFetchAgain: 4, stepAckLast: 1,
+		stepAckWork: 1, stepFetchAgain: 3, stepAckLast: 1,
 	}
 	assert.Equal(t, want, got)
-	assert.Equal(t, int64(13), total(got), "requests per hello-world orchestration")
+	assert.Equal(t, int64(12), total(got), "requests per hello-world orchestration")
 }
 
 // countHelloWorld runs a warm-up and a counted hello-world orchestration on
@@ -84,6 +85,54 @@ func total(m map[helloStep]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// TestRequestBudgetHistoryOfAnotherExecution checks the fetch of a process
+// that does not know the instance's current execution: it reads the first
+// execution's history with the instance's state, sees that the instance has
+// moved on (continued as new), and reads the current execution's history
+// with 1 more query (candidate query, state, lock, history: 4). The turn
+// carries the current execution's history only.
+func TestRequestBudgetHistoryOfAnotherExecution(t *testing.T) {
+	c := newCluster(t)
+	a, _ := c.process(t, nil)
+	ctx := context.Background()
+	const instance = "continued"
+	startAndAckFirst(t, a, instance)
+	// Execution 2 (as after a ContinueAsNew), acked by the same process.
+	require.NoError(t, a.EnqueueForOrchestrator(ctx, raised(instance, "go", `"x"`), 0))
+	item, err := fetchInstance(ctx, a, instance)
+	require.NoError(t, err)
+	second := []duroxide.Event{
+		duroxide.NewEvent(1, instance, 2, nil, duroxide.OrchestrationStarted{Name: helloOrch, Version: helloVersion, Input: `"again"`}),
+		duroxide.NewEvent(2, instance, 2, nil, duroxide.ExternalSubscribed{Name: "next"}),
+	}
+	require.NoError(t, a.AckOrchestrationItem(ctx, item.LockToken, 2, second, nil, nil, runningMetadata(), nil))
+
+	// Another process on the same container knows nothing of the instance.
+	b, _ := c.process(t, nil)
+	require.NoError(t, b.EnqueueForOrchestrator(ctx, raised(instance, "next", `"y"`), 0))
+	c.emu.ResetCounters()
+	item, err = fetchInstance(ctx, b, instance)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), dataRequests(c.emu), "candidate query, state with execution 1's history, lock, execution 2's history")
+	assert.Equal(t, uint64(2), item.ExecutionID)
+	require.Len(t, item.History, 2)
+	for _, ev := range item.History {
+		assert.Equal(t, uint64(2), ev.ExecutionID, "event %d", ev.EventID)
+	}
+
+	// Now that it knows, its next fetch of the instance reads the right
+	// history with the state.
+	require.NoError(t, b.AckOrchestrationItem(ctx, item.LockToken, 2, []duroxide.Event{
+		duroxide.NewEvent(3, instance, 2, nil, duroxide.ExternalEvent{Name: "next", Data: `"y"`}),
+	}, nil, nil, runningMetadata(), nil))
+	require.NoError(t, b.EnqueueForOrchestrator(ctx, raised(instance, "later", `"z"`), 0))
+	c.emu.ResetCounters()
+	item, err = fetchInstance(ctx, b, instance)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, dataRequests(c.emu), int64(3), "state with the current execution's history, lock, and at most a candidate query")
+	assert.Len(t, item.History, 3)
 }
 
 // BenchmarkHelloWorldRequests runs hello-world orchestrations (start, one
