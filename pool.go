@@ -395,11 +395,16 @@ func (p *candidatePool) touchLocked(key string) {
 }
 
 // hint adds a message this process wrote (or made visible again) to the
-// views that cover it and wakes waiting fetches.
+// views that cover it and wakes waiting fetches. An orchestrator-queue
+// message ends its instance's wait for a start.
 func (p *candidatePool) hint(e poolEntry) {
 	p.mu.Lock()
 	p.touchLocked(e.key)
 	e.gen = p.gen
+	if s, ok := p.skipped[e.instance]; ok && s.scope == "" && !e.worker {
+		// The new message may be the start its messages waited for.
+		delete(p.skipped, e.instance)
+	}
 	for _, v := range p.views {
 		if !v.slots[e.slot] || (v.covers != nil && !v.covers(&e)) {
 			continue
@@ -421,7 +426,8 @@ func (p *candidatePool) hint(e poolEntry) {
 }
 
 // lock records that instance is locked until untilMs (by this process, or
-// as a read found it); unlock that this process released its lock.
+// as a read found it); unlock that this process released its lock (which
+// also ends the instance's skips).
 func (p *candidatePool) lock(instance string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -435,6 +441,7 @@ func (p *candidatePool) lock(instance string, untilMs int64) {
 func (p *candidatePool) unlock(instance string) {
 	p.mu.Lock()
 	delete(p.locked, instance)
+	delete(p.skipped, instance) // the turn may have changed what held it back
 	p.touchLocked(instance)
 	p.mu.Unlock()
 	p.wake.notify()
