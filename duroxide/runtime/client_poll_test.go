@@ -131,20 +131,37 @@ func statusOptions() runtime.Options {
 	return o
 }
 
+// statusRun is a runtime running statusRegistry on a fresh provider, with
+// a client whose Read and GetInstanceInfo calls are counted.
+type statusRun struct {
+	ctx      context.Context
+	raw      duroxide.Provider
+	counting *readCountingProvider
+	client   *runtime.Client
+}
+
+// startStatusRun starts a statusRun on newProvider's provider (which must
+// have ProviderAdmin); everything stops when the test ends.
+func startStatusRun(t *testing.T, newProvider func(t *testing.T) duroxide.Provider) statusRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	raw := newProvider(t)
+	admin, ok := duroxide.AsManagementCapability(raw)
+	require.True(t, ok, "the provider has ProviderAdmin")
+	counting := &readCountingProvider{Provider: raw, admin: admin}
+	rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	return statusRun{ctx: ctx, raw: raw, counting: counting, client: runtime.NewClient(counting)}
+}
+
 func TestWaitForOrchestrationReturnsTheHistoryStatus(t *testing.T) {
 	results := map[string]map[string]runtime.OrchestrationStatus{}
 	for name, newProvider := range statusProviders(t) {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			raw := newProvider(t)
-			admin, ok := duroxide.AsManagementCapability(raw)
-			require.True(t, ok, "%s has ProviderAdmin", name)
-			counting := &readCountingProvider{Provider: raw, admin: admin}
-			rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
-			require.NoError(t, err)
-			defer func() { _ = rt.Shutdown(context.Background()) }()
-			client, history := runtime.NewClient(counting), runtime.NewClient(raw)
+			run := startStatusRun(t, newProvider)
+			ctx, counting, client, history := run.ctx, run.counting, run.client, runtime.NewClient(run.raw)
 
 			instances := map[string]string{
 				"hello": "Hello", "empty": "Empty", "custom": "Custom", "fails": "Fails", "counter": "Counter",
@@ -218,20 +235,13 @@ func waitRunningOn(t *testing.T, ctx context.Context, c *runtime.Client, instanc
 func TestWaitingOnARunningInstanceReadsNoHistory(t *testing.T) {
 	for name, newProvider := range statusProviders(t) {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			raw := newProvider(t)
-			admin, _ := duroxide.AsManagementCapability(raw)
-			counting := &readCountingProvider{Provider: raw, admin: admin}
-			rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
-			require.NoError(t, err)
-			defer func() { _ = rt.Shutdown(context.Background()) }()
-			client := runtime.NewClient(counting)
+			run := startStatusRun(t, newProvider)
+			ctx, counting, client := run.ctx, run.counting, run.client
 			require.NoError(t, client.StartOrchestration(ctx, "w", "Waits", ""))
-			waitRunningOn(t, ctx, runtime.NewClient(raw), "w")
+			waitRunningOn(t, ctx, runtime.NewClient(run.raw), "w")
 
 			reads, infos := counting.counts()
-			_, err = client.WaitForOrchestration(ctx, "w", 100*time.Millisecond)
+			_, err := client.WaitForOrchestration(ctx, "w", 100*time.Millisecond)
 			require.ErrorIs(t, err, runtime.ErrTimeout)
 			r2, i2 := counting.counts()
 			require.Zero(t, r2-reads, "no history read while the metadata says Running")

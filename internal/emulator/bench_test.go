@@ -161,16 +161,11 @@ func BenchmarkMemory(b *testing.B) {
 // stored documents, without HTTP or the SDK, to separate engine time from
 // transport time.
 func BenchmarkQueryEngine100k(b *testing.B) {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(b)
 	for i := 0; i < 100000; i++ {
-		d, resp := c.prepareDoc(benchDoc("big", i))
-		if resp != nil {
-			b.Fatal(resp.errMsg)
-		}
-		c.commit([]plan{{pkKey: d.pkKey, next: s.newVersion(c, d, 1)}}, 1)
+		e.write(benchDoc("big", i), nil)
 	}
-	docs := c.snapshot(nil)
+	docs := e.c.snapshot(nil)
 	for _, text := range []string{
 		"SELECT * FROM c WHERE c.eventId >= 99990",
 		"SELECT * FROM c WHERE c.type = 'history' AND c.executionId = 1 AND c.eventId > 50000 AND c.eventId <= 50100",

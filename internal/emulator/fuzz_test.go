@@ -2,25 +2,19 @@ package emulator
 
 import (
 	"testing"
-	"time"
 )
 
 // fuzzDocs is a small store the fuzzed queries run against.
 func fuzzDocs(t testing.TB) []*item {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(t)
 	for _, d := range []string{
 		`{"id":"1","pk":"p","n":1,"s":"a","arr":[1,"x",{"k":1}],"o":{"v":[null,true]}}`,
 		`{"id":"2","pk":"p","n":"2","nul":null}`,
 		`{"id":"3","pk":"p"}`,
 	} {
-		pd, resp := c.prepareDoc([]byte(d))
-		if resp != nil {
-			t.Fatal(resp.errMsg)
-		}
-		c.commit([]plan{{pkKey: pd.pkKey, next: s.newVersion(c, pd, 1)}}, 1)
+		e.write([]byte(d), nil)
 	}
-	return c.snapshot(nil)
+	return e.c.snapshot(nil)
 }
 
 // FuzzQuery checks that no query text crashes the parser or the engine.

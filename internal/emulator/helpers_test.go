@@ -183,3 +183,51 @@ func rawRequest(t testing.TB, srv *Server, key, method, path string, body []byte
 	require.NoError(t, err)
 	return resp.StatusCode, resp.Header, b
 }
+
+// engineStore is a container driven without HTTP, for tests and
+// benchmarks of the query engine: documents are partitioned by /pk.
+type engineStore struct {
+	tb  testing.TB
+	s   *Server
+	c   *container
+	lsn uint64
+}
+
+func newEngineStore(tb testing.TB) *engineStore {
+	return &engineStore{tb: tb, s: &Server{now: time.Now},
+		c: &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}}
+}
+
+// write stores body as the next version of prev (a new document when prev
+// is nil) and returns the stored version.
+func (e *engineStore) write(body []byte, prev *item) *item {
+	e.tb.Helper()
+	d, resp := e.c.prepareDoc(body)
+	if resp != nil {
+		e.tb.Fatalf("%s: %s", body, resp.errMsg)
+	}
+	e.lsn++
+	it := e.s.newVersion(e.c, d, e.lsn)
+	e.c.commit([]plan{{pkKey: d.pkKey, prev: prev, next: it}}, e.lsn)
+	return it
+}
+
+// remove deletes the live document it.
+func (e *engineStore) remove(it *item) {
+	e.lsn++
+	e.c.commit([]plan{{pkKey: it.part.key, prev: it}}, e.lsn)
+}
+
+// requireSameEvaluation evaluates an expression with its evaluation plan
+// and its generic form (the same node without the plan) on every
+// document, and requires the same three-valued result.
+func requireSameEvaluation(t *testing.T, q *query, params map[string]value, planned, generic expr, docs []*item) {
+	t.Helper()
+	for _, it := range docs {
+		ev := &evaluator{params: params, names: q.aliases}
+		row := []value{docValue(it)}
+		got, want := ev.eval(planned, row), ev.eval(generic, row)
+		require.Equal(t, want.k, got.k, "%s on %s", q.text, it.body)
+		require.Equal(t, want.truthy(), got.truthy(), "%s on %s", q.text, it.body)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,8 +12,7 @@ import (
 // TestParallelScanMatchesSequential runs the same queries with the parallel
 // scan forced on and off and requires identical pages and continuations.
 func TestParallelScanMatchesSequential(t *testing.T) {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(t)
 	rng := rand.New(rand.NewSource(1))
 	for i := 0; i < 3000; i++ {
 		var doc string
@@ -28,11 +26,9 @@ func TestParallelScanMatchesSequential(t *testing.T) {
 		default:
 			doc = fmt.Sprintf(`{"id":"%d","pk":"p","n":%d.5,"flag":%v}`, i, rng.Intn(50), i%2 == 0)
 		}
-		d, resp := c.prepareDoc([]byte(doc))
-		require.Nil(t, resp)
-		c.commit([]plan{{pkKey: d.pkKey, next: s.newVersion(c, d, uint64(i+1))}}, uint64(i+1))
+		e.write([]byte(doc), nil)
 	}
-	docs := c.snapshot(nil)
+	docs := e.c.snapshot(nil)
 	queries := []string{
 		"SELECT * FROM c WHERE c.n > 10",
 		"SELECT VALUE c.id FROM c WHERE c.n < 25 AND IS_NUMBER(c.n)",

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -13,8 +12,7 @@ import (
 // evaluation of "path = scalar" with the generic evaluator on random
 // documents and literals.
 func TestEqualityFastPathMatchesGenericComparison(t *testing.T) {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(t)
 	rng := rand.New(rand.NewSource(7))
 	scalars := []string{`1`, `1.5`, `12`, `-1`, `0`, `1e21`, `"1"`, `"a"`, `"a\"b"`, `"é"`, `"\u0001"`, `""`, `true`, `false`, `null`, `[1]`, `{"x":1}`}
 	var docs []*item
@@ -24,11 +22,7 @@ func TestEqualityFastPathMatchesGenericComparison(t *testing.T) {
 		if i%5 == 0 {
 			body = fmt.Sprintf(`{"id":"%d","pk":"p","o":%s}`, i, scalars[rng.Intn(len(scalars))])
 		}
-		d, resp := c.prepareDoc([]byte(body))
-		require.Nil(t, resp, body)
-		it := s.newVersion(c, d, 1)
-		c.commit([]plan{{pkKey: d.pkKey, next: it}}, 1)
-		docs = append(docs, it)
+		docs = append(docs, e.write([]byte(body), nil))
 	}
 	literals := []string{`1`, `1.0`, `1.5`, `12`, `-1`, `0`, `1e21`, `'1'`, `'a'`, `'a"b'`, `'é'`, `''`, `true`, `false`, `null`, `@p`}
 	params := map[string]value{"@p": numberValue(12)}
@@ -42,14 +36,7 @@ func TestEqualityFastPathMatchesGenericComparison(t *testing.T) {
 				require.NotNil(t, b.eq, text)
 				slow := b
 				slow.eq = nil
-				for _, it := range docs {
-					ev := &evaluator{params: params, names: q.aliases}
-					row := []value{docValue(it)}
-					fast := ev.eval(b, row)
-					want := ev.eval(slow, row)
-					require.Equal(t, want.k, fast.k, "%s on %s", text, it.body)
-					require.Equal(t, want.truthy(), fast.truthy(), "%s on %s", text, it.body)
-				}
+				requireSameEvaluation(t, q, params, b, slow, docs)
 			}
 		}
 	}

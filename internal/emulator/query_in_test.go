@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -14,20 +13,13 @@ import (
 // the generic evaluation (an OR of equalities in three-valued logic) on
 // random documents and lists, NOT IN included.
 func TestInSetMatchesGenericEvaluation(t *testing.T) {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(t)
 	values := []string{`1`, `1.5`, `-0`, `0`, `12`, `"1"`, `"a"`, `"é"`, `""`, `true`, `false`, `null`, `[1]`, `{"x":1}`}
 	var docs []*item
 	for i, v := range values {
-		d, resp := c.prepareDoc([]byte(fmt.Sprintf(`{"id":"%d","pk":"p","v":%s}`, i, v)))
-		require.Nil(t, resp)
-		it := s.newVersion(c, d, 1)
-		c.commit([]plan{{pkKey: d.pkKey, next: it}}, 1)
-		docs = append(docs, it)
+		docs = append(docs, e.write(fmt.Appendf(nil, `{"id":"%d","pk":"p","v":%s}`, i, v), nil))
 	}
-	d, resp := c.prepareDoc([]byte(`{"id":"missing","pk":"p"}`))
-	require.Nil(t, resp)
-	docs = append(docs, s.newVersion(c, d, 1))
+	docs = append(docs, e.write([]byte(`{"id":"missing","pk":"p"}`), nil))
 
 	literals := []string{`1`, `1.0`, `0`, `-0`, `12`, `'1'`, `'a'`, `'é'`, `''`, `true`, `false`, `null`}
 	rng := rand.New(rand.NewSource(3))
@@ -45,13 +37,7 @@ func TestInSetMatchesGenericEvaluation(t *testing.T) {
 			require.NotNil(t, in.set, text)
 			slow := in
 			slow.set = nil
-			for _, it := range docs {
-				ev := &evaluator{names: q.aliases}
-				row := []value{docValue(it)}
-				got, want := ev.eval(in, row), ev.eval(slow, row)
-				require.Equal(t, want.k, got.k, "%s on %s", text, it.body)
-				require.Equal(t, want.truthy(), got.truthy(), "%s on %s", text, it.body)
-			}
+			requireSameEvaluation(t, q, nil, in, slow, docs)
 		}
 	}
 
@@ -67,12 +53,9 @@ func TestInSetMatchesGenericEvaluation(t *testing.T) {
 // whose evaluation plans must not stop the select list from matching the
 // GROUP BY expressions.
 func TestGroupByPlannedExpressions(t *testing.T) {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(t)
 	for i := range 6 {
-		d, resp := c.prepareDoc([]byte(fmt.Sprintf(`{"id":"%d","pk":"p","a":%d}`, i, i%3)))
-		require.Nil(t, resp)
-		c.commit([]plan{{pkKey: d.pkKey, next: s.newVersion(c, d, 1)}}, 1)
+		e.write(fmt.Appendf(nil, `{"id":"%d","pk":"p","a":%d}`, i, i%3), nil)
 	}
 	for text, want := range map[string]string{
 		"SELECT c.a = 1 AS x, COUNT(1) AS n FROM c GROUP BY c.a = 1":             `{"x":false,"n":4},{"x":true,"n":2}`,
@@ -80,7 +63,7 @@ func TestGroupByPlannedExpressions(t *testing.T) {
 	} {
 		q, err := parseQuery(text)
 		require.NoError(t, err, text)
-		pg, err := q.execute(execInput{docs: c.snapshot(nil)}, pageRequest{maxItems: -1})
+		pg, err := q.execute(execInput{docs: e.c.snapshot(nil)}, pageRequest{maxItems: -1})
 		require.NoError(t, err, text)
 		require.Equal(t, want, string(pg.buf), text)
 	}

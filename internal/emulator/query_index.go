@@ -46,39 +46,48 @@ func indexSafe(e expr, params map[string]value) bool {
 		return ok
 	case subqueryExpr:
 		return false
-	case propExpr:
-		return indexSafe(x.base, params)
-	case indexExpr:
-		return indexSafe(x.base, params) && indexSafe(x.index, params)
-	case unaryExpr:
-		return indexSafe(x.x, params)
-	case binaryExpr:
-		return indexSafe(x.l, params) && indexSafe(x.r, params)
-	case betweenExpr:
-		return indexSafe(x.x, params) && indexSafe(x.lo, params) && indexSafe(x.hi, params)
-	case inExpr:
-		return indexSafe(x.x, params) && allIndexSafe(x.list, params)
-	case likeExpr:
-		return indexSafe(x.x, params) && indexSafe(x.pattern, params) && indexSafe(x.escape, params)
-	case ternaryExpr:
-		return indexSafe(x.cond, params) && indexSafe(x.a, params) && indexSafe(x.b, params)
-	case callExpr:
-		return allIndexSafe(x.args, params)
-	case arrayLit:
-		return allIndexSafe(x.elems, params)
-	case objectLit:
-		return allIndexSafe(x.vals, params)
 	}
-	return false
-}
-
-func allIndexSafe(es []expr, params map[string]value) bool {
-	for _, e := range es {
-		if !indexSafe(e, params) {
+	children, known := exprChildren(e)
+	if !known {
+		return false
+	}
+	for _, c := range children {
+		if !indexSafe(c, params) {
 			return false
 		}
 	}
 	return true
+}
+
+// exprChildren returns the direct subexpressions of an inner expression
+// node; known is false for the leaves (literals, parameters, identifiers),
+// subqueries and any other node.
+func exprChildren(e expr) (children []expr, known bool) {
+	switch x := e.(type) {
+	case propExpr:
+		return []expr{x.base}, true
+	case indexExpr:
+		return []expr{x.base, x.index}, true
+	case unaryExpr:
+		return []expr{x.x}, true
+	case binaryExpr:
+		return []expr{x.l, x.r}, true
+	case betweenExpr:
+		return []expr{x.x, x.lo, x.hi}, true
+	case inExpr:
+		return append([]expr{x.x}, x.list...), true
+	case likeExpr:
+		return []expr{x.x, x.pattern, x.escape}, true
+	case ternaryExpr:
+		return []expr{x.cond, x.a, x.b}, true
+	case callExpr:
+		return x.args, true
+	case arrayLit:
+		return x.elems, true
+	case objectLit:
+		return x.vals, true
+	}
+	return nil, false
 }
 
 // planOf returns the plan of a WHERE clause (sub)expression over the

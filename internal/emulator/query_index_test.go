@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/assert"
@@ -61,31 +60,21 @@ func runAllPages(t *testing.T, q *query, docs func() []*item, params map[string]
 // page, and requires the same results; it also requires the index to have
 // narrowed most scans, so that the comparison is not vacuous.
 func TestIndexedQueriesMatchFullScans(t *testing.T) {
-	s := &Server{now: time.Now}
-	c := &container{db: &database{}, parts: map[string]*partition{}, pkPaths: [][]string{{"pk"}}}
+	e := newEngineStore(t)
+	c := e.c
 	rng := rand.New(rand.NewSource(11))
 	live := map[string]*item{}
-	var ids []string
-	lsn := uint64(0)
 	write := func() {
-		lsn++
 		id := fmt.Sprint(rng.Intn(300))
 		pk := fmt.Sprint("p", rng.Intn(7))
 		key := pk + "/" + id
 		prev := live[key]
 		if prev != nil && rng.Intn(4) == 0 {
-			c.commit([]plan{{pkKey: pk, prev: prev}}, lsn)
+			e.remove(prev)
 			delete(live, key)
 			return
 		}
-		d, resp := c.prepareDoc([]byte(randomIndexDoc(rng, id, pk)))
-		require.Nil(t, resp)
-		it := s.newVersion(c, d, lsn)
-		c.commit([]plan{{pkKey: d.pkKey, prev: prev, next: it}}, lsn)
-		if prev == nil {
-			ids = append(ids, key)
-		}
-		live[key] = it
+		live[key] = e.write([]byte(randomIndexDoc(rng, id, pk)), prev)
 	}
 	lits := []string{`1`, `1.0`, `12`, `0`, `-0`, `1e21`, `'1'`, `'a'`, `'a"b'`, `'é'`, `''`, `true`, `false`, `null`, `@p`, `@q`}
 	params := map[string]value{"@p": numberValue(12), "@q": stringValue("a")}
