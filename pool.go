@@ -425,16 +425,22 @@ func (p *candidatePool) hint(e poolEntry) {
 	p.wake.notify()
 }
 
+// putBounded sets m[k] = v, first emptying m when it holds
+// maxInstanceHints entries (its entries are hints, which may be lost).
+func putBounded[V any](m map[string]V, k string, v V) {
+	if len(m) >= maxInstanceHints {
+		clear(m)
+	}
+	m[k] = v
+}
+
 // lock records that instance is locked until untilMs (by this process, or
 // as a read found it); unlock that this process released its lock (which
 // also ends the instance's skips).
 func (p *candidatePool) lock(instance string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.locked) >= maxInstanceHints {
-		clear(p.locked)
-	}
-	p.locked[instance] = instanceHold{until: untilMs, slot: DispatchSlot(instance)}
+	putBounded(p.locked, instance, instanceHold{until: untilMs, slot: DispatchSlot(instance)})
 	p.touchLocked(instance)
 }
 
@@ -452,10 +458,7 @@ func (p *candidatePool) unlock(instance string) {
 func (p *candidatePool) skip(instance string, untilMs int64, scope string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.skipped) >= maxInstanceHints {
-		clear(p.skipped)
-	}
-	p.skipped[instance] = instanceHold{until: untilMs, slot: DispatchSlot(instance), scope: scope}
+	putBounded(p.skipped, instance, instanceHold{until: untilMs, slot: DispatchSlot(instance), scope: scope})
 }
 
 // unskip clears instance's skip.
@@ -469,10 +472,7 @@ func (p *candidatePool) unskip(instance string) {
 func (p *candidatePool) setExec(instance string, executionID uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.execs) >= maxInstanceHints {
-		clear(p.execs)
-	}
-	p.execs[instance] = executionID
+	putBounded(p.execs, instance, executionID)
 }
 
 // exec returns instance's current execution as last seen, or 0.
