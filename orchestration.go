@@ -285,11 +285,15 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 		}
 		doc.ETag = etag
 	default:
-		if _, ok := asBatchFailure(err); ok {
-			// Another process won the race: its lock holds for a
-			// while, or until a candidate query says otherwise.
+		if bf, ok := asBatchFailure(err); ok {
 			p.traceFetch(orchSkipLockLost)
-			p.orchPool.lock(instance, now+lockTimeout.Milliseconds())
+			if bf.Index == 0 {
+				// The instance document changed since it was read:
+				// another process locked it (or acked a turn). Its lock
+				// holds for a while, or until a candidate query says
+				// otherwise.
+				p.orchPool.lock(instance, now+lockTimeout.Milliseconds())
+			}
 			return nil, false, nil
 		}
 		return nil, false, err
