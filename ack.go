@@ -3,6 +3,7 @@ package cdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -79,7 +80,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 		return fmt.Errorf("work item has no kind")
 	}
 	if item.IsForWorker() {
-		return fmt.Errorf("Invalid work item type: ActivityExecute belongs on the worker queue")
+		return errors.New("invalid work item type: ActivityExecute belongs on the worker queue")
 	}
 	return nil
 }

@@ -158,16 +158,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil {
 		switch {
 		case c.Endpoint == "":
-			errs = append(errs, errors.New("Endpoint is required (or a ready Client)"))
+			errs = append(errs, errors.New("an Endpoint is required (or a ready Client)"))
 		default:
 			u, err := url.Parse(c.Endpoint)
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("Endpoint %q is not an http(s) URL", c.Endpoint))
+				errs = append(errs, fmt.Errorf("the Endpoint %q is not an http(s) URL", c.Endpoint))
 			}
 		}
 		switch {
 		case c.Key == "" && c.Credential == nil:
-			errs = append(errs, errors.New("Key or Credential is required (or a ready Client)"))
+			errs = append(errs, errors.New("a Key or a Credential is required (or a ready Client)"))
 		case c.Key != "" && c.Credential != nil:
 			errs = append(errs, errors.New("set Key or Credential, not both"))
 		}

@@ -45,7 +45,7 @@ func TestConfigInvalid(t *testing.T) {
 		want string
 	}{
 		{Config{}, "Endpoint is required"},
-		{Config{Endpoint: "https://a/"}, "Key or Credential is required"},
+		{Config{Endpoint: "https://a/"}, "a Key or a Credential is required"},
 		{Config{Endpoint: "not a url", Key: "k"}, "is not an http(s) URL"},
 		{Config{Endpoint: "ftp://a/", Key: "k"}, "is not an http(s) URL"},
 		{Config{Endpoint: "https://a/", Key: "k", Credential: fakeCredential{}}, "not both"},
@@ -72,7 +72,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 	p, err := New(context.Background(), Config{Endpoint: "https://127.0.0.1:1/"})
 	require.Error(t, err)
 	assert.Nil(t, p)
-	assert.Contains(t, err.Error(), "Key or Credential is required")
+	assert.Contains(t, err.Error(), "a Key or a Credential is required")
 }
 
 // TestConfigFromEnv checks the environment variables ConfigFromEnv reads.

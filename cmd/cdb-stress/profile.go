@@ -20,11 +20,6 @@ type profileFlags struct {
 	cpu, mem, mutex, block string
 }
 
-// enabled reports whether any profile was asked for.
-func (f profileFlags) enabled() bool {
-	return f.cpu != "" || f.mem != "" || f.mutex != "" || f.block != ""
-}
-
 // mutexProfileFraction and blockProfileRate are the sampling rates used
 // while the contention profiles are on: one mutex contention event in 5,
 // and every blocking event that lasts at least 10 µs (the rate is in ns).
