@@ -8,10 +8,11 @@ EXAMPLES := $(notdir $(wildcard examples/*))
 test:
 	$(GO) test ./...
 
-## lint: gofmt (fails on unformatted files) and go vet
+## lint: gofmt (fails on unformatted files), go vet and staticcheck
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 ## examples: run every example end to end on the embedded emulator
 examples:
