@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/google/uuid"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -121,6 +125,10 @@ func (r *cdbRun) factory() providertest.StressProviderFactory {
 			}
 			cfg.Endpoint, cfg.Key, cfg.Container = emu.Endpoint(), emu.Key(), "stress"
 			r.transport.inner = emu.HTTPClient()
+		} else {
+			// A shared account: every run gets a container of its own (the
+			// scenarios reuse instance ids), removed again on Close.
+			cfg.Container = runContainerName(cfg.Container)
 		}
 		cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: r.transport}}
 		cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = run.OrchestrationConcurrency, run.WorkerConcurrency
@@ -134,7 +142,11 @@ func (r *cdbRun) factory() providertest.StressProviderFactory {
 		r.mu.Lock()
 		r.emu = emu
 		r.mu.Unlock()
-		return &closingProvider{Provider: p, emu: emu}, nil
+		cp := &closingProvider{Provider: p, emu: emu}
+		if emu == nil {
+			cp.dropContainer = func() error { return deleteContainer(cfg) }
+		}
+		return cp, nil
 	}
 }
 
@@ -174,19 +186,65 @@ func (r *cdbRun) opKinds() map[emulator.OpKind]int64 {
 }
 
 // closingProvider is a cdb provider whose Close also stops the emulator it
-// runs on.
+// runs on, or drops the run's container on a shared account.
 type closingProvider struct {
 	*cdb.Provider
-	emu *emulator.Server
+	emu           *emulator.Server
+	dropContainer func() error
 }
 
-// Close closes the provider, then the emulator.
+// Close closes the provider, then the emulator or the run's container.
 func (p *closingProvider) Close() error {
 	err := p.Provider.Close()
 	if p.emu != nil {
 		err = errors.Join(err, p.emu.Close())
 	}
+	if p.dropContainer != nil {
+		err = errors.Join(err, p.dropContainer())
+	}
 	return err
+}
+
+// runContainerName returns a container name unique to one run on a shared
+// account: the configured name (cdb's default when empty) plus
+// "-stress-" and 12 random hex digits.
+func runContainerName(base string) string {
+	if base == "" {
+		base = cdb.DefaultContainer
+	}
+	return base + "-stress-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+}
+
+// deleteContainer removes the run's container from a shared account. It
+// needs the account key; with Microsoft Entra ID credentials the container
+// is left for the operator to remove.
+func deleteContainer(cfg cdb.Config) error {
+	if cfg.Key == "" {
+		fmt.Fprintf(os.Stderr, "cdb-stress: container %s left in place (no key to delete it with)\n", cfg.Container)
+		return nil
+	}
+	cred, err := azcosmos.NewKeyCredential(cfg.Key)
+	if err != nil {
+		return fmt.Errorf("delete container %s: %w", cfg.Container, err)
+	}
+	client, err := azcosmos.NewClientWithKey(cfg.Endpoint, cred, nil)
+	if err != nil {
+		return fmt.Errorf("delete container %s: %w", cfg.Container, err)
+	}
+	db := cfg.Database
+	if db == "" {
+		db = cdb.DefaultDatabase
+	}
+	c, err := client.NewContainer(db, cfg.Container)
+	if err != nil {
+		return fmt.Errorf("delete container %s: %w", cfg.Container, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Delete(ctx, nil); err != nil {
+		return fmt.Errorf("delete container %s: %w", cfg.Container, err)
+	}
+	return nil
 }
 
 // countingTransport is the azcosmos client's HTTP transport: it counts
