@@ -91,7 +91,8 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 //
 //   - replaces the instance document with If-Match on the ETag of the lock
 //     (which validates the lock and releases it: if anything else wrote the
-//     document since, the batch fails and nothing is written),
+//     document since, the batch fails and nothing is written), with the
+//     execution's status and output mirrored on it (status_mirror.go),
 //   - creates or updates the execution document (status, output, pinned
 //     version, history watermark),
 //   - consumes the messages the fetch tagged (each becomes a tombstone, so
@@ -291,6 +292,19 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 			}
 		}
 	}
+	// The execution's status and output after the batch, mirrored on the
+	// instance document for GetInstanceInfo.
+	execStatus, execOutput, execKnown := duroxide.StatusRunning, (*string)(nil), true
+	switch {
+	case md.Status != nil:
+		execStatus, execOutput = *md.Status, md.Output
+	case newExec || execMissing:
+	case lock.doc.StatusExecutionID == in.executionID:
+		execStatus, execOutput = lock.doc.Status, lock.doc.Output
+	default:
+		execKnown = false
+	}
+	mirrorExecution(&doc, in.executionID, execStatus, execOutput, execKnown)
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())

@@ -128,8 +128,17 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 
 // GetInstanceInfo returns the instance's metadata and its current
 // execution's status and output; an unknown instance is a permanent error.
-// Requests: 2 point reads (instance and current execution documents).
+// Requests: 1 point read of the instance document, which carries the
+// current execution's status and output (status_mirror.go); 2 (the
+// execution document too) when it does not: a terminal output larger than
+// 16 KB, an instance last acked before the instance document carried them.
 func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
+	return p.instanceInfo(ctx, instance, p.currentStatus)
+}
+
+// instanceInfo builds GetInstanceInfo's answer from the instance document
+// and the current execution's status and output that status returns.
+func (p *Provider) instanceInfo(ctx context.Context, instance string, status func(ctx context.Context, op, instance string, doc *instanceDoc) (string, *string, error)) (duroxide.InstanceInfo, error) {
 	const op = "get_instance_info"
 	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
@@ -137,19 +146,14 @@ func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxi
 	}
 	info := duroxide.InstanceInfo{
 		InstanceID: instance, OrchestrationName: doc.OrchestrationName, OrchestrationVersion: unknownVersion,
-		CurrentExecutionID: doc.CurrentExecutionID, Status: "Unknown",
-		CreatedAt: uint64(max(doc.CreatedAt, 0)), UpdatedAt: uint64(max(doc.UpdatedAt, 0)), ParentInstanceID: doc.ParentInstanceID,
+		CurrentExecutionID: doc.CurrentExecutionID,
+		CreatedAt:          uint64(max(doc.CreatedAt, 0)), UpdatedAt: uint64(max(doc.UpdatedAt, 0)), ParentInstanceID: doc.ParentInstanceID,
 	}
 	if doc.OrchestrationVersion != nil {
 		info.OrchestrationVersion = *doc.OrchestrationVersion
 	}
-	var ex executionDoc
-	_, found, err := p.readDoc(ctx, instance, executionDocID(doc.CurrentExecutionID), &ex)
-	if err != nil {
-		return duroxide.InstanceInfo{}, mapError(op, err)
-	}
-	if found {
-		info.Status, info.Output = ex.Status, ex.Output
+	if info.Status, info.Output, err = status(ctx, op, instance, doc); err != nil {
+		return duroxide.InstanceInfo{}, err
 	}
 	return info, nil
 }

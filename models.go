@@ -76,6 +76,10 @@ func pinnedFrom(v *duroxide.Version) *pinnedVersion {
 // lets an ack whose answer was lost find out that it did commit;
 // LastReleasedLock does the same for an abandon. Status and
 // CompletedAt mirror the current execution's, for listings and bulk filters.
+// StatusExecutionID names the execution whose status and output Status and
+// Output mirror, written by the ack's batch together with that execution's
+// document (status_mirror.go); 0 when they mirror none (documents written
+// before the field existed, a terminal output above maxMirroredOutputBytes).
 type instanceDoc struct {
 	ID                    string         `json:"id"`
 	InstanceID            string         `json:"instanceId"`
@@ -87,6 +91,8 @@ type instanceDoc struct {
 	HistoryWatermark      uint64         `json:"historyWatermark"`
 	Status                string         `json:"status"`
 	CompletedAt           *int64         `json:"completedAt"`
+	StatusExecutionID     uint64         `json:"statusExecutionId,omitempty"`
+	Output                *string        `json:"output,omitempty"`
 	ParentInstanceID      *string        `json:"parentInstanceId"`
 	PinnedDuroxideVersion *pinnedVersion `json:"pinnedDuroxideVersion"`
 	CustomStatus          *string        `json:"customStatus"`
