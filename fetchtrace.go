@@ -25,6 +25,13 @@ const (
 	workPatch          fetchEvent = "work lock"
 	workSkipLockLost   fetchEvent = "work skip: lock lost"
 	workFound          fetchEvent = "work found"
+	// A long-polling fetch that found nothing waits (pollWait), then goes
+	// on because this process wrote to the queue (pollNotified) or because
+	// the poll interval, a candidate's visibility or the poll timeout came
+	// (pollTimer).
+	pollWait     fetchEvent = "poll wait"
+	pollNotified fetchEvent = "poll woken by a write"
+	pollTimer    fetchEvent = "poll woken by the timer"
 )
 
 // traceFetch reports ev to the fetch tracer, if one is set.

@@ -59,6 +59,7 @@ func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool
 		if at, ok := pool.nextChange(now); ok {
 			wait = min(wait, time.Duration(at-now)*time.Millisecond)
 		}
+		p.traceFetch(pollWait)
 		t := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
@@ -69,7 +70,9 @@ func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool
 			return nil
 		case <-woken:
 			t.Stop()
+			p.traceFetch(pollNotified)
 		case <-t.C:
+			p.traceFetch(pollTimer)
 		}
 	}
 }
