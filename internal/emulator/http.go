@@ -112,7 +112,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			resp := errorResponse(http.StatusInternalServerError, 0, fmt.Sprintf("emulator internal error: %v", v))
-			s.writeResponse(w, &request{r: r, activityID: newActivityID()}, resp)
+			s.writeResponse(w, &request{r: r, activityID: newActivityID()}, resp, nil)
 		}
 	}()
 	rq := &request{r: r}
@@ -177,8 +177,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dropConnection(w)
 		return
 	}
-	n := s.writeResponse(w, rq, resp)
-	s.counters.record(rq.op, len(body), n, resp.items)
+	s.writeResponse(w, rq, resp, func(responseBytes int) {
+		s.counters.record(rq.op, len(body), responseBytes, resp.items)
+	})
 }
 
 // The version headers of every answer (values shared by every response;
@@ -189,9 +190,11 @@ var (
 	schemaVersion  = []string{"1.16"}
 )
 
-// writeResponse writes resp with the headers every gateway answer carries and
-// returns the number of body bytes written.
-func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *response) int {
+// writeResponse writes resp with the headers every gateway answer carries.
+// count, when non-nil, is called with the body's size before anything is
+// sent, so that a client reading the counters right after its call returns
+// sees the call counted.
+func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *response, count func(responseBytes int)) {
 	h := w.Header()
 	for k, v := range resp.header {
 		h[k] = v
@@ -232,12 +235,18 @@ func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *respons
 		}
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 	}
-	w.WriteHeader(resp.status)
-	if body != nil && rq.r.Method != http.MethodHead {
-		n, _ := w.Write(body)
-		return n
+	sent := body != nil && rq.r.Method != http.MethodHead
+	responseBytes := 0
+	if sent {
+		responseBytes = len(body)
 	}
-	return 0
+	if count != nil {
+		count(responseBytes)
+	}
+	w.WriteHeader(resp.status)
+	if sent {
+		_, _ = w.Write(body)
+	}
 }
 
 // dropConnection closes the client connection without answering.
