@@ -414,49 +414,12 @@ func (p *parser) expr() (expr, error) {
 }
 
 func (p *parser) coalesce() (expr, error) {
-	l, err := p.or()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptPunct("??") {
-		r, err := p.or()
-		if err != nil {
-			return nil, err
-		}
-		l = binaryExpr{op: "??", l: l, r: r}
-	}
-	return l, nil
+	return p.binaryLevel(tokPunct, []string{"??"}, p.or)
 }
 
-func (p *parser) or() (expr, error) {
-	l, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptKeyword("OR") {
-		r, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		l = binaryExpr{op: "OR", l: l, r: r}
-	}
-	return l, nil
-}
+func (p *parser) or() (expr, error) { return p.binaryLevel(tokKeyword, []string{"OR"}, p.and) }
 
-func (p *parser) and() (expr, error) {
-	l, err := p.not()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptKeyword("AND") {
-		r, err := p.not()
-		if err != nil {
-			return nil, err
-		}
-		l = binaryExpr{op: "AND", l: l, r: r}
-	}
-	return l, nil
-}
+func (p *parser) and() (expr, error) { return p.binaryLevel(tokKeyword, []string{"AND"}, p.not) }
 
 func (p *parser) not() (expr, error) {
 	if p.acceptKeyword("NOT") {
@@ -546,7 +509,10 @@ func (p *parser) comparison() (expr, error) {
 	}
 }
 
-func (p *parser) binaryLevel(ops []string, next func() (expr, error)) (expr, error) {
+// binaryLevel parses one left-associative precedence level: operands from
+// next joined by any of ops, tokens of the given kind (punctuation such as
+// "+", or keywords such as "AND", which the lexer upper-cases).
+func (p *parser) binaryLevel(kind tokenKind, ops []string, next func() (expr, error)) (expr, error) {
 	l, err := next()
 	if err != nil {
 		return nil, err
@@ -554,7 +520,7 @@ func (p *parser) binaryLevel(ops []string, next func() (expr, error)) (expr, err
 	for {
 		t := p.peek()
 		matched := ""
-		if t.kind == tokPunct {
+		if t.kind == kind {
 			for _, op := range ops {
 				if t.text == op {
 					matched = op
@@ -574,17 +540,17 @@ func (p *parser) binaryLevel(ops []string, next func() (expr, error)) (expr, err
 	}
 }
 
-func (p *parser) bitOr() (expr, error)  { return p.binaryLevel([]string{"|"}, p.bitXor) }
-func (p *parser) bitXor() (expr, error) { return p.binaryLevel([]string{"^"}, p.bitAnd) }
-func (p *parser) bitAnd() (expr, error) { return p.binaryLevel([]string{"&"}, p.shift) }
+func (p *parser) bitOr() (expr, error)  { return p.binaryLevel(tokPunct, []string{"|"}, p.bitXor) }
+func (p *parser) bitXor() (expr, error) { return p.binaryLevel(tokPunct, []string{"^"}, p.bitAnd) }
+func (p *parser) bitAnd() (expr, error) { return p.binaryLevel(tokPunct, []string{"&"}, p.shift) }
 func (p *parser) shift() (expr, error) {
-	return p.binaryLevel([]string{"<<", ">>>", ">>"}, p.additive)
+	return p.binaryLevel(tokPunct, []string{"<<", ">>>", ">>"}, p.additive)
 }
 func (p *parser) additive() (expr, error) {
-	return p.binaryLevel([]string{"+", "-", "||"}, p.multiplicative)
+	return p.binaryLevel(tokPunct, []string{"+", "-", "||"}, p.multiplicative)
 }
 func (p *parser) multiplicative() (expr, error) {
-	return p.binaryLevel([]string{"*", "/", "%"}, p.unary)
+	return p.binaryLevel(tokPunct, []string{"*", "/", "%"}, p.unary)
 }
 
 func (p *parser) unary() (expr, error) {
