@@ -20,7 +20,7 @@ examples:
 
 ## bench: provider request counts and emulator throughput
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./internal/emulator/
+	$(GO) test -run '^$$' -bench . -benchmem . ./emulator/
 
 ## stress: the stress binary with its defaults
 stress:

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // testEnv is the Cosmos DB account the tests of this package use: the

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // startTurn enqueues a start for instance and fetches its first turn.

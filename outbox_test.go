@@ -10,7 +10,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // startChild commits a parent's first turn, which starts child as a

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // dataOps are the operation kinds that touch documents; the others

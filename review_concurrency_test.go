@@ -15,7 +15,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // TestReviewExpiredOrchestrationLockIsFenced lets an orchestration lock

@@ -13,7 +13,7 @@
 //	    [-configs 1/1,2/2,4/4] [-provider both|cdb|memory] [-record file]
 //
 // With no environment set, every cdb run gets a fresh embedded emulator
-// (internal/emulator); with COSMOS_ENDPOINT and COSMOS_KEY it runs against
+// (emulator); with COSMOS_ENDPOINT and COSMOS_KEY it runs against
 // that account. At the end of each run every orchestration's history is
 // checked (each activity result exactly once, terminal status and output
 // right); the exit status is 1 when any orchestration failed or was lost,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest"
 )
 

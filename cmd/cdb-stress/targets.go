@@ -19,7 +19,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest"
 )
 
@@ -89,7 +89,7 @@ func (t cdbTarget) name() string {
 // store describes where the runs' data lives, for the report.
 func (t cdbTarget) store() string {
 	if t.onEmulator() {
-		return "cdb on a fresh embedded emulator per run (internal/emulator, in-process: its work and heap count in this process)"
+		return "cdb on a fresh embedded emulator per run (emulator, in-process: its work and heap count in this process)"
 	}
 	host := t.env.Endpoint
 	if u, err := url.Parse(t.env.Endpoint); err == nil {

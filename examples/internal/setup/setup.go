@@ -1,6 +1,6 @@
 // Package setup connects the examples to Cosmos DB: the account named by
 // COSMOS_ENDPOINT and COSMOS_KEY when they are set, otherwise an in-process
-// emulator (internal/emulator), so that every example runs with no setup.
+// emulator (emulator), so that every example runs with no setup.
 package setup
 
 import (
@@ -16,7 +16,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
-	"github.com/duroxide-go/duroxide-cdb/internal/emulator"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // Env is a provider on a fresh container plus what to close at the end.
