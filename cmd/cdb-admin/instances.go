@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// instanceJSON is an instance under -json: duroxide's InstanceInfo with its
+// snake_case field names; times in milliseconds since the Unix epoch.
+type instanceJSON struct {
+	InstanceID           string  `json:"instance_id"`
+	OrchestrationName    string  `json:"orchestration_name"`
+	OrchestrationVersion string  `json:"orchestration_version"`
+	CurrentExecutionID   uint64  `json:"current_execution_id"`
+	Status               string  `json:"status"`
+	Output               *string `json:"output"`
+	CreatedAt            uint64  `json:"created_at"`
+	UpdatedAt            uint64  `json:"updated_at"`
+	ParentInstanceID     *string `json:"parent_instance_id"`
+}
+
+func toInstanceJSON(i duroxide.InstanceInfo) instanceJSON {
+	return instanceJSON{
+		InstanceID: i.InstanceID, OrchestrationName: i.OrchestrationName, OrchestrationVersion: i.OrchestrationVersion,
+		CurrentExecutionID: i.CurrentExecutionID, Status: i.Status, Output: i.Output,
+		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ParentInstanceID: i.ParentInstanceID,
+	}
+}
+
+// executionJSON is one execution under -json (duroxide's ExecutionInfo).
+type executionJSON struct {
+	ExecutionID uint64  `json:"execution_id"`
+	Status      string  `json:"status"`
+	Output      *string `json:"output"`
+	StartedAt   uint64  `json:"started_at"`
+	CompletedAt *uint64 `json:"completed_at"`
+	EventCount  uint64  `json:"event_count"`
+}
+
+// statuses are the instance statuses duroxide's providers store.
+var statuses = []string{"Running", "Completed", "Failed", "ContinuedAsNew"}
+
+// parseStatus returns the canonical spelling of a status given in any case.
+func parseStatus(s string) (string, error) {
+	for _, st := range statuses {
+		if strings.EqualFold(s, st) {
+			return st, nil
+		}
+	}
+	return "", usagef("unknown status %q (one of %s)", s, strings.Join(statuses, ", "))
+}
+
+// instanceInfo returns the instance's metadata; an instance that does not
+// exist is an exitNotFound error. GetInstanceInfo's error does not say
+// which of "absent" and "unreadable" it is, so an error is confirmed by
+// listing the instance's executions: none means absent.
+func instanceInfo(ctx context.Context, admin duroxide.ProviderAdmin, id string) (duroxide.InstanceInfo, error) {
+	info, err := admin.GetInstanceInfo(ctx, id)
+	if err == nil {
+		return info, nil
+	}
+	if execs, lerr := admin.ListExecutions(ctx, id); lerr == nil && len(execs) == 0 {
+		return info, notFoundf("instance %q not found (cdb-admin list shows the instances)", id)
+	}
+	return info, fmt.Errorf("read instance %q: %w", id, err)
+}
+
+// oneInstance is the start of the commands on one instance: it checks that
+// args is exactly one instance id, connects, and reads the instance
+// (unknown: exitNotFound).
+func (s *session) oneInstance(ctx context.Context, cmd, synopsis string, args []string) (*cdb.Provider, duroxide.InstanceInfo, error) {
+	if err := requireArgs(cmd, args, 1, 1, synopsis); err != nil {
+		return nil, duroxide.InstanceInfo{}, err
+	}
+	p, err := s.provider(ctx)
+	if err != nil {
+		return nil, duroxide.InstanceInfo{}, err
+	}
+	info, err := instanceInfo(ctx, p, args[0])
+	return p, info, err
+}

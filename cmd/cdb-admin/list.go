@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+)
+
+// listCommand lists instances, newest first, with their name, status,
+// execution and times: ListInstances or ListInstancesByStatus, then
+// GetInstanceInfo per instance (one point read each).
+var listCommand = command{
+	name:     "list",
+	synopsis: "[-status Running|Completed|Failed|ContinuedAsNew] [-limit N]",
+	summary:  "instances, newest first, with name, status and times",
+	setup: func(fs *flag.FlagSet) action {
+		status := fs.String("status", "", "only instances with this status")
+		limit := fs.Int("limit", 0, "print at most N instances (0: all)")
+		return func(ctx context.Context, s *session, args []string) error {
+			if err := requireArgs("list", args, 0, 0, "[-status S] [-limit N]"); err != nil {
+				return err
+			}
+			if *limit < 0 {
+				return usagef("list: -limit must not be negative, not %d", *limit)
+			}
+			want := ""
+			if *status != "" {
+				st, err := parseStatus(*status)
+				if err != nil {
+					return err
+				}
+				want = st
+			}
+			p, err := s.provider(ctx)
+			if err != nil {
+				return err
+			}
+			var ids []string
+			if want == "" {
+				ids, err = p.ListInstances(ctx)
+			} else {
+				ids, err = p.ListInstancesByStatus(ctx, want)
+			}
+			if err != nil {
+				return fmt.Errorf("list instances: %w", err)
+			}
+			if *limit > 0 && len(ids) > *limit {
+				ids = ids[:*limit]
+			}
+			rows := make([]instanceJSON, 0, len(ids))
+			for _, id := range ids {
+				info, err := instanceInfo(ctx, p, id)
+				if exitCode(err) == exitNotFound {
+					continue // deleted since the listing
+				}
+				if err != nil {
+					return err
+				}
+				rows = append(rows, toInstanceJSON(info))
+			}
+			if s.flags.json {
+				return printJSON(s.io.stdout, rows)
+			}
+			table := make([][]string, len(rows))
+			for i, r := range rows {
+				parent := "-"
+				if r.ParentInstanceID != nil {
+					parent = *r.ParentInstanceID
+				}
+				table[i] = []string{r.InstanceID, orDash(r.OrchestrationName), r.Status,
+					strconv.FormatUint(r.CurrentExecutionID, 10), formatMs(r.CreatedAt), formatMs(r.UpdatedAt), parent}
+			}
+			return printTable(s.io.stdout, []string{"INSTANCE", "ORCHESTRATION", "STATUS", "EXECUTION", "CREATED", "UPDATED", "PARENT"}, table)
+		}
+	},
+}

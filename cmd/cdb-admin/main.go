@@ -1,0 +1,86 @@
+// Command cdb-admin inspects and manages the orchestrations stored in a
+// Cosmos DB container through the provider's ProviderAdmin API (duroxide's
+// providers::ProviderAdmin trait, microsoft/duroxide src/providers/mod.rs).
+//
+// Usage:
+//
+//	cdb-admin [flags] <command> [command flags] [arguments]
+//
+// Commands:
+//
+//	list     [-status Running|Completed|Failed|ContinuedAsNew] [-limit N]
+//	         instances, newest first, with name, status and times
+//	show     <instance>
+//	         status, output, custom status, parent and every execution
+//	history  <instance> [-execution N]
+//	         one execution's history as a table (default: the current one)
+//	tree     <instance>
+//	         the instance and its sub-orchestrations, with their statuses
+//	queues   unlocked messages per queue
+//	metrics  instance, execution and event counts over the container
+//	delete   <instance>... [-force] [-yes]
+//	delete   -completed-before T [-limit N] [-yes]
+//	         delete root instances with their sub-orchestrations and all
+//	         their data; asks for confirmation unless -yes; -force also
+//	         deletes Running instances
+//	prune    <instance>... | -all  [-keep-last N] [-completed-before T] [-yes]
+//	         delete old executions (never the current one)
+//
+// Flags, accepted before or after the command:
+//
+//	-endpoint URL     account endpoint (default $COSMOS_ENDPOINT)
+//	-key KEY          account key (default $COSMOS_KEY)
+//	-database NAME    database (default $COSMOS_DATABASE, else "duroxide")
+//	-container NAME   container (default $COSMOS_CONTAINER, else "duroxide")
+//	-json             print JSON for scripts instead of tables
+//	-timeout D        give up after D (default 1m)
+//	-ca-cert FILE     trust this PEM certificate (cdb-emulator -cert-out)
+//	-insecure         skip TLS verification (local emulators only)
+//
+// A time T is RFC 3339 ("2026-01-31T00:00:00Z") or a Go duration meaning
+// that long ago ("720h"). cdb-admin never creates a database or container:
+// a missing one is reported as a connection error.
+//
+// Exit statuses:
+//
+//	0  success
+//	1  the operation failed (Cosmos DB or the provider refused or errored)
+//	2  usage: unknown command, malformed flag or argument
+//	3  not found: unknown instance or execution
+//	4  cannot connect: no endpoint or key, endpoint unreachable, key refused,
+//	   database or container missing
+//	5  aborted at the confirmation prompt; nothing was deleted
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit statuses (the package documentation lists them for users).
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitConnect  = 4
+	exitAborted  = 5
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// cmdIO is the command's environment: its variables, input and outputs.
+type cmdIO struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
