@@ -51,6 +51,8 @@ type Provider struct {
 	workerLeases LeaseProvider
 
 	locks *lockCache
+	// usage counts every Cosmos DB answer (usage.go).
+	usage usageCounters
 	// orchPool and workPool are this process's candidates of the two
 	// queues (pool.go).
 	orchPool     *candidatePool
@@ -108,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 			opts = *cfg.ClientOptions
 		}
 		opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
+		opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), usagePolicy{&p.usage})
 		if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
 			opts.Retry = policy.RetryOptions{MaxRetries: -1}
 		}

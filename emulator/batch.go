@@ -145,6 +145,7 @@ func (s *Server) handleBatch(rq *request) *response {
 	} else {
 		lsn = c.lsn
 	}
+	c.chargePlans(plans)
 	c.mu.Unlock()
 
 	minimal := strings.EqualFold(rq.r.Header.Get("Prefer"), "return=minimal")
@@ -165,8 +166,10 @@ func (s *Server) handleBatch(rq *request) *response {
 				buf = append(buf, `,"subStatusCode":`...)
 				buf = strconv.AppendInt(buf, int64(p.fail.subst), 10)
 			}
-			buf = append(buf, `,"requestCharge":1}`...)
-			total++
+			buf = append(buf, `,"requestCharge":`...)
+			buf = strconv.AppendFloat(buf, p.charge, 'f', 2, 64)
+			buf = append(buf, '}')
+			total += p.charge
 		case failed >= 0:
 			buf = append(buf, `{"statusCode":424,"requestCharge":0}`...)
 		default:
@@ -174,12 +177,7 @@ func (s *Server) handleBatch(rq *request) *response {
 			if it == nil {
 				it = p.read
 			}
-			charge := 1.0
-			if p.next != nil {
-				charge = writeCharge(p.next.size())
-			} else if p.prev != nil {
-				charge = writeCharge(p.prev.size())
-			}
+			charge := p.charge
 			total += charge
 			buf = append(buf, `{"statusCode":`...)
 			buf = strconv.AppendInt(buf, int64(p.status), 10)

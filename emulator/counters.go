@@ -1,6 +1,9 @@
 package emulator
 
-import "sync"
+import (
+	"math"
+	"sync"
+)
 
 // OpKind names a kind of REST operation, for counters and fault rules.
 type OpKind string
@@ -40,6 +43,10 @@ type OpCounters struct {
 	RequestBytes int64
 	// ResponseBytes is the total size of response bodies.
 	ResponseBytes int64
+	// RequestCharge is the total of the request charges answered
+	// (x-ms-request-charge, request units; README "Request charges": an
+	// estimate); requests dropped unanswered are not charged.
+	RequestCharge float64
 }
 
 type counterSet struct {
@@ -47,7 +54,7 @@ type counterSet struct {
 	m  map[OpKind]OpCounters
 }
 
-func (c *counterSet) record(op OpKind, reqBytes, respBytes, items int) {
+func (c *counterSet) record(op OpKind, reqBytes, respBytes, items int, charge float64) {
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = make(map[OpKind]OpCounters)
@@ -57,6 +64,7 @@ func (c *counterSet) record(op OpKind, reqBytes, respBytes, items int) {
 	v.ItemsReturned += int64(items)
 	v.RequestBytes += int64(reqBytes)
 	v.ResponseBytes += int64(respBytes)
+	v.RequestCharge += math.Round(charge*100) / 100 // as the header carries it
 	c.m[op] = v
 	c.mu.Unlock()
 }

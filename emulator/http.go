@@ -159,7 +159,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					t.Stop()
 				}
 			case FaultDropConnection:
-				s.counters.record(rq.op, len(body), 0, 0)
+				s.counters.record(rq.op, len(body), 0, 0, 0)
 				dropConnection(w)
 				return
 			case FaultApplyThenDrop:
@@ -173,12 +173,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp = handler(rq)
 	}
 	if fault != nil && fault.Kind == FaultApplyThenDrop {
-		s.counters.record(rq.op, len(body), 0, 0)
+		s.counters.record(rq.op, len(body), 0, 0, 0)
 		dropConnection(w)
 		return
 	}
 	s.writeResponse(w, rq, resp, func(responseBytes int) {
-		s.counters.record(rq.op, len(body), responseBytes, resp.items)
+		s.counters.record(rq.op, len(body), responseBytes, resp.items, resp.charge)
 	})
 }
 

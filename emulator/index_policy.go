@@ -170,17 +170,26 @@ func isArrayIndex(s string) bool {
 	return true
 }
 
+// fixedIndexing decides the paths whose indexing does not depend on the
+// included and excluded paths: everything under a nil policy, nothing
+// under indexing mode none, id and _ts always.
+func (p *indexPolicy) fixedIndexing(segs []string) (indexed, decided bool) {
+	switch {
+	case p == nil:
+		return true, true
+	case p.mode == "none":
+		return false, true
+	case len(segs) == 1 && (segs[0] == "id" || segs[0] == "_ts"):
+		return true, true
+	}
+	return false, false
+}
+
 // rangeIndexed reports whether the scalar at document path segs is indexed.
 // id and _ts are always indexed under consistent indexing.
 func (p *indexPolicy) rangeIndexed(segs []string) bool {
-	if p == nil {
-		return true
-	}
-	if p.mode == "none" {
-		return false
-	}
-	if len(segs) == 1 && (segs[0] == "id" || segs[0] == "_ts") {
-		return true
+	if indexed, decided := p.fixedIndexing(segs); decided {
+		return indexed
 	}
 	best, bestIncluded := -1, false
 	for _, ip := range p.included {

@@ -162,6 +162,7 @@ type plan struct {
 	next   *item // version written
 	read   *item // version read
 	fail   *response
+	charge float64 // request units (charges.go), set under the container lock
 }
 
 // newVersion builds the next version of a document.
@@ -279,12 +280,6 @@ func (c *container) commit(plans []plan, lsn uint64) {
 	}
 }
 
-// writeCharge is a plausible request charge for writing size bytes.
-func writeCharge(size int) float64 { return 5.71 + float64(size/1024)*0.8 }
-
-// readCharge is a plausible request charge for reading size bytes.
-func readCharge(size int) float64 { return 1 + float64(size/1024)*0.1 }
-
 // itemResponse answers a point operation from its plan.
 func itemResponse(rq *request, p plan, lsn uint64) *response {
 	if p.fail != nil {
@@ -303,13 +298,12 @@ func itemResponse(rq *request, p plan, lsn uint64) *response {
 			resp.body = it.appendJSON(make([]byte, 0, len(it.body)+160))
 			resp.items = 1
 		}
+		resp.charge = p.charge
 		if p.read != nil {
-			resp.charge = readCharge(it.size())
-		} else {
-			resp.charge = writeCharge(it.size())
+			resp.charge = pointReadCharge(it.size())
 		}
 	case p.prev != nil:
-		resp.charge = writeCharge(p.prev.size())
+		resp.charge = p.charge
 	}
 	return resp
 }
@@ -323,6 +317,7 @@ func (s *Server) pointWrite(c *container, rq *request, do func(v *view, lsn uint
 	if p.fail == nil {
 		c.commit([]plan{p}, lsn)
 	}
+	p.charge = planCharge(c.index, p)
 	c.mu.Unlock()
 	return itemResponse(rq, p, lsn)
 }

@@ -227,7 +227,7 @@ func (s *Server) handleQuery(rq *request) *response {
 	resp = pageResponse(rid, "Documents", pg)
 	addQueryMetrics(rq, resp, len(docs), pg, time.Since(start))
 	resp.lsn = lsn
-	resp.charge = 2.3 + float64(len(docs))*0.01 + float64(pg.count)*0.1
+	resp.charge = queryPageCharge(loadedBytes(docs), pg.count)
 	return resp
 }
 

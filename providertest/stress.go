@@ -130,6 +130,10 @@ type StressConfig struct {
 	// read before the runtime starts and after it has shut down; the
 	// difference is StressResult.Requests.
 	RequestCount func() int64
+	// RequestCharge, when set, returns the request units (RU) charged so
+	// far for those requests (Cosmos DB's x-ms-request-charge), read as
+	// RequestCount; the difference is StressResult.RequestCharge.
+	RequestCharge func() float64
 	// Progress, when set, is called about once per ProgressInterval while
 	// orchestrations are launched and drained.
 	Progress func(StressProgress)
@@ -198,6 +202,9 @@ type StressResult struct {
 	// its shutdown (the history verification is not counted), or -1 when no
 	// counter was configured.
 	Requests int64
+	// RequestCharge is the RequestCharge difference over the same window,
+	// in request units, or -1 when no charge counter was configured.
+	RequestCharge float64
 	// Operations counts provider calls per method, from the runtime's start
 	// to its shutdown (the history verification is not counted), with the
 	// requests each made when the storage transport reports them
@@ -376,6 +383,10 @@ func RunStress(ctx context.Context, newProvider StressProviderFactory, cfg Stres
 	if cfg.RequestCount != nil {
 		requestsBefore = cfg.RequestCount()
 	}
+	chargeBefore := 0.0
+	if cfg.RequestCharge != nil {
+		chargeBefore = cfg.RequestCharge()
+	}
 	start := time.Now()
 	rt, err := runtime.Start(runCtx, provider, registry, runtime.Options{
 		PollInterval:             cfg.PollInterval,
@@ -404,12 +415,16 @@ func RunStress(ctx context.Context, newProvider StressProviderFactory, cfg Stres
 	if cfg.RequestCount != nil {
 		requests = cfg.RequestCount() - requestsBefore
 	}
+	charge := -1.0
+	if cfg.RequestCharge != nil {
+		charge = cfg.RequestCharge() - chargeBefore
+	}
 	operations := provider.stats()
 	if err := ctx.Err(); err != nil {
 		return StressResult{}, fmt.Errorf("providertest: stress run %s %s: %w", run.Scenario, run.Label(), err)
 	}
 
-	res := StressResult{Run: run, Config: cfg, Launched: len(outcomes), TotalTime: totalTime, Requests: requests}
+	res := StressResult{Run: run, Config: cfg, Launched: len(outcomes), TotalTime: totalTime, Requests: requests, RequestCharge: charge}
 	var latencies []time.Duration
 	for _, o := range outcomes {
 		if ok := res.classify(ctx, inner, w, executions, o); ok {

@@ -36,6 +36,22 @@ type OperationStats struct {
 	// the requests they made.
 	FailedCalls    int64
 	FailedRequests int64
+	// RequestCharge, EmptyRequestCharge and FailedRequestCharge are the
+	// request units (RU) the requests of the successful, empty and failed
+	// calls were charged, when the storage transport reports them
+	// (AttributeRequestCharge); 0 otherwise.
+	RequestCharge       float64
+	EmptyRequestCharge  float64
+	FailedRequestCharge float64
+}
+
+// RequestChargePerCall returns RequestCharge / Calls in request units, or 0
+// when there were no calls.
+func (s OperationStats) RequestChargePerCall() float64 {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.RequestCharge / float64(s.Calls)
 }
 
 // RequestsPerCall returns Requests / Calls, or 0 when there were no calls.
@@ -93,15 +109,34 @@ var countedOps = [...]string{
 // requestTallyKey is the context key of a call's request tally.
 type requestTallyKey struct{}
 
+// requestTally counts the requests of one call and their charge.
+type requestTally struct {
+	requests atomic.Int64
+	// microRU is the request charge in millionths of a request unit.
+	microRU atomic.Int64
+}
+
 // AttributeRequest adds one storage request to the provider call whose
 // context ctx descends from, and reports whether there was one. A storage
 // transport calls it for every request it sends, with the request's
 // context (for azcore pipelines, req.Context() of the *http.Request the
 // transport receives).
 func AttributeRequest(ctx context.Context) bool {
-	t, ok := ctx.Value(requestTallyKey{}).(*atomic.Int64)
+	t, ok := ctx.Value(requestTallyKey{}).(*requestTally)
 	if ok {
-		t.Add(1)
+		t.requests.Add(1)
+	}
+	return ok
+}
+
+// AttributeRequestCharge adds ru request units (Cosmos DB's
+// x-ms-request-charge of one response) to the provider call whose context
+// ctx descends from, and reports whether there was one; a transport calls
+// it with each response's charge, as AttributeRequest with each request.
+func AttributeRequestCharge(ctx context.Context, ru float64) bool {
+	t, ok := ctx.Value(requestTallyKey{}).(*requestTally)
+	if ok {
+		t.microRU.Add(int64(ru*1e6 + 0.5))
 	}
 	return ok
 }
@@ -117,7 +152,7 @@ const (
 
 // opCounters are the live counts of one method.
 type opCounters struct {
-	calls, requests, nanos [3]atomic.Int64 // indexed by callOutcome
+	calls, requests, nanos, microRU [3]atomic.Int64 // indexed by callOutcome
 }
 
 // callCountingProvider wraps a provider and counts its calls.
@@ -150,6 +185,9 @@ func (p *callCountingProvider) stats() []OperationStats {
 			Time:       time.Duration(c.nanos[outcomeWork].Load()),
 			EmptyCalls: c.calls[outcomeEmpty].Load(), EmptyRequests: c.requests[outcomeEmpty].Load(),
 			FailedCalls: c.calls[outcomeFailed].Load(), FailedRequests: c.requests[outcomeFailed].Load(),
+			RequestCharge:       float64(c.microRU[outcomeWork].Load()) / 1e6,
+			EmptyRequestCharge:  float64(c.microRU[outcomeEmpty].Load()) / 1e6,
+			FailedRequestCharge: float64(c.microRU[outcomeFailed].Load()) / 1e6,
 		}
 		if s.Calls+s.EmptyCalls+s.FailedCalls > 0 {
 			out = append(out, s)
@@ -161,7 +199,7 @@ func (p *callCountingProvider) stats() []OperationStats {
 // counted runs call with a request tally in its context and records the
 // outcome under op; empty tells whether a successful result carried no work.
 func counted[T any](p *callCountingProvider, op string, ctx context.Context, call func(context.Context) (T, error), empty func(T) bool) (T, error) {
-	tally := new(atomic.Int64)
+	tally := new(requestTally)
 	start := time.Now()
 	v, err := call(context.WithValue(ctx, requestTallyKey{}, tally))
 	elapsed := time.Since(start)
@@ -174,7 +212,8 @@ func counted[T any](p *callCountingProvider, op string, ctx context.Context, cal
 	}
 	c := p.ops[op]
 	c.calls[o].Add(1)
-	c.requests[o].Add(tally.Load())
+	c.requests[o].Add(tally.requests.Load())
+	c.microRU[o].Add(tally.microRU.Load())
 	c.nanos[o].Add(int64(elapsed))
 	return v, err
 }

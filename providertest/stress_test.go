@@ -134,17 +134,26 @@ func TestStressRequestCounterAndProgress(t *testing.T) {
 }
 
 // requestCountingProvider pretends every orchestration fetch or ack makes
-// three requests, attributed through AttributeRequest like a transport
-// would.
+// three requests of requestChargeRU each, attributed through
+// AttributeRequest and AttributeRequestCharge like a transport would.
 type requestCountingProvider struct {
 	duroxide.Provider
 	counter *atomic.Int64
+	// microRU, when set, adds up the charges in millionths of an RU.
+	microRU *atomic.Int64
 }
+
+// requestChargeRU is what requestCountingProvider charges per request.
+const requestChargeRU = 1.25
 
 func (p requestCountingProvider) requests(ctx context.Context) {
 	for range 3 {
 		p.counter.Add(1)
 		AttributeRequest(ctx)
+		if p.microRU != nil {
+			p.microRU.Add(requestChargeRU * 1e6)
+			AttributeRequestCharge(ctx, requestChargeRU)
+		}
 	}
 }
 
@@ -159,11 +168,12 @@ func (p requestCountingProvider) AckOrchestrationItem(ctx context.Context, lockT
 }
 
 func TestStressAttributesRequestsToOperations(t *testing.T) {
-	var counter atomic.Int64
+	var counter, microRU atomic.Int64
 	cfg := shortStress(ScenarioParallelOrchestrations, 2, 2)
 	cfg.RequestCount = func() int64 { return counter.Load() }
+	cfg.RequestCharge = func() float64 { return float64(microRU.Load()) / 1e6 }
 	res, err := RunStress(t.Context(), func(context.Context, StressRun) (duroxide.Provider, error) {
-		return requestCountingProvider{Provider: NewMemoryProvider(MemoryOptions{}), counter: &counter}, nil
+		return requestCountingProvider{Provider: NewMemoryProvider(MemoryOptions{}), counter: &counter, microRU: &microRU}, nil
 	}, cfg)
 	require.NoError(t, err)
 	fetch, _ := res.Operation(OpFetchOrchestrationItem)
@@ -176,6 +186,12 @@ func TestStressAttributesRequestsToOperations(t *testing.T) {
 	require.Equal(t, fetch.Requests+fetch.EmptyRequests+fetch.FailedRequests+ack.Requests+ack.FailedRequests, res.Requests,
 		"every request of the run belongs to a counted call")
 	require.False(t, AttributeRequest(t.Context()), "a context outside any provider call has no tally")
+	require.False(t, AttributeRequestCharge(t.Context(), 1), "a context outside any provider call has no tally")
+
+	require.InDelta(t, requestChargeRU*float64(fetch.Requests), fetch.RequestCharge, 1e-6)
+	require.InDelta(t, requestChargeRU*float64(fetch.EmptyRequests), fetch.EmptyRequestCharge, 1e-6)
+	require.InDelta(t, 3*requestChargeRU, ack.RequestChargePerCall(), 1e-6)
+	require.InDelta(t, requestChargeRU*float64(res.Requests), res.RequestCharge, 1e-6, "the run's charge covers its requests")
 }
 
 // duplicatingProvider schedules the first activity of instance twice, as a

@@ -131,6 +131,7 @@ func runOne(ctx context.Context, o options, t target, sc providertest.StressScen
 	cfg := o.stressConfig(sc, c)
 	tr := t.prepare()
 	cfg.RequestCount = tr.requestCount()
+	cfg.RequestCharge = tr.requestCharge()
 	cfg.InstancePrefix = fmt.Sprintf("stress-%s-%s-%dx%d-", runID, sc, c.orchestration, c.worker)
 	tty := isTerminal(stderr)
 	if o.progress {

@@ -58,7 +58,8 @@ func TestRunPrintsTableForBothProviders(t *testing.T) {
 			require.Equal(t, []string{"0", "0", "0", "0", "100.00"}, f[2:7], "failed, infra, config, app, success %%")
 		}
 	}
-	require.Contains(t, report, "=== Cosmos DB requests per provider call (budget) and mean call time ===")
+	require.Contains(t, report, "=== Cosmos DB requests per provider call (budget), request units (RU) and mean call time ===")
+	require.Regexp(t, `cdb \(emulator\) +1/1 +[0-9.]+ +[0-9.]+ +`, report, "requests and RU per orchestration")
 	require.Contains(t, report, "[MET] 100% success on every config")
 	require.Empty(t, errb.String())
 }
@@ -79,6 +80,7 @@ func TestCDBStress(t *testing.T) {
 		cfg.MaxConcurrent = map[providertest.StressScenario]int{sc: 6, providertest.ScenarioLargePayload: 2}[sc]
 		tr := target.prepare().(*cdbRun)
 		cfg.RequestCount = tr.requestCount()
+		cfg.RequestCharge = tr.requestCharge()
 		res, err := providertest.RunStress(t.Context(), tr.factory(), cfg)
 		require.NoError(t, err)
 		require.Positive(t, res.Launched, sc)
@@ -107,6 +109,15 @@ func TestCDBStress(t *testing.T) {
 			require.Nil(t, tr.opKinds(), "per-kind counts exist only on the emulator")
 		}
 		require.GreaterOrEqual(t, tr.transport.total.Load(), res.Requests, "the transport saw every request the emulator counted in the run")
+
+		require.GreaterOrEqual(t, res.RequestCharge, float64(res.Requests), "every request is charged at least 1 RU")
+		var attributed float64
+		for _, s := range res.Operations {
+			attributed += s.RequestCharge + s.EmptyRequestCharge + s.FailedRequestCharge
+		}
+		require.LessOrEqual(t, attributed, res.RequestCharge+1e-6, "attributed charges cannot exceed the run's")
+		ack, _ := res.Operation(providertest.OpAckWorkItem)
+		require.GreaterOrEqual(t, ack.RequestChargePerCall(), 5.5, "a work-item ack writes at least one document")
 	}
 }
 

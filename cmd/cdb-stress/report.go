@@ -102,14 +102,14 @@ func writeRequests(w io.Writer, rows []row) {
 		return
 	}
 	fmt.Fprintf(w, "\n=== Cosmos DB requests per completed orchestration ===\n")
-	fmt.Fprintf(w, "%-20s %-8s %-8s", "Provider", "Config", "Total")
+	fmt.Fprintf(w, "%-20s %-8s %-8s %-8s", "Provider", "Config", "Total", "RU")
 	for _, b := range requestBudget {
 		fmt.Fprintf(w, " %-11s", b.label)
 	}
 	fmt.Fprintf(w, " %-11s %-14s %-8s %s\n", "Idle polls", "Client status", "Other", "Dispatch (budget)")
 	for _, r := range cdbRows {
 		n := float64(r.res.Completed)
-		fmt.Fprintf(w, "%-20s %-8s %-8.1f", r.provider, r.res.Run.Label(), float64(r.res.Requests)/n)
+		fmt.Fprintf(w, "%-20s %-8s %-8.1f %-8s", r.provider, r.res.Run.Label(), float64(r.res.Requests)/n, chargePer(r.res.RequestCharge, n))
 		split := splitRequests(r.res)
 		for _, b := range requestBudget {
 			s, _ := r.res.Operation(b.op)
@@ -118,20 +118,29 @@ func writeRequests(w io.Writer, rows []row) {
 		fmt.Fprintf(w, " %-11.2f %-14.2f %-8.2f %.2f (%.2f)\n", float64(split.idle)/n, float64(split.client)/n,
 			float64(split.other)/n, float64(split.dispatch)/n, split.budget/n)
 	}
-	fmt.Fprintf(w, "\n=== Cosmos DB requests per provider call (budget) and mean call time ===\n")
+	fmt.Fprintf(w, "\n=== Cosmos DB requests per provider call (budget), request units (RU) and mean call time ===\n")
 	fmt.Fprintf(w, "%-20s %-8s", "Provider", "Config")
 	for _, b := range requestBudget {
-		fmt.Fprintf(w, " %-17s", fmt.Sprintf("%s (%g)", b.label, b.budget))
+		fmt.Fprintf(w, " %-24s", fmt.Sprintf("%s (%g)", b.label, b.budget))
 	}
 	fmt.Fprintf(w, " %s\n", "Emulator requests per orchestration by kind")
 	for _, r := range cdbRows {
 		fmt.Fprintf(w, "%-20s %-8s", r.provider, r.res.Run.Label())
 		for _, b := range requestBudget {
 			s, _ := r.res.Operation(b.op)
-			fmt.Fprintf(w, " %-17s", fmt.Sprintf("%.2f %.2fms", s.RequestsPerCall(), float64(s.MeanTime())/float64(time.Millisecond)))
+			fmt.Fprintf(w, " %-24s", fmt.Sprintf("%.2f %.2fRU %.2fms", s.RequestsPerCall(), s.RequestChargePerCall(), float64(s.MeanTime())/float64(time.Millisecond)))
 		}
 		fmt.Fprintf(w, " %s\n", kindsPerOrchestration(r.kinds, r.res.Completed))
 	}
+}
+
+// chargePer formats charge / n request units, or "-" when the run had no
+// charge counter.
+func chargePer(charge, n float64) string {
+	if charge < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", charge/n)
 }
 
 // requestSplit divides a run's requests: the dispatch path the budget

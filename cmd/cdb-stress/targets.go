@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,9 @@ type targetRun interface {
 	// requestCount is StressConfig.RequestCount, nil when the provider
 	// makes no requests.
 	requestCount() func() int64
+	// requestCharge is StressConfig.RequestCharge, nil when the provider
+	// makes no requests.
+	requestCharge() func() float64
 	// opKinds returns the emulator's requests per operation kind over the
 	// window of the two requestCount calls, or nil when not on the
 	// emulator.
@@ -63,6 +67,8 @@ func (memoryRun) factory() providertest.StressProviderFactory {
 }
 
 func (memoryRun) requestCount() func() int64 { return nil }
+
+func (memoryRun) requestCharge() func() float64 { return nil }
 
 func (memoryRun) opKinds() map[emulator.OpKind]int64 { return nil }
 
@@ -247,21 +253,40 @@ func deleteContainer(cfg cdb.Config) error {
 	return nil
 }
 
+// requestCharge is the request units charged for the run's requests, as
+// the responses' x-ms-request-charge reported them (on the emulator, its
+// documented estimate; see emulator/README.md).
+func (r *cdbRun) requestCharge() func() float64 {
+	return func() float64 { return float64(r.transport.microRU.Load()) / 1e6 }
+}
+
 // countingTransport is the azcosmos client's HTTP transport: it counts
-// every request and attributes it to the provider call it belongs to
-// (providertest.AttributeRequest). The provider disables the SDK's own
-// retries, so each Do is one request to Cosmos DB.
+// every request and the request charge of every response
+// (x-ms-request-charge), and attributes both to the provider call they
+// belong to (providertest.AttributeRequest, AttributeRequestCharge). The
+// provider disables the SDK's own retries, so each Do is one request to
+// Cosmos DB.
 type countingTransport struct {
 	inner      policy.Transporter
 	total      atomic.Int64
 	attributed atomic.Int64
+	// microRU is the request charge of every response, in millionths of a
+	// request unit.
+	microRU atomic.Int64
 }
 
-// Do counts req and sends it.
+// Do counts req, sends it, and counts the response's request charge.
 func (t *countingTransport) Do(req *http.Request) (*http.Response, error) {
 	t.total.Add(1)
 	if providertest.AttributeRequest(req.Context()) {
 		t.attributed.Add(1)
 	}
-	return t.inner.Do(req)
+	resp, err := t.inner.Do(req)
+	if resp != nil {
+		if ru, perr := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64); perr == nil && ru > 0 {
+			t.microRU.Add(int64(ru*1e6 + 0.5))
+			providertest.AttributeRequestCharge(req.Context(), ru)
+		}
+	}
+	return resp, err
 }

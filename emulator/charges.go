@@ -1,0 +1,181 @@
+package emulator
+
+import "strconv"
+
+// The request charge model: every answer carries x-ms-request-charge, the
+// request units (RU) the service would bill for it. The service does not
+// publish its formula, so these are ESTIMATES built from Microsoft's public
+// figures; each rule names its source. The figures to rely on are those of
+// a real account (the same header, read the same way); the model exists so
+// that cost regressions show up in tests and benchmarks without one.
+//
+// Sources:
+//   - [reads] "Optimize request cost in Azure Cosmos DB",
+//     https://learn.microsoft.com/azure/cosmos-db/optimize-cost-reads-writes
+//     ("Point reads": 1 KB item 1 RU, 100 KB item 10 RU; "Queries": the charge
+//     depends on the items loaded and returned and the index lookups, and
+//     the pages of a query add up to the charge of the whole query;
+//     "Writing data": inserting a 1 KB item with few indexed properties costs
+//     about 5.5 RU, and replacing an item costs twice as much as inserting it).
+//   - [factors] "Request units in Azure Cosmos DB",
+//     https://learn.microsoft.com/azure/cosmos-db/request-units ("Request
+//     unit considerations": item size, indexed properties and property count
+//     raise the cost of a write; a point read of a 1 KB item is 1 RU).
+//   - [batch] "Transactional batch operations in Azure Cosmos DB",
+//     https://learn.microsoft.com/azure/cosmos-db/nosql/transactional-batch
+//     (a batch is one request whose operations each report their own
+//     charge; the request is billed their sum).
+
+// Constants of the model, in request units (RU).
+const (
+	// readRUPerKB: 1 KB read 1 RU, 100 KB read 10 RU [reads]: 1 RU for the
+	// first KB and 9/99 RU per further KB, linear between the two.
+	readRUBase  = 1.0
+	readRUPerKB = 9.0 / 99
+	// insertRUBase: a 1 KB insert with at most insertFreeIndexed indexed
+	// values costs about 5.5 RU [reads, "Writing data"].
+	insertRUBase      = 5.5
+	insertFreeIndexed = 5
+	// insertRUPerKB: the size slope of a write is taken five times the
+	// read's, the ratio of the two 1 KB figures (5.5 : 1). An estimate:
+	// [factors] says that size raises the cost, not by how much.
+	insertRUPerKB = 5 * readRUPerKB
+	// indexedValueRU: each indexed value beyond insertFreeIndexed adds this
+	// much to a write. An estimate: [factors] says indexed properties raise
+	// the cost, not by how much.
+	indexedValueRU = 0.2
+	// queryRUBase is what a query page costs before it loads anything
+	// (compilation and index lookups, [reads] "Queries"). An estimate, close
+	// to the smallest query charges real accounts report.
+	queryRUBase = 2.3
+	// queryRULoadedKB is the charge per KB of documents a query page loads
+	// (its candidates after the index narrowed them), and queryRUReturned
+	// the charge per document it returns [reads, "Queries"]. Estimates.
+	queryRULoadedKB = 0.1
+	queryRUReturned = 0.1
+	// errorRU is the charge of a refused request (404, 409, 412 and the
+	// like): the service reports about one RU for them. An estimate.
+	errorRU = 1.0
+)
+
+// kb returns size bytes in KB, at least 1 (a 10-byte document costs what a
+// 1 KB one does).
+func kb(size int) float64 { return max(float64(size)/1024, 1) }
+
+// pointReadCharge is the charge of reading a size-byte document [reads].
+func pointReadCharge(size int) float64 { return readRUBase + (kb(size)-1)*readRUPerKB }
+
+// insertCharge is the charge of creating a size-byte document with
+// indexed indexed values [reads, factors].
+func insertCharge(size, indexed int) float64 {
+	return insertRUBase + (kb(size)-1)*insertRUPerKB + float64(max(indexed-insertFreeIndexed, 0))*indexedValueRU
+}
+
+// queryPageCharge is the charge of one query page that loaded loadedBytes
+// of documents and returned returned documents [reads, "Queries"]; the
+// pages of a query sum to the whole query's charge, as on the service.
+func queryPageCharge(loadedBytes, returned int) float64 {
+	return queryRUBase + float64(loadedBytes)/1024*queryRULoadedKB + float64(returned)*queryRUReturned
+}
+
+// planCharge is the charge of one point operation or batch operation
+// planned on a container with index policy idx (read under the container
+// lock): a read by size; a create (and an upsert that creates) as an
+// insert; a replace, an upsert that replaces and a patch as twice the
+// insert of the new version [reads, "Writing data"]; a delete as the insert
+// of the deleted version (an estimate: [factors] lists deletes as variable);
+// a refused operation errorRU.
+func planCharge(idx *indexPolicy, p plan) float64 {
+	switch {
+	case p.fail != nil:
+		return errorRU
+	case p.read != nil:
+		return pointReadCharge(p.read.size())
+	case p.next != nil && p.prev == nil:
+		return insertCharge(p.next.size(), indexedValues(idx, p.next.body))
+	case p.next != nil:
+		return 2 * insertCharge(p.next.size(), indexedValues(idx, p.next.body))
+	case p.prev != nil:
+		return insertCharge(p.prev.size(), indexedValues(idx, p.prev.body))
+	}
+	return errorRU // a 304 or another answer without a document
+}
+
+// chargePlans sets the charge of every plan; the caller holds the
+// container's lock (the index policy may be replaced otherwise).
+func (c *container) chargePlans(plans []plan) {
+	for i := range plans {
+		plans[i].charge = planCharge(c.index, plans[i])
+	}
+}
+
+// indexedValues counts the scalar values of the document body that the
+// index policy indexes (id included). Subtrees no included path reaches
+// are skipped unparsed.
+func indexedValues(idx *indexPolicy, body []byte) int {
+	v, err := parseJSON(body)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	var walk func(v value, segs []string)
+	walk = func(v value, segs []string) {
+		switch v.k {
+		case kObject:
+			for _, m := range v.members() {
+				child := append(segs, m.key)
+				if idx.reaches(child) {
+					walk(m.val, child)
+				}
+			}
+		case kArray:
+			for i, e := range v.elems() {
+				child := append(segs, strconv.Itoa(i))
+				if idx.reaches(child) {
+					walk(e, child)
+				}
+			}
+		default:
+			if idx.rangeIndexed(segs) {
+				n++
+			}
+		}
+	}
+	walk(v, make([]string, 0, 8))
+	return n
+}
+
+// reaches reports whether an included path of the policy covers segs or
+// lies beneath it, so that walking the subtree at segs can find an
+// indexed value (a nil policy indexes everything).
+func (p *indexPolicy) reaches(segs []string) bool {
+	if indexed, decided := p.fixedIndexing(segs); decided {
+		return indexed
+	}
+	for _, ip := range p.included {
+		n := min(len(ip.segs), len(segs))
+		if !ip.wildcard && len(ip.segs) < len(segs) {
+			continue
+		}
+		prefix := true
+		for i := 0; i < n; i++ {
+			if ip.segs[i] != segs[i] && !(ip.segs[i] == "[]" && isArrayIndex(segs[i])) {
+				prefix = false
+				break
+			}
+		}
+		if prefix {
+			return true
+		}
+	}
+	return false
+}
+
+// loadedBytes is the size of the documents a query page loads.
+func loadedBytes(docs []*item) int {
+	n := 0
+	for _, d := range docs {
+		n += d.size()
+	}
+	return n
+}
