@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -15,11 +16,28 @@ import (
 // wrapped (errors.As finds the *duroxide.ProviderError).
 type Client struct {
 	provider duroxide.Provider
+	metrics  *clientMetrics // client_metrics.go
 }
 
 // NewClient returns a client on provider. A client on a nil provider (and
 // a nil *Client) returns ErrNilProvider from every call that needs one.
-func NewClient(provider duroxide.Provider) *Client { return &Client{provider: provider} }
+// Its metrics go to the global MeterProvider (WithMeterProvider changes
+// that).
+func NewClient(provider duroxide.Provider) *Client {
+	return &Client{provider: provider, metrics: newClientMetrics(nil)}
+}
+
+// WithMeterProvider returns a client on c's provider whose metrics (the
+// client metrics of duroxide's specification: starts, raised events,
+// cancellations, wait duration) go to mp; nil means the global
+// MeterProvider.
+func (c *Client) WithMeterProvider(mp metric.MeterProvider) *Client {
+	var p duroxide.Provider
+	if c != nil {
+		p = c.provider
+	}
+	return &Client{provider: p, metrics: newClientMetrics(mp)}
+}
 
 // ErrNilProvider is returned by Start and by every Client call when the
 // provider is nil.
@@ -56,6 +74,7 @@ func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemK
 	if err := p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: kind}, 0); err != nil {
 		return fmt.Errorf("runtime: %s %s: %w", op, kind.TargetInstance(), err)
 	}
+	c.metrics.enqueued(kind)
 	return nil
 }
 
@@ -167,6 +186,7 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
 	}
 	admin, _ := duroxide.AsManagementCapability(p)
+	defer c.metrics.waited(time.Now())
 	return pollUntil(ctx, timeout, func() (OrchestrationStatus, bool, error) {
 		return pollTerminal(ctx, p, admin, instance)
 	})

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
 	"log/slog"
 	"time"
 
@@ -85,6 +86,11 @@ type Options struct {
 	TagFilter duroxide.TagFilter
 	// Logger receives the runtime's logs; nil discards them.
 	Logger *slog.Logger
+	// MeterProvider receives the runtime's and its client's metrics
+	// (duroxide's metrics specification; metrics.go lists them). Default:
+	// the global MeterProvider (otel.GetMeterProvider), which records
+	// nothing until the application installs an SDK.
+	MeterProvider metric.MeterProvider
 }
 
 // UnregisteredBackoff is duroxide's UnregisteredBackoffConfig: attempt n

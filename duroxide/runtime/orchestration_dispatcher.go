@@ -28,6 +28,7 @@ func (r *Runtime) orchestrationLoop(workerID string, proc *turnProcessor) {
 // processOrchestrationItem runs one turn under a renewed lock and commits
 // or abandons it.
 func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, proc *turnProcessor) {
+	defer r.metrics.orchestrationFetched()()
 	renewCtx, stopRenewal := context.WithCancel(r.runCtx)
 	renewalDone := make(chan struct{})
 	go func() {
@@ -50,6 +51,9 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
 	}
 	err := r.ackWithRetry(item.LockToken, d.ack)
+	if err == nil {
+		r.metrics.turnCommitted(item, d)
+	}
 	if err == nil || r.runCtx.Err() != nil {
 		return
 	}
@@ -61,7 +65,11 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 	h := newHistoryManager(item.History)
 	h.appendNew(item.Instance, d.ack.executionID, nil, duroxide.OrchestrationFailed{Details: pe.ToInfrastructureError()})
 	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, metadata: computeMetadata(h.delta)}
-	if err2 := r.ackWithRetry(item.LockToken, failure); err2 != nil && r.runCtx.Err() == nil {
+	err2 := r.ackWithRetry(item.LockToken, failure)
+	if err2 == nil {
+		r.metrics.turnCommitted(item, turnDecision{ack: failure})
+	}
+	if err2 != nil && r.runCtx.Err() == nil {
 		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)
 		_ = r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, abandonOnFailed, false)
 	}

@@ -39,6 +39,8 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	inflight map[*inflightActivity]struct{}
+
+	metrics *runtimeMetrics // metrics.go
 }
 
 // errShutdown is the cancellation cause of activities stopped by a
@@ -65,9 +67,12 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	fetchCtx, cancelFetch := context.WithCancel(runCtx)
 	r := &Runtime{
 		provider: provider, registry: registry, opts: o, id: newRuntimeID(), logger: o.Logger,
-		client: NewClient(provider), runCtx: runCtx, cancelRun: cancel, fetchCtx: fetchCtx, cancelFetch: cancelFetch,
+		client: &Client{provider: provider, metrics: newClientMetrics(o.MeterProvider)}, runCtx: runCtx, cancelRun: cancel, fetchCtx: fetchCtx, cancelFetch: cancelFetch,
 		stopping: make(chan struct{}), inflight: map[*inflightActivity]struct{}{},
 	}
+	admin, _ := duroxide.AsManagementCapability(provider)
+	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
+	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
 	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
 	proc := &turnProcessor{
@@ -135,6 +140,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		r.wg.Wait()
 		close(done)
 	}()
+	defer r.metrics.close()
 	select {
 	case <-done:
 		r.cancelRun()

@@ -42,6 +42,7 @@ func (r *Runtime) workerLoop(workerID, sessionOwner string, sessions *sessionTra
 }
 
 func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkItem, sessions *sessionTracker) {
+	r.metrics.workItemFetched()
 	item, ok := locked.Item.Kind.(duroxide.ActivityExecuteItem)
 	if !ok {
 		r.logger.Error("unexpected work item on the worker queue; dropping it", "type", locked.Item.Type())
@@ -87,7 +88,10 @@ func (r *Runtime) poisonActivity(locked *duroxide.LockedWorkItem, item duroxide.
 		Message: string(serialized),
 	}}
 	completion := duroxide.WorkItem{Kind: duroxide.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Details: d}}
-	if err := r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion); err != nil && r.runCtx.Err() == nil {
+	err = r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion)
+	if err == nil {
+		r.metrics.activity(item, "poison", 0)
+	} else if r.runCtx.Err() == nil {
 		r.logger.Warn("failed to ack poisoned activity", "instance", item.Instance, "error", err)
 	}
 }
@@ -138,6 +142,7 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 	ac.describe = func() (string, string) { return r.orchestrationDescriptor(actCtx, item.Instance) }
 
 	done := make(chan activityOutcome, 1)
+	started := time.Now()
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -159,8 +164,10 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 		// Nobody wants the result any more (or the runtime is stopping):
 		// an error the cancellation provoked must not be recorded.
 		r.cancelledActivity(locked, item, actCtx, done, returned)
+		r.metrics.activity(item, "cancelled", time.Since(started))
 		return
 	}
+	elapsed := time.Since(started)
 	stopRenewal()
 	var completion duroxide.WorkItem
 	if out.err != nil {
@@ -171,7 +178,11 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 	} else {
 		completion = duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: out.result}}
 	}
-	if err := r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion); err != nil && r.runCtx.Err() == nil {
+	err := r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion)
+	if err == nil {
+		r.metrics.activityDone(item, completion, elapsed)
+	}
+	if err != nil && r.runCtx.Err() == nil {
 		r.logger.Warn("worker: atomic ack failed, abandoning work item", "instance", item.Instance, "activity_id", item.ID, "error", err)
 		_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, 100*time.Millisecond, false)
 	}
