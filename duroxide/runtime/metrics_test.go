@@ -243,7 +243,7 @@ func TestActivityAndPoisonMetrics(t *testing.T) {
 	assert.Equal(t, []float64{0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}, ok.Bounds)
 	r.requireCounts(t, "duroxide_activity_infrastructure_errors_total", map[attribute.Set]int64{set("activity_name", "Missing"): 1})
 	r.requireCounts(t, "duroxide_activity_poison_total", map[attribute.Set]int64{set(): 1})
-	r.requireCounts(t, "duroxide.worker.dispatcher.items_fetched", map[attribute.Set]int64{set(): 4 + 1 + 2 + 1})// 4 Ok, 1 Boom, and Missing fetched twice (abandoned unregistered), then poisoned on the third fetch
+	r.requireCounts(t, "duroxide.worker.dispatcher.items_fetched", map[attribute.Set]int64{set(): 4 + 1 + 2 + 1}) // 4 Ok, 1 Boom, and Missing fetched twice (abandoned unregistered), then poisoned on the third fetch
 
 }
 
