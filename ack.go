@@ -122,6 +122,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // acked since, the tombstone of a consumed message) tells whether it
 // committed. Of two acks with one token, only the first succeeds.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
+	ctx = withCall(ctx, "ack_orchestration_item")
 	const op = "ack_orchestration_item"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
 	if !ok {

@@ -97,6 +97,7 @@ func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string)
 // per instance, 1 cross-partition query for children, then the batches of
 // deletes.
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
+	ctx = withCall(ctx, "delete_instances_atomic")
 	const op = "delete_instances_atomic"
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	var res duroxide.DeleteInstanceResult
@@ -296,6 +297,7 @@ func (p *Provider) sweepPartition(ctx context.Context, instance string, keepInst
 // sub-orchestration cannot be deleted on its own (duroxide's default
 // implementation).
 func (p *Provider) DeleteInstance(ctx context.Context, instance string, force bool) (duroxide.DeleteInstanceResult, error) {
+	ctx = withCall(ctx, "delete_instance")
 	return duroxide.DeleteInstance(ctx, p, instance, force)
 }
 
@@ -337,6 +339,7 @@ func (p *Provider) selectInstances(ctx context.Context, filter duroxide.Instance
 // each with its descendants (force, as the roots are terminal); Running
 // instances and sub-orchestrations are skipped.
 func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
+	ctx = withCall(ctx, "delete_instance_bulk")
 	const op = "delete_instance_bulk"
 	roots, err := p.selectInstances(ctx, filter, func(r instanceRow) bool {
 		return r.ParentInstanceID == nil && isTerminalStatus(&r.Status)
@@ -365,6 +368,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.Insta
 // prunes executions completed before that time. An unknown instance is a
 // permanent error. Requests: 1 point read, 1 query, then the deletes.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
+	ctx = withCall(ctx, "prune_executions")
 	const op = "prune_executions"
 	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
@@ -412,6 +416,7 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 // PruneExecutionsBulk applies PruneExecutions to every instance matching
 // filter (oldest first, at most Limit, default 1000).
 func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
+	ctx = withCall(ctx, "prune_executions_bulk")
 	ids, err := p.selectInstances(ctx, filter, func(instanceRow) bool { return true })
 	if err != nil {
 		return duroxide.PruneResult{}, mapError("prune_executions_bulk", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 )
 
@@ -102,6 +103,14 @@ type Config struct {
 	// the bound on how late they see messages other processes wrote;
 	// default DefaultLongPollInterval. Each poll is one query request.
 	LongPollInterval time.Duration
+
+	// MeterProvider receives the provider's metrics (the Cosmos DB
+	// requests, request units and latency per provider call and operation
+	// kind, throttling, retries, lost lock races, the outbox backlog and
+	// reconciler deliveries; metrics.go lists them). Default: the global
+	// MeterProvider (otel.GetMeterProvider), which records nothing until
+	// the application installs an SDK.
+	MeterProvider metric.MeterProvider
 
 	// Logger receives the provider's logs; nil logs nothing.
 	Logger *zap.Logger

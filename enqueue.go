@@ -18,6 +18,7 @@ import (
 // nothing written. Requests: 1 (a create; a retry after a lost answer
 // reuses the document id, so its 409 means the first try landed).
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
+	ctx = withCall(ctx, "enqueue_for_orchestrator")
 	const op = "enqueue_for_orchestrator"
 	if err := checkOrchestratorItem(item); err != nil {
 		return permanent(op, err.Error())
@@ -38,6 +39,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 // derived from the activity's execution and id, so enqueuing the same
 // activity twice leaves one message. Requests: 1.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {
+	ctx = withCall(ctx, "enqueue_for_worker")
 	const op = "enqueue_for_worker"
 	act, ok := item.Kind.(duroxide.ActivityExecuteItem)
 	if !ok {

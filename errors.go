@@ -148,6 +148,9 @@ type retrier struct {
 	// closed, when set, is closed by Provider.Close: no request is sent
 	// after that, the call fails with errClosed instead.
 	closed <-chan struct{}
+	// onRetry, when set, is told of every request about to be sent again
+	// (metrics.go counts them).
+	onRetry func(ctx context.Context, err error)
 }
 
 // errClosed is the error of a request made after Provider.Close; mapError
@@ -210,6 +213,9 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 		}
 		if ra := retryAfter(err); ra > 0 {
 			delay = ra
+		}
+		if r.onRetry != nil {
+			r.onRetry(ctx, err)
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -36,6 +36,9 @@ const (
 
 // traceFetch reports ev to the fetch tracer, if one is set.
 func (p *Provider) traceFetch(ev fetchEvent) {
+	if p.metrics != nil {
+		p.metrics.fetchEvent(ev)
+	}
 	if p.fetchTracer != nil {
 		p.fetchTracer(ev)
 	}

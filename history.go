@@ -17,6 +17,7 @@ import (
 // document, a single-partition history query); 1 for an unknown instance.
 // Undecodable history is a permanent error.
 func (p *Provider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
+	ctx = withCall(ctx, "read")
 	return p.readCurrent(ctx, "read", instance)
 }
 
@@ -47,6 +48,7 @@ func historyError(op string, err error) error {
 // not exist). Requests: 1 single-partition query (the execution document,
 // for its watermark, and its history).
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
+	ctx = withCall(ctx, "read_with_execution")
 	return p.readExecution(ctx, "read_with_execution", instance, executionID)
 }
 
@@ -84,6 +86,7 @@ func (p *Provider) readExecution(ctx context.Context, op, instance string, execu
 // query, then 1 transactional batch (more, staged, for more than about 95
 // events).
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []duroxide.Event) error {
+	ctx = withCall(ctx, "append_with_execution")
 	const op = "append_with_execution"
 	if err := validateInstanceID(op, instance); err != nil {
 		return err

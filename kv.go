@@ -166,6 +166,7 @@ func (p *Provider) readKV(ctx context.Context, instance string) (store, delta *k
 // there is one (a tombstone means absent), else the stored value; ok is
 // false for a missing key or instance. One single-partition query.
 func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string, bool, error) {
+	ctx = withCall(ctx, "get_kv_value")
 	const op = "get_kv_value"
 	if err := validateInstanceID(op, instance); err != nil {
 		return "", false, err
@@ -181,6 +182,7 @@ func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string
 // GetKVAllValues returns every KV value of the instance (the delta over the
 // store; empty for an unknown instance). One single-partition query.
 func (p *Provider) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
+	ctx = withCall(ctx, "get_kv_all_values")
 	const op = "get_kv_all_values"
 	if err := validateInstanceID(op, instance); err != nil {
 		return nil, err

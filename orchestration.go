@@ -79,6 +79,7 @@ const unknownVersion = "unknown"
 // failure after the lock was taken releases it before the error is
 // returned.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	ctx = withCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
@@ -504,6 +505,7 @@ func lockCondition(lockID string, nowMs int64) string {
 // expired, was taken by another fetch, or was released is a permanent
 // error.
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	ctx = withCall(ctx, "renew_orchestration_item_lock")
 	const op = "renew_orchestration_item_lock"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
 	if !ok {
@@ -546,6 +548,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 // or already released lock is a permanent error; an expired lock no other
 // fetch has taken is released normally.
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	ctx = withCall(ctx, "abandon_orchestration_item")
 	const op = "abandon_orchestration_item"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
 	if !ok {

@@ -91,6 +91,7 @@ func (p *Provider) reconcileLoop() {
 // fails has its attempt count and last attempt time recorded (1 patch) and
 // is retried next time.
 func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
+	ctx = withCall(ctx, "reconcile_outbox")
 	cutoff := p.nowMs() - p.cfg.ReconcilerAgeThreshold.Milliseconds()
 	raws, err := p.query(ctx, nil, "SELECT * FROM c WHERE c.type = 'outbox_intent' AND c.createdAt <= @cutoff",
 		[]azcosmos.QueryParameter{param("@cutoff", cutoff)}, queryOpts{})
@@ -106,6 +107,7 @@ func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
 		}
 		if err := p.deliverIntent(ctx, intent, p.retry); err != nil {
 			if ctx.Err() != nil {
+				p.metrics.delivered(n)
 				return n, mapError("reconcile_outbox", ctx.Err())
 			}
 			p.log.Info("outbox delivery failed; retrying next interval", zap.String("intent", intent.ID), zap.String("instance", intent.InstanceID), zap.Error(err))
@@ -117,5 +119,6 @@ func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
 		}
 		n++
 	}
+	p.metrics.delivered(n)
 	return n, nil
 }

@@ -51,8 +51,10 @@ type Provider struct {
 	workerLeases LeaseProvider
 
 	locks *lockCache
-	// usage counts every Cosmos DB answer (usage.go).
-	usage usageCounters
+	// usage counts every Cosmos DB answer (usage.go); metrics records the
+	// provider's metrics (metrics.go).
+	usage   usageCounters
+	metrics *providerMetrics
 	// orchPool and workPool are this process's candidates of the two
 	// queues (pool.go).
 	orchPool     *candidatePool
@@ -97,6 +99,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
+	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
+	p.retry.onRetry = p.metrics.retried
+	ctx = withCall(ctx, "new")
 	if p.orchLeases == nil {
 		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
 	}
@@ -110,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 			opts = *cfg.ClientOptions
 		}
 		opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
-		opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), usagePolicy{&p.usage})
+		opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), requestPolicy{usage: &p.usage, metrics: p.metrics})
 		if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
 			opts.Retry = policy.RetryOptions{MaxRetries: -1}
 		}
@@ -129,11 +134,13 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		p.ownClient = true
 	}
 	if err := p.ensureInfrastructure(ctx); err != nil {
+		p.metrics.close()
 		p.closeClient()
 		return nil, err
 	}
 	p.container, err = p.client.NewContainer(cfg.Database, cfg.Container)
 	if err != nil {
+		p.metrics.close()
 		p.closeClient()
 		return nil, fmt.Errorf("cdb: container client: %w", err)
 	}
@@ -154,6 +161,7 @@ func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stop)
 		p.wg.Wait()
+		p.metrics.close()
 		p.closeClient()
 	})
 	return nil

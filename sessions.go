@@ -87,6 +87,7 @@ func (p *Provider) touchSession(ctx context.Context, instance, sessionID string)
 // predicate repeats the lock and idleness conditions, so a session that
 // changed in between is not renewed).
 func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
+	ctx = withCall(ctx, "renew_session_lock")
 	const op = "renew_session_lock"
 	if len(ownerIDs) == 0 {
 		return 0, nil
@@ -135,6 +136,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 // session), plus 1 delete per orphan, conditioned on its ETag so that a
 // session claimed in between survives.
 func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
+	ctx = withCall(ctx, "cleanup_orphaned_sessions")
 	const op = "cleanup_orphaned_sessions"
 	now := p.nowMs()
 	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId, c.sessionId, c._etag FROM c WHERE c.type = 'session' AND c.lockedUntil < @now",

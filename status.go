@@ -14,6 +14,7 @@ import (
 // status comes from the last CustomStatusUpdated event an ack committed.
 // Requests: 1 point read.
 func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
+	ctx = withCall(ctx, "get_custom_status")
 	const op = "get_custom_status"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil {
@@ -31,6 +32,7 @@ func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSee
 // current view); nil for an unknown instance. Requests: 2 (a point read of
 // the instance document, one single-partition query).
 func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
+	ctx = withCall(ctx, "get_instance_stats")
 	const op = "get_instance_stats"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil || !doc.exists() {

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 )
 
 // Usage is what the provider's Cosmos DB requests have cost since New: every
@@ -63,18 +61,4 @@ func requestCharge(resp *http.Response) float64 {
 		return 0
 	}
 	return ru
-}
-
-// usagePolicy is the azcore pipeline policy New installs among the
-// client's per-retry policies: it sees every attempt's answer and counts
-// it into u.
-type usagePolicy struct{ u *usageCounters }
-
-// Do sends the request and counts its answer.
-func (up usagePolicy) Do(req *policy.Request) (*http.Response, error) {
-	resp, err := req.Next()
-	if resp != nil {
-		up.u.record(resp)
-	}
-	return resp, err
 }

@@ -62,6 +62,7 @@ type workCandidate struct {
 // visibility of a known message, or the next poll (every LongPollInterval),
 // until work appears or the timeout passes.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
+	ctx = withCall(ctx, "fetch_work_item")
 	const op = "fetch_work_item"
 	tagClause, tagParams, ok := tagFilterClause(tagFilter)
 	if !ok {
@@ -222,6 +223,7 @@ func (p *Provider) lockSessionItem(ctx context.Context, c poolEntry, po azcosmos
 // taken, is a permanent error, and so is a completion that is not an
 // activity's or names an invalid instance (nothing is written then).
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion *duroxide.WorkItem) error {
+	ctx = withCall(ctx, "ack_work_item")
 	const op = "ack_work_item"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
 	if !ok {
@@ -332,6 +334,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 // effort (1 patch). A message that is gone (the activity was cancelled), or
 // whose lock expired or was taken, is a permanent error.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) (duroxide.ExecutionState, error) {
+	ctx = withCall(ctx, "renew_work_item_lock")
 	const op = "renew_work_item_lock"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
 	if !ok {
@@ -388,6 +391,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 // on the lock; when its answer is lost, 1 point read tells whether it
 // landed). An unknown or already released lock is a permanent error.
 func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	ctx = withCall(ctx, "abandon_work_item")
 	const op = "abandon_work_item"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
 	if !ok {

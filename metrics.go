@@ -1,0 +1,271 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+)
+
+// The provider's metrics, beside the runtime's (which follow duroxide's
+// metrics specification, microsoft/duroxide docs/metrics-specification.md):
+// what its Cosmos DB requests cost and how the provider's own mechanisms
+// behave. They go to Config.MeterProvider, the global MeterProvider by
+// default (nothing is recorded until the application installs an SDK).
+//
+//	duroxide_cosmosdb_requests_total             counter   {call, op_kind, status_code}  every answered request (retries included)
+//	duroxide_cosmosdb_request_charge_total       counter   {call, op_kind}   request units (x-ms-request-charge) of those answers
+//	duroxide_cosmosdb_request_duration_seconds   histogram {call, op_kind}   time to the answer of one request
+//	duroxide_cosmosdb_throttled_total            counter   {call, op_kind}   answers with status 429
+//	duroxide_cosmosdb_retries_total              counter   {call, reason}    requests the provider sent again (reason: the status code, or "transport")
+//	duroxide_cosmosdb_lock_races_lost_total      counter   {queue}           fetches that lost the instance or work-item lock to another dispatcher (queue: orchestrator, worker)
+//	duroxide_cosmosdb_reconciler_deliveries_total counter  (none)            outbox intents delivered by ReconcileOutbox (the reconciler goroutine)
+//	duroxide_cosmosdb_outbox_pending             gauge     (none)            outbox intents not yet delivered
+//	duroxide_cosmosdb_outbox_oldest_age_seconds  gauge     (none)            age of the oldest of them (0 when none)
+//
+// call is the provider method in duroxide's snake_case name
+// ("fetch_orchestration_item"; "new" for New's database and container
+// creation, "" for requests outside any method); op_kind is the Cosmos DB
+// operation: ReadItem, CreateItem, UpsertItem, ReplaceItem, PatchItem,
+// DeleteItem, Batch, Query, ChangeFeed, ReadFeed or Metadata. The two
+// outbox gauges run one cross-partition query per collection (5 s
+// timeout). The request metrics count the requests of the client New
+// builds; with a ready Config.Client they stay empty, as Usage does.
+
+// Metric names of the provider.
+const (
+	metricCosmosRequests    = "duroxide_cosmosdb_requests_total"
+	metricCosmosCharge      = "duroxide_cosmosdb_request_charge_total"
+	metricCosmosDuration    = "duroxide_cosmosdb_request_duration_seconds"
+	metricCosmosThrottled   = "duroxide_cosmosdb_throttled_total"
+	metricCosmosRetries     = "duroxide_cosmosdb_retries_total"
+	metricLockRacesLost     = "duroxide_cosmosdb_lock_races_lost_total"
+	metricReconcilerDeliver = "duroxide_cosmosdb_reconciler_deliveries_total"
+	metricOutboxPending     = "duroxide_cosmosdb_outbox_pending"
+	metricOutboxOldestAge   = "duroxide_cosmosdb_outbox_oldest_age_seconds"
+)
+
+// bucketsCosmosDuration are the request latency buckets in seconds
+// (duroxide's provider operation buckets).
+var bucketsCosmosDuration = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5}
+
+// metricsScope is the instrumentation scope of the provider's instruments.
+const metricsScope = "github.com/duroxide-go/duroxide-cdb"
+
+// outboxGaugeTimeout bounds the outbox query of one gauge collection.
+const outboxGaugeTimeout = 5 * time.Second
+
+// providerMetrics are the provider's instruments.
+type providerMetrics struct {
+	requests, throttled, retries    metric.Int64Counter
+	charge                          metric.Float64Counter
+	duration                        metric.Float64Histogram
+	lockRacesLost, reconcilerDelive metric.Int64Counter
+	registration                    metric.Registration
+}
+
+// newProviderMetrics creates the provider's instruments on mp (the global
+// MeterProvider when nil) and registers the outbox gauges' callback, which
+// asks p. An instrument the SDK refuses is logged and records nothing.
+func newProviderMetrics(mp metric.MeterProvider, p *Provider) *providerMetrics {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(metricsScope)
+	var errs []error
+	counter := func(name, desc, unit string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		errs = append(errs, err)
+		return c
+	}
+	pm := &providerMetrics{
+		requests:         counter(metricCosmosRequests, "Cosmos DB requests answered", "{request}"),
+		throttled:        counter(metricCosmosThrottled, "Cosmos DB answers with status 429 (request rate too large)", "{request}"),
+		retries:          counter(metricCosmosRetries, "Cosmos DB requests the provider sent again", "{request}"),
+		lockRacesLost:    counter(metricLockRacesLost, "Fetches that lost a lock to another dispatcher", "{race}"),
+		reconcilerDelive: counter(metricReconcilerDeliver, "Outbox intents delivered by the reconciler", "{intent}"),
+	}
+	var err error
+	pm.charge, err = m.Float64Counter(metricCosmosCharge, metric.WithDescription("Request units charged for Cosmos DB requests (x-ms-request-charge)"), metric.WithUnit("{RU}"))
+	errs = append(errs, err)
+	pm.duration, err = m.Float64Histogram(metricCosmosDuration, metric.WithDescription("Time to the answer of one Cosmos DB request"),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(bucketsCosmosDuration...))
+	errs = append(errs, err)
+	pending, err := m.Int64ObservableGauge(metricOutboxPending, metric.WithDescription("Outbox intents not yet delivered"), metric.WithUnit("{intent}"))
+	errs = append(errs, err)
+	oldest, err := m.Float64ObservableGauge(metricOutboxOldestAge, metric.WithDescription("Age of the oldest undelivered outbox intent"), metric.WithUnit("s"))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		p.log.Warn("metrics: an instrument could not be created; it records nothing", zap.Error(err))
+		return pm
+	}
+	pm.registration, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		n, age, err := p.outboxBacklog(ctx)
+		if err != nil {
+			p.log.Debug("metrics: outbox backlog unavailable", zap.Error(err))
+			return nil
+		}
+		o.ObserveInt64(pending, int64(n))
+		o.ObserveFloat64(oldest, age.Seconds())
+		return nil
+	}, pending, oldest)
+	if err != nil {
+		p.log.Warn("metrics: the outbox gauges could not be registered", zap.Error(err))
+	}
+	return pm
+}
+
+// close unregisters the gauges' callback.
+func (pm *providerMetrics) close() {
+	if pm.registration != nil {
+		_ = pm.registration.Unregister()
+	}
+}
+
+// outboxBacklog counts the undelivered outbox intents and the age of the
+// oldest: one cross-partition query.
+func (p *Provider) outboxBacklog(ctx context.Context) (int, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, outboxGaugeTimeout)
+	defer cancel()
+	raws, err := p.query(withCall(ctx, "metrics"), nil, "SELECT c.createdAt FROM c WHERE c.type = 'outbox_intent'", nil, queryOpts{})
+	if err != nil {
+		return 0, 0, err
+	}
+	oldest := int64(-1)
+	for _, raw := range raws {
+		var row struct {
+			CreatedAt int64 `json:"createdAt"`
+		}
+		if json.Unmarshal(raw, &row) == nil && (oldest < 0 || row.CreatedAt < oldest) {
+			oldest = row.CreatedAt
+		}
+	}
+	var age time.Duration
+	if oldest >= 0 {
+		age = max(time.Duration(p.nowMs()-oldest)*time.Millisecond, 0)
+	}
+	return len(raws), age, nil
+}
+
+// callKey is the context key of the provider method a request belongs to.
+type callKey struct{}
+
+// withCall marks ctx as the context of the provider method call (its
+// duroxide name), for the request metrics' call label.
+func withCall(ctx context.Context, call string) context.Context {
+	return context.WithValue(ctx, callKey{}, call)
+}
+
+// callOf returns the provider method ctx belongs to, "" when none.
+func callOf(ctx context.Context) string {
+	c, _ := ctx.Value(callKey{}).(string)
+	return c
+}
+
+// request records one answered Cosmos DB request of req that took elapsed.
+func (pm *providerMetrics) request(req *http.Request, resp *http.Response, elapsed time.Duration) {
+	ctx := req.Context()
+	call, kind := attribute.String("call", callOf(ctx)), attribute.String("op_kind", opKind(req))
+	pm.requests.Add(ctx, 1, metric.WithAttributes(call, kind, attribute.String("status_code", strconv.Itoa(resp.StatusCode))))
+	labels := metric.WithAttributes(call, kind)
+	if ru := requestCharge(resp); ru > 0 {
+		pm.charge.Add(ctx, ru, labels)
+	}
+	pm.duration.Record(ctx, elapsed.Seconds(), labels)
+	if resp.StatusCode == http.StatusTooManyRequests {
+		pm.throttled.Add(ctx, 1, labels)
+	}
+}
+
+// retried records that the provider sends a request of ctx's call again
+// after err.
+func (pm *providerMetrics) retried(ctx context.Context, err error) {
+	reason := "transport"
+	if code, ok := statusCode(err); ok {
+		reason = strconv.Itoa(code)
+	}
+	pm.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("call", callOf(ctx)), attribute.String("reason", reason)))
+}
+
+// fetchEvent counts the fetch steps that are metrics: a lost lock race.
+func (pm *providerMetrics) fetchEvent(ev fetchEvent) {
+	switch ev {
+	case orchSkipLockLost:
+		pm.lockRacesLost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("queue", "orchestrator")))
+	case workSkipLockLost:
+		pm.lockRacesLost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("queue", "worker")))
+	}
+}
+
+// delivered counts outbox intents the reconciler delivered.
+func (pm *providerMetrics) delivered(n int) {
+	if n > 0 {
+		pm.reconcilerDelive.Add(context.Background(), int64(n))
+	}
+}
+
+// opKind names the Cosmos DB operation of a gateway request, as the
+// emulator's operation kinds do: by method, path and headers.
+func opKind(req *http.Request) string {
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	n := len(segs)
+	switch {
+	case n == 5 && segs[4] == "docs":
+		h := req.Header
+		switch {
+		case req.Method == http.MethodPost && strings.EqualFold(h.Get("x-ms-cosmos-is-batch-request"), "true"):
+			return "Batch"
+		case req.Method == http.MethodPost && (strings.EqualFold(h.Get("x-ms-documentdb-isquery"), "true") ||
+			strings.HasPrefix(h.Get("Content-Type"), "application/query+json")):
+			return "Query"
+		case req.Method == http.MethodPost && strings.EqualFold(h.Get("x-ms-documentdb-is-upsert"), "true"):
+			return "UpsertItem"
+		case req.Method == http.MethodPost:
+			return "CreateItem"
+		case req.Method == http.MethodGet && h.Get("A-IM") != "":
+			return "ChangeFeed"
+		case req.Method == http.MethodGet:
+			return "ReadFeed"
+		}
+	case n == 6 && segs[4] == "docs":
+		switch req.Method {
+		case http.MethodGet, http.MethodHead:
+			return "ReadItem"
+		case http.MethodPut:
+			return "ReplaceItem"
+		case http.MethodPatch:
+			return "PatchItem"
+		case http.MethodDelete:
+			return "DeleteItem"
+		}
+	}
+	return "Metadata"
+}
+
+// requestPolicy is the azcore pipeline policy New installs among the
+// client's per-retry policies: it sees every attempt's answer and counts
+// it into the provider's Usage and metrics.
+type requestPolicy struct {
+	usage   *usageCounters
+	metrics *providerMetrics
+}
+
+// Do sends the request and records its answer.
+func (rp requestPolicy) Do(req *policy.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := req.Next()
+	if resp != nil {
+		rp.usage.record(resp)
+		rp.metrics.request(req.Raw(), resp, time.Since(start))
+	}
+	return resp, err
+}
