@@ -166,6 +166,11 @@ type OrchestrationStarted struct {
 	// InitialCustomStatus is the custom status carried over by
 	// continue-as-new; nil (omitted on the wire) otherwise.
 	InitialCustomStatus *string
+	// TraceContext is the W3C traceparent of the span the execution's
+	// turns and activities are parented to (the runtime's tracing); nil
+	// when not traced. An addition of this port, omitted on the wire when
+	// nil: duroxide's serde ignores the unknown field "trace_context".
+	TraceContext *string
 }
 
 // OrchestrationCompleted ends an execution successfully with Output.

@@ -94,6 +94,7 @@ func appendEventKindFields(o *objectWriter, kind EventKind) error {
 			o.nameDataList("carry_forward_events", k.CarryForwardEvents)
 		}
 		o.strOmitNil("initial_custom_status", k.InitialCustomStatus)
+		o.strOmitNil("trace_context", k.TraceContext)
 	case OrchestrationCompleted:
 		o.str("output", k.Output)
 	case OrchestrationFailed:
@@ -249,7 +250,7 @@ func decodeEventKind(et EventType, body *jsonValue) (EventKind, error) {
 	var k EventKind
 	switch et {
 	case EventTypeOrchestrationStarted:
-		fields("name", "version", "input", "parent_instance", "parent_id", "carry_forward_events", "initial_custom_status")
+		fields("name", "version", "input", "parent_instance", "parent_id", "carry_forward_events", "initial_custom_status", "trace_context")
 		k = OrchestrationStarted{
 			Name:                f.str("name"),
 			Version:             f.str("version"),
@@ -258,6 +259,7 @@ func decodeEventKind(et EventType, body *jsonValue) (EventKind, error) {
 			ParentID:            f.optU64("parent_id"),
 			CarryForwardEvents:  f.optNameDataList("carry_forward_events"),
 			InitialCustomStatus: f.optStr("initial_custom_status", true),
+			TraceContext:        f.optStr("trace_context", true),
 		}
 	case EventTypeOrchestrationCompleted:
 		k = OrchestrationCompleted{Output: fields("output").str("output")}

@@ -59,6 +59,7 @@ func appendWorkItem(b []byte, w WorkItem) ([]byte, error) {
 		o.strOrNull("parent_instance", k.ParentInstance)
 		o.u64OrNull("parent_id", k.ParentID)
 		o.u64("execution_id", k.ExecutionID)
+		o.strOmitNil("trace_context", k.TraceContext)
 	case ActivityExecuteItem:
 		o.str("instance", k.Instance)
 		o.u64("execution_id", k.ExecutionID)
@@ -67,6 +68,7 @@ func appendWorkItem(b []byte, w WorkItem) ([]byte, error) {
 		o.str("input", k.Input)
 		o.strOmitNil("session_id", k.SessionID)
 		o.strOmitNil("tag", k.Tag)
+		o.strOmitNil("trace_context", k.TraceContext)
 	case ActivityCompletedItem:
 		o.str("instance", k.Instance)
 		o.u64("execution_id", k.ExecutionID)
@@ -110,6 +112,7 @@ func appendWorkItem(b []byte, w WorkItem) ([]byte, error) {
 		o.strOrNull("version", k.Version)
 		o.nameDataList("carry_forward_events", k.CarryForwardEvents)
 		o.strOmitNil("initial_custom_status", k.InitialCustomStatus)
+		o.strOmitNil("trace_context", k.TraceContext)
 	case QueueMessageItem:
 		o.str("instance", k.Instance)
 		o.str("name", k.Name)
@@ -134,7 +137,7 @@ func decodeWorkItem(v *jsonValue) (WorkItem, error) {
 	var k WorkItemKind
 	switch WorkItemType(tag) {
 	case WorkItemStartOrchestration:
-		fields("instance", "orchestration", "input", "version", "parent_instance", "parent_id", "execution_id")
+		fields("instance", "orchestration", "input", "version", "parent_instance", "parent_id", "execution_id", "trace_context")
 		k = StartOrchestrationItem{
 			Instance:       f.str("instance"),
 			Orchestration:  f.str("orchestration"),
@@ -143,17 +146,19 @@ func decodeWorkItem(v *jsonValue) (WorkItem, error) {
 			ParentInstance: f.optStr("parent_instance", false),
 			ParentID:       f.optU64("parent_id"),
 			ExecutionID:    f.u64("execution_id"),
+			TraceContext:   f.optStr("trace_context", true),
 		}
 	case WorkItemActivityExecute:
-		fields("instance", "execution_id", "id", "name", "input", "session_id", "tag")
+		fields("instance", "execution_id", "id", "name", "input", "session_id", "tag", "trace_context")
 		k = ActivityExecuteItem{
-			Instance:    f.str("instance"),
-			ExecutionID: f.u64("execution_id"),
-			ID:          f.u64("id"),
-			Name:        f.str("name"),
-			Input:       f.str("input"),
-			SessionID:   f.optStr("session_id", true),
-			Tag:         f.optStr("tag", true),
+			Instance:     f.str("instance"),
+			ExecutionID:  f.u64("execution_id"),
+			ID:           f.u64("id"),
+			Name:         f.str("name"),
+			Input:        f.str("input"),
+			SessionID:    f.optStr("session_id", true),
+			Tag:          f.optStr("tag", true),
+			TraceContext: f.optStr("trace_context", true),
 		}
 	case WorkItemActivityCompleted:
 		fields("instance", "execution_id", "id", "result")
@@ -187,7 +192,7 @@ func decodeWorkItem(v *jsonValue) (WorkItem, error) {
 		fields("instance", "reason")
 		k = CancelInstanceItem{Instance: f.str("instance"), Reason: f.str("reason")}
 	case WorkItemContinueAsNew:
-		fields("instance", "orchestration", "input", "version", "carry_forward_events", "initial_custom_status")
+		fields("instance", "orchestration", "input", "version", "carry_forward_events", "initial_custom_status", "trace_context")
 		k = ContinueAsNewItem{
 			Instance:            f.str("instance"),
 			Orchestration:       f.str("orchestration"),
@@ -195,6 +200,7 @@ func decodeWorkItem(v *jsonValue) (WorkItem, error) {
 			Version:             f.optStr("version", false),
 			CarryForwardEvents:  f.nameDataListDefault("carry_forward_events"),
 			InitialCustomStatus: f.optStr("initial_custom_status", true),
+			TraceContext:        f.optStr("trace_context", true),
 		}
 	case WorkItemQueueMessage:
 		fields("instance", "name", "data")

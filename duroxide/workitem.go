@@ -81,6 +81,13 @@ type StartOrchestrationItem struct {
 	ParentInstance *string // "parent_instance": nil (null) for a root
 	ParentID       *uint64 // "parent_id": the parent's SubOrchestrationScheduled event id; nil (null) for a root
 	ExecutionID    uint64  // "execution_id": usually InitialExecutionID
+	// TraceContext is the W3C traceparent ("00-<trace id>-<span id>-<flags>")
+	// of the span the orchestration's work belongs to, so that its turns
+	// and activities join one trace across processes; nil when not traced.
+	// An addition of this port, omitted on the wire when nil: duroxide's
+	// serde ignores the unknown field "trace_context", and items it writes
+	// decode with nil.
+	TraceContext *string
 }
 
 // ActivityExecuteItem asks a worker to run activity Name with Input; ID is
@@ -95,6 +102,13 @@ type ActivityExecuteItem struct {
 	Input       string  // "input": the serialized input
 	SessionID   *string // "session_id": omitted when nil
 	Tag         *string // "tag": omitted when nil
+	// TraceContext is the W3C traceparent ("00-<trace id>-<span id>-<flags>")
+	// of the span the orchestration's work belongs to, so that its turns
+	// and activities join one trace across processes; nil when not traced.
+	// An addition of this port, omitted on the wire when nil: duroxide's
+	// serde ignores the unknown field "trace_context", and items it writes
+	// decode with nil.
+	TraceContext *string
 }
 
 // ActivityCompletedItem carries an activity's result to its orchestration;
@@ -163,6 +177,13 @@ type ContinueAsNewItem struct {
 	Version             *string    // "version": null when nil
 	CarryForwardEvents  []NameData // "carry_forward_events": [] when empty
 	InitialCustomStatus *string    // "initial_custom_status": omitted when nil
+	// TraceContext is the W3C traceparent ("00-<trace id>-<span id>-<flags>")
+	// of the span the orchestration's work belongs to, so that its turns
+	// and activities join one trace across processes; nil when not traced.
+	// An addition of this port, omitted on the wire when nil: duroxide's
+	// serde ignores the unknown field "trace_context", and items it writes
+	// decode with nil.
+	TraceContext *string
 }
 
 // QueueMessageItem enqueues the persistent event Name with Data (mailbox

@@ -95,6 +95,7 @@ func (c *Client) start(ctx context.Context, instance, name string, version *stri
 	}
 	return c.enqueue(ctx, "start", duroxide.StartOrchestrationItem{
 		Instance: instance, Orchestration: name, Input: input, Version: version, ExecutionID: duroxide.InitialExecutionID,
+		TraceContext: traceparentOf(ctx), // tracing.go: the orchestration's spans join ctx's trace
 	})
 }
 

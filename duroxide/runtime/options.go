@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -91,6 +92,12 @@ type Options struct {
 	// the global MeterProvider (otel.GetMeterProvider), which records
 	// nothing until the application installs an SDK.
 	MeterProvider metric.MeterProvider
+	// TracerProvider receives the runtime's spans: one per orchestration
+	// turn and per activity execution, parented to the span that started
+	// the orchestration (tracing.go). Default: the global TracerProvider
+	// (otel.GetTracerProvider), which records nothing until the
+	// application installs an SDK.
+	TracerProvider trace.TracerProvider
 }
 
 // UnregisteredBackoff is duroxide's UnregisteredBackoffConfig: attempt n

@@ -40,7 +40,10 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 		<-renewalDone
 	}()
 
+	turnCtx, span := r.tracing.startTurn(r.runCtx, item)
+	defer span.End()
 	d := proc.decide(item)
+	propagate(span, item, &d)
 	if d.abandon {
 		if err := r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, d.delay, false); err != nil && r.runCtx.Err() == nil {
 			r.logger.Warn("abandon orchestration item failed", "instance", item.Instance, "error", err)
@@ -50,7 +53,7 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 	if d.poison {
 		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
 	}
-	err := r.ackWithRetry(item.LockToken, d.ack)
+	err := r.ackWithRetry(turnCtx, item.LockToken, d.ack)
 	if err == nil {
 		r.metrics.turnCommitted(item, d)
 	}
@@ -65,7 +68,7 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 	h := newHistoryManager(item.History)
 	h.appendNew(item.Instance, d.ack.executionID, nil, duroxide.OrchestrationFailed{Details: pe.ToInfrastructureError()})
 	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, metadata: computeMetadata(h.delta)}
-	err2 := r.ackWithRetry(item.LockToken, failure)
+	err2 := r.ackWithRetry(turnCtx, item.LockToken, failure)
 	if err2 == nil {
 		r.metrics.turnCommitted(item, turnDecision{ack: failure})
 	}
@@ -76,10 +79,11 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 }
 
 // ackWithRetry commits a turn, retrying retryable failures; after the last
-// retry it abandons the item and returns the error.
-func (r *Runtime) ackWithRetry(token string, a ackRequest) error {
+// retry it abandons the item and returns the error. ctx is the turn's
+// (r.runCtx carrying the turn's span).
+func (r *Runtime) ackWithRetry(ctx context.Context, token string, a ackRequest) error {
 	for attempt := 0; ; attempt++ {
-		err := r.provider.AckOrchestrationItem(r.runCtx, token, a.executionID, a.historyDelta, a.workerItems,
+		err := r.provider.AckOrchestrationItem(ctx, token, a.executionID, a.historyDelta, a.workerItems,
 			a.orchestratorItems, a.metadata, a.cancelledActivities)
 		if err == nil || r.runCtx.Err() != nil || !duroxide.IsRetryable(err) {
 			return err

@@ -41,6 +41,7 @@ type Runtime struct {
 	inflight map[*inflightActivity]struct{}
 
 	metrics *runtimeMetrics // metrics.go
+	tracing *runtimeTracing // tracing.go
 }
 
 // errShutdown is the cancellation cause of activities stopped by a
@@ -72,6 +73,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	}
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
+	r.tracing = newRuntimeTracing(o.TracerProvider)
 	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
 	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)

@@ -104,7 +104,10 @@ type activityOutcome struct {
 // executeActivity runs the activity under a renewed lock with cooperative
 // cancellation and acks its outcome.
 func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem, fn ActivityFunc) {
-	actCtx, cancel := context.WithCancelCause(r.runCtx)
+	spanCtx, span := r.tracing.startActivity(r.runCtx, item, workerID)
+	var traced *duroxide.WorkItem // the completion, for the span's status
+	defer func() { endActivity(span, traced) }()
+	actCtx, cancel := context.WithCancelCause(spanCtx)
 	defer cancel(nil)
 	handle := &inflightActivity{cancel: cancel}
 	r.mu.Lock()
@@ -178,7 +181,8 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 	} else {
 		completion = duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: out.result}}
 	}
-	err := r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion)
+	traced = &completion
+	err := r.provider.AckWorkItem(spanCtx, locked.LockToken, &completion)
 	if err == nil {
 		r.metrics.activityDone(item, completion, elapsed)
 	}

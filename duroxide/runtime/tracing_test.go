@@ -1,0 +1,156 @@
+package runtime_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// tracedRuntime runs a runtime with an SDK TracerProvider whose spans a
+// SpanRecorder keeps. Its registry has Parent (3 Ok activities, then the
+// sub-orchestration Child with 1 Ok activity) and Fails (its Boom activity
+// fails).
+func tracedRuntime(t *testing.T) (*env, *runtime.Runtime, *tracetest.SpanRecorder, trace.Tracer) {
+	t.Helper()
+	e := newEnv(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterActivity("Ok", func(ctx *runtime.ActivityContext, in string) (string, error) {
+		_, span := tp.Tracer("user").Start(ctx, "user work") // the activity's own span
+		span.End()
+		return in, nil
+	}))
+	require.NoError(t, reg.RegisterActivity("Boom", func(*runtime.ActivityContext, string) (string, error) {
+		return "", assert.AnError
+	}))
+	require.NoError(t, reg.RegisterOrchestration("Child", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		return ctx.ScheduleActivity("Ok", in).Get()
+	}))
+	require.NoError(t, reg.RegisterOrchestration("Parent", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		for i := range 3 {
+			if _, err := ctx.ScheduleActivity("Ok", strconv.Itoa(i)).Get(); err != nil {
+				return "", err
+			}
+		}
+		return ctx.ScheduleSubOrchestrationWithID("Child", ctx.InstanceID()+"-child", in).Get()
+	}))
+	require.NoError(t, reg.RegisterOrchestration("Fails", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		return ctx.ScheduleActivity("Boom", in).Get()
+	}))
+	opts := fastOptions()
+	opts.TracerProvider = tp
+	rt := e.start(reg, opts)
+	return e, rt, rec, tp.Tracer("test")
+}
+
+// spansOf returns the recorded spans named name of instance (by the
+// instance_id attribute).
+func spansOf(rec *tracetest.SpanRecorder, name, instance string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() != name {
+			continue
+		}
+		for _, a := range s.Attributes() {
+			if a.Key == "instance_id" && a.Value.AsString() == instance {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// attr returns a span's attribute.
+func attr(s sdktrace.ReadOnlySpan, key string) attribute.Value {
+	for _, a := range s.Attributes() {
+		if string(a.Key) == key {
+			return a.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+func TestSpansParentedToTheStartingSpan(t *testing.T) {
+	t.Parallel()
+	e, rt, rec, tracer := tracedRuntime(t)
+	ctx, start := tracer.Start(e.ctx, "request")
+	require.NoError(t, rt.Client().StartOrchestration(ctx, "traced-1", "Parent", "x"))
+	start.End()
+	st, err := rt.Client().WaitForOrchestration(e.ctx, "traced-1", waitTimeout)
+	require.NoError(t, err)
+	require.Equal(t, runtime.StatusCompleted, st.Kind)
+	root := start.SpanContext()
+
+	turns := spansOf(rec, "duroxide.orchestration.turn", "traced-1")
+	require.Len(t, turns, 5, "start, 3 activity results, the child's result")
+	activities := spansOf(rec, "duroxide.activity.execute", "traced-1")
+	require.Len(t, activities, 3)
+	childTurns := spansOf(rec, "duroxide.orchestration.turn", "traced-1-child")
+	require.Len(t, childTurns, 2)
+	childActivities := spansOf(rec, "duroxide.activity.execute", "traced-1-child")
+	require.Len(t, childActivities, 1)
+	for _, s := range append(append(append(turns, activities...), childTurns...), childActivities...) {
+		assert.Equal(t, root.TraceID(), s.SpanContext().TraceID(), "%s joins the starting span's trace", s.Name())
+		assert.Equal(t, root.SpanID(), s.Parent().SpanID(), "%s is parented to the starting span", s.Name())
+		assert.Equal(t, codes.Unset, s.Status().Code)
+	}
+	first := turns[0]
+	assert.Equal(t, "Parent", attr(first, "orchestration_name").AsString())
+	assert.Equal(t, int64(1), attr(first, "execution_id").AsInt64())
+	act := activities[0]
+	assert.Equal(t, "Ok", attr(act, "activity_name").AsString())
+	assert.Positive(t, attr(act, "activity_id").AsInt64())
+	assert.NotEmpty(t, attr(act, "worker_id").AsString())
+
+	var user int
+	for _, s := range rec.Ended() {
+		if s.Name() == "user work" {
+			user++
+			assert.Equal(t, root.TraceID(), s.SpanContext().TraceID())
+			assert.Equal(t, trace.SpanKindInternal, s.SpanKind())
+		}
+	}
+	assert.Equal(t, 4, user, "the activities' own spans nest beneath theirs")
+
+	history, err := e.provider.Read(e.ctx, "traced-1")
+	require.NoError(t, err)
+	started, ok := history[0].Kind.(duroxide.OrchestrationStarted)
+	require.True(t, ok)
+	require.NotNil(t, started.TraceContext, "the execution keeps its trace context")
+	assert.Contains(t, *started.TraceContext, root.TraceID().String())
+}
+
+func TestUntracedStartJoinsTheFirstTurnsTrace(t *testing.T) {
+	t.Parallel()
+	e, rt, rec, _ := tracedRuntime(t)
+	require.NoError(t, rt.Client().StartOrchestration(e.ctx, "untraced-1", "Fails", "x"))
+	st, err := rt.Client().WaitForOrchestration(e.ctx, "untraced-1", waitTimeout)
+	require.NoError(t, err)
+	require.Equal(t, runtime.StatusFailed, st.Kind)
+
+	turns := spansOf(rec, "duroxide.orchestration.turn", "untraced-1")
+	require.Len(t, turns, 2)
+	first := turns[0]
+	assert.False(t, first.Parent().IsValid(), "the first turn starts the trace")
+	activities := spansOf(rec, "duroxide.activity.execute", "untraced-1")
+	require.Len(t, activities, 1)
+	for _, s := range []sdktrace.ReadOnlySpan{turns[1], activities[0]} {
+		assert.Equal(t, first.SpanContext().TraceID(), s.SpanContext().TraceID())
+		assert.Equal(t, first.SpanContext().SpanID(), s.Parent().SpanID())
+	}
+	assert.Equal(t, codes.Error, activities[0].Status().Code, "the failed activity")
+	assert.Equal(t, codes.Error, turns[1].Status().Code, "the turn that failed the orchestration")
+}
