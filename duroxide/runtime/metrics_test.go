@@ -34,15 +34,14 @@ type metricsRun struct {
 	rm metricdata.ResourceMetrics
 }
 
-func runMetricsWorkload(t *testing.T) metricsRun {
+// observedRegistry registers the orchestrations the metric and trace tests
+// share: Parent (3 Ok activities, then the sub-orchestration Child as
+// "<instance>-child", with 1 Ok activity) and Fails (its Boom activity
+// fails); ok is the Ok activity.
+func observedRegistry(t *testing.T, ok runtime.ActivityFunc) *runtime.Registry {
 	t.Helper()
-	e := newEnv(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-
 	reg := runtime.NewRegistry()
-	require.NoError(t, reg.RegisterActivity("Ok", func(_ *runtime.ActivityContext, in string) (string, error) { return in, nil }))
+	require.NoError(t, reg.RegisterActivity("Ok", ok))
 	require.NoError(t, reg.RegisterActivity("Boom", func(*runtime.ActivityContext, string) (string, error) { return "", errors.New("boom") }))
 	require.NoError(t, reg.RegisterOrchestration("Child", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		return ctx.ScheduleActivity("Ok", in).Get()
@@ -53,11 +52,22 @@ func runMetricsWorkload(t *testing.T) metricsRun {
 				return "", err
 			}
 		}
-		return ctx.ScheduleSubOrchestrationWithID("Child", "parent-1-child", in).Get()
+		return ctx.ScheduleSubOrchestrationWithID("Child", ctx.InstanceID()+"-child", in).Get()
 	}))
 	require.NoError(t, reg.RegisterOrchestration("Fails", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		return ctx.ScheduleActivity("Boom", in).Get()
 	}))
+	return reg
+}
+
+func runMetricsWorkload(t *testing.T) metricsRun {
+	t.Helper()
+	e := newEnv(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+
+	reg := observedRegistry(t, func(_ *runtime.ActivityContext, in string) (string, error) { return in, nil })
 	require.NoError(t, reg.RegisterOrchestration("Loop", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		if in == "0" {
 			return "", ctx.ContinueAsNew("1")

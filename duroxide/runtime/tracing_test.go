@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,38 +17,19 @@ import (
 )
 
 // tracedRuntime runs a runtime with an SDK TracerProvider whose spans a
-// SpanRecorder keeps. Its registry has Parent (3 Ok activities, then the
-// sub-orchestration Child with 1 Ok activity) and Fails (its Boom activity
-// fails).
+// SpanRecorder keeps, on observedRegistry; its Ok activity starts a span of
+// its own ("user work").
 func tracedRuntime(t *testing.T) (*env, *runtime.Runtime, *tracetest.SpanRecorder, trace.Tracer) {
 	t.Helper()
 	e := newEnv(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	reg := runtime.NewRegistry()
-	require.NoError(t, reg.RegisterActivity("Ok", func(ctx *runtime.ActivityContext, in string) (string, error) {
+	reg := observedRegistry(t, func(ctx *runtime.ActivityContext, in string) (string, error) {
 		_, span := tp.Tracer("user").Start(ctx, "user work") // the activity's own span
 		span.End()
 		return in, nil
-	}))
-	require.NoError(t, reg.RegisterActivity("Boom", func(*runtime.ActivityContext, string) (string, error) {
-		return "", assert.AnError
-	}))
-	require.NoError(t, reg.RegisterOrchestration("Child", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
-		return ctx.ScheduleActivity("Ok", in).Get()
-	}))
-	require.NoError(t, reg.RegisterOrchestration("Parent", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
-		for i := range 3 {
-			if _, err := ctx.ScheduleActivity("Ok", strconv.Itoa(i)).Get(); err != nil {
-				return "", err
-			}
-		}
-		return ctx.ScheduleSubOrchestrationWithID("Child", ctx.InstanceID()+"-child", in).Get()
-	}))
-	require.NoError(t, reg.RegisterOrchestration("Fails", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
-		return ctx.ScheduleActivity("Boom", in).Get()
-	}))
+	})
 	opts := fastOptions()
 	opts.TracerProvider = tp
 	rt := e.start(reg, opts)
