@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -111,6 +112,12 @@ type Config struct {
 	// MeterProvider (otel.GetMeterProvider), which records nothing until
 	// the application installs an SDK.
 	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, receives the azcosmos SDK's spans (one per
+	// Cosmos DB operation) through AzureTracingProvider, beneath the span
+	// of each call's context (the runtime's turn and activity spans). It
+	// replaces ClientOptions.TracingProvider; it has no effect with a ready
+	// Client. Default: nil, no SDK spans.
+	TracerProvider trace.TracerProvider
 
 	// Logger receives the provider's logs; nil logs nothing.
 	Logger *zap.Logger

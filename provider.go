@@ -115,6 +115,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 			opts = *cfg.ClientOptions
 		}
 		opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
+		if cfg.TracerProvider != nil {
+			opts.TracingProvider = AzureTracingProvider(cfg.TracerProvider)
+		}
 		opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), requestPolicy{usage: &p.usage, metrics: p.metrics})
 		if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
 			opts.Retry = policy.RetryOptions{MaxRetries: -1}
