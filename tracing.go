@@ -43,7 +43,9 @@ func azureSpan(span trace.Span) tracing.Span {
 	return tracing.NewSpan(tracing.SpanImpl{
 		End:           func() { span.End() },
 		SetAttributes: func(a ...tracing.Attribute) { span.SetAttributes(otelAttributes(a)...) },
-		AddEvent:      func(name string, a ...tracing.Attribute) { span.AddEvent(name, trace.WithAttributes(otelAttributes(a)...)) },
+		AddEvent: func(name string, a ...tracing.Attribute) {
+			span.AddEvent(name, trace.WithAttributes(otelAttributes(a)...))
+		},
 		SetStatus: func(s tracing.SpanStatus, desc string) {
 			switch s {
 			case tracing.SpanStatusError:
