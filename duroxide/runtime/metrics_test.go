@@ -317,3 +317,45 @@ func TestProviderAndDispatcherMetrics(t *testing.T) {
 	}()
 	assert.False(t, hasErrors, "no provider errors")
 }
+
+// TestGaugesReadTheProvider checks the three gauges against a store with
+// known content: one instance Running (started by another runtime) and two
+// starts waiting in the orchestrator queue of a runtime that has no
+// dispatchers, so nothing moves while the reader collects.
+func TestGaugesReadTheProvider(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("Waiter", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		return ctx.ScheduleWait("go").Get()
+	}))
+	first := e.start(reg, fastOptions())
+	require.NoError(t, first.Client().StartOrchestration(e.ctx, "running-1", "Waiter", ""))
+	require.Eventually(t, func() bool {
+		st, err := first.Client().GetOrchestrationStatus(e.ctx, "running-1")
+		return err == nil && st.Kind == runtime.StatusRunning
+	}, waitTimeout, 5*time.Millisecond)
+	require.NoError(t, first.Shutdown(e.ctx))
+
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	opts := fastOptions()
+	opts.OrchestrationConcurrency, opts.WorkerConcurrency, opts.MeterProvider = -1, -1, mp
+	idle := e.start(reg, opts)
+	for _, id := range []string{"queued-1", "queued-2"} {
+		require.NoError(t, idle.Client().StartOrchestration(e.ctx, id, "Waiter", ""))
+	}
+	var r metricsRun
+	require.NoError(t, reader.Collect(context.Background(), &r.rm))
+	for name, want := range map[string]int64{
+		"duroxide_active_orchestrations":    1,
+		"duroxide_orchestrator_queue_depth": 2,
+		"duroxide_worker_queue_depth":       0,
+	} {
+		g, ok := r.find(t, name).Data.(metricdata.Gauge[int64])
+		require.True(t, ok, name)
+		require.Len(t, g.DataPoints, 1, name)
+		assert.Equal(t, want, g.DataPoints[0].Value, name)
+	}
+}
