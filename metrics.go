@@ -31,6 +31,7 @@ import (
 //	duroxide_cosmosdb_reconciler_deliveries_total counter  (none)            outbox intents delivered by ReconcileOutbox (the reconciler goroutine)
 //	duroxide_cosmosdb_outbox_pending             gauge     (none)            outbox intents not yet delivered
 //	duroxide_cosmosdb_outbox_oldest_age_seconds  gauge     (none)            age of the oldest of them (0 when none)
+//	duroxide_cosmosdb_slots_owned                gauge     {queue}           dispatch slots this process owns (lease providers that implement SlotOwner)
 //
 // call is the provider method in duroxide's snake_case name
 // ("fetch_orchestration_item"; "new" for New's database and container
@@ -52,6 +53,7 @@ const (
 	metricReconcilerDeliver = "duroxide_cosmosdb_reconciler_deliveries_total"
 	metricOutboxPending     = "duroxide_cosmosdb_outbox_pending"
 	metricOutboxOldestAge   = "duroxide_cosmosdb_outbox_oldest_age_seconds"
+	metricSlotsOwned        = "duroxide_cosmosdb_slots_owned"
 )
 
 // bucketsCosmosDuration are the request latency buckets in seconds
@@ -71,11 +73,12 @@ type providerMetrics struct {
 	duration                        metric.Float64Histogram
 	lockRacesLost, reconcilerDelive metric.Int64Counter
 	registration                    metric.Registration
+	meter                           metric.Meter
 }
 
 // newProviderMetrics creates the provider's instruments on mp (the global
-// MeterProvider when nil) and registers the outbox gauges' callback, which
-// asks p. An instrument the SDK refuses is logged and records nothing.
+// MeterProvider when nil); registerGauges adds the gauges. An instrument
+// the SDK refuses is logged and records nothing.
 func newProviderMetrics(mp metric.MeterProvider, p *Provider) *providerMetrics {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
@@ -100,15 +103,34 @@ func newProviderMetrics(mp metric.MeterProvider, p *Provider) *providerMetrics {
 	pm.duration, err = m.Float64Histogram(metricCosmosDuration, metric.WithDescription("Time to the answer of one Cosmos DB request"),
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(bucketsCosmosDuration...))
 	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		p.log.Warn("metrics: an instrument could not be created; it records nothing", zap.Error(err))
+	}
+	pm.meter = m
+	return pm
+}
+
+// registerGauges registers the callback of the gauges (the outbox backlog
+// and the slots owned), which asks p; New calls it once p is complete.
+func (pm *providerMetrics) registerGauges(p *Provider) {
+	m := pm.meter
+	var errs []error
 	pending, err := m.Int64ObservableGauge(metricOutboxPending, metric.WithDescription("Outbox intents not yet delivered"), metric.WithUnit("{intent}"))
 	errs = append(errs, err)
 	oldest, err := m.Float64ObservableGauge(metricOutboxOldestAge, metric.WithDescription("Age of the oldest undelivered outbox intent"), metric.WithUnit("s"))
 	errs = append(errs, err)
+	slots, err := m.Int64ObservableGauge(metricSlotsOwned, metric.WithDescription("Dispatch slots this process owns"), metric.WithUnit("{slot}"))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		p.log.Warn("metrics: an instrument could not be created; it records nothing", zap.Error(err))
-		return pm
+		p.log.Warn("metrics: a gauge could not be created; the gauges record nothing", zap.Error(err))
+		return
 	}
 	pm.registration, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		for queue, leases := range map[string]LeaseProvider{"orchestrator": p.orchLeases, "worker": p.workerLeases} {
+			if so, ok := leases.(SlotOwner); ok {
+				o.ObserveInt64(slots, int64(so.OwnedSlots()), metric.WithAttributes(attribute.String("queue", queue)))
+			}
+		}
 		n, age, err := p.outboxBacklog(ctx)
 		if err != nil {
 			p.log.Debug("metrics: outbox backlog unavailable", zap.Error(err))
@@ -117,11 +139,10 @@ func newProviderMetrics(mp metric.MeterProvider, p *Provider) *providerMetrics {
 		o.ObserveInt64(pending, int64(n))
 		o.ObserveFloat64(oldest, age.Seconds())
 		return nil
-	}, pending, oldest)
+	}, pending, oldest, slots)
 	if err != nil {
-		p.log.Warn("metrics: the outbox gauges could not be registered", zap.Error(err))
+		p.log.Warn("metrics: the gauges could not be registered", zap.Error(err))
 	}
-	return pm
 }
 
 // close unregisters the gauges' callback.

@@ -249,3 +249,43 @@ func gaugeInts(t testing.TB, c collected, name string) []int64 {
 	}
 	return out
 }
+
+// partialLeases is a LeaseProvider that owns 100 of the 256 slots, as one
+// of several processes sharing a queue would.
+type partialLeases struct{ cdb.LeaseProvider }
+
+func (partialLeases) OwnedSlots() int { return 100 }
+
+// plainLeases is a LeaseProvider that does not report ownership.
+type plainLeases struct{ cdb.LeaseProvider }
+
+// TestSlotsOwnedGauge checks duroxide_cosmosdb_slots_owned: all 256 slots
+// for the default in-memory leases, the lease provider's own count when it
+// implements SlotOwner, nothing when it does not.
+func TestSlotsOwnedGauge(t *testing.T) {
+	t.Parallel()
+	m := newMeter(t)
+	newProvider(t, func(c *cdbConfig) { c.DisableReconciler, c.MeterProvider = true, m.mp })
+	assert.Equal(t, map[string]int64{"orchestrator": 256, "worker": 256}, slotsOwned(t, m.collect(t)))
+
+	m2 := newMeter(t)
+	newProvider(t, func(c *cdbConfig) {
+		c.DisableReconciler, c.MeterProvider = true, m2.mp
+		c.OrchestrationLeases = partialLeases{cdb.NewInMemoryLeaseProvider(1)}
+		c.WorkerLeases = plainLeases{cdb.NewInMemoryLeaseProvider(1)}
+	})
+	assert.Equal(t, map[string]int64{"orchestrator": 100}, slotsOwned(t, m2.collect(t)))
+}
+
+// slotsOwned returns the slots-owned gauge by queue.
+func slotsOwned(t testing.TB, c collected) map[string]int64 {
+	t.Helper()
+	g, ok := c.data("duroxide_cosmosdb_slots_owned").(metricdata.Gauge[int64])
+	require.True(t, ok)
+	out := map[string]int64{}
+	for _, dp := range g.DataPoints {
+		q, _ := dp.Attributes.Value("queue")
+		out[q.AsString()] = dp.Value
+	}
+	return out
+}

@@ -147,6 +147,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		p.closeClient()
 		return nil, fmt.Errorf("cdb: container client: %w", err)
 	}
+	p.metrics.registerGauges(p)
 	if !cfg.DisableReconciler {
 		p.wg.Add(1)
 		go p.reconcileLoop()

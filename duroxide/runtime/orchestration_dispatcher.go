@@ -22,12 +22,12 @@ func (r *Runtime) orchestrationLoop(workerID string, proc *turnProcessor) {
 	filter := r.opts.capabilityFilter()
 	pollLoop(r, workerID, "orchestration item", func() (*duroxide.OrchestrationItem, error) {
 		return r.provider.FetchOrchestrationItem(r.fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
-	}, func(item *duroxide.OrchestrationItem) { r.processOrchestrationItem(item, proc) })
+	}, func(item *duroxide.OrchestrationItem) { r.processOrchestrationItem(workerID, item, proc) })
 }
 
 // processOrchestrationItem runs one turn under a renewed lock and commits
 // or abandons it.
-func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, proc *turnProcessor) {
+func (r *Runtime) processOrchestrationItem(workerID string, item *duroxide.OrchestrationItem, proc *turnProcessor) {
 	defer r.metrics.orchestrationFetched()()
 	renewCtx, stopRenewal := context.WithCancel(r.runCtx)
 	renewalDone := make(chan struct{})
@@ -40,7 +40,7 @@ func (r *Runtime) processOrchestrationItem(item *duroxide.OrchestrationItem, pro
 		<-renewalDone
 	}()
 
-	turnCtx, span := r.tracing.startTurn(r.runCtx, item)
+	turnCtx, span := r.tracing.startTurn(r.runCtx, item, workerID)
 	defer span.End()
 	d := proc.decide(item)
 	propagate(span, item, &d)

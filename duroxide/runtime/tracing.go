@@ -132,7 +132,7 @@ func orchestrationTraceContext(item *duroxide.OrchestrationItem) *string {
 
 // startTurn starts the span of one orchestration turn beneath the
 // orchestration's trace context; the returned context carries it.
-func (rt *runtimeTracing) startTurn(ctx context.Context, item *duroxide.OrchestrationItem) (context.Context, trace.Span) {
+func (rt *runtimeTracing) startTurn(ctx context.Context, item *duroxide.OrchestrationItem, workerID string) (context.Context, trace.Span) {
 	return rt.tracer.Start(withParent(ctx, orchestrationTraceContext(item)), spanTurn,
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
@@ -140,6 +140,7 @@ func (rt *runtimeTracing) startTurn(ctx context.Context, item *duroxide.Orchestr
 			attribute.Int64("execution_id", int64(item.ExecutionID)),
 			attribute.String("orchestration_name", item.OrchestrationName),
 			attribute.String("orchestration_version", item.Version),
+			attribute.String("worker_id", workerID),
 		))
 }
 

@@ -90,6 +90,7 @@ func TestSpansParentedToTheStartingSpan(t *testing.T) {
 	first := turns[0]
 	assert.Equal(t, "Parent", attr(first, "orchestration_name").AsString())
 	assert.Equal(t, int64(1), attr(first, "execution_id").AsInt64())
+	assert.Contains(t, attr(first, "worker_id").AsString(), "orch-", "duroxide's worker id: orch-<index>-<runtime id>")
 	act := activities[0]
 	assert.Equal(t, "Ok", attr(act, "activity_name").AsString())
 	assert.Positive(t, attr(act, "activity_id").AsInt64())
