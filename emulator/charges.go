@@ -15,12 +15,18 @@ import "strconv"
 //     ("Point reads": 1 KB item 1 RU, 100 KB item 10 RU; "Queries": the charge
 //     depends on the items loaded and returned and the index lookups, and
 //     the pages of a query add up to the charge of the whole query;
-//     "Writing data": inserting a 1 KB item with few indexed properties costs
-//     about 5.5 RU, and replacing an item costs twice as much as inserting it).
+//     "Writing data": the charge of a write depends on the item's size and
+//     on the properties the indexing policy indexes; inserting a 1 KB item
+//     without indexing costs about 5.5 RU, and replacing an item twice what
+//     inserting it costs).
 //   - [factors] "Request units in Azure Cosmos DB",
 //     https://learn.microsoft.com/azure/cosmos-db/request-units ("Request
 //     unit considerations": item size, indexed properties and property count
 //     raise the cost of a write; a point read of a 1 KB item is 1 RU).
+//   - [measure] "Measure point operation cost" (Microsoft Learn training,
+//     https://learn.microsoft.com/training/modules/measure-index-azure-cosmos-db-sql-api/5-measure-point-operation-cost):
+//     creating a small item of five properties with the default policy
+//     (every property indexed) reports 7.05 RU.
 //   - [batch] "Transactional batch operations in Azure Cosmos DB",
 //     https://learn.microsoft.com/azure/cosmos-db/nosql/transactional-batch
 //     (a batch is one request whose operations each report their own
@@ -32,18 +38,17 @@ const (
 	// first KB and 9/99 RU per further KB, linear between the two.
 	readRUBase  = 1.0
 	readRUPerKB = 9.0 / 99
-	// insertRUBase: a 1 KB insert with at most insertFreeIndexed indexed
-	// values costs about 5.5 RU [reads, "Writing data"].
-	insertRUBase      = 5.5
-	insertFreeIndexed = 5
+	// insertRUBase: a 1 KB insert without indexing costs about 5.5 RU
+	// [reads, "Writing data"].
+	insertRUBase = 5.5
 	// insertRUPerKB: the size slope of a write is taken five times the
 	// read's, the ratio of the two 1 KB figures (5.5 : 1). An estimate:
 	// [factors] says that size raises the cost, not by how much.
 	insertRUPerKB = 5 * readRUPerKB
-	// indexedValueRU: each indexed value beyond insertFreeIndexed adds this
-	// much to a write. An estimate: [factors] says indexed properties raise
-	// the cost, not by how much.
-	indexedValueRU = 0.2
+	// indexedValueRU: each indexed value adds this much to a write,
+	// calibrated on [measure]: (7.05 - 5.5) / 5 = 0.31 RU ([factors] says
+	// indexed properties raise the cost, not by how much).
+	indexedValueRU = 0.31
 	// queryRUBase is what a query page costs before it loads anything
 	// (compilation and index lookups, [reads] "Queries"). An estimate, close
 	// to the smallest query charges real accounts report.
@@ -68,7 +73,7 @@ func pointReadCharge(size int) float64 { return readRUBase + (kb(size)-1)*readRU
 // insertCharge is the charge of creating a size-byte document with
 // indexed indexed values [reads, factors].
 func insertCharge(size, indexed int) float64 {
-	return insertRUBase + (kb(size)-1)*insertRUPerKB + float64(max(indexed-insertFreeIndexed, 0))*indexedValueRU
+	return insertRUBase + (kb(size)-1)*insertRUPerKB + float64(indexed)*indexedValueRU
 }
 
 // queryPageCharge is the charge of one query page that loaded loadedBytes

@@ -16,6 +16,13 @@ import (
 // charges.go (and README "Request charges"); the header carries two
 // decimals.
 
+// insert is the model's charge of creating a document of 1 KB + extraKB
+// with indexed indexed values: 5.5 RU, 5×9/99 RU per further KB, 0.31 RU
+// per indexed value.
+func insert(extraKB float64, indexed int) float64 {
+	return 5.5 + extraKB*5*9.0/99 + 0.31*float64(indexed)
+}
+
 // docOfSize returns {"id":id,"pk":pk,"data":"xxx…"} of exactly size bytes.
 func docOfSize(t *testing.T, id, pk string, size int) []byte {
 	t.Helper()
@@ -34,7 +41,7 @@ func TestPointOperationCharges(t *testing.T) {
 	small := []byte(`{"id":"s","pk":"p","n":1}`) // 3 indexed values, under 1 KB
 	created, err := c.CreateItem(e.ctx, pk, small, nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5, created.RequestCharge, 0.005, "a 1 KB insert with few indexed values")
+	assert.InDelta(t, insert(0, 3), created.RequestCharge, 0.005, "a 1 KB insert with 3 indexed values")
 
 	read, err := c.ReadItem(e.ctx, pk, "s", nil)
 	require.NoError(t, err)
@@ -42,11 +49,11 @@ func TestPointOperationCharges(t *testing.T) {
 
 	replaced, err := c.ReplaceItem(e.ctx, pk, "s", []byte(`{"id":"s","pk":"p","n":2}`), nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 11.0, replaced.RequestCharge, 0.005, "a replace costs twice the insert")
+	assert.InDelta(t, 2*insert(0, 3), replaced.RequestCharge, 0.005, "a replace costs twice the insert")
 
 	upserted, err := c.UpsertItem(e.ctx, pk, []byte(`{"id":"s","pk":"p","n":3}`), nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 11.0, upserted.RequestCharge, 0.005, "an upsert that replaces")
+	assert.InDelta(t, 2*insert(0, 3), upserted.RequestCharge, 0.005, "an upsert that replaces")
 
 	patched, err := c.PatchItem(e.ctx, pk, "s", func() azcosmos.PatchOperations {
 		var p azcosmos.PatchOperations
@@ -54,17 +61,17 @@ func TestPointOperationCharges(t *testing.T) {
 		return p
 	}(), nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 11.0, patched.RequestCharge, 0.005, "a patch is charged as a replace")
+	assert.InDelta(t, 2*insert(0, 3), patched.RequestCharge, 0.005, "a patch is charged as a replace")
 
 	deleted, err := c.DeleteItem(e.ctx, pk, "s", nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5, deleted.RequestCharge, 0.005, "a delete as the insert of what it removes")
+	assert.InDelta(t, insert(0, 3), deleted.RequestCharge, 0.005, "a delete as the insert of what it removes")
 
 	// 10 KB: the insert grows 5 * 9/99 RU per KB past the first, the read
 	// 9/99 RU per KB (1 KB 1 RU, 100 KB 10 RU).
 	big, err := c.CreateItem(e.ctx, pk, docOfSize(t, "big", "p", 10*1024), nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5+9*5*9.0/99, big.RequestCharge, 0.006)
+	assert.InDelta(t, insert(9, 3), big.RequestCharge, 0.006)
 	bigRead, err := c.ReadItem(e.ctx, pk, "big", nil)
 	require.NoError(t, err)
 	assert.InDelta(t, 1+9*9.0/99, bigRead.RequestCharge, 0.006)
@@ -73,7 +80,7 @@ func TestPointOperationCharges(t *testing.T) {
 	hundredRead, err := c.ReadItem(e.ctx, pk, "h", nil)
 	require.NoError(t, err)
 	assert.InDelta(t, 10.0, hundredRead.RequestCharge, 0.005, "a 100 KB point read is 10 RU")
-	assert.InDelta(t, 5.5+99*5*9.0/99, hundred.RequestCharge, 0.006)
+	assert.InDelta(t, insert(99, 3), hundred.RequestCharge, 0.006)
 
 	_, err = c.ReadItem(e.ctx, pk, "absent", nil)
 	var re *azcore.ResponseError
@@ -93,10 +100,10 @@ func TestWriteChargeCountsIndexedValues(t *testing.T) {
 	everything := e.container("index-all", nil)
 	r, err := everything.CreateItem(e.ctx, pk, wide, nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5+7*0.2, r.RequestCharge, 0.005, "12 indexed values: 7 beyond the first 5")
+	assert.InDelta(t, insert(0, 12), r.RequestCharge, 0.005, "12 indexed values")
 	r, err = everything.CreateItem(e.ctx, pk, nested, nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5+9*0.2, r.RequestCharge, 0.005, "nested values and array elements count: id, pk, o.x, 3 of o.y, 8 of big.skip")
+	assert.InDelta(t, insert(0, 14), r.RequestCharge, 0.005, "nested values and array elements count: id, pk, o.x, 3 of o.y, 8 of big.skip")
 
 	selective := e.container("index-some", &azcosmos.IndexingPolicy{
 		Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
@@ -105,15 +112,16 @@ func TestWriteChargeCountsIndexedValues(t *testing.T) {
 	})
 	r, err = selective.CreateItem(e.ctx, pk, wide, nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5, r.RequestCharge, 0.005, "only id and a are indexed")
+	assert.InDelta(t, insert(0, 2), r.RequestCharge, 0.005, "only id and a are indexed")
 	r, err = selective.CreateItem(e.ctx, pk, nested, nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5, r.RequestCharge, 0.005, "id and the 4 values under /o: 5, none beyond")
+	assert.InDelta(t, insert(0, 5), r.RequestCharge, 0.005, "id and the 4 values under /o")
+	assert.InDelta(t, 7.05, r.RequestCharge, 0.005, "5 indexed values: the calibration point, Microsoft's measured 7.05 RU")
 
 	none := e.container("index-none", &azcosmos.IndexingPolicy{IndexingMode: azcosmos.IndexingModeNone})
 	r, err = none.CreateItem(e.ctx, pk, wide, nil)
 	require.NoError(t, err)
-	assert.InDelta(t, 5.5, r.RequestCharge, 0.005)
+	assert.InDelta(t, insert(0, 0), r.RequestCharge, 0.005, "nothing indexed: the 5.5 RU of the source")
 }
 
 func TestQueryAndBatchCharges(t *testing.T) {
@@ -143,8 +151,8 @@ func TestQueryAndBatchCharges(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Success)
 	require.Len(t, res.OperationResults, 3)
-	assert.InDelta(t, 5.5, res.OperationResults[0].RequestCharge, 0.005)
-	assert.InDelta(t, 11.0, res.OperationResults[1].RequestCharge, 0.005)
+	assert.InDelta(t, insert(0, 2), res.OperationResults[0].RequestCharge, 0.005)
+	assert.InDelta(t, 2*insert(0, 2), res.OperationResults[1].RequestCharge, 0.005)
 	assert.InDelta(t, 1+1*9.0/99, res.OperationResults[2].RequestCharge, 0.006, "the 2 KB read")
-	assert.InDelta(t, 5.5+11+1+9.0/99, res.RequestCharge, 0.01, "a batch is the sum of its operations")
+	assert.InDelta(t, 3*insert(0, 2)+1+9.0/99, res.RequestCharge, 0.01, "a batch is the sum of its operations")
 }
