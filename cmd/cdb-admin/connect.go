@@ -22,10 +22,9 @@ import (
 // opened on first use, so that a command refuses bad arguments before it
 // contacts Cosmos DB.
 type session struct {
-	flags  commonFlags
-	io     cmdIO
-	p      *cdb.Provider
-	client *azcosmos.Client
+	flags commonFlags
+	io    cmdIO
+	p     *cdb.Provider
 }
 
 // provider returns the provider on the session's container, connecting on
@@ -35,11 +34,10 @@ func (s *session) provider(ctx context.Context) (*cdb.Provider, error) {
 	if s.p != nil {
 		return s.p, nil
 	}
-	client, err := s.newClient()
+	opts, err := s.clientOptions()
 	if err != nil {
 		return nil, err
 	}
-	s.client = client
 	database, container := s.flags.database, s.flags.container
 	if database == "" {
 		database = cdb.DefaultDatabase
@@ -47,10 +45,13 @@ func (s *session) provider(ctx context.Context) (*cdb.Provider, error) {
 	if container == "" {
 		container = cdb.DefaultContainer
 	}
-	if err := probe(ctx, client, s.flags.endpoint, database, container); err != nil {
+	if err := s.probe(ctx, opts, database, container); err != nil {
 		return nil, err
 	}
-	p, err := cdb.New(ctx, cdb.Config{Client: client, Database: database, Container: container, DisableReconciler: true})
+	// New builds its own client from the same options (adding the
+	// provider's policies: Usage counts the requests for -v).
+	p, err := cdb.New(ctx, cdb.Config{Endpoint: s.flags.endpoint, Key: s.flags.key, ClientOptions: opts,
+		Database: database, Container: container, DisableReconciler: true})
 	if err != nil {
 		return nil, connectf("open the provider on %s/%s: %v", database, container, err)
 	}
@@ -58,21 +59,23 @@ func (s *session) provider(ctx context.Context) (*cdb.Provider, error) {
 	return p, nil
 }
 
-// close closes the provider and the client the session opened.
+// close closes the provider the session opened and, with -v, reports what
+// its Cosmos DB requests cost.
 func (s *session) close() {
-	if s.p != nil {
-		_ = s.p.Close()
+	if s.p == nil {
+		return
 	}
-	if s.client != nil {
-		s.client.Close()
+	_ = s.p.Close()
+	if s.flags.verbose {
+		u := s.p.Usage()
+		fmt.Fprintf(s.io.stderr, "cdb-admin: %d Cosmos DB requests, %.2f RU\n", u.Requests, u.RequestCharge)
 	}
 }
 
-// newClient builds the azcosmos client from the flags: key authentication,
-// the TLS settings, no SDK retries (a dead endpoint fails at once; the
-// provider retries what is safe itself), and cdb's partition key header
-// policy.
-func (s *session) newClient() (*azcosmos.Client, error) {
+// clientOptions checks the connection flags and builds the azcosmos client
+// options from them: the TLS settings and no SDK retries (a dead endpoint
+// fails at once; the provider retries what is safe itself).
+func (s *session) clientOptions() (*azcosmos.ClientOptions, error) {
 	f := s.flags
 	if f.endpoint == "" {
 		return nil, connectf("no Cosmos DB endpoint: set %s or pass -endpoint (a local cdb-emulator: -endpoint https://127.0.0.1:8081/ -ca-cert its -cert-out file)", cdb.EnvEndpoint)
@@ -84,8 +87,7 @@ func (s *session) newClient() (*azcosmos.Client, error) {
 	if f.key == "" {
 		return nil, connectf("no account key: set %s or pass -key (cdb-emulator uses the official emulator's well-known key unless started with -key)", cdb.EnvKey)
 	}
-	cred, err := azcosmos.NewKeyCredential(f.key)
-	if err != nil {
+	if _, err := azcosmos.NewKeyCredential(f.key); err != nil {
 		return nil, connectf("the account key is not valid base64 (check -key or %s): %v", cdb.EnvKey, err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -104,22 +106,26 @@ func (s *session) newClient() (*azcosmos.Client, error) {
 		}
 		tr.TLSClientConfig.RootCAs = pool
 	}
-	opts := azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Transport:       &http.Client{Transport: tr},
-		Retry:           policy.RetryOptions{MaxRetries: -1},
-		PerCallPolicies: []policy.Policy{cdb.PartitionKeyHeaderPolicy()},
-	}}
-	client, err := azcosmos.NewClientWithKey(f.endpoint, cred, &opts)
-	if err != nil {
-		return nil, connectf("create the Cosmos DB client: %v", err)
-	}
-	return client, nil
+	return &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: &http.Client{Transport: tr},
+		Retry:     policy.RetryOptions{MaxRetries: -1},
+	}}, nil
 }
 
-// probe reads the database and the container, so that a wrong endpoint,
-// key or name is reported as such (and the provider, which creates missing
-// ones, never creates a container here).
-func probe(ctx context.Context, client *azcosmos.Client, endpoint, database, container string) error {
+// probe reads the database and the container with a client of its own, so
+// that a wrong endpoint, key or name is reported as such (and the
+// provider, which creates missing ones, never creates a container here).
+func (s *session) probe(ctx context.Context, opts *azcosmos.ClientOptions, database, container string) error {
+	endpoint := s.flags.endpoint
+	cred, err := azcosmos.NewKeyCredential(s.flags.key)
+	if err != nil {
+		return connectf("the account key is not valid base64 (check -key or %s): %v", cdb.EnvKey, err)
+	}
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, opts)
+	if err != nil {
+		return connectf("create the Cosmos DB client: %v", err)
+	}
+	defer client.Close()
 	db, err := client.NewDatabase(database)
 	if err != nil {
 		return connectf("database %q: %v", database, err)

@@ -36,6 +36,8 @@
 //	-timeout D        give up after D (default 1m)
 //	-ca-cert FILE     trust this PEM certificate (cdb-emulator -cert-out)
 //	-insecure         skip TLS verification (local emulators only)
+//	-v                report the Cosmos DB requests and request units the
+//	                  command cost, on stderr
 //
 // A time T is RFC 3339 ("2026-01-31T00:00:00Z") or a Go duration meaning
 // that long ago ("720h"). cdb-admin never creates a database or container:

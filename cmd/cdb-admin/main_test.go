@@ -520,3 +520,12 @@ func TestTLSEndpointNeedsItsCertificate(t *testing.T) {
 	assert.Equal(t, exitConnect, noCert.code)
 	assert.Contains(t, noCert.stderr, "read -ca-cert")
 }
+
+func TestVerboseReportsTheCommandsCost(t *testing.T) {
+	f := sharedFixture(t)
+	r := f.admin("", "-v", "show", helloID)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Regexp(t, `^cdb-admin: \d+ Cosmos DB requests, \d+\.\d\d RU\n$`, r.stderr)
+	quiet := f.admin("", "show", helloID)
+	assert.Empty(t, quiet.stderr, "without -v nothing goes to stderr")
+}
