@@ -57,4 +57,17 @@
 //	client := runtime.NewClient(provider)
 //	_ = client.StartOrchestration(ctx, "inst-1", "Hello", "world")
 //	status, err := client.WaitForOrchestration(ctx, "inst-1", 10*time.Second)
+//
+// # Metrics and traces
+//
+// The runtime records every metric of duroxide's metrics specification
+// (microsoft/duroxide docs/metrics-specification.md: orchestration
+// lifecycle, activities, poison messages, sub-orchestrations, provider
+// operations, client operations, dispatchers, the active-orchestration and
+// queue-depth gauges) with duroxide's names, labels and histogram buckets on
+// Options.MeterProvider, and a span per orchestration turn and per activity
+// execution on Options.TracerProvider, parented to the span in the context
+// given to Client.StartOrchestration. Both default to OpenTelemetry's
+// global providers, which record nothing until the application installs an
+// SDK.
 package runtime
