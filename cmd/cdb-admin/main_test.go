@@ -516,6 +516,15 @@ func TestTLSEndpointNeedsItsCertificate(t *testing.T) {
 		assert.Equal(t, exitConnect, r.code)
 		assert.Contains(t, r.stderr, `database "duroxide" not found at `+srv.Endpoint(), trust)
 	}
+	// With the container there, the command works over TLS.
+	cfg := cdb.Config{Endpoint: srv.Endpoint(), Key: srv.Key(), DisableReconciler: true,
+		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.HTTPClient()}}}
+	p, err := cdb.New(context.Background(), cfg)
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	ok := runAdmin(t, nil, "", append(base, "-ca-cert", cert, "metrics", "-json")...)
+	assert.Equal(t, metricsJSON{}, decode[metricsJSON](t, ok), "an empty container over TLS")
+
 	noCert := runAdmin(t, nil, "", append(base, "-ca-cert", t.TempDir()+"/absent.pem", "metrics")...)
 	assert.Equal(t, exitConnect, noCert.code)
 	assert.Contains(t, noCert.stderr, "read -ca-cert")
