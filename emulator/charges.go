@@ -115,39 +115,105 @@ func (c *container) chargePlans(plans []plan) {
 }
 
 // indexedValues counts the scalar values of the document body that the
-// index policy indexes (id included). Subtrees no included path reaches
-// are skipped unparsed.
+// index policy indexes (id included), scanning the text without building
+// values; subtrees no included path reaches are skipped. body is a stored,
+// validated document; should it not parse, the count so far is returned.
 func indexedValues(idx *indexPolicy, body []byte) int {
-	v, err := parseJSON(body)
-	if err != nil {
-		return 0
+	c := indexCounter{p: jsonParser{b: body, borrow: true}, idx: idx, segs: make([]string, 0, 8)}
+	_ = c.value()
+	return c.n
+}
+
+// indexCounter walks one JSON text for indexedValues.
+type indexCounter struct {
+	p    jsonParser
+	idx  *indexPolicy
+	segs []string
+	n    int
+}
+
+// value counts the indexed scalars of the value at the parser's position,
+// whose path is c.segs.
+func (c *indexCounter) value() error {
+	c.p.ws()
+	if c.p.i >= len(c.p.b) {
+		return errBadJSON
 	}
-	n := 0
-	var walk func(v value, segs []string)
-	walk = func(v value, segs []string) {
-		switch v.k {
-		case kObject:
-			for _, m := range v.members() {
-				child := append(segs, m.key)
-				if idx.reaches(child) {
-					walk(m.val, child)
-				}
+	switch c.p.b[c.p.i] {
+	case '{':
+		c.p.i++
+		for {
+			c.p.ws()
+			if c.p.i < len(c.p.b) && c.p.b[c.p.i] == '}' {
+				c.p.i++
+				return nil
 			}
-		case kArray:
-			for i, e := range v.elems() {
-				child := append(segs, strconv.Itoa(i))
-				if idx.reaches(child) {
-					walk(e, child)
-				}
+			key, err := c.p.str()
+			if err != nil {
+				return err
 			}
-		default:
-			if idx.rangeIndexed(segs) {
-				n++
+			c.p.ws()
+			if c.p.i >= len(c.p.b) || c.p.b[c.p.i] != ':' {
+				return errBadJSON
+			}
+			c.p.i++
+			if err := c.child(key); err != nil {
+				return err
+			}
+			if done, err := c.next('}'); done || err != nil {
+				return err
+			}
+		}
+	case '[':
+		c.p.i++
+		for i := 0; ; i++ {
+			c.p.ws()
+			if c.p.i < len(c.p.b) && c.p.b[c.p.i] == ']' {
+				c.p.i++
+				return nil
+			}
+			if err := c.child(strconv.Itoa(i)); err != nil {
+				return err
+			}
+			if done, err := c.next(']'); done || err != nil {
+				return err
 			}
 		}
 	}
-	walk(v, make([]string, 0, 8))
-	return n
+	if err := c.p.skip(); err != nil {
+		return err
+	}
+	if c.idx.rangeIndexed(c.segs) {
+		c.n++
+	}
+	return nil
+}
+
+// child counts the member or element seg, or skips it when no included
+// path reaches it.
+func (c *indexCounter) child(seg string) error {
+	c.segs = append(c.segs, seg)
+	defer func() { c.segs = c.segs[:len(c.segs)-1] }()
+	if c.idx.reaches(c.segs) {
+		return c.value()
+	}
+	c.p.ws()
+	return c.p.skip()
+}
+
+// next consumes the "," between members or elements (false) or the
+// closing delimiter (true).
+func (c *indexCounter) next(closing byte) (bool, error) {
+	c.p.ws()
+	switch {
+	case c.p.i < len(c.p.b) && c.p.b[c.p.i] == ',':
+		c.p.i++
+		return false, nil
+	case c.p.i < len(c.p.b) && c.p.b[c.p.i] == closing:
+		c.p.i++
+		return true, nil
+	}
+	return false, errBadJSON
 }
 
 // reaches reports whether an included path of the policy covers segs or

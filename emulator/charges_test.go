@@ -156,3 +156,23 @@ func TestQueryAndBatchCharges(t *testing.T) {
 	assert.InDelta(t, 1+1*9.0/99, res.OperationResults[2].RequestCharge, 0.006, "the 2 KB read")
 	assert.InDelta(t, 3*insert(0, 2)+1+9.0/99, res.RequestCharge, 0.01, "a batch is the sum of its operations")
 }
+
+// BenchmarkIndexedValues measures the charge model's count of indexed
+// values for a 2 KB document, under the default policy (everything
+// indexed) and a selective one that skips the payload.
+func BenchmarkIndexedValues(b *testing.B) {
+	body := []byte(`{"id":"msg-1","instanceId":"order-42","type":"orch_queue","dispatchSlot":17,"visibleAt":1700000000000,` +
+		`"workItem":{"StartOrchestration":{"instance":"order-42","orchestration":"Checkout","input":"` + strings.Repeat("x", 1800) + `","execution_id":1}}}`)
+	selective := &indexPolicy{mode: "consistent", excluded: []indexPath{{wildcard: true}}}
+	for _, p := range []string{"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?"} {
+		ip, _ := parseIndexPath(p)
+		selective.included = append(selective.included, ip)
+	}
+	for name, idx := range map[string]*indexPolicy{"all": nil, "selective": selective} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				indexedValues(idx, body)
+			}
+		})
+	}
+}
