@@ -30,6 +30,12 @@ func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool 
 		if err != nil {
 			return err
 		}
+		if !lease.All && len(lease.Slots) == 0 {
+			// A lease on no slot (a process that owns none now): nothing
+			// to query.
+			lease.Release()
+			return nil
+		}
 		key := leaseKey(lease) + suffix
 		if seen[key] {
 			lease.Release()

@@ -86,6 +86,23 @@ type Config struct {
 	// InMemoryLeaseProviders built from the concurrencies above.
 	OrchestrationLeases LeaseProvider
 	WorkerLeases        LeaseProvider
+	// Leases says where the dispatch-slot leases live when
+	// OrchestrationLeases and WorkerLeases are not set: LeasesInProcess
+	// (the default for now: every process queries every slot) or
+	// LeasesInContainer (lease documents in the container's
+	// LeasePartitionKey partition: each process owns a fair share of the
+	// 256 slots of each queue and queries only those; use it when several
+	// processes share the container). Any other value is an error.
+	Leases LeaseMode
+	// LeaseHeartbeatInterval is how often a Provider with
+	// LeasesInContainer renews its owner document and rebalances its
+	// share (two requests, more when slots move); default
+	// DefaultLeaseHeartbeatInterval.
+	LeaseHeartbeatInterval time.Duration
+	// LeaseExpiry is how long another owner's document must stay unchanged
+	// before this Provider takes that owner's slots; at least twice
+	// LeaseHeartbeatInterval; default DefaultLeaseExpiry.
+	LeaseExpiry time.Duration
 
 	// ReconcilerInterval is how often the outbox reconciler looks for
 	// undelivered intents; default DefaultReconcilerInterval.
@@ -164,6 +181,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LongPollInterval == 0 {
 		c.LongPollInterval = DefaultLongPollInterval
 	}
+	if c.Leases == "" {
+		c.Leases = LeasesInProcess
+	}
+	if c.LeaseHeartbeatInterval == 0 {
+		c.LeaseHeartbeatInterval = DefaultLeaseHeartbeatInterval
+	}
+	if c.LeaseExpiry == 0 {
+		c.LeaseExpiry = max(DefaultLeaseExpiry, 2*c.LeaseHeartbeatInterval)
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -207,6 +233,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReconcilerAgeThreshold < 0 {
 		errs = append(errs, fmt.Errorf("ReconcilerAgeThreshold %v is negative", c.ReconcilerAgeThreshold))
+	}
+	if c.Leases != LeasesInProcess && c.Leases != LeasesInContainer {
+		errs = append(errs, fmt.Errorf("Leases %q is neither %q nor %q", c.Leases, LeasesInProcess, LeasesInContainer))
+	}
+	if c.LeaseHeartbeatInterval < 0 {
+		errs = append(errs, fmt.Errorf("LeaseHeartbeatInterval %v is negative", c.LeaseHeartbeatInterval))
+	} else if c.LeaseExpiry < 2*c.LeaseHeartbeatInterval {
+		errs = append(errs, fmt.Errorf("LeaseExpiry %v is shorter than twice LeaseHeartbeatInterval %v", c.LeaseExpiry, c.LeaseHeartbeatInterval))
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("cdb: invalid config: %w", errors.Join(errs...))

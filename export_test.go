@@ -18,3 +18,19 @@ func SetFetchTracer(p *Provider, f func(event string)) {
 func InstanceInfoFromExecution(ctx context.Context, p *Provider, instance string) (duroxide.InstanceInfo, error) {
 	return p.instanceInfo(ctx, instance, p.readExecutionStatus)
 }
+
+// FreezeLeases stops (true) or resumes (false) p's lease heartbeat, as if
+// its process were frozen (SIGSTOP) while its fetches still run; p must use
+// LeasesInContainer.
+func FreezeLeases(p *Provider, frozen bool) { p.leases.frozen.Store(frozen) }
+
+// OwnedLeaseSlots returns the slots of queue ("orch" or "work") p owns now.
+func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
+	o := p.leases.queues[0]
+	if queue == "work" {
+		o = p.leases.queues[1]
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]uint8(nil), o.slots...)
+}

@@ -49,6 +49,9 @@ type Provider struct {
 
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider
+	// leases, with LeasesInContainer, owns this process's share of the
+	// slots (leases_container.go); nil otherwise.
+	leases *leaseCoordinator
 
 	locks *lockCache
 	// usage counts every Cosmos DB answer (usage.go); metrics records the
@@ -102,10 +105,11 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
 	ctx = withCall(ctx, "new")
-	if p.orchLeases == nil {
+	inContainer := cfg.Leases == LeasesInContainer && (p.orchLeases == nil || p.workerLeases == nil)
+	if p.orchLeases == nil && !inContainer {
 		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
 	}
-	if p.workerLeases == nil {
+	if p.workerLeases == nil && !inContainer {
 		p.workerLeases = NewInMemoryLeaseProvider(cfg.WorkerConcurrency)
 	}
 	p.client = cfg.Client
@@ -147,6 +151,19 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		p.closeClient()
 		return nil, fmt.Errorf("cdb: container client: %w", err)
 	}
+	if inContainer {
+		if p.leases, err = newLeaseCoordinator(ctx, p); err != nil {
+			p.metrics.close()
+			p.closeClient()
+			return nil, err
+		}
+		if p.orchLeases == nil {
+			p.orchLeases = p.leases.queues[0]
+		}
+		if p.workerLeases == nil {
+			p.workerLeases = p.leases.queues[1]
+		}
+	}
 	p.metrics.registerGauges(p)
 	if !cfg.DisableReconciler {
 		p.wg.Add(1)
@@ -163,6 +180,11 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // Close is idempotent and always returns nil.
 func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
+		if p.leases != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LeaseExpiry)
+			p.leases.close(ctx)
+			cancel()
+		}
 		close(p.stop)
 		p.wg.Wait()
 		p.metrics.close()

@@ -1,0 +1,498 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+)
+
+// Leases stored in the container: several processes (replicas of a
+// service) share one container and split the NumDispatchSlots dispatch
+// slots of each queue among themselves, so that their candidate queries
+// do not overlap (duroxide-cdb's design for cross-runtime coordination:
+// lease documents in a reserved partition, optimistic concurrency,
+// heartbeat renewal, expiry-based takeover).
+//
+// The documents live in the logical partition LeasePartitionKey:
+//   - one owner document per Provider ("owner-<uuid>"), replaced at every
+//     heartbeat; its ETag changing is the owner's sign of life;
+//   - one slot document per queue and slot ("slot-orch-017",
+//     "slot-work-017"), whose owner field names the Provider that owns the
+//     slot ("" when free). Every change of a slot document is conditioned
+//     on the ETag that was read (If-Match), so two processes never both
+//     win the same slot.
+//
+// Liveness is judged by observation, never by comparing clocks: a process
+// considers another owner dead when that owner's document keeps the same
+// ETag for LeaseExpiry on its own clock; it may then take the dead owner's
+// slots (and delete its owner document). A Provider whose own renewal is
+// LeaseExpiry old (its process was frozen, or throttled for that long)
+// stops handing out slots until it has renewed and read the slot documents
+// again. Instance locks stay ETag-based, so even a process that still
+// believes it owns a slot it lost cannot commit a turn twice.
+
+// LeaseMode says where the dispatch-slot leases of a Provider live.
+type LeaseMode string
+
+const (
+	// LeasesInProcess splits the slots among the dispatchers of this
+	// process only (InMemoryLeaseProvider): every process queries all 256
+	// slots, so several processes race for the same candidates (safe,
+	// because locking is ETag-based, but each lost race costs requests).
+	LeasesInProcess LeaseMode = "in-process"
+	// LeasesInContainer coordinates processes through lease documents in
+	// the container: each Provider owns a fair share of the slots of each
+	// queue and queries only those.
+	LeasesInContainer LeaseMode = "container"
+)
+
+// Defaults of the container leases (LeasesInContainer).
+const (
+	// DefaultLeaseHeartbeatInterval is how often a Provider renews its
+	// owner document and rebalances: 5 s, two requests per heartbeat.
+	DefaultLeaseHeartbeatInterval = 5 * time.Second
+	// DefaultLeaseExpiry is how long an owner document may stay unchanged
+	// before the others take its slots: 30 s, six missed heartbeats, so a
+	// garbage-collection pause, a throttled minute or a slow node does not
+	// move leases, while the slots of a crashed process are served again
+	// within half a minute. A process that stops cleanly (Close) releases
+	// its slots at once and does not wait for expiry.
+	DefaultLeaseExpiry = 30 * time.Second
+)
+
+// LeasePartitionKey is the logical partition (value of /instanceId) that
+// holds the lease documents. An orchestration instance with this id would
+// share the partition; its documents do not collide with the leases' ids,
+// but deleting such an instance would delete the leases as well (they are
+// then recreated at the next heartbeat).
+const LeasePartitionKey = "__duroxide_leases__"
+
+// Lease document types (the type field).
+const (
+	leaseOwnerType = "lease_owner"
+	leaseSlotType  = "lease_slot"
+)
+
+// leaseQueues are the two queues whose slots are leased, in the order of
+// leaseCoordinator.queues.
+var leaseQueues = [2]string{"orch", "work"}
+
+// leaseDoc is a lease document as stored.
+type leaseDoc struct {
+	ID         string `json:"id"`
+	InstanceID string `json:"instanceId"`
+	Type       string `json:"type"`
+	Owner      string `json:"owner"`
+	Queue      string `json:"queue,omitempty"`
+	Slot       int    `json:"slot"`
+	Beat       int64  `json:"beat,omitempty"`
+	ETag       string `json:"_etag,omitempty"`
+}
+
+// leasePartition returns LeasePartitionKey as Provider.query takes it.
+func leasePartition() *string { s := LeasePartitionKey; return &s }
+
+func slotDocID(queue string, slot int) string { return fmt.Sprintf("slot-%s-%03d", queue, slot) }
+
+// body is the document as written (no system properties).
+func (d leaseDoc) body() []byte {
+	d.ETag = ""
+	b, _ := json.Marshal(d)
+	return b
+}
+
+// observedOwner is what this process last saw of another owner: its
+// document's ETag and when (local monotonic clock) the ETag last changed.
+type observedOwner struct {
+	etag    string
+	changed time.Time
+}
+
+// leaseCoordinator keeps this Provider's share of the slots of both
+// queues: one goroutine renews, reads and rebalances every heartbeat.
+type leaseCoordinator struct {
+	p         *Provider
+	owner     string
+	heartbeat time.Duration
+	expiry    time.Duration
+	queues    [2]*ownedSlots
+
+	mu        sync.Mutex // guards the fields below
+	ownerETag string
+	lastRenew time.Time
+	seen      map[string]observedOwner
+	live      int
+
+	moves  atomic.Int64
+	frozen atomic.Bool // test hook: the heartbeat skips its work
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// newLeaseCoordinator registers this Provider as an owner and claims its
+// first share (one heartbeat), then starts the heartbeat goroutine.
+func newLeaseCoordinator(ctx context.Context, p *Provider) (*leaseCoordinator, error) {
+	c := &leaseCoordinator{
+		p:         p,
+		owner:     uuid.NewString(),
+		heartbeat: p.cfg.LeaseHeartbeatInterval,
+		expiry:    p.cfg.LeaseExpiry,
+		seen:      map[string]observedOwner{},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	c.queues[0] = newOwnedSlots(c, p.cfg.OrchestrationConcurrency)
+	c.queues[1] = newOwnedSlots(c, p.cfg.WorkerConcurrency)
+	if err := c.beat(ctx); err != nil {
+		return nil, fmt.Errorf("cdb: claim dispatch-slot leases: %w", err)
+	}
+	go c.loop()
+	return c, nil
+}
+
+func (c *leaseCoordinator) loop() {
+	defer close(c.done)
+	t := time.NewTicker(c.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		if c.frozen.Load() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.expiry)
+		if err := c.beat(ctx); err != nil {
+			c.p.log.Warn("lease heartbeat failed", zap.Error(err))
+		}
+		cancel()
+	}
+}
+
+// renewedWithin reports whether this owner's last renewal is younger than
+// the expiry, so that no other process can have taken its slots.
+func (c *leaseCoordinator) renewedWithin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.lastRenew.IsZero() && time.Since(c.lastRenew) < c.expiry
+}
+
+// beat renews the owner document, reads every lease document (1 query),
+// judges which owners live, and rebalances both queues.
+func (c *leaseCoordinator) beat(ctx context.Context) error {
+	if err := c.renew(ctx); err != nil {
+		return err
+	}
+	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type IN ('"+leaseOwnerType+"', '"+leaseSlotType+"')", nil, queryOpts{})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	slots := [2]map[int]leaseDoc{{}, {}}
+	live := []string{c.owner}
+	liveSet := map[string]bool{c.owner: true}
+	present := map[string]bool{}
+	var dead []leaseDoc
+	c.mu.Lock()
+	for _, raw := range raws {
+		var d leaseDoc
+		if err := json.Unmarshal(raw, &d); err != nil {
+			continue
+		}
+		switch d.Type {
+		case leaseSlotType:
+			for q, name := range leaseQueues {
+				if d.Queue == name && d.Slot >= 0 && d.Slot < NumDispatchSlots {
+					slots[q][d.Slot] = d
+				}
+			}
+		case leaseOwnerType:
+			if d.Owner == c.owner {
+				continue
+			}
+			present[d.Owner] = true
+			o, ok := c.seen[d.Owner]
+			if !ok || o.etag != d.ETag {
+				o = observedOwner{etag: d.ETag, changed: now}
+				c.seen[d.Owner] = o
+			}
+			if now.Sub(o.changed) < c.expiry {
+				live = append(live, d.Owner)
+				liveSet[d.Owner] = true
+			} else {
+				dead = append(dead, d)
+			}
+		}
+	}
+	for o := range c.seen {
+		if !present[o] {
+			delete(c.seen, o)
+		}
+	}
+	c.live = len(live)
+	c.mu.Unlock()
+	for _, d := range dead {
+		// Best effort: the owner document of a dead owner goes; if it
+		// renewed meanwhile, the If-Match fails and it stays.
+		_ = c.p.deleteDoc(ctx, LeasePartitionKey, d.ID, d.ETag)
+	}
+	sort.Strings(live)
+	idx := sort.SearchStrings(live, c.owner)
+	share := NumDispatchSlots / len(live)
+	if idx < NumDispatchSlots%len(live) {
+		share++
+	}
+	var errs []error
+	for q := range leaseQueues {
+		if err := c.balance(ctx, q, slots[q], liveSet, share, idx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// renew replaces the owner document under If-Match on its last ETag; when
+// the document is gone or changed (another process judged this one dead
+// and deleted it), it is created again.
+func (c *leaseCoordinator) renew(ctx context.Context) error {
+	c.mu.Lock()
+	etag := c.ownerETag
+	c.mu.Unlock()
+	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: LeasePartitionKey, Type: leaseOwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli()}
+	var resp azcosmos.ItemResponse
+	err := c.p.retry.do(ctx, idempotentWrite, func(ctx context.Context) error {
+		var err error
+		if etag == "" {
+			resp, err = c.p.container.UpsertItem(ctx, pk(LeasePartitionKey), doc.body(), nil)
+			return err
+		}
+		e := azcore.ETag(etag)
+		resp, err = c.p.container.ReplaceItem(ctx, pk(LeasePartitionKey), doc.ID, doc.body(), &azcosmos.ItemOptions{IfMatchEtag: &e})
+		if isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusPreconditionFailed) {
+			etag = ""
+			resp, err = c.p.container.UpsertItem(ctx, pk(LeasePartitionKey), doc.body(), nil)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.ownerETag = string(resp.ETag)
+	c.lastRenew = time.Now()
+	c.mu.Unlock()
+	return nil
+}
+
+// balance makes this owner hold share slots of queue q: it adopts what the
+// documents say it owns, gives up slots above its share, and claims free
+// slots or slots of dead owners below it (never a live owner's slot: that
+// owner gives it up itself at its next heartbeat).
+func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, share, idx int) error {
+	name := leaseQueues[q]
+	var mine []int
+	for s := 0; s < NumDispatchSlots; s++ {
+		if d, ok := docs[s]; ok && d.Owner == c.owner {
+			mine = append(mine, s)
+		}
+	}
+	owned := c.queues[q]
+	before := owned.count()
+	owned.set(mine)
+	if len(mine) > share {
+		extra := mine[share:]
+		owned.set(mine[:share])
+		ops := make([]batchOp, 0, len(extra))
+		for _, s := range extra {
+			d := docs[s]
+			d.Owner = ""
+			ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
+		}
+		c.applyEach(ctx, ops)
+	}
+	var claimed []int
+	if len(mine) < share {
+		want := share - len(mine)
+		// Start where this owner's share would begin, so that owners
+		// claiming at the same time mostly want different slots.
+		start := (idx * NumDispatchSlots / max(1, len(live))) % NumDispatchSlots
+		var ops []batchOp
+		var opSlots []int
+		for pass := 0; pass < 2 && len(ops) < want; pass++ {
+			for i := 0; i < NumDispatchSlots && len(ops) < want; i++ {
+				s := (start + i) % NumDispatchSlots
+				d, ok := docs[s]
+				free := !ok || d.Owner == ""
+				takeover := ok && d.Owner != "" && d.Owner != c.owner && !live[d.Owner]
+				if (pass == 0 && !free) || (pass == 1 && !takeover) {
+					continue
+				}
+				nd := leaseDoc{ID: slotDocID(name, s), InstanceID: LeasePartitionKey, Type: leaseSlotType, Owner: c.owner, Queue: name, Slot: s}
+				if ok {
+					ops = append(ops, replaceOp(nd.ID, nd.body(), d.ETag))
+				} else {
+					ops = append(ops, createOp(nd.ID, nd.body()))
+				}
+				opSlots = append(opSlots, s)
+			}
+		}
+		for i, ok := range c.applyEach(ctx, ops) {
+			if ok {
+				claimed = append(claimed, opSlots[i])
+			}
+		}
+		if len(claimed) > 0 {
+			owned.set(append(append([]int(nil), mine...), claimed...))
+		}
+	}
+	if d := owned.count() - before; d != 0 {
+		c.moves.Add(int64(abs(d)))
+	}
+	return nil
+}
+
+// applyEach runs ops in transactional batches of up to 100 (one request
+// each in the common case); a batch the service refuses because another
+// process changed one of its documents is run again one operation at a
+// time. It reports which operations were applied.
+func (c *leaseCoordinator) applyEach(ctx context.Context, ops []batchOp) []bool {
+	done := make([]bool, len(ops))
+	for from := 0; from < len(ops); from += maxBatchOps {
+		to := min(from+maxBatchOps, len(ops))
+		if _, err := c.p.runBatch(ctx, LeasePartitionKey, ops[from:to], idempotentWrite, false); err == nil {
+			for i := from; i < to; i++ {
+				done[i] = true
+			}
+			continue
+		}
+		for i := from; i < to; i++ {
+			_, err := c.p.runBatch(ctx, LeasePartitionKey, ops[i:i+1], idempotentWrite, false)
+			done[i] = err == nil
+		}
+	}
+	return done
+}
+
+// close stops the heartbeat and releases this owner's slots and owner
+// document at once, so the other processes take them at their next
+// heartbeat instead of after the expiry.
+func (c *leaseCoordinator) close(ctx context.Context) {
+	close(c.stop)
+	<-c.done
+	for _, o := range c.queues {
+		o.set(nil)
+	}
+	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{})
+	if err == nil {
+		var ops []batchOp
+		for _, raw := range raws {
+			var d leaseDoc
+			if json.Unmarshal(raw, &d) == nil {
+				d.Owner = ""
+				ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
+			}
+		}
+		c.applyEach(ctx, ops)
+	}
+	_ = c.p.deleteDoc(ctx, LeasePartitionKey, "owner-"+c.owner, "")
+}
+
+// ownedSlots is one queue's share of this process: the LeaseProvider its
+// fetches use. The owned slots are split into lanes as
+// InMemoryLeaseProvider splits all of them, one lane per dispatcher.
+type ownedSlots struct {
+	c    *leaseCoordinator
+	free chan int
+
+	mu    sync.Mutex
+	slots []uint8
+}
+
+var (
+	_ LeaseProvider = (*ownedSlots)(nil)
+	_ SlotOwner     = (*ownedSlots)(nil)
+)
+
+func newOwnedSlots(c *leaseCoordinator, lanes int) *ownedSlots {
+	lanes = max(1, min(lanes, NumDispatchSlots))
+	o := &ownedSlots{c: c, free: make(chan int, lanes)}
+	for i := 0; i < lanes; i++ {
+		o.free <- i
+	}
+	return o
+}
+
+// set replaces the owned slots.
+func (o *ownedSlots) set(slots []int) {
+	s := make([]uint8, 0, len(slots))
+	for _, v := range slots {
+		s = append(s, uint8(v))
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	o.mu.Lock()
+	o.slots = s
+	o.mu.Unlock()
+}
+
+func (o *ownedSlots) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.slots)
+}
+
+// OwnedSlots returns how many slots of the queue this process owns now.
+func (o *ownedSlots) OwnedSlots() int { return o.count() }
+
+// Acquire takes a free lane and returns its share of the owned slots: the
+// owned slots at positions i, i+lanes, ... An empty lease (no slot, All
+// false) means this lane has nothing to query now: the process owns no
+// slot yet, owns fewer slots than it has lanes, or its own renewal is
+// older than the expiry.
+func (o *ownedSlots) Acquire(ctx context.Context) (*SlotLease, error) {
+	var lane int
+	select {
+	case lane = <-o.free:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	lanes := cap(o.free)
+	var slots []uint8
+	if o.c.renewedWithin() {
+		o.mu.Lock()
+		for i := lane; i < len(o.slots); i += lanes {
+			slots = append(slots, o.slots[i])
+		}
+		o.mu.Unlock()
+	}
+	return &SlotLease{Slots: slots, All: len(slots) == NumDispatchSlots, release: func() { o.free <- lane }}, nil
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// LeaseMoves returns how many dispatch slots this Provider has gained or
+// lost since New (both queues; a slot taken and later given up counts
+// twice); always 0 unless Config.Leases is LeasesInContainer.
+func (p *Provider) LeaseMoves() int64 {
+	if p.leases == nil {
+		return 0
+	}
+	return p.leases.moves.Load()
+}
