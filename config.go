@@ -235,7 +235,7 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("ReconcilerAgeThreshold %v is negative", c.ReconcilerAgeThreshold))
 	}
 	if c.Leases != LeasesInProcess && c.Leases != LeasesInContainer {
-		errs = append(errs, fmt.Errorf("Leases %q is neither %q nor %q", c.Leases, LeasesInProcess, LeasesInContainer))
+		errs = append(errs, fmt.Errorf("the Leases mode %q is neither %q nor %q", c.Leases, LeasesInProcess, LeasesInContainer))
 	}
 	if c.LeaseHeartbeatInterval < 0 {
 		errs = append(errs, fmt.Errorf("LeaseHeartbeatInterval %v is negative", c.LeaseHeartbeatInterval))
