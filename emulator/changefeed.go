@@ -26,10 +26,13 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
-	var pkKey string
+	var pkKey, prefix string
 	if rq.pkHeader != "" {
 		if pkKey, resp = requestPK(rq); resp != nil {
 			return resp
+		}
+		if p, ok := c.keyPrefix(pkKey); ok {
+			pkKey, prefix = "", p
 		}
 	}
 	var since time.Time
@@ -42,6 +45,11 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	rf, resp := c.requestRange(rq.r)
+	if resp != nil {
+		return resp
+	}
+	rf = rf.withPrefix(prefix)
 	var from uint64
 	switch inm := rq.r.Header.Get("If-None-Match"); {
 	case inm == "*":
@@ -72,6 +80,9 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 			continue
 		}
 		if pkKey != "" && it.part.key != pkKey {
+			continue
+		}
+		if !rf.admits(it.part.epk) {
 			continue
 		}
 		if !since.IsZero() && it.ts < since.Unix() {

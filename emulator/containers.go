@@ -170,7 +170,8 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 		db: d, id: spec.id, num: n,
 		etag: s.newETag(), ts: s.unixNow(),
 		props: spec.props, pkPaths: spec.pkPaths, pkKind: spec.pkKind, pkLarge: spec.pkLarge, index: spec.index,
-		parts: make(map[string]*partition),
+		parts:  make(map[string]*partition),
+		ranges: initialRanges(s.partitions),
 	}
 	copy(c.rid[:4], d.rid[:])
 	c.rid[4], c.rid[5], c.rid[6], c.rid[7] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)|0x02
@@ -284,39 +285,69 @@ func (s *Server) handleQueryContainers(rq *request) *response {
 	return s.queryResources(rq, rid, "DocumentCollections", vals)
 }
 
-// handlePKRanges answers the partition key ranges feed: the emulator has one
-// physical partition covering the whole hash range. Read as a change feed
-// (A-IM) with the current ETag in If-None-Match it answers 304.
+// handlePKRanges answers the partition key ranges feed: the container's
+// physical partitions (partitions.go), each with its EPK bounds and the
+// ranges it was split from. Its ETag changes when a range splits; read as
+// a change feed (A-IM) with the current ETag in If-None-Match it answers
+// 304.
 func (s *Server) handlePKRanges(rq *request) *response {
 	c, resp := s.containerOf(rq)
 	if resp != nil {
 		return resp
 	}
-	const etag = `"1"`
+	c.mu.RLock()
+	lsn := c.lsn
+	ranges := c.currentRanges()
+	etag := `"` + strconv.FormatUint(1+c.rangesVersion, 10) + `"`
+	c.mu.RUnlock()
 	if rq.r.Header.Get("A-IM") != "" && rq.r.Header.Get("If-None-Match") == etag {
 		resp := &response{status: http.StatusNotModified, charge: 1}
 		resp.setHeader("etag", etag)
 		return resp
 	}
-	c.mu.RLock()
-	lsn := c.lsn
-	c.mu.RUnlock()
-	rangeRID := ridString(append(append([]byte(nil), c.rid[:]...), 2, 0, 0, 0, 0, 0, 0, 0x50))
 	buf := []byte(`{"_rid":`)
 	buf = appendString(buf, c.ridString())
-	buf = append(buf, `,"PartitionKeyRanges":[{"_rid":`...)
-	buf = appendString(buf, rangeRID)
-	buf = append(buf, `,"id":"0","_etag":`...)
-	buf = appendString(buf, formatETag(c.etag))
-	buf = append(buf, `,"minInclusive":"","maxExclusive":"FF","ridPrefix":0,"_self":`...)
-	buf = appendString(buf, c.selfLink()+"pkranges/"+rangeRID+"/")
-	buf = append(buf, `,"throughputFraction":1,"status":"online","parents":[],"ownedArchivalPKRangeIds":[],"_ts":`...)
-	buf = strconv.AppendInt(buf, c.ts, 10)
-	buf = append(buf, `,"lsn":`...)
-	buf = strconv.AppendUint(buf, lsn, 10)
-	buf = append(buf, `}],"_count":1}`...)
+	buf = append(buf, `,"PartitionKeyRanges":[`...)
+	for i, r := range ranges {
+		n, _ := strconv.Atoi(r.id)
+		rangeRID := ridString(append(append([]byte(nil), c.rid[:]...), 2+byte(n), byte(n>>8), 0, 0, 0, 0, 0, 0x50))
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"_rid":`...)
+		buf = appendString(buf, rangeRID)
+		buf = append(buf, `,"id":`...)
+		buf = appendString(buf, r.id)
+		buf = append(buf, `,"_etag":`...)
+		buf = appendString(buf, formatETag(c.etag))
+		buf = append(buf, `,"minInclusive":`...)
+		buf = appendString(buf, r.min)
+		buf = append(buf, `,"maxExclusive":`...)
+		buf = appendString(buf, r.max)
+		buf = append(buf, `,"ridPrefix":`...)
+		buf = strconv.AppendInt(buf, int64(n), 10)
+		buf = append(buf, `,"_self":`...)
+		buf = appendString(buf, c.selfLink()+"pkranges/"+rangeRID+"/")
+		buf = append(buf, `,"throughputFraction":`...)
+		buf = strconv.AppendFloat(buf, 1/float64(len(ranges)), 'g', -1, 64)
+		buf = append(buf, `,"status":"online","parents":[`...)
+		for j, p := range r.parents {
+			if j > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendString(buf, p)
+		}
+		buf = append(buf, `],"ownedArchivalPKRangeIds":[],"_ts":`...)
+		buf = strconv.AppendInt(buf, c.ts, 10)
+		buf = append(buf, `,"lsn":`...)
+		buf = strconv.AppendUint(buf, lsn, 10)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `],"_count":`...)
+	buf = strconv.AppendInt(buf, int64(len(ranges)), 10)
+	buf = append(buf, '}')
 	resp = jsonResponse(http.StatusOK, buf)
 	resp.setHeader("etag", etag)
-	resp.setHeader("x-ms-item-count", "1")
+	resp.setHeader("x-ms-item-count", strconv.Itoa(len(ranges)))
 	return resp
 }

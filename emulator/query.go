@@ -174,18 +174,23 @@ func (s *Server) handleQuery(rq *request) *response {
 		return resp
 	}
 	var pkKey *string
+	var prefix string
 	if rq.pkHeader != "" {
 		key, resp := requestPK(rq)
 		if resp != nil {
 			return resp
 		}
-		if resp := c.checkPKComponents(key); resp != nil {
-			return resp
+		if p, ok := c.keyPrefix(key); ok {
+			prefix = p
+		} else {
+			if resp := c.checkPKComponents(key); resp != nil {
+				return resp
+			}
+			pkKey = &key
 		}
-		pkKey = &key
 	}
 	crossPartition := false
-	if pkKey == nil && rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid") == "" {
+	if pkKey == nil && prefix == "" && rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid") == "" {
 		if !headerBool(rq.r, "x-ms-documentdb-query-enablecrosspartition") {
 			return badRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 		}
@@ -206,8 +211,23 @@ func (s *Server) handleQuery(rq *request) *response {
 		c.prepareIndexes(plan)
 	}
 	c.mu.RLock()
+	rf, resp := c.requestRange(rq.r)
+	if resp != nil {
+		c.mu.RUnlock()
+		return resp
+	}
+	rf = rf.withPrefix(prefix)
 	idx := c.index
 	docs := c.querySnapshot(pkKey, plan)
+	if rf != nil {
+		kept := make([]*item, 0, len(docs))
+		for _, it := range docs {
+			if rf.admits(it.part.epk) {
+				kept = append(kept, it)
+			}
+		}
+		docs = kept
+	}
 	lsn := c.lsn
 	rid := c.ridString()
 	c.mu.RUnlock()

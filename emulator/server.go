@@ -47,6 +47,11 @@ type Options struct {
 	// Key is the base64 master key clients must sign requests with;
 	// default WellKnownKey.
 	Key string
+	// PhysicalPartitions is the number of physical partitions (partition
+	// key ranges, the SDKs' feed ranges) each new container starts with,
+	// splitting the effective partition key space evenly; default 1.
+	// Server.SplitPartitionKeyRange adds more at run time.
+	PhysicalPartitions int
 }
 
 // Server is a running emulator. All methods are safe for concurrent use.
@@ -78,6 +83,8 @@ type Server struct {
 
 	// now returns the current time; replaced only by tests of this package.
 	now func() time.Time
+	// partitions is the number of physical partitions of new containers.
+	partitions int
 }
 
 // Start listens on opts.Addr and serves the emulator in the background. It
@@ -96,13 +103,14 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("emulator: key is not valid base64: %w", err)
 	}
 	s := &Server{
-		key:    opts.Key,
-		keyRaw: keyRaw,
-		macs:   macPool{key: keyRaw},
-		tls:    opts.TLS,
-		dbs:    make(map[string]*database),
-		done:   make(chan struct{}),
-		now:    time.Now,
+		key:        opts.Key,
+		keyRaw:     keyRaw,
+		macs:       macPool{key: keyRaw},
+		tls:        opts.TLS,
+		dbs:        make(map[string]*database),
+		done:       make(chan struct{}),
+		now:        time.Now,
+		partitions: max(1, opts.PhysicalPartitions),
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

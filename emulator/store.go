@@ -50,6 +50,12 @@ type container struct {
 	lsn     uint64      // last logical sequence number
 	count   int         // live documents
 	bytes   int64       // sum of live document body sizes
+	// ranges are the physical partitions (partitions.go) in EPK order;
+	// goneRanges the ids of ranges that split; rangesVersion counts
+	// splits (the partition key ranges feed's ETag).
+	ranges        []pkRange
+	goneRanges    map[string]bool
+	rangesVersion uint64
 	// eqIdx holds the equality indexes of top-level properties
 	// (eq_index.go), by property name; nil until a query needs one.
 	eqIdx map[string]*eqIndex
@@ -58,6 +64,7 @@ type container struct {
 // partition is one logical partition: the documents sharing a partition key.
 type partition struct {
 	key  string
+	epk  string // effective partition key (partitions.go)
 	byID map[string]*item
 	list []*item // rid order; nil = removed
 	dead int
@@ -301,7 +308,7 @@ func (it *item) size() int { return len(it.body) }
 func (c *container) partition(key string, create bool) *partition {
 	p := c.parts[key]
 	if p == nil && create {
-		p = &partition{key: key, byID: make(map[string]*item)}
+		p = &partition{key: key, epk: epkOfKey(key, strings.EqualFold(c.pkKind, "MultiHash")), byID: make(map[string]*item)}
 		c.parts[key] = p
 	}
 	return p

@@ -45,13 +45,17 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	plain := fs.Bool("http", false, "serve plain HTTP instead of HTTPS")
 	key := fs.String("key", emulator.WellKnownKey, "master key (base64)")
 	certOut := fs.String("cert-out", "", "write the self-signed TLS certificate (PEM) to this file")
+	partitions := fs.Int("partitions", 1, "physical partitions (partition key ranges) of each new container, 1 to 64")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	srv, err := emulator.Start(emulator.Options{Addr: *addr, TLS: !*plain, Key: *key})
+	if *partitions < 1 || *partitions > 64 {
+		return fmt.Errorf("-partitions %d is outside 1..64", *partitions)
+	}
+	srv, err := emulator.Start(emulator.Options{Addr: *addr, TLS: !*plain, Key: *key, PhysicalPartitions: *partitions})
 	if err != nil {
 		return err
 	}

@@ -188,6 +188,31 @@ func TestBadFlags(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"-nope"}, out, nil))
 	assert.Error(t, run(context.Background(), []string{"-key", "not base64!", "-http", "-addr", "127.0.0.1:0"}, out, nil))
 	assert.Error(t, run(context.Background(), []string{"extra"}, out, nil))
+	assert.ErrorContains(t, run(context.Background(), []string{"-partitions", "0", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-partitions")
+}
+
+// TestPartitionsFlag checks that -partitions gives new containers that
+// many feed ranges, as the SDK reads them.
+func TestPartitionsFlag(t *testing.T) {
+	srv, _, stop := startRun(t, "-addr", "127.0.0.1:0", "-http", "-partitions", "3")
+	cred, err := azcosmos.NewKeyCredential(srv.Key())
+	require.NoError(t, err)
+	client, err := azcosmos.NewClientWithKey(srv.Endpoint(), cred, nil)
+	require.NoError(t, err)
+	defer client.Close()
+	ctx := context.Background()
+	_, err = client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil)
+	require.NoError(t, err)
+	db, err := client.NewDatabase("db")
+	require.NoError(t, err)
+	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	require.NoError(t, err)
+	c, err := db.NewContainer("c")
+	require.NoError(t, err)
+	frs, err := c.ReadFeedRanges(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, frs, 3)
+	require.NoError(t, stop())
 }
 
 func policyNoRetry() policy.RetryOptions { return policy.RetryOptions{MaxRetries: -1} }
