@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 )
 
 // Defaults applied by New to the zero fields of a Config
@@ -122,6 +124,19 @@ type Config struct {
 	// default DefaultLongPollInterval. Each poll is one query request.
 	LongPollInterval time.Duration
 
+	// ChangeFeedWakeups starts one change-feed reader per Provider: queue
+	// messages written by other processes wake this process's waiting
+	// fetches within about ChangeFeedInterval instead of at their next
+	// candidate query, and waiting fetches fall back to querying only
+	// every 4 × LongPollInterval. Provider.Changes exposes the reader to
+	// other code. Default off (every waiting fetch polls every
+	// LongPollInterval).
+	ChangeFeedWakeups bool
+	// ChangeFeedInterval is how often the reader reads the change feed
+	// while nothing changes (one request per physical partition per read);
+	// default 100 ms (internal/changefeed's DefaultInterval).
+	ChangeFeedInterval time.Duration
+
 	// MeterProvider receives the provider's metrics (the Cosmos DB
 	// requests, request units and latency per provider call and operation
 	// kind, throttling, retries, lost lock races, the outbox backlog and
@@ -181,6 +196,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LongPollInterval == 0 {
 		c.LongPollInterval = DefaultLongPollInterval
 	}
+	if c.ChangeFeedInterval == 0 {
+		c.ChangeFeedInterval = changefeed.DefaultInterval
+	}
 	if c.Leases == "" {
 		c.Leases = LeasesInProcess
 	}
@@ -233,6 +251,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReconcilerAgeThreshold < 0 {
 		errs = append(errs, fmt.Errorf("ReconcilerAgeThreshold %v is negative", c.ReconcilerAgeThreshold))
+	}
+	if c.ChangeFeedInterval < 0 {
+		errs = append(errs, fmt.Errorf("ChangeFeedInterval %v is negative", c.ChangeFeedInterval))
 	}
 	if c.Leases != LeasesInProcess && c.Leases != LeasesInContainer {
 		errs = append(errs, fmt.Errorf("the Leases mode %q is neither %q nor %q", c.Leases, LeasesInProcess, LeasesInContainer))

@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 )
 
 // ProviderName and ProviderVersion are what Name and Version report.
@@ -52,6 +53,9 @@ type Provider struct {
 	// leases, with LeasesInContainer, owns this process's share of the
 	// slots (leases_container.go); nil otherwise.
 	leases *leaseCoordinator
+	// feed, with ChangeFeedWakeups, reads the change feed
+	// (changefeed_wakeups.go); nil otherwise.
+	feed *changefeed.Reader
 
 	locks *lockCache
 	// usage counts every Cosmos DB answer (usage.go); metrics records the
@@ -164,6 +168,16 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 			p.workerLeases = p.leases.queues[1]
 		}
 	}
+	if cfg.ChangeFeedWakeups {
+		if err := p.startChangeFeed(ctx); err != nil {
+			if p.leases != nil {
+				p.leases.close(ctx)
+			}
+			p.metrics.close()
+			p.closeClient()
+			return nil, err
+		}
+	}
 	p.metrics.registerGauges(p)
 	if !cfg.DisableReconciler {
 		p.wg.Add(1)
@@ -180,6 +194,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // Close is idempotent and always returns nil.
 func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
+		if p.feed != nil {
+			p.feed.Close()
+		}
 		if p.leases != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LeaseExpiry)
 			p.leases.close(ctx)

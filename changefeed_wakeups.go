@@ -1,0 +1,81 @@
+package cdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+)
+
+// Wake-ups across processes through the change feed. With
+// Config.ChangeFeedWakeups, one change-feed reader per Provider (not per
+// dispatcher) follows the container (internal/changefeed): every queue
+// message another process writes becomes a candidate of this process's
+// pool and wakes its waiting fetches at once, instead of at their next
+// candidate query. Waiting fetches then query again only every
+// 4 × LongPollInterval as a safety net, so an idle process costs one
+// change-feed read per ChangeFeedInterval (one request per physical
+// partition) plus that fallback.
+
+// changeFeedFallbackFactor multiplies LongPollInterval into the fallback
+// poll of waiting fetches when the change feed wakes them.
+const changeFeedFallbackFactor = 4
+
+// startChangeFeed starts the reader; it fails when its first read fails.
+func (p *Provider) startChangeFeed(ctx context.Context) error {
+	r := changefeed.New(p.container, changefeed.Options{
+		Interval:    p.cfg.ChangeFeedInterval,
+		OnDocuments: p.changedDocuments,
+		OnError: func(err error) {
+			p.log.Debug("change feed read failed; retrying", zap.Error(err))
+		},
+	})
+	if err := r.Start(ctx); err != nil {
+		return fmt.Errorf("cdb: start the change feed reader: %w", err)
+	}
+	p.feed = r
+	p.pollInterval = changeFeedFallbackFactor * p.cfg.LongPollInterval
+	return nil
+}
+
+// changedDocuments turns documents other processes (or this one) wrote
+// into candidates: queue messages are hinted to their queue's pool; an
+// instance document whose lock is released ends this process's record of
+// that lock.
+func (p *Provider) changedDocuments(docs [][]byte) {
+	for _, raw := range docs {
+		var d struct {
+			Type        string `json:"type"`
+			InstanceID  string `json:"instanceId"`
+			LockedUntil int64  `json:"lockedUntil"`
+		}
+		if json.Unmarshal(raw, &d) != nil || d.InstanceID == "" {
+			continue
+		}
+		switch d.Type {
+		case typeOrchQueue, typeWorkerQueue:
+			p.hintDocument(raw)
+		case typeInstance:
+			if d.LockedUntil <= p.nowMs() {
+				p.orchPool.unlock(d.InstanceID)
+			}
+		}
+	}
+}
+
+// Changes returns a channel closed the next time the change-feed reader
+// delivers documents written to the container (by any process): code that
+// waits for another process's writes (a client waiting for an
+// orchestration's completion) takes the channel, checks its state, and
+// waits on the channel (with a timeout of its own). Without
+// Config.ChangeFeedWakeups it returns nil, which blocks forever in a
+// select: such code must then poll.
+func (p *Provider) Changes() <-chan struct{} {
+	if p.feed == nil {
+		return nil
+	}
+	return p.feed.Changed()
+}
