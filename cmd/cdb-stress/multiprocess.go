@@ -42,9 +42,9 @@ type mpOptions struct {
 	chaos          bool
 	chaosEvery     time.Duration
 	// maxKills stops the kills after that many (0: no limit).
-	maxKills int
-	timeout        time.Duration
-	partitions     int
+	maxKills   int
+	timeout    time.Duration
+	partitions int
 }
 
 // mpResult is one N's outcome.

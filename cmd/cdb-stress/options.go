@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest"
 )
 
@@ -28,6 +29,8 @@ type options struct {
 	profiles      profileFlags
 	// mp, when set (-processes), selects the multi-process mode.
 	mp *mpOptions
+	// latency is the embedded emulator's simulated per-request latency.
+	latency emulator.Latency
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
 }
@@ -82,6 +85,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "multi-process mode: pause between chaos events")
 	mpTimeout := fs.Duration("mp-timeout", 2*time.Minute, "multi-process mode: longest wait for all orchestrations of one process count")
 	partitions := fs.Int("partitions", 4, "multi-process mode: physical partitions of the embedded emulator")
+	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
 	fs.StringVar(&prof.mem, "memprofile", "", "write a heap profile, taken at the end, to this file")
@@ -112,6 +116,9 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		errs = append(errs, fmt.Errorf("-provider %q: want cdb, memory or both", *provider))
 	}
 	var err error
+	if o.latency, err = emulator.ParseLatency(*latency); err != nil {
+		errs = append(errs, fmt.Errorf("-latency: %w", err))
+	}
 	if o.configs, err = parseConfigs(*configs); err != nil {
 		errs = append(errs, err)
 	}
