@@ -1,3 +1,6 @@
+// Fetch tracing: the steps of a fetch reported to an optional tracer (tests)
+// and to metrics.
+
 package cdb
 
 // fetchEvent is one step of a fetch, reported to the provider's fetch

@@ -1,3 +1,5 @@
+// Usage: request and RU counters of a provider (Provider.Usage).
+
 package cdb
 
 import (
