@@ -147,6 +147,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		resp = s.authorize(rq)
 	}
+	// The simulated round trip: half before the request is applied, half
+	// before the answer leaves.
+	lat := s.latency.draw(rq.op)
+	sleepCtx(lat/2, r.Context().Done())
 	var fault *Fault
 	if resp == nil {
 		fault = s.faults.match(rq)
@@ -178,6 +182,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dropConnection(w)
 		return
 	}
+	sleepCtx(lat-lat/2, r.Context().Done())
 	s.writeResponse(w, rq, resp, func(responseBytes int) {
 		s.counters.record(rq.op, len(body), responseBytes, resp.items, resp.charge)
 	})

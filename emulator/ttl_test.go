@@ -86,7 +86,7 @@ func TestTimeToLiveExpiresItemsFromReadsQueriesAndChangeFeed(t *testing.T) {
 	e := newEnv(t, Options{clock: clk.now})
 	ten := int32(10)
 	c := ttlContainer(e, "ttl", &ten)
-	createDoc(e, c, map[string]any{"id": "default", "pk": "p"})          // container default: 10 s
+	createDoc(e, c, map[string]any{"id": "default", "pk": "p"})           // container default: 10 s
 	createDoc(e, c, map[string]any{"id": "longer", "pk": "p", "ttl": 60}) // its own: 60 s
 	createDoc(e, c, map[string]any{"id": "never", "pk": "p", "ttl": -1})  // never expires
 	all := []string{"default", "longer", "never"}
