@@ -396,14 +396,10 @@ func unknownVariant(what, tag string, variants ...string) error {
 	return fmt.Errorf("%s: unknown variant `%s`, expected one of `%s`", what, tag, strings.Join(variants, "`, `"))
 }
 
-// unitVariant checks the payload of a unit variant: none, or null.
-func unitVariant(what string, payload *jsonValue) error {
-	return unitVariantFrom(what, payload, false)
-}
-
-// unitVariantFrom is unitVariant; with content (a value serde buffered as
-// Content, as it does for an Event) an empty object is a unit payload too,
-// as serde's ContentRefDeserializer::deserialize_unit accepts it.
+// unitVariantFrom checks the payload of a unit variant: none, or null; with
+// content (a value serde buffered as Content, as it does for an Event) an
+// empty object is a unit payload too, as serde's
+// ContentRefDeserializer::deserialize_unit accepts it.
 func unitVariantFrom(what string, payload *jsonValue, content bool) error {
 	if payload == nil || payload.kind == jsonNull || (content && payload.kind == jsonObject && len(payload.members) == 0) {
 		return nil
