@@ -146,6 +146,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		resp = s.authorize(rq)
 	}
+	// The simulated round trip: half before the request is applied, half
+	// before the answer leaves.
+	lat := s.latency.draw(rq.op)
+	sleepCtx(lat/2, r.Context().Done())
 	var fault *Fault
 	if resp == nil {
 		fault = s.faults.match(rq)
@@ -177,6 +181,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dropConnection(w)
 		return
 	}
+	sleepCtx(lat-lat/2, r.Context().Done())
 	s.writeResponse(w, rq, resp, func(responseBytes int) {
 		s.counters.record(rq.op, len(body), responseBytes, resp.items, resp.charge)
 	})
@@ -197,29 +202,30 @@ var (
 func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *response, count func(responseBytes int)) {
 	h := w.Header()
 	for k, v := range resp.header {
-		h[k] = v
+		h[wireHeaderName(k)] = v
 	}
-	// Keys in canonical form and one backing array for the values: the
-	// same headers as h.Set, without canonicalizing and allocating each.
+	// Cosmos DB's own headers go out in lower case, as the service sends
+	// them (see wireHeaderName); one backing array for the values saves
+	// an allocation per header.
 	vals := make([]string, 0, 6)
 	set := func(key, v string) {
 		vals = append(vals, v)
 		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	set("X-Ms-Activity-Id", rq.activityID)
-	set("X-Ms-Request-Charge", strconv.FormatFloat(resp.charge, 'f', 2, 64))
-	h["X-Ms-Gatewayversion"] = gatewayVersion
-	h["X-Ms-Serviceversion"] = serviceVersion
-	h["X-Ms-Schemaversion"] = schemaVersion
+	set("x-ms-activity-id", rq.activityID)
+	set("x-ms-request-charge", strconv.FormatFloat(resp.charge, 'f', 2, 64))
+	h["x-ms-gatewayversion"] = gatewayVersion
+	h["x-ms-serviceversion"] = serviceVersion
+	h["x-ms-schemaversion"] = schemaVersion
 	set("Date", s.dates.httpDate(s.now()))
 	if resp.lsn != 0 {
 		l := strconv.FormatUint(resp.lsn, 10)
-		set("X-Ms-Session-Token", "0:-1#"+l)
-		set("Lsn", l)
-		set("X-Ms-Cosmos-Llsn", l)
+		set("x-ms-session-token", "0:-1#"+l)
+		set("lsn", l)
+		set("x-ms-cosmos-llsn", l)
 	}
 	if resp.subst != 0 {
-		h.Set("x-ms-substatus", strconv.Itoa(resp.subst))
+		set("x-ms-substatus", strconv.Itoa(resp.subst))
 	}
 	body := resp.body
 	if resp.errCode != "" {

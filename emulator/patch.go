@@ -27,14 +27,22 @@ func patchError(msg string) *response { return badRequest(msg) }
 // parsePatchSpec parses {"condition": "...", "operations": [...]}.
 func parsePatchSpec(body []byte) (*patchSpec, *response) {
 	v, err := parseJSON(body)
-	if err != nil || v.k != kObject {
+	if err != nil || (v.k != kObject && v.k != kArray) {
 		return nil, badRequest("The request payload is invalid. Ensure to provide a valid request payload.")
 	}
 	return patchSpecFromValue(v)
 }
 
+// patchSpecFromValue reads a patch body in every form the SDKs send: the
+// REST form {"operations": [...], "condition": "FROM c WHERE ..."} (.NET,
+// Java, Python, Go, and JavaScript given a PatchRequestBody) or a bare
+// operations array (JavaScript's Item.patch given an array sends it as is,
+// as does its batch and bulk Patch with an array resourceBody).
 func patchSpecFromValue(v value) (*patchSpec, *response) {
 	spec := &patchSpec{}
+	if v.k == kArray {
+		return spec.withOperations(v)
+	}
 	if cond := v.get("condition"); cond.k == kString && strings.TrimSpace(cond.s) != "" {
 		q, err := parseQuery("SELECT * " + cond.s)
 		if err != nil || q.where == nil || q.from == nil {
@@ -42,7 +50,11 @@ func patchSpecFromValue(v value) (*patchSpec, *response) {
 		}
 		spec.condition = q
 	}
-	ops := v.get("operations")
+	return spec.withOperations(v.get("operations"))
+}
+
+// withOperations parses the operations array ops into spec.
+func (spec *patchSpec) withOperations(ops value) (*patchSpec, *response) {
 	if ops.k != kArray {
 		return nil, patchError("The patch request must contain an 'operations' array.")
 	}

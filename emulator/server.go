@@ -52,6 +52,13 @@ type Options struct {
 	// splitting the effective partition key space evenly; default 1.
 	// Server.SplitPartitionKeyRange adds more at run time.
 	PhysicalPartitions int
+	// Latency is added to every request (see Latency); zero adds none.
+	Latency Latency
+	// LatencyByOp overrides Latency for the listed operation kinds, e.g.
+	// a slower OpQuery; kinds not listed take Latency.
+	LatencyByOp map[OpKind]Latency
+	// LatencySeed seeds the jitter's generator, so runs repeat; default 0.
+	LatencySeed int64
 }
 
 // Server is a running emulator. All methods are safe for concurrent use.
@@ -85,6 +92,8 @@ type Server struct {
 	now func() time.Time
 	// partitions is the number of physical partitions of new containers.
 	partitions int
+	// latency draws the simulated latency of each request; nil adds none.
+	latency *latencySim
 }
 
 // Start listens on opts.Addr and serves the emulator in the background. It
@@ -111,6 +120,7 @@ func Start(opts Options) (*Server, error) {
 		done:       make(chan struct{}),
 		now:        time.Now,
 		partitions: max(1, opts.PhysicalPartitions),
+		latency:    newLatencySim(opts.Latency, opts.LatencyByOp, opts.LatencySeed),
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

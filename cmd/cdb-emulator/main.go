@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	cdb-emulator [-addr 127.0.0.1:8081] [-http] [-key base64] [-cert-out file]
+//	cdb-emulator [-addr 127.0.0.1:8081] [-http] [-key base64] [-cert-out file] [-partitions n] [-latency 5ms±2ms]
 //
 // By default it serves https://127.0.0.1:8081/ with the official emulator's
 // well-known key and a freshly generated self-signed certificate; -cert-out
@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	plain := fs.Bool("http", false, "serve plain HTTP instead of HTTPS")
 	key := fs.String("key", emulator.WellKnownKey, "master key (base64)")
 	certOut := fs.String("cert-out", "", "write the self-signed TLS certificate (PEM) to this file")
+	latencyText := fs.String("latency", "", "simulated per-request latency, e.g. 5ms or 5ms±2ms (also 5ms+-2ms): half before the request is applied, half before the answer")
 	partitions := fs.Int("partitions", 1, "physical partitions (partition key ranges) of each new container, 1 to 64")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,7 +56,11 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	if *partitions < 1 || *partitions > 64 {
 		return fmt.Errorf("-partitions %d is outside 1..64", *partitions)
 	}
-	srv, err := emulator.Start(emulator.Options{Addr: *addr, TLS: !*plain, Key: *key, PhysicalPartitions: *partitions})
+	latency, err := emulator.ParseLatency(*latencyText)
+	if err != nil {
+		return fmt.Errorf("-latency: %w", err)
+	}
+	srv, err := emulator.Start(emulator.Options{Addr: *addr, TLS: !*plain, Key: *key, PhysicalPartitions: *partitions, Latency: latency})
 	if err != nil {
 		return err
 	}

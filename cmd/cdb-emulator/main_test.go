@@ -189,6 +189,18 @@ func TestBadFlags(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"-key", "not base64!", "-http", "-addr", "127.0.0.1:0"}, out, nil))
 	assert.Error(t, run(context.Background(), []string{"extra"}, out, nil))
 	assert.ErrorContains(t, run(context.Background(), []string{"-partitions", "0", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-partitions")
+	assert.ErrorContains(t, run(context.Background(), []string{"-latency", "5", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-latency")
+}
+
+// TestLatencyFlagServesRequests checks that an emulator started with
+// -latency answers as usual.
+func TestLatencyFlagServesRequests(t *testing.T) {
+	srv, _, stop := startRun(t, "-addr", "127.0.0.1:0", "-http", "-latency", "1ms±1ms")
+	defer stop()
+	resp, err := srv.HTTPClient().Get(srv.Endpoint())
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "an unsigned request is refused after the simulated latency")
 }
 
 // TestPartitionsFlag checks that -partitions gives new containers that

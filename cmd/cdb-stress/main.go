@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runAll runs every scenario of o on every provider and configuration,
 // writes the report and records it when asked; it returns the exit status.
 func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
-	cdbT := newCDBTarget()
+	cdbT := newCDBTarget(o.latency)
 	var targets []target
 	for _, p := range o.providers {
 		if p == providerMemory {

@@ -48,7 +48,7 @@ func TestRunPrintsTableForBothProviders(t *testing.T) {
 	code := run(t.Context(), append([]string{"-configs", "1/1,2/2"}, shortArgs...), &out, &errb)
 	report := out.String()
 	require.Equal(t, exitOK, code, "report:\n%s\nstderr:\n%s", report, errb.String())
-	for _, provider := range []string{"memory", newCDBTarget().name()} {
+	for _, provider := range []string{"memory", newCDBTarget(emulator.Latency{}).name()} {
 		rows := tableRows(report, provider)
 		require.Len(t, rows, 2, "%s rows in:\n%s", provider, report)
 		for i, config := range []string{"1/1", "2/2"} {
@@ -71,7 +71,7 @@ func TestRunPrintsTableForBothProviders(t *testing.T) {
 // calls than were counted; on the emulator, its per-kind counts add up to
 // the run's requests.
 func TestCDBStress(t *testing.T) {
-	target := newCDBTarget()
+	target := newCDBTarget(emulator.Latency{})
 	o, err := parseOptions(shortArgs, &bytes.Buffer{})
 	require.NoError(t, err)
 	for _, sc := range providertest.StressScenarios() {
@@ -143,13 +143,19 @@ func TestParseOptions(t *testing.T) {
 	require.Equal(t, []dispatchConfig{{3, 1}}, o.configs)
 	large = o.stressConfig(providertest.ScenarioLargePayload, dispatchConfig{3, 1})
 	require.Equal(t, 7, large.MaxConcurrent, "an explicit flag applies to every scenario")
+	o, err = parseOptions([]string{"-latency", "5ms±2ms"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, emulator.Latency{Fixed: 5 * time.Millisecond, Jitter: 2 * time.Millisecond}, o.latency)
+	if tg := newCDBTarget(o.latency); tg.onEmulator() {
+		require.Contains(t, tg.store(), "simulated latency 5ms±2ms per request")
+	}
 	require.Negative(t, large.ActivityDelay, "an explicit zero delay means none")
 	require.Equal(t, 3, large.OrchestrationConcurrency)
 	require.Equal(t, 1, large.WorkerConcurrency)
 
 	for _, bad := range [][]string{
 		{"-scenario", "x"}, {"-provider", "sqlite"}, {"-configs", "2x2"}, {"-configs", "0/1"},
-		{"-duration", "0s"}, {"-tasks", "0"}, {"-max-concurrent", "-1"}, {"extra"},
+		{"-duration", "0s"}, {"-tasks", "0"}, {"-latency", "5"}, {"-latency", "-1ms"}, {"-max-concurrent", "-1"}, {"extra"},
 	} {
 		_, err := parseOptions(bad, &bytes.Buffer{})
 		require.Error(t, err, "%q", bad)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest"
 )
 
@@ -26,6 +27,8 @@ type options struct {
 	progress      bool
 	record        string
 	profiles      profileFlags
+	// latency is the embedded emulator's simulated per-request latency.
+	latency emulator.Latency
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
 }
@@ -73,6 +76,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	provider := fs.String("provider", providerBoth, "provider(s) to run: cdb, memory or both")
 	progress := fs.Bool("progress", true, "print a progress line while running (on stderr)")
 	record := fs.String("record", "", "append this run, in RESULTS.md's format, to the given file")
+	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
 	fs.StringVar(&prof.mem, "memprofile", "", "write a heap profile, taken at the end, to this file")
@@ -103,6 +107,9 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		errs = append(errs, fmt.Errorf("-provider %q: want cdb, memory or both", *provider))
 	}
 	var err error
+	if o.latency, err = emulator.ParseLatency(*latency); err != nil {
+		errs = append(errs, fmt.Errorf("-latency: %w", err))
+	}
 	if o.configs, err = parseConfigs(*configs); err != nil {
 		errs = append(errs, err)
 	}

@@ -76,11 +76,16 @@ func (memoryRun) opKinds() map[emulator.OpKind]int64 { return nil }
 // run when env has no endpoint, otherwise on env's account.
 type cdbTarget struct {
 	env cdb.Config
+	// latency is the embedded emulator's simulated per-request latency.
+	latency emulator.Latency
 }
 
 // newCDBTarget reads COSMOS_ENDPOINT, COSMOS_KEY, COSMOS_DATABASE and
 // COSMOS_CONTAINER.
-func newCDBTarget() cdbTarget { return cdbTarget{env: cdb.ConfigFromEnv()} }
+// latency is the embedded emulator's simulated per-request latency.
+func newCDBTarget(latency emulator.Latency) cdbTarget {
+	return cdbTarget{env: cdb.ConfigFromEnv(), latency: latency}
+}
 
 // onEmulator reports whether runs use the embedded emulator.
 func (t cdbTarget) onEmulator() bool { return t.env.Endpoint == "" }
@@ -95,7 +100,11 @@ func (t cdbTarget) name() string {
 // store describes where the runs' data lives, for the report.
 func (t cdbTarget) store() string {
 	if t.onEmulator() {
-		return "cdb on a fresh embedded emulator per run (emulator, in-process: its work and heap count in this process)"
+		s := "cdb on a fresh embedded emulator per run (emulator, in-process: its work and heap count in this process)"
+		if !t.latency.IsZero() {
+			s += ", simulated latency " + t.latency.String() + " per request"
+		}
+		return s
 	}
 	host := t.env.Endpoint
 	if u, err := url.Parse(t.env.Endpoint); err == nil {
@@ -105,13 +114,14 @@ func (t cdbTarget) store() string {
 }
 
 func (t cdbTarget) prepare() targetRun {
-	return &cdbRun{env: t.env, transport: &countingTransport{}}
+	return &cdbRun{env: t.env, latency: t.latency, transport: &countingTransport{}}
 }
 
 // cdbRun is one cdb run: the emulator it started (if any) and the
 // counting transport of its client.
 type cdbRun struct {
 	env       cdb.Config
+	latency   emulator.Latency
 	transport *countingTransport
 
 	mu    sync.Mutex
@@ -126,7 +136,7 @@ func (r *cdbRun) factory() providertest.StressProviderFactory {
 		r.transport.inner = http.DefaultClient
 		if cfg.Endpoint == "" {
 			var err error
-			if emu, err = emulator.Start(emulator.Options{}); err != nil {
+			if emu, err = emulator.Start(emulator.Options{Latency: r.latency}); err != nil {
 				return nil, fmt.Errorf("start the embedded emulator: %w", err)
 			}
 			cfg.Endpoint, cfg.Key, cfg.Container = emu.Endpoint(), emu.Key(), "stress"

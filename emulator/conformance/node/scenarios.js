@@ -1,0 +1,228 @@
+// Conformance scenarios through the official Node SDK (@azure/cosmos, pinned in
+// package.json) against cdb-emulator. Run by emulator/conformance's Go test,
+// which passes COSMOS_ENDPOINT, COSMOS_KEY and NODE_EXTRA_CA_CERTS. Prints one
+// JSON line per scenario: {"scenario": name, "ok": bool, "error": text}.
+"use strict";
+const assert = require("node:assert/strict");
+const https = require("node:https");
+const { CosmosClient, ChangeFeedStartFrom, BulkOperationType } = require("@azure/cosmos");
+
+const endpoint = process.env.COSMOS_ENDPOINT;
+const key = process.env.COSMOS_KEY;
+const client = new CosmosClient({ endpoint, key });
+const dbId = "conformance";
+const scenarios = [];
+function scenario(name, fn) {
+  scenarios.push({ name, fn });
+}
+
+let seq = 0;
+async function freshContainer(def = {}) {
+  const { database } = await client.databases.createIfNotExists({ id: dbId });
+  const id = `c${++seq}`;
+  const { container } = await database.containers.create({
+    id,
+    partitionKey: { paths: ["/pk"], version: 2 },
+    ...def,
+  });
+  return container;
+}
+
+async function expectError(p, status, substatus) {
+  try {
+    await p;
+  } catch (e) {
+    assert.equal(e.code, status, `status: ${e.code} ${e.message}`);
+    if (substatus !== undefined) assert.equal(e.substatus, substatus, `substatus of ${e.message}`);
+    return e;
+  }
+  assert.fail(`expected ${status}, got success`);
+}
+
+scenario("crud", async () => {
+  const c = await freshContainer();
+  const { resource: created, statusCode } = await c.items.create({ id: "a", pk: "p", n: 1 });
+  assert.equal(statusCode, 201);
+  assert.equal(created.n, 1);
+  const { resource: read } = await c.item("a", "p").read();
+  assert.equal(read.n, 1);
+  await c.item("a", "p").replace({ id: "a", pk: "p", n: 2 });
+  const { resource: up, statusCode: upStatus } = await c.items.upsert({ id: "b", pk: "p", n: 3 });
+  assert.equal(upStatus, 201);
+  assert.equal(up.n, 3);
+  await expectError(c.items.create({ id: "a", pk: "p" }), 409);
+  const { statusCode: del } = await c.item("a", "p").delete();
+  assert.equal(del, 204);
+  const { resource: gone, statusCode: missing } = await c.item("a", "p").read();
+  assert.equal(missing, 404);
+  assert.equal(gone, undefined);
+});
+
+scenario("etags", async () => {
+  const c = await freshContainer();
+  const { resource: v1, etag } = await c.items.create({ id: "a", pk: "p", n: 1 });
+  assert.ok(etag && etag === v1._etag, "etag header equals _etag");
+  const { etag: etag2 } = await c.item("a", "p").replace({ id: "a", pk: "p", n: 2 }, { accessCondition: { type: "IfMatch", condition: etag } });
+  assert.notEqual(etag2, etag);
+  await expectError(c.item("a", "p").replace({ id: "a", pk: "p", n: 3 }, { accessCondition: { type: "IfMatch", condition: etag } }), 412);
+  const { statusCode } = await c.item("a", "p").read({ accessCondition: { type: "IfNoneMatch", condition: etag2 } });
+  assert.equal(statusCode, 304);
+  await expectError(c.item("a", "p").delete({ accessCondition: { type: "IfMatch", condition: etag } }), 412);
+});
+
+scenario("patch", async () => {
+  const c = await freshContainer();
+  await c.items.create({ id: "a", pk: "p", n: 1, arr: [1], o: { x: 1 } });
+  const { resource } = await c.item("a", "p").patch([
+    { op: "add", path: "/s", value: "v" },
+    { op: "set", path: "/o/y", value: 2 },
+    { op: "replace", path: "/n", value: 5 },
+    { op: "incr", path: "/n", value: 2 },
+    { op: "add", path: "/arr/-", value: 2 },
+    { op: "remove", path: "/o/x" },
+  ]);
+  assert.equal(resource.n, 7);
+  assert.deepEqual(resource.arr, [1, 2]);
+  assert.deepEqual(resource.o, { y: 2 });
+  const { resource: r2 } = await c.item("a", "p").patch({ condition: "from c where c.n = 7", operations: [{ op: "set", path: "/t", value: true }] });
+  assert.equal(r2.t, true);
+  await expectError(c.item("a", "p").patch({ condition: "from c where c.n = 0", operations: [{ op: "set", path: "/t", value: false }] }), 412);
+});
+
+scenario("batch", async () => {
+  const c = await freshContainer();
+  await c.items.create({ id: "x", pk: "p", n: 0 });
+  const { result } = await c.items.batch(
+    [
+      { operationType: "Create", resourceBody: { id: "a", pk: "p" } },
+      { operationType: "Upsert", resourceBody: { id: "b", pk: "p" } },
+      { operationType: "Read", id: "x" },
+      { operationType: "Patch", id: "x", resourceBody: { operations: [{ op: "incr", path: "/n", value: 1 }] } },
+      { operationType: "Delete", id: "b" },
+    ],
+    "p",
+  );
+  assert.deepEqual(result.map((r) => r.statusCode), [201, 201, 200, 200, 204]);
+  const { result: failed } = await c.items.batch(
+    [
+      { operationType: "Create", resourceBody: { id: "c", pk: "p" } },
+      { operationType: "Create", resourceBody: { id: "a", pk: "p" } },
+    ],
+    "p",
+  );
+  assert.deepEqual(failed.map((r) => r.statusCode), [424, 409]);
+  const { statusCode } = await c.item("c", "p").read();
+  assert.equal(statusCode, 404, "a failed batch applies nothing");
+});
+
+scenario("query-paging", async () => {
+  const c = await freshContainer();
+  for (let i = 0; i < 7; i++) await c.items.create({ id: `i${i}`, pk: i % 2 ? "odd" : "even", n: i });
+  // Single partition, pages of 2.
+  const it = c.items.query({ query: "SELECT * FROM c WHERE c.n >= @n", parameters: [{ name: "@n", value: 0 }] }, { partitionKey: "even", maxItemCount: 2 });
+  const seen = [];
+  let pages = 0;
+  while (it.hasMoreResults()) {
+    const { resources } = await it.fetchNext();
+    pages++;
+    seen.push(...resources.map((r) => r.n));
+  }
+  assert.deepEqual(seen.sort(), [0, 2, 4, 6]);
+  assert.ok(pages >= 2, `paged: ${pages} pages`);
+  // Cross partition, pages of 3.
+  const all = [];
+  const cross = c.items.query("SELECT c.n FROM c", { maxItemCount: 3 });
+  while (cross.hasMoreResults()) {
+    const { resources } = await cross.fetchNext();
+    all.push(...resources.map((r) => r.n));
+  }
+  assert.deepEqual(all.sort(), [0, 1, 2, 3, 4, 5, 6]);
+});
+
+scenario("change-feed", async () => {
+  const c = await freshContainer();
+  await c.items.create({ id: "a", pk: "p", n: 1 });
+  await c.items.create({ id: "b", pk: "q", n: 1 });
+  const it = c.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(), maxItemCount: 10 });
+  const ids = [];
+  let res;
+  for (let i = 0; i < 10; i++) {
+    res = await it.readNext();
+    if (res.statusCode === 304) break;
+    ids.push(...res.result.map((d) => d.id));
+  }
+  assert.deepEqual(ids.sort(), ["a", "b"]);
+  const token = res.continuationToken;
+  assert.ok(token, "continuation token");
+  await c.item("a", "p").replace({ id: "a", pk: "p", n: 2 });
+  const it2 = c.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Continuation(token) });
+  const after = [];
+  for (let i = 0; i < 10; i++) {
+    const r = await it2.readNext();
+    if (r.statusCode === 304) break;
+    after.push(...r.result.map((d) => `${d.id}:${d.n}`));
+  }
+  assert.deepEqual(after, ["a:2"], "resumes after the continuation, not from the start");
+});
+
+// Class 1: the service sends header names in lower case.
+scenario("headers-lower-case", async () => {
+  const c = await freshContainer();
+  await c.items.create({ id: "a", pk: "p" });
+  const u = new URL(endpoint);
+  const date = new Date().toUTCString();
+  const crypto = require("node:crypto");
+  const link = `dbs/${dbId}/colls/${c.id}/docs/a`;
+  const text = `get\ndocs\n${link}\n${date.toLowerCase()}\n\n`;
+  const sig = crypto.createHmac("sha256", Buffer.from(key, "base64")).update(text).digest("base64");
+  const auth = encodeURIComponent(`type=master&ver=1.0&sig=${sig}`);
+  const raw = await new Promise((resolve, reject) => {
+    const req = https.request(
+      { host: u.hostname, port: u.port, path: `/${link}`, method: "GET", headers: { authorization: auth, "x-ms-date": date, "x-ms-version": "2020-07-15", "x-ms-documentdb-partitionkey": '["p"]' } },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode, names: res.rawHeaders.filter((_, i) => i % 2 === 0) }));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+  assert.equal(raw.status, 200);
+  const cosmos = raw.names.filter((n) => /^x-ms-|^etag$|^lsn$/i.test(n));
+  assert.ok(cosmos.length >= 4, `cosmos headers: ${raw.names}`);
+  for (const n of cosmos) assert.equal(n, n.toLowerCase(), `header ${n} is not lower case`);
+  assert.ok(raw.names.includes("etag"), `etag header: ${raw.names}`);
+});
+
+// Class 9: substatus 1003 for a missing container.
+scenario("substatus-missing-container", async () => {
+  const { database } = await client.databases.createIfNotExists({ id: dbId });
+  const e = await expectError(database.container("nope").item("a", "p").read().then((r) => {
+    if (r.statusCode === 404) {
+      const err = new Error("404");
+      err.code = 404;
+      err.substatus = r.substatus ?? Number(r.headers["x-ms-substatus"]);
+      throw err;
+    }
+    return r;
+  }), 404);
+  assert.equal(e.substatus, 1003);
+});
+
+(async () => {
+  const only = process.argv[2];
+  for (const { name, fn } of scenarios) {
+    if (only && name !== only) continue;
+    let line;
+    try {
+      await fn();
+      line = { scenario: name, ok: true };
+    } catch (e) {
+      line = { scenario: name, ok: false, error: String(e && e.stack ? e.stack : e) };
+    }
+    process.stdout.write(JSON.stringify(line) + "\n");
+  }
+})().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
