@@ -65,9 +65,12 @@ func Open() (*Account, error) {
 // TB is the part of testing.TB the helpers use (*testing.T, *testing.B and
 // *testing.F satisfy it).
 type TB interface {
+	// Helper marks the caller as a test helper (testing.TB.Helper).
 	Helper()
+	// Fatalf reports a failure and stops the test (testing.TB.Fatalf).
 	Fatalf(format string, args ...any)
-	Cleanup(func())
+	// Cleanup registers f to run when the test ends (testing.TB.Cleanup).
+	Cleanup(f func())
 }
 
 // NewAccount is Open for a test: it fails the test when the account cannot
