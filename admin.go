@@ -1,3 +1,7 @@
+// Admin reads (duroxide.ProviderAdmin): listing instances and executions,
+// history for management, instance and execution info, system metrics, queue
+// depths, parent/child tree.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Transactional batches: the batch operations, running one batch against an
+// instance's partition, and planning a turn's writes into batches.
+
 package cdb
 
 import (

@@ -1,3 +1,7 @@
+// Change-feed wake-ups (Config.ChangeFeedWakeups): the change-feed reader
+// that hints other processes' queue messages to the candidate pools and
+// wakes waiting fetches.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Encoding of work items and history events into documents, and decoding an
+// execution's visible history.
+
 package cdb
 
 import (

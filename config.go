@@ -1,3 +1,5 @@
+// Config: every setting of the provider, its defaults, and ConfigFromEnv.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Enqueue: EnqueueForOrchestrator and EnqueueForWorker, writing one queue
+// message.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Fetch tracing: the steps of a fetch reported to an optional tracer (tests)
+// and to metrics.
+
 package cdb
 
 // fetchEvent is one step of a fetch, reported to the provider's fetch
@@ -38,6 +41,9 @@ const (
 func (p *Provider) traceFetch(ev fetchEvent) {
 	if p.metrics != nil {
 		p.metrics.fetchEvent(ev)
+	}
+	if ev == orchSkipLockLost || ev == workSkipLockLost {
+		p.usage.lockRacesLost.Add(1)
 	}
 	if p.fetchTracer != nil {
 		p.fetchTracer(ev)

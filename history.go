@@ -1,3 +1,6 @@
+// History: reading an instance's history (Read, ReadWithExecution, the
+// turn's history at fetch) and appending to it (AppendWithExecution).
+
 package cdb
 
 import (
@@ -171,4 +174,87 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		return mapError(op, err)
 	}
 	return nil
+}
+
+// turnHistory returns the current execution's history for a turn: from
+// the documents read with the instance's state (folded, of execution
+// folded) when they are that execution's and complete up to its watermark,
+// and otherwise with 1 history query.
+func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instanceDoc, folded uint64, docs []historyDoc) ([]duroxide.Event, error) {
+	exec, watermark := doc.CurrentExecutionID, doc.HistoryWatermark
+	if exec == folded && completeHistory(docs, watermark) {
+		events, err := decodeHistory(instance, exec, watermark, docs)
+		if err != nil {
+			return nil, &decodeError{err}
+		}
+		return events, nil
+	}
+	if watermark > 0 {
+		p.traceFetch(orchHistoryQuery)
+	}
+	return p.readHistory(ctx, instance, exec, watermark)
+}
+
+// completeHistory reports whether docs (one execution's) hold every event
+// id from 1 to watermark: duroxide numbers an execution's events from 1
+// without gaps, and each id has one document, so a read that raced a
+// commit is caught by the count.
+func completeHistory(docs []historyDoc, watermark uint64) bool {
+	n := uint64(0)
+	for _, d := range docs {
+		if d.EventID >= 1 && d.EventID <= watermark {
+			n++
+		}
+	}
+	return n == watermark
+}
+
+// decodeError marks a history that could not be decoded.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+
+func (e *decodeError) Unwrap() error { return e.err }
+
+func isDecodeError(err error) bool {
+	_, ok := err.(*decodeError)
+	return ok
+}
+
+// readHistory reads one execution's history up to watermark with one
+// single-partition query (none when the watermark is 0). A decoding failure
+// is a *decodeError.
+func (p *Provider) readHistory(ctx context.Context, instance string, executionID, watermark uint64) ([]duroxide.Event, error) {
+	if executionID == 0 || watermark == 0 {
+		return []duroxide.Event{}, nil
+	}
+	docs, err := p.queryHistory(ctx, instance, executionID, watermark)
+	if err != nil {
+		return nil, err
+	}
+	events, err := decodeHistory(instance, executionID, watermark, docs)
+	if err != nil {
+		return nil, &decodeError{err}
+	}
+	return events, nil
+}
+
+// queryHistory returns the history documents of one execution up to
+// watermark, unsorted.
+func (p *Provider) queryHistory(ctx context.Context, instance string, executionID, watermark uint64) ([]historyDoc, error) {
+	raws, err := p.query(ctx, &instance,
+		"SELECT * FROM c WHERE c.type = 'history' AND c.executionId = @e AND c.eventId <= @w",
+		[]azcosmos.QueryParameter{param("@e", executionID), param("@w", watermark)}, queryOpts{pageSize: -1})
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]historyDoc, 0, len(raws))
+	for _, raw := range raws {
+		var d historyDoc
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("decode history document: %w", err)
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
 }

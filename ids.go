@@ -1,3 +1,6 @@
+// Document ids and lock tokens: how each document kind is named in its
+// partition, dispatch slots, and parsing lock tokens.
+
 package cdb
 
 import (

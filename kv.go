@@ -1,3 +1,6 @@
+// KV store: applying a turn's KV events, reading the store (GetKVValue,
+// GetKVAllValues) and the view given to a turn.
+
 package cdb
 
 import (

@@ -1,3 +1,7 @@
+// Leases in the container (Config.Leases = LeasesInContainer): owner
+// documents, the fair share of slots per provider, heartbeat, takeover and
+// release.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Lock cache: the locks this provider holds (orchestration and work item),
+// kept so that ack, renew and abandon need no read.
+
 package cdb
 
 import (

@@ -1,3 +1,7 @@
+// Metrics: the provider's OpenTelemetry instruments (requests, RU, latency,
+// retries, lost races, outbox backlog) and the HTTP policy that records
+// them.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Outbox: delivering intents written in a turn to other instances, and the
+// reconciler (ReconcileOutbox, its loop).
+
 package cdb
 
 import (

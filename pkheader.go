@@ -1,3 +1,6 @@
+// PartitionKeyHeaderPolicy: the azcore policy that writes the partition key
+// header as Cosmos DB expects it.
+
 package cdb
 
 import (

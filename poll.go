@@ -1,3 +1,6 @@
+// Waiting for work: the notifier that wakes fetches and the long poll that
+// retries a fetch until its poll timeout.
+
 package cdb
 
 import (

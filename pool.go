@@ -1,3 +1,6 @@
+// Candidate pool: the in-memory view of queue messages ready to fetch, per
+// lease view, with instance holds, skips and sessions.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Sessions: claiming and touching session documents at work-item fetch,
+// RenewSessionLock and CleanupOrphanedSessions.
+
 package cdb
 
 import (
@@ -183,4 +186,42 @@ func countWrite(n *int, err error) error {
 		return err
 	}
 	return nil
+}
+
+// lockSessionItem locks session item c with patch po and claims its
+// session in one transactional batch, and returns the batch's results (nil
+// when the message or the session is taken). A claim that fails because
+// the session this process knew changed since (another of its updates,
+// or another process's) is tried once more with the session read again, so
+// that a session's items keep their order.
+func (p *Provider) lockSessionItem(ctx context.Context, c poolEntry, po azcosmos.PatchOperations, session *duroxide.SessionFetchConfig, now int64) ([]azcosmos.TransactionalBatchResult, error) {
+	key := [2]string{c.instance, *c.sessionID}
+	cand := workCandidate{ID: c.id, InstanceID: c.instance, SessionID: c.sessionID}
+	var owned *workCandidate
+	if s, ok := p.workPool.session(key); ok && s.LockedUntil > now && s.OwnerID == session.OwnerID {
+		owned = &s
+	}
+	for {
+		claim, claimed, err := p.sessionClaimOp(ctx, cand, owned, session, now)
+		if err != nil || claim == nil {
+			return nil, err
+		}
+		results, err := p.runBatch(ctx, c.instance, []batchOp{patchOp(c.id, po, ""), *claim}, write, true)
+		if err == nil {
+			claimed.ETag = string(results[1].ETag)
+			p.workPool.setSession(claimed)
+			return results, nil
+		}
+		bf, isBatch := asBatchFailure(err)
+		if !isBatch && !isAmbiguous(err) {
+			return nil, err
+		}
+		p.workPool.forgetSession(key)
+		if isBatch && bf.Index == 1 && owned != nil {
+			owned = nil // the session changed since this process saw it
+			continue
+		}
+		p.traceFetch(workSkipLockLost)
+		return nil, nil
+	}
 }

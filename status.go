@@ -1,3 +1,5 @@
+// Status reads: GetCustomStatus and GetInstanceStats.
+
 package cdb
 
 import (

@@ -1,3 +1,6 @@
+// Status mirror: the current execution's status kept on the instance
+// document, and reading an execution's status.
+
 package cdb
 
 import (

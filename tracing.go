@@ -1,3 +1,6 @@
+// Tracing: AzureTracingProvider adapts OpenTelemetry to azcore tracing so
+// azcosmos's spans nest beneath the runtime's.
+
 package cdb
 
 import (

@@ -26,6 +26,8 @@ type faultyProvider struct {
 	cleanups        int
 	fetchFailures   int
 	ackFailuresSeen int
+	failRenewals    int           // next RenewWorkItemLock calls to fail (retryable)
+	renewFailures   chan struct{} // receives one value per injected renewal failure, when set
 }
 
 func (p *faultyProvider) FetchOrchestrationItem(ctx context.Context, lock, poll time.Duration, f *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
@@ -54,6 +56,23 @@ func (p *faultyProvider) AckOrchestrationItem(ctx context.Context, token string,
 	}
 	p.mu.Unlock()
 	return p.MemoryProvider.AckOrchestrationItem(ctx, token, exec, delta, w, o, md, c)
+}
+
+func (p *faultyProvider) RenewWorkItemLock(ctx context.Context, token string, extend time.Duration) (duroxide.ExecutionState, error) {
+	p.mu.Lock()
+	if p.failRenewals > 0 {
+		p.failRenewals--
+		p.mu.Unlock()
+		if p.renewFailures != nil {
+			select {
+			case p.renewFailures <- struct{}{}:
+			default:
+			}
+		}
+		return duroxide.ExecutionState{}, duroxide.NewRetryableError("renew_work_item_lock", "injected: service unavailable")
+	}
+	p.mu.Unlock()
+	return p.MemoryProvider.RenewWorkItemLock(ctx, token, extend)
 }
 
 func (p *faultyProvider) RenewSessionLock(ctx context.Context, owners []string, extend, idle time.Duration) (int, error) {
@@ -192,5 +211,77 @@ func TestCancelInstanceCancelsRunningActivity(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(waitTimeout):
 		t.Fatal("the running activity was not cancelled")
+	}
+}
+
+// A retryable renewal error while the lock is still valid must not end the
+// activity: the runtime keeps renewing and the activity's result is recorded.
+func TestRetryableRenewalErrorKeepsActivityRunning(t *testing.T) {
+	failures := make(chan struct{}, 8)
+	e, fp := newFaultyEnv(t, func(p *faultyProvider) { p.failRenewals, p.renewFailures = 2, failures })
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Long", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			for range 2 { // outlive two failed renewals
+				select {
+				case <-failures:
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}
+			return "finished", nil
+		}),
+		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Long", "").Get()
+		}))
+	opts := fastOptions()
+	opts.WorkerLockTimeout = 2 * time.Second // renewals every second, retries sooner
+	startOn(t, e, fp, reg, opts)
+	wantOutput(t, e.run("renew-flaky-1", "O", ""), "finished")
+	var completions int
+	for _, ev := range historyOf(t, e, "renew-flaky-1") {
+		if ev.Type() == duroxide.EventTypeActivityCompleted {
+			completions++
+		}
+	}
+	if completions != 1 {
+		t.Fatalf("%d activity completions, want 1", completions)
+	}
+}
+
+// When renewal keeps failing until the lock expires, the runtime stops the
+// activity without consuming its work item, so the item is fetched again
+// and the activity's next attempt completes the orchestration.
+func TestRenewalFailingPastLockExpiryLeavesItemForRetry(t *testing.T) {
+	e, fp := newFaultyEnv(t, func(p *faultyProvider) { p.failRenewals = 1 << 30 })
+	var mu sync.Mutex
+	attempts := 0
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Long", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			mu.Lock()
+			attempts++
+			n := attempts
+			mu.Unlock()
+			if n == 1 {
+				<-ctx.Done() // the first attempt outlives its lock
+				fp.mu.Lock()
+				fp.failRenewals = 0
+				fp.mu.Unlock()
+				return "", ctx.Err()
+			}
+			return "second attempt", nil
+		}),
+		reg.RegisterOrchestration("O", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Long", "").Get()
+		}))
+	opts := fastOptions()
+	opts.WorkerLockTimeout = 300 * time.Millisecond
+	startOn(t, e, fp, reg, opts)
+	wantOutput(t, e.run("renew-down-1", "O", ""), "second attempt")
+	mu.Lock()
+	defer mu.Unlock()
+	if attempts != 2 {
+		t.Fatalf("activity ran %d times, want 2", attempts)
 	}
 }

@@ -15,6 +15,7 @@ import (
 var (
 	errLockLost             = errors.New("runtime: activity lock lost (cancelled or expired)")
 	errOrchestrationStopped = errors.New("runtime: the activity's orchestration is no longer running")
+	errLockExpired          = errors.New("runtime: activity lock expired while its renewal kept failing")
 )
 
 // sessionCapacityBackoff delays an item fetched past the session cap.
@@ -206,7 +207,8 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 // it returned: it waits up to the grace period, then drops the result
 // (duroxide acks the item without a completion); on a forced shutdown the
 // item is abandoned for another runtime instead, and when the runtime was
-// killed nothing more is written.
+// killed or the lock expired nothing more is written (the item is fetched
+// again once its lock has expired).
 func (r *Runtime) cancelledActivity(locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem, actCtx context.Context, done <-chan activityOutcome, returned bool) {
 	cause := context.Cause(actCtx)
 	r.logger.Info("activity cancelled", "instance", item.Instance,
@@ -228,31 +230,68 @@ func (r *Runtime) cancelledActivity(locked *duroxide.LockedWorkItem, item duroxi
 		_ = r.provider.AbandonWorkItem(ctx, locked.LockToken, 0, true)
 	case r.runCtx.Err() != nil:
 		// killed: leave the lock to expire
+	case errors.Is(cause, errLockExpired):
+		// the lock is gone: the item is fetched again, nothing to write
 	default:
 		_ = r.provider.AckWorkItem(r.runCtx, locked.LockToken, nil)
 	}
 }
 
-// renewWorkItemLock extends an activity's lock until ctx ends; when a
-// renewal fails (the item was removed: cancelled) or reports that the
-// orchestration is terminal or gone, it cancels the activity.
+// renewWorkItemLock extends an activity's lock until ctx ends. A renewal
+// that reports the orchestration terminal or gone cancels the activity
+// (its item is then acked without a completion); a permanent renewal error
+// (the item was removed: cancelled, or the lock was lost) cancels it too.
+// A retryable error never ends the activity by itself: renewal is retried
+// sooner, and only when the lock has expired by this process's clock is the
+// activity stopped, with errLockExpired, leaving the item for another fetch.
 func (r *Runtime) renewWorkItemLock(ctx context.Context, token string, cancel context.CancelCauseFunc) {
-	every(ctx, renewalInterval(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer), func() bool {
-		state, err := r.provider.RenewWorkItemLock(ctx, token, r.opts.WorkerLockTimeout)
+	timeout := r.opts.WorkerLockTimeout
+	interval := renewalInterval(timeout, r.opts.WorkerLockRenewalBuffer)
+	retry := renewalRetryInterval(interval)
+	lockedUntil := time.Now().Add(timeout)
+	next := time.NewTimer(interval)
+	defer next.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-next.C:
+		}
+		attempted := time.Now()
+		state, err := r.provider.RenewWorkItemLock(ctx, token, timeout)
 		switch {
 		case ctx.Err() != nil:
-			return false
+			return
+		case err != nil && duroxide.IsRetryable(err):
+			if !time.Now().Before(lockedUntil) {
+				r.logger.Warn("activity lock expired while its renewal kept failing; stopping the activity, its work item will be fetched again",
+					"error", err)
+				cancel(errLockExpired)
+				return
+			}
+			r.logger.Warn("activity lock renewal failed with a retryable error; retrying", "error", err,
+				"retry_in", retry, "lock_valid_for", time.Until(lockedUntil).Round(time.Millisecond))
+			next.Reset(retry)
+			continue
 		case err != nil:
 			r.logger.Info("lock renewal failed, signalling activity cancellation", "error", err)
 			cancel(errLockLost)
-			return false
+			return
 		case state.Kind != duroxide.ExecutionRunning:
 			r.logger.Info("orchestration no longer running, signalling activity cancellation", "state", state.String())
 			cancel(errOrchestrationStopped)
-			return false
+			return
 		}
-		return true
-	})
+		lockedUntil = attempted.Add(timeout)
+		next.Reset(interval)
+	}
+}
+
+// renewalRetryInterval is the delay before another renewal after a
+// retryable failure: a quarter of the renewal interval, at most 1 s and at
+// least 1 ms, so several attempts fit in the lock's remaining time.
+func renewalRetryInterval(interval time.Duration) time.Duration {
+	return max(min(interval/4, time.Second), time.Millisecond)
 }
 
 // orchestrationDescriptor returns the name and version of instance's

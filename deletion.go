@@ -1,3 +1,7 @@
+// Deletion (duroxide.ProviderAdmin): DeleteInstance, DeleteInstancesAtomic,
+// DeleteInstanceBulk, PruneExecutions, PruneExecutionsBulk, and the deletion
+// fence.
+
 package cdb
 
 import (

@@ -1,3 +1,7 @@
+// Documents (models): the JSON shape of every document kind stored in the
+// container (instance, execution, history, queue message, session, KV,
+// outbox intent).
+
 package cdb
 
 import (
@@ -169,7 +173,7 @@ type queueDoc struct {
 	// so that an abandon whose answer was lost can tell it landed.
 	ReleasedLock string `json:"releasedLock,omitempty"`
 	// ConsumedBy is the lock whose ack consumed the message, in its
-	// tombstone (type "consumed": tombstone.go).
+	// tombstone (type "consumed": queue_documents.go).
 	ConsumedBy string `json:"consumedBy,omitempty"`
 	// Worker queue only.
 	ExecutionID *uint64 `json:"executionId,omitempty"`

@@ -1,9 +1,15 @@
+// Queue documents: building orchestrator and worker queue messages,
+// consuming them in a batch, cancelling activities, and the work-item lock
+// condition.
+
 package cdb
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
 // Consumed messages leave tombstones.
@@ -65,4 +71,35 @@ func workerLockCondition(lockID string, nowMs int64) string {
 		c += " AND c.lockedUntil > " + strconv.FormatInt(nowMs, 10)
 	}
 	return c
+}
+
+// newWorkerDoc builds the worker-queue document of an activity.
+func newWorkerDoc(act duroxide.ActivityExecuteItem, nowMs int64) (queueWrite, error) {
+	wi, err := encodeWorkItem(duroxide.WorkItem{Kind: act})
+	if err != nil {
+		return queueWrite{}, err
+	}
+	exec, id := act.ExecutionID, act.ID
+	d := queueDoc{
+		ID: workerDocID(exec, id), InstanceID: act.Instance, Type: typeWorkerQueue, WorkItem: wi,
+		DispatchSlot: int(DispatchSlot(act.Instance)), VisibleAt: nowMs, EnqueuedAt: nowMs, Seq: newSeq(),
+		ExecutionID: &exec, ActivityID: &id, SessionID: act.SessionID, Tag: act.Tag,
+	}
+	b, err := json.Marshal(d)
+	return queueWrite{target: act.Instance, id: d.ID, doc: b, entry: queueEntry(&d)}, err
+}
+
+// newOrchDoc builds an orchestrator-queue document.
+func newOrchDoc(item duroxide.WorkItem, id string, nowMs, visibleAt int64) (queueWrite, error) {
+	wi, err := encodeWorkItem(item)
+	if err != nil {
+		return queueWrite{}, err
+	}
+	target := item.Instance()
+	d := queueDoc{
+		ID: id, InstanceID: target, Type: typeOrchQueue, WorkItem: wi, DispatchSlot: int(DispatchSlot(target)),
+		VisibleAt: visibleAt, EnqueuedAt: nowMs, Seq: newSeq(),
+	}
+	b, err := json.Marshal(d)
+	return queueWrite{target: target, id: id, doc: b, entry: queueEntry(&d)}, err
 }

@@ -1,3 +1,7 @@
+// Fetch candidates: refreshing the candidate pools from queries over the
+// owned dispatch slots, trying candidates across leases, and hints that add
+// a known queue message to a pool.
+
 package cdb
 
 import (

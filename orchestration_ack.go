@@ -1,3 +1,6 @@
+// Ack of an orchestration turn: AckOrchestrationItem validates the turn,
+// plans its writes and commits them in one transactional batch.
+
 package cdb
 
 import (
@@ -96,7 +99,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 //   - creates or updates the execution document (status, output, pinned
 //     version, history watermark),
 //   - consumes the messages the fetch tagged (each becomes a tombstone, so
-//     that a late repeated create of it cannot bring it back: tombstone.go),
+//     that a late repeated create of it cannot bring it back: queue_documents.go),
 //   - upserts the history delta's documents (append-only: existing history
 //     is never read),
 //   - upserts the KV documents when KV events or the end of the execution
@@ -423,42 +426,11 @@ func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPla
 	return err
 }
 
-// newWorkerDoc builds the worker-queue document of an activity.
-func newWorkerDoc(act duroxide.ActivityExecuteItem, nowMs int64) (queueWrite, error) {
-	wi, err := encodeWorkItem(duroxide.WorkItem{Kind: act})
-	if err != nil {
-		return queueWrite{}, err
-	}
-	exec, id := act.ExecutionID, act.ID
-	d := queueDoc{
-		ID: workerDocID(exec, id), InstanceID: act.Instance, Type: typeWorkerQueue, WorkItem: wi,
-		DispatchSlot: int(DispatchSlot(act.Instance)), VisibleAt: nowMs, EnqueuedAt: nowMs, Seq: newSeq(),
-		ExecutionID: &exec, ActivityID: &id, SessionID: act.SessionID, Tag: act.Tag,
-	}
-	b, err := json.Marshal(d)
-	return queueWrite{target: act.Instance, id: d.ID, doc: b, entry: queueEntry(&d)}, err
-}
-
-// newOrchDoc builds an orchestrator-queue document.
-func newOrchDoc(item duroxide.WorkItem, id string, nowMs, visibleAt int64) (queueWrite, error) {
-	wi, err := encodeWorkItem(item)
-	if err != nil {
-		return queueWrite{}, err
-	}
-	target := item.Instance()
-	d := queueDoc{
-		ID: id, InstanceID: target, Type: typeOrchQueue, WorkItem: wi, DispatchSlot: int(DispatchSlot(target)),
-		VisibleAt: visibleAt, EnqueuedAt: nowMs, Seq: newSeq(),
-	}
-	b, err := json.Marshal(d)
-	return queueWrite{target: target, id: id, doc: b, entry: queueEntry(&d)}, err
-}
-
 // removeCancelledActivities removes the worker-queue messages of the turn's
 // cancelled activities, after the turn committed: a write to a message the
 // worker already consumed would fail a batch (404 → 424), so they are not
 // part of it (seeds/cdb-architecture.md §10.2). Each becomes a tombstone
-// (tombstone.go), so that a late repeated create cannot bring the
+// (queue_documents.go), so that a late repeated create cannot bring the
 // cancelled activity back; a message already gone (404) or already a
 // tombstone (412) is left alone. Best effort. A worker holding the item
 // learns of the cancellation when its lock renewal or ack fails.

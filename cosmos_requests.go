@@ -1,3 +1,7 @@
+// Requests to the container: partition keys and query parameters, point
+// reads, creates, deletes and patches of one document, and cross-partition
+// queries.
+
 package cdb
 
 import (

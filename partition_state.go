@@ -1,3 +1,6 @@
+// Partition state: one partition's documents parsed by kind (instance,
+// executions, queue messages, sessions, KV).
+
 package cdb
 
 import (
