@@ -21,6 +21,7 @@ import (
 // another process fetches and acks the message. The retry must not put the
 // consumed message back: the event was raised once.
 func TestEnqueueRetryAfterConsumption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, tr := c.process(t, nil)
 	p2, _ := c.process(t, nil)
@@ -56,6 +57,7 @@ func TestEnqueueRetryAfterConsumption(t *testing.T) {
 // worker fetched and acked before the retry, is not queued again (it would
 // run a second time after a successful ack).
 func TestEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, tr := c.process(t, nil)
 	p2, _ := c.process(t, nil)
@@ -96,6 +98,7 @@ func TestEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
 // does the second, which read the intent before it was deleted, deliver
 // it. The completion must reach the parent once.
 func TestOutboxRedeliveryAfterConsumption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	clock := newTestClock()
 	withClock := func(cfg *cdb.Config) { cfg.Now = clock.Now }
@@ -158,6 +161,7 @@ func TestOutboxRedeliveryAfterConsumption(t *testing.T) {
 // behind (it keeps the lock token) cannot be renewed, abandoned or acked
 // again with that token, and is neither fetched nor counted.
 func TestTombstoneIsNotALock(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -210,6 +214,7 @@ func TestTombstoneIsNotALock(t *testing.T) {
 // service, once after a worker already acked it and once before any worker
 // saw it. The retry must not bring the cancelled activity back.
 func TestCancelledActivityStaysCancelled(t *testing.T) {
+	t.Parallel()
 	for _, ackedFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("acked=%v", ackedFirst), func(t *testing.T) {
 			c := newCluster(t)
@@ -259,6 +264,7 @@ func TestCancelledActivityStaysCancelled(t *testing.T) {
 // document no longer names the first lock as the last one acked). The
 // first ack committed and must report success.
 func TestLostAckAnswerThenOtherAck(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, tr := c.process(t, nil)
 	p2, _ := c.process(t, nil)

@@ -46,6 +46,7 @@ func containerDocs(ctx context.Context, t *testing.T, p *cdb.Provider) int {
 // takes one, directly or inside a work item, and requires a permanent
 // ProviderError and nothing written.
 func TestBadInstanceIDs(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -97,6 +98,7 @@ func TestBadInstanceIDs(t *testing.T) {
 // naming a bad instance, to the acks, and requires a permanent error,
 // nothing written and the lock still held.
 func TestBadItemsInAcks(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -146,6 +148,7 @@ func TestBadItemsInAcks(t *testing.T) {
 // TestEnormousKVValue sets a KV value larger than an item in a turn:
 // a permanent error with nothing written and the lock still held.
 func TestEnormousKVValue(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -177,6 +180,7 @@ func TestEnormousKVValue(t *testing.T) {
 // tokens to every method that takes one: a permanent ProviderError, no
 // panic, nothing written.
 func TestBadLockTokens(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()

@@ -23,6 +23,7 @@ func ptr[T any](v T) *T { return &v }
 // (the ambiguous outcome of a real network failure) and checks that every
 // call reports success, nothing is applied twice, and nothing is lost.
 func TestAckLostAnswers(t *testing.T) {
+	t.Parallel()
 	p, s := newPrivateProvider(t, func(c *cdb.Config) { c.DisableReconciler = true })
 	ctx := context.Background()
 	const inst = "lost-answers"
@@ -65,6 +66,7 @@ func TestAckLostAnswers(t *testing.T) {
 // 503, 408 and dropped connections into reads, queries and idempotent
 // writes, and checks that calls succeed.
 func TestTransientFaultsAreRetried(t *testing.T) {
+	t.Parallel()
 	p, s := newPrivateProvider(t, func(c *cdb.Config) { c.DisableReconciler = true })
 	ctx := context.Background()
 	for i, f := range []emulator.Fault{
@@ -85,6 +87,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 // TestThrottledPastRetriesIsRetryable checks that a call throttled longer
 // than its retries last fails with a retryable ProviderError.
 func TestThrottledPastRetriesIsRetryable(t *testing.T) {
+	t.Parallel()
 	p, s := newPrivateProvider(t, func(c *cdb.Config) { c.DisableReconciler = true })
 	s.InjectFault(emulator.FaultRule{Op: emulator.OpQuery, Fault: emulator.TooManyRequests(time.Millisecond)})
 	_, err := p.FetchOrchestrationItem(context.Background(), longLock, 0, nil)
@@ -172,6 +175,7 @@ func (r *faultRuntime) workerStep(ctx context.Context) {
 // four events, every activity was acked once, and no lock outlives its
 // timeout.
 func TestFaultStorm(t *testing.T) {
+	t.Parallel()
 	p, s := newPrivateProvider(t, func(c *cdb.Config) {
 		c.ReconcilerInterval, c.ReconcilerAgeThreshold = 200*time.Millisecond, 200*time.Millisecond
 	})
@@ -416,6 +420,7 @@ func runParentChildFlow(t *testing.T, fault func(emu *emulator.Server, kind emul
 // unknown to the provider). Each time the flow must complete with every
 // event in history exactly once and nothing left behind.
 func TestFaultOnEveryWrite(t *testing.T) {
+	t.Parallel()
 	clean := runParentChildFlow(t, nil)
 	require.Equal(t, 1, clean.activityAcks)
 	total := 0

@@ -104,6 +104,7 @@ func TestAckLargeEvents(t *testing.T) {
 // and checks that nothing of the turn is visible, then that the turn
 // commits whole once the fault is gone.
 func TestAckDyingBeforeFinalBatch(t *testing.T) {
+	t.Parallel()
 	p, s := newPrivateProvider(t, nil)
 	ctx := context.Background()
 	const inst = "dies"
@@ -203,6 +204,7 @@ func TestAckRefusesWhatCannotFit(t *testing.T) {
 // deletion and pruning counts) must show the committed turn only, never
 // the staged leftovers, and later turns must commit normally.
 func TestStagedTurnReplayedElsewhere(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	clock := newTestClock()
 	p1, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock.Now })
@@ -285,6 +287,7 @@ func TestStagedTurnReplayedElsewhere(t *testing.T) {
 // instance still reports the old execution, and that a replay of the turn
 // by another process commits the new execution with its own content.
 func TestStagedNewExecutionReplayed(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	clock := newTestClock()
 	p1, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock.Now })

@@ -24,6 +24,7 @@ import (
 // that the lock expired or lags behind) without touching the new lock, and
 // that only the new holder's turn is committed.
 func TestExpiredOrchestrationLockIsFenced(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
 			c := newCluster(t)
@@ -72,6 +73,7 @@ func TestExpiredOrchestrationLockIsFenced(t *testing.T) {
 // first holder's ack, renewal and abandon fail once another process took
 // the expired lock, and the activity's completion is enqueued once.
 func TestExpiredWorkItemLockIsFenced(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
 			c := newCluster(t)
@@ -119,6 +121,7 @@ func TestExpiredWorkItemLockIsFenced(t *testing.T) {
 // while no other process took it: ack and renewal fail, the abandon
 // releases it.
 func TestExpiredLockNobodyTook(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	clock := newTestClock()
 	p, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock.Now })
@@ -161,6 +164,7 @@ func TestExpiredLockNobodyTook(t *testing.T) {
 // when the ack runs in another process (which rebuilds the lock from the
 // container).
 func TestAckKeepsLaterMessages(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, _ := c.process(t, nil)
 	p2, _ := c.process(t, nil)
@@ -190,6 +194,7 @@ func TestAckKeepsLaterMessages(t *testing.T) {
 // exactly once: each instance's history holds each event once, with
 // contiguous event ids.
 func TestProcessesRaceOnInstances(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	var procs []*cdb.Provider
 	for i := 0; i < 3; i++ {
@@ -288,6 +293,7 @@ func TestProcessesRaceOnInstances(t *testing.T) {
 // the same activities concurrently, with some abandons, and checks that
 // each activity is acked once and its completion enqueued once.
 func TestProcessesRaceOnWorkItems(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	var procs []*cdb.Provider
 	for i := 0; i < 3; i++ {
@@ -348,6 +354,7 @@ func TestProcessesRaceOnWorkItems(t *testing.T) {
 // for the items of one session and checks that the session's locked items
 // all belong to one owner.
 func TestSessionClaimRace(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	pa, _ := c.process(t, nil)
 	pb, _ := c.process(t, nil)
@@ -396,6 +403,7 @@ func TestSessionClaimRace(t *testing.T) {
 // first write. Nothing of the instance may survive (no history, execution, queue
 // or outbox documents), and the same instance id must start again.
 func TestDeleteRacingAck(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	deleter, tr := c.process(t, nil)
 	worker, _ := c.process(t, nil)
@@ -449,6 +457,7 @@ func TestDeleteRacingAck(t *testing.T) {
 // capability filters, and checks that each only ever got what its filter
 // accepts and that everything was processed exactly once.
 func TestFiltersUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	pa, _ := c.process(t, nil)
 	pb, _ := c.process(t, nil)
@@ -556,6 +565,7 @@ func TestFiltersUnderConcurrency(t *testing.T) {
 // whole. After deleting again, the id starts afresh: its first turn
 // commits and sees nothing of the old instance (history, KV, activities).
 func TestDeleteFailingMidwayThenReuse(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()

@@ -100,6 +100,7 @@ func total(m map[helloStep]int64) int64 {
 // with 1 more query (candidate query, state, lock, history: 4). The turn
 // carries the current execution's history only.
 func TestRequestBudgetHistoryOfAnotherExecution(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	a, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -237,6 +238,7 @@ func runStressOnCDB(t *testing.T, orch, worker int, d time.Duration) (providerte
 // queries, state reads and lost lock attempts. On failure the fetch steps
 // of the run are printed.
 func TestFetchRequestsUnderLoad(t *testing.T) {
+	t.Parallel()
 	const orchBudget, workBudget = 4.0, 2.0
 	for _, c := range [][2]int{{1, 1}, {2, 2}, {4, 4}} {
 		t.Run(fmt.Sprintf("%d-%d", c[0], c[1]), func(t *testing.T) {
