@@ -42,6 +42,9 @@ func (p *Provider) traceFetch(ev fetchEvent) {
 	if p.metrics != nil {
 		p.metrics.fetchEvent(ev)
 	}
+	if ev == orchSkipLockLost || ev == workSkipLockLost {
+		p.usage.lockRacesLost.Add(1)
+	}
 	if p.fetchTracer != nil {
 		p.fetchTracer(ev)
 	}

@@ -23,6 +23,10 @@ type Usage struct {
 	// Throttled is the number of answers with status 429 (request rate too
 	// large); the provider retried them.
 	Throttled int64
+	// LockRacesLost is the number of fetches that lost an instance or
+	// work-item lock to another dispatcher (of this or another process);
+	// the same count as the metric duroxide_cosmosdb_lock_races_lost_total.
+	LockRacesLost int64
 }
 
 // Usage returns the provider's Cosmos DB usage since New, retries and
@@ -34,6 +38,7 @@ func (p *Provider) Usage() Usage {
 		Requests:      p.usage.requests.Load(),
 		RequestCharge: float64(p.usage.microRU.Load()) / 1e6,
 		Throttled:     p.usage.throttled.Load(),
+		LockRacesLost: p.usage.lockRacesLost.Load(),
 	}
 }
 
@@ -42,6 +47,8 @@ type usageCounters struct {
 	requests  atomic.Int64
 	microRU   atomic.Int64 // millionths of a request unit
 	throttled atomic.Int64
+	// lockRacesLost counts lost lock races (fetchtrace.go).
+	lockRacesLost atomic.Int64
 }
 
 // record counts one answer.

@@ -65,12 +65,12 @@ func providerConfig() cdb.Config {
 
 // newProvider returns a Cosmos DB provider on a fresh container, closed
 // (and, on a real account, its container deleted) when the test ends.
-func newProvider(t *testing.T) duroxide.Provider {
+func newProvider(t testing.TB) duroxide.Provider {
 	t.Helper()
 	return openProvider(t, providerConfig())
 }
 
-func openProvider(t *testing.T, cfg cdb.Config) *cdb.Provider {
+func openProvider(t testing.TB, cfg cdb.Config) *cdb.Provider {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

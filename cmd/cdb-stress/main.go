@@ -43,6 +43,9 @@ const (
 )
 
 func main() {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild(os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -66,7 +69,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cdb-stress:", err)
 		return exitUsage
 	}
-	code := runAll(ctx, o, args, stdout, stderr)
+	var code int
+	if o.mp != nil {
+		code = runMultiProcess(ctx, *o.mp, args, o.record, stdout, stderr)
+	} else {
+		code = runAll(ctx, o, args, stdout, stderr)
+	}
 	if err := stopProfiles(); err != nil {
 		fmt.Fprintln(stderr, "cdb-stress: profiles:", err)
 		code = max(code, exitFailures)

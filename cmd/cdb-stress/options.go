@@ -27,6 +27,8 @@ type options struct {
 	progress      bool
 	record        string
 	profiles      profileFlags
+	// mp, when set (-processes), selects the multi-process mode.
+	mp *mpOptions
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
 	// set holds the names of the flags given on the command line.
@@ -76,6 +78,13 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	provider := fs.String("provider", providerBoth, "provider(s) to run: cdb, memory or both")
 	progress := fs.Bool("progress", true, "print a progress line while running (on stderr)")
 	record := fs.String("record", "", "append this run, in RESULTS.md's format, to the given file")
+	processes := fs.String("processes", "", "multi-process mode: comma-separated process counts, e.g. 1,2,4 (each a real OS process)")
+	orchestrations := fs.Int("orchestrations", 100, "multi-process mode: orchestrations per process count")
+	mpDispatchers := fs.String("mp-dispatchers", "4/4", "multi-process mode: orchestration/worker dispatchers in total, split across the processes")
+	chaos := fs.Bool("chaos", false, "multi-process mode: SIGKILL a random process every -chaos-every (and start a replacement), SIGSTOP one past its lock timeout once")
+	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "multi-process mode: pause between chaos events")
+	mpTimeout := fs.Duration("mp-timeout", 2*time.Minute, "multi-process mode: longest wait for all orchestrations of one process count")
+	partitions := fs.Int("partitions", 4, "multi-process mode: physical partitions of the embedded emulator")
 	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
@@ -127,6 +136,21 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		if f.bad {
 			errs = append(errs, errors.New(f.name))
 		}
+	}
+	if *processes != "" {
+		mp := &mpOptions{orchestrations: *orchestrations, chaos: *chaos, chaosEvery: *chaosEvery, timeout: *mpTimeout, partitions: *partitions}
+		if mp.processes, err = parseProcesses(*processes); err != nil {
+			errs = append(errs, err)
+		}
+		if d, err := parseConfigs(*mpDispatchers); err != nil {
+			errs = append(errs, fmt.Errorf("-mp-dispatchers: %w", err))
+		} else {
+			mp.dispatchers = d[0]
+		}
+		if mp.orchestrations <= 0 || mp.chaosEvery <= 0 || mp.timeout <= 0 || mp.partitions < 1 || mp.partitions > 64 {
+			errs = append(errs, errors.New("-orchestrations, -chaos-every and -mp-timeout must be positive, -partitions 1..64"))
+		}
+		o.mp = mp
 	}
 	if len(errs) > 0 {
 		return options{}, errors.Join(errs...)

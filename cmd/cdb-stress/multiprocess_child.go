@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// The child side of the multi-process mode: cdb-stress re-executes itself
+// with childEnv set; the child runs one duroxide runtime on a Cosmos DB
+// provider with leases in the container and change-feed wake-ups, prints
+// one line per activity execution ("ACT <instance> <step>") and, when told
+// to stop (SIGTERM), its usage ("STATS ..."), then exits.
+
+// Environment of a child process.
+const (
+	childEnv          = "CDB_STRESS_CHILD" // set: run as a child
+	childEndpointEnv  = "CDB_STRESS_ENDPOINT"
+	childKeyEnv       = "CDB_STRESS_KEY"
+	childDatabaseEnv  = "CDB_STRESS_DATABASE"
+	childContainerEnv = "CDB_STRESS_CONTAINER"
+	childOrchEnv      = "CDB_STRESS_ORCH_DISPATCHERS"
+	childWorkerEnv    = "CDB_STRESS_WORKER_DISPATCHERS"
+)
+
+// Timings of the multi-process runs: short, so that a killed or frozen
+// process's work moves within a run of a few seconds.
+const (
+	mpLockTimeout     = 2 * time.Second
+	mpWorkerLock      = 3 * time.Second
+	mpLeaseHeartbeat  = 250 * time.Millisecond
+	mpLeaseExpiry     = 2 * time.Second
+	mpActivitySteps   = 3
+	mpActivityWorkDur = 5 * time.Millisecond
+)
+
+// chainOrchestration is the multi-process workload: mpActivitySteps
+// activities in sequence, each appending its step number to the input, so
+// the expected output of input "x" is "x-1-2-3".
+const chainOrchestration = "Chain"
+
+func expectedChainOutput(input string) string {
+	out := input
+	for i := 1; i <= mpActivitySteps; i++ {
+		out += "-" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// chainRegistry registers the workload; every activity execution is
+// reported to report.
+func chainRegistry(report func(instance, step string)) (*runtime.Registry, error) {
+	reg := runtime.NewRegistry()
+	if err := reg.RegisterActivity("Step", func(ctx *runtime.ActivityContext, input string) (string, error) {
+		// input is "<value>#<step>"; the result appends "-<step>".
+		at := strings.LastIndexByte(input, '#')
+		if at < 0 {
+			return "", fmt.Errorf("step input %q has no step number", input)
+		}
+		time.Sleep(mpActivityWorkDur)
+		report(ctx.InstanceID(), input[at+1:])
+		return input[:at] + "-" + input[at+1:], nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := reg.RegisterOrchestration(chainOrchestration, func(ctx *runtime.OrchestrationContext, input string) (string, error) {
+		x := input
+		for i := 0; i < mpActivitySteps; i++ {
+			var err error
+			if x, err = ctx.ScheduleActivity("Step", x+"#"+strconv.Itoa(i+1)).Get(); err != nil {
+				return "", err
+			}
+		}
+		return x, nil
+	}); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// mpProviderConfig is the provider configuration of every process of a
+// multi-process run.
+func mpProviderConfig(endpoint, key, database, container string) cdb.Config {
+	return cdb.Config{
+		Endpoint: endpoint, Key: key, Database: database, Container: container,
+		Leases: cdb.LeasesInContainer, LeaseHeartbeatInterval: mpLeaseHeartbeat, LeaseExpiry: mpLeaseExpiry,
+		ChangeFeedWakeups: true,
+	}
+}
+
+// runChild is main for a child process; it returns the exit status.
+func runChild(stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	orch, _ := strconv.Atoi(os.Getenv(childOrchEnv))
+	work, _ := strconv.Atoi(os.Getenv(childWorkerEnv))
+	cfg := mpProviderConfig(os.Getenv(childEndpointEnv), os.Getenv(childKeyEnv), os.Getenv(childDatabaseEnv), os.Getenv(childContainerEnv))
+	cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = max(orch, 1), max(work, 1)
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	p, err := cdb.New(startCtx, cfg)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "child:", err)
+		return exitFailures
+	}
+	var mu sync.Mutex
+	reg, err := chainRegistry(func(instance, step string) {
+		mu.Lock()
+		fmt.Fprintf(stdout, "ACT %s %s\n", instance, step)
+		mu.Unlock()
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "child:", err)
+		return exitFailures
+	}
+	rt, err := runtime.Start(ctx, p, reg, runtime.Options{
+		OrchestrationConcurrency: cfg.OrchestrationConcurrency, WorkerConcurrency: cfg.WorkerConcurrency,
+		OrchestratorLockTimeout: mpLockTimeout, WorkerLockTimeout: mpWorkerLock,
+		PollInterval: 10 * time.Millisecond, LongPollTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "child:", err)
+		return exitFailures
+	}
+	<-ctx.Done()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = rt.Shutdown(shutCtx)
+	cancel()
+	u := p.Usage()
+	moves := p.LeaseMoves()
+	_ = p.Close()
+	mu.Lock()
+	fmt.Fprintf(stdout, "STATS requests=%d races=%d moves=%d\n", u.Requests, u.LockRacesLost, moves)
+	mu.Unlock()
+	return exitOK
+}

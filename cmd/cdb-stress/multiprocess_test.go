@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary serve as a multi-process child: the
+// multi-process mode re-executes its own binary (os.Executable).
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild(os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestMultiProcessChaosRunVerifies runs 2 real processes against one
+// emulator server with 4 physical partitions, kills one (and starts a
+// replacement) and freezes one past its lock timeout and lease expiry:
+// every orchestration completes exactly once with the expected output, no
+// history event is duplicated, nothing stays locked or queued.
+func TestMultiProcessChaosRunVerifies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts OS processes for several seconds")
+	}
+	var out, errOut strings.Builder
+	o := mpOptions{processes: []int{2}, orchestrations: 30, dispatchers: dispatchConfig{orchestration: 2, worker: 2},
+		chaos: true, chaosEvery: 300 * time.Millisecond, maxKills: 1, timeout: 90 * time.Second, partitions: 4}
+	code := runMultiProcess(context.Background(), o, nil, "", &out, &errOut)
+	t.Log(out.String())
+	require.Equal(t, exitOK, code, "report:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	assert.Contains(t, out.String(), "ok: every orchestration completed once")
+	fields := strings.Fields(strings.Split(out.String(), "\n")[2])
+	require.GreaterOrEqual(t, len(fields), 10)
+	assert.NotEqual(t, "0", fields[8], "at least one process was killed")
+	assert.NotEqual(t, "0", fields[9], "at least one process was frozen")
+}
+
+// TestProcessesFlag checks -processes parsing and its bad input.
+func TestProcessesFlag(t *testing.T) {
+	o, err := parseOptions([]string{"-processes", "1,2,4", "-chaos", "-orchestrations", "7"}, &strings.Builder{})
+	require.NoError(t, err)
+	require.NotNil(t, o.mp)
+	assert.Equal(t, []int{1, 2, 4}, o.mp.processes)
+	assert.True(t, o.mp.chaos)
+	assert.Equal(t, 7, o.mp.orchestrations)
+	for _, bad := range [][]string{{"-processes", "0"}, {"-processes", "x"}, {"-processes", "2", "-mp-dispatchers", "a"}, {"-processes", "2", "-orchestrations", "0"}} {
+		_, err := parseOptions(bad, &strings.Builder{})
+		assert.Error(t, err, "%v", bad)
+	}
+}

@@ -1,0 +1,112 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// BenchmarkFanOut runs one orchestration that schedules N activities which
+// return at once, joins them and returns their sum, on a runtime with two
+// orchestration and two worker dispatchers (the defaults) over a fresh
+// container. It reports the time per activity (ms/activity) and the peak
+// heap in use during the run, sampled every 50 ms (MB-peak-heap), the
+// figures of README's limits section; run it with -benchtime=1x:
+//
+//	go test ./e2e -run '^$' -bench FanOut -benchtime=1x
+func BenchmarkFanOut(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			p := newProvider(b)
+			reg := runtime.NewRegistry()
+			if err := runtime.RegisterActivityTyped(reg, "Work", func(_ *runtime.ActivityContext, i int) (int, error) {
+				return i, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			if err := runtime.RegisterOrchestrationTyped(reg, "FanOut", func(ctx *runtime.OrchestrationContext, n int) (int, error) {
+				futures := make([]*runtime.Future, 0, n)
+				for i := range n {
+					f, err := runtime.ScheduleActivityTyped(ctx, "Work", i)
+					if err != nil {
+						return 0, err
+					}
+					futures = append(futures, f)
+				}
+				sum := 0
+				for _, r := range ctx.Join(futures...) {
+					if r.Err != nil {
+						return 0, r.Err
+					}
+					v, err := runtime.Decode[int](r.Value)
+					if err != nil {
+						return 0, err
+					}
+					sum += v
+				}
+				return sum, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			defer cancel()
+			rt, err := runtime.Start(ctx, p, reg, options())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = rt.Shutdown(ctx) }()
+			client := runtime.NewClient(p)
+			want := n * (n - 1) / 2
+			peak := samplePeakHeap(ctx)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				instance := fmt.Sprintf("fan-%d-%d", n, i)
+				if err := runtime.StartOrchestrationTyped(ctx, client, instance, "FanOut", n); err != nil {
+					b.Fatal(err)
+				}
+				sum, err := runtime.WaitForOrchestrationTyped[int](ctx, client, instance, 30*time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum != want {
+					b.Fatalf("sum = %d, want %d", sum, want)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*n), "ms/activity")
+			b.ReportMetric(float64(peak())/(1<<20), "MB-peak-heap")
+		})
+	}
+}
+
+// samplePeakHeap samples the heap in use every 50 ms until the returned
+// function is called, which stops sampling and returns the largest sample
+// in bytes.
+func samplePeakHeap(ctx context.Context) func() uint64 {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan uint64)
+	go func() {
+		var peak uint64
+		var m goruntime.MemStats
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			goruntime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+			select {
+			case <-ctx.Done():
+				done <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		cancel()
+		return <-done
+	}
+}
