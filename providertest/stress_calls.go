@@ -235,6 +235,14 @@ func (p *callCountingProvider) ManagementCapability() duroxide.ProviderAdmin {
 	return countingAdmin{ProviderAdmin: admin, p: p}
 }
 
+// StatusWatchCapability forwards the wrapped provider's
+// duroxide.StatusWatcher (nil when it has none), so that the client's
+// waits wake on its acks as they would without the wrapper.
+func (p *callCountingProvider) StatusWatchCapability() duroxide.StatusWatcher {
+	w, _ := duroxide.AsStatusWatcher(p.inner)
+	return w
+}
+
 // countingAdmin is the wrapped provider's ProviderAdmin with its
 // GetInstanceInfo calls counted; the other methods are forwarded as they
 // are.

@@ -303,3 +303,32 @@ func (p *failingReadProvider) ManagementCapability() duroxide.ProviderAdmin { re
 func (p *failingReadProvider) Read(context.Context, string) ([]duroxide.Event, error) {
 	return nil, &duroxide.ProviderError{Operation: "read", Message: "storage down", Retryable: false}
 }
+
+// TestWaitsOnAStatusWatcherReturnTheHistoryStatus waits through cdb's
+// duroxide.StatusWatcher (the raw provider, not a counting wrapper): the
+// waits wake on the provider's acks and return what
+// GetOrchestrationStatus returns.
+func TestWaitsOnAStatusWatcherReturnTheHistoryStatus(t *testing.T) {
+	run := startStatusRun(t, newCDBProvider)
+	ctx := run.ctx
+	client := runtime.NewClient(run.raw)
+	_, ok := duroxide.AsStatusWatcher(run.raw)
+	require.True(t, ok)
+
+	require.NoError(t, client.StartOrchestration(ctx, "hello", "Hello", "you"))
+	st, err := client.WaitForOrchestration(ctx, "hello", 30*time.Second)
+	require.NoError(t, err)
+	want, err := client.GetOrchestrationStatus(ctx, "hello")
+	require.NoError(t, err)
+	require.Equal(t, want, st)
+	require.Equal(t, runtime.StatusCompleted, st.Kind)
+
+	require.NoError(t, client.StartOrchestration(ctx, "custom", "Custom", ""))
+	st, err = client.WaitForStatusChange(ctx, "custom", 0, time.Second, 30*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, st.CustomStatus, "the custom status update woke the wait")
+
+	require.NoError(t, client.StartOrchestration(ctx, "w", "Waits", ""))
+	_, err = client.WaitForOrchestration(ctx, "w", 150*time.Millisecond)
+	require.ErrorIs(t, err, runtime.ErrTimeout, "a running instance times out")
+}
