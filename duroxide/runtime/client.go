@@ -360,4 +360,3 @@ func waitCtx(ctx context.Context, d time.Duration, changed <-chan struct{}) erro
 		return nil
 	}
 }
-
