@@ -20,6 +20,7 @@ import (
 // after a minute, so only a refresh while they wait, not the query at the
 // end of the poll timeout, lets them succeed.
 func TestWaitingFetchSeesOtherProcessesMessages(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	a, _ := c.process(t, func(cfg *cdb.Config) { cfg.LongPollInterval = 50 * time.Millisecond })
 	b, _ := c.process(t, nil)
@@ -63,6 +64,7 @@ func TestWaitingFetchSeesOtherProcessesMessages(t *testing.T) {
 // at once (here LongPollInterval is an hour, so only the fetch's own query
 // can find it).
 func TestZeroTimeoutFetchLooksAtTheQueue(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	a, _ := c.process(t, func(cfg *cdb.Config) { cfg.LongPollInterval = time.Hour })
 	b, _ := c.process(t, nil)

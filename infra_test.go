@@ -56,6 +56,7 @@ func TestNewCreatesContainer(t *testing.T) {
 // TestNewBacksOffOnThrottling throttles database and container creation
 // and checks that New waits and succeeds.
 func TestNewBacksOffOnThrottling(t *testing.T) {
+	t.Parallel()
 	s, err := emulator.Start(emulator.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -72,6 +73,7 @@ func TestNewBacksOffOnThrottling(t *testing.T) {
 // TestCloseStopsReconciler checks that a closed provider delivers nothing
 // any more (its reconciler stopped) and that Close is idempotent.
 func TestCloseStopsReconciler(t *testing.T) {
+	t.Parallel()
 	const interval = 100 * time.Millisecond
 	p, s := newPrivateProvider(t, func(c *cdb.Config) {
 		c.ReconcilerInterval, c.ReconcilerAgeThreshold = interval, interval

@@ -67,6 +67,7 @@ func waitDelivered(t *testing.T, p duroxide.Provider, child string, interval tim
 // start fail and checks that the reconciler delivers it within two
 // intervals once the target partition accepts writes again.
 func TestOutboxReconcilerDelivers(t *testing.T) {
+	t.Parallel()
 	const interval = 300 * time.Millisecond
 	p, s := newPrivateProvider(t, func(c *cdb.Config) {
 		c.ReconcilerInterval, c.ReconcilerAgeThreshold = interval, interval
@@ -86,6 +87,7 @@ func TestOutboxReconcilerDelivers(t *testing.T) {
 // TestOutboxSurvivesRestart closes the provider while an intent is pending
 // and checks that a new provider on the same container delivers it.
 func TestOutboxSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	const interval = 300 * time.Millisecond
 	var cfg cdb.Config
 	p, s := newPrivateProvider(t, func(c *cdb.Config) {
@@ -107,6 +109,7 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 // controlled clock: an intent younger than the threshold is left to the ack
 // that wrote it; once the clock passes the threshold it is delivered.
 func TestReconcileOutboxDirectly(t *testing.T) {
+	t.Parallel()
 	clock := time.Unix(1_800_000_000, 0)
 	p, s := newPrivateProvider(t, func(c *cdb.Config) {
 		c.DisableReconciler = true

@@ -95,6 +95,7 @@ func (cosmosFactory) MaxAttemptCount(ctx context.Context, t testing.TB, p duroxi
 // TestCosmosValidation runs duroxide's provider validation suite (ported in
 // providertest) against the provider and requires every case to pass.
 func TestCosmosValidation(t *testing.T) {
+	t.Parallel()
 	tally := providertest.RunAll(t, cosmosFactory{})
 	require.Zero(t, tally.Failed(), "validation: %s", tally)
 	require.Zero(t, tally.Skipped(), "validation: %s", tally)

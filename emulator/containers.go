@@ -15,6 +15,8 @@ type containerSpec struct {
 	pkKind  string
 	pkLarge bool
 	index   *indexPolicy
+	ttl     ttlPolicy
+	unique  [][][]string
 }
 
 // parseContainerSpec validates a container create/replace body.
@@ -31,6 +33,13 @@ func parseContainerSpec(body []byte) (*containerSpec, *response) {
 		return nil, resp
 	}
 	spec := &containerSpec{id: id.s}
+	var resp *response
+	if spec.ttl, resp = parseDefaultTTL(v.get("defaultTtl")); resp != nil {
+		return nil, resp
+	}
+	if spec.unique, resp = parseUniqueKeyPolicy(v.get("uniqueKeyPolicy")); resp != nil {
+		return nil, resp
+	}
 	pk := v.get("partitionKey")
 	paths := pk.get("paths").elems()
 	if pk.k != kObject || len(paths) == 0 {
@@ -126,7 +135,16 @@ func (c *container) appendJSON(buf []byte) []byte {
 // For requests on resources inside it (documents, partition key ranges), a
 // missing database or container is 404 with substatus 1003 (owner resource
 // does not exist), as the service answers.
+// Items of the container that have expired (ttl.go) are deleted first.
 func (s *Server) containerOf(rq *request) (*container, *response) {
+	c, resp := s.findContainer(rq)
+	if c != nil {
+		c.expireDue(s.now())
+	}
+	return c, resp
+}
+
+func (s *Server) findContainer(rq *request) (*container, *response) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	owner := len(rq.segs) > 4
@@ -170,6 +188,7 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 		db: d, id: spec.id, num: n,
 		etag: s.newETag(), ts: s.unixNow(),
 		props: spec.props, pkPaths: spec.pkPaths, pkKind: spec.pkKind, pkLarge: spec.pkLarge, index: spec.index,
+		ttl: spec.ttl, unique: spec.unique,
 		parts:  make(map[string]*partition),
 		ranges: initialRanges(s.partitions),
 	}
@@ -225,7 +244,14 @@ func (s *Server) handleReplaceContainer(rq *request) *response {
 			return badRequest("Partition key paths of a container cannot be changed.")
 		}
 	}
+	if !equalUniqueKeys(spec.unique, c.unique) {
+		return badRequest("The unique key policy of a container cannot be changed after it is created.")
+	}
 	c.props, c.index = spec.props, spec.index
+	if spec.ttl != c.ttl {
+		c.ttl = spec.ttl
+		c.rescheduleExpiries()
+	}
 	c.etag, c.ts = s.newETag(), s.unixNow()
 	resp = jsonResponse(http.StatusOK, c.appendJSON(nil))
 	resp.setHeader("etag", formatETag(c.etag))

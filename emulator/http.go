@@ -67,6 +67,7 @@ var statusCodes = map[int]string{
 	http.StatusTooManyRequests:       "TooManyRequests",
 	http.StatusInternalServerError:   "InternalServerError",
 	http.StatusServiceUnavailable:    "ServiceUnavailable",
+	http.StatusNotImplemented:        "NotImplemented",
 }
 
 // errorResponse builds the service's error answer: a JSON body

@@ -179,6 +179,9 @@ func (s *Server) planCreate(v *view, d *preparedDoc, lsn uint64) plan {
 		return plan{fail: conflict()}
 	}
 	it := s.newVersion(v.c, d, lsn)
+	if fail := v.uniqueConflict(d.pkKey, it); fail != nil {
+		return plan{fail: fail}
+	}
 	v.set(d.pkKey, d.id, it)
 	return plan{status: http.StatusCreated, pkKey: d.pkKey, next: it}
 }
@@ -189,6 +192,9 @@ func (s *Server) planUpsert(v *view, d *preparedDoc, ifMatch string, lsn uint64)
 		// The service follows create semantics when the document does not
 		// exist, whatever If-Match says.
 		it := s.newVersion(v.c, d, lsn)
+		if fail := v.uniqueConflict(d.pkKey, it); fail != nil {
+			return plan{fail: fail}
+		}
 		v.set(d.pkKey, d.id, it)
 		return plan{status: http.StatusCreated, pkKey: d.pkKey, next: it}
 	}
@@ -196,6 +202,9 @@ func (s *Server) planUpsert(v *view, d *preparedDoc, ifMatch string, lsn uint64)
 		return plan{fail: preconditionFailed()}
 	}
 	it := s.newVersion(v.c, d, lsn)
+	if fail := v.uniqueConflict(d.pkKey, it); fail != nil {
+		return plan{fail: fail}
+	}
 	v.set(d.pkKey, d.id, it)
 	return plan{status: http.StatusOK, pkKey: d.pkKey, prev: prev, next: it}
 }
@@ -212,6 +221,9 @@ func (s *Server) planReplace(v *view, id string, d *preparedDoc, ifMatch string,
 		return plan{fail: preconditionFailed()}
 	}
 	it := s.newVersion(v.c, d, lsn)
+	if fail := v.uniqueConflict(d.pkKey, it); fail != nil {
+		return plan{fail: fail}
+	}
 	v.set(d.pkKey, d.id, it)
 	return plan{status: http.StatusOK, pkKey: d.pkKey, prev: prev, next: it}
 }
@@ -256,6 +268,9 @@ func (s *Server) planPatch(v *view, pkKey, id string, spec *patchSpec, ifMatch s
 		return plan{fail: badRequest("The id and the partition key of a document cannot be patched.")}
 	}
 	it := s.newVersion(v.c, d, lsn)
+	if fail := v.uniqueConflict(pkKey, it); fail != nil {
+		return plan{fail: fail}
+	}
 	v.set(pkKey, id, it)
 	return plan{status: http.StatusOK, pkKey: pkKey, prev: prev, next: it}
 }

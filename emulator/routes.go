@@ -55,6 +55,9 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		return OpDatabase, methodNotAllowed
 	}
 	if !strings.EqualFold(segs[2], "colls") {
+		if kind, ok := notEmulatedKinds[strings.ToLower(segs[2])]; ok {
+			return OpOther, notEmulated(kind)
+		}
 		return OpOther, unsupportedResource
 	}
 	switch n {
@@ -90,6 +93,9 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		return OpPKRanges, unsupportedResource
 	case "docs":
 	default:
+		if kind, ok := notEmulatedKinds[strings.ToLower(segs[4])]; ok {
+			return OpOther, notEmulated(kind)
+		}
 		return OpOther, unsupportedResource
 	}
 	switch n {

@@ -59,6 +59,9 @@ type Options struct {
 	LatencyByOp map[OpKind]Latency
 	// LatencySeed seeds the jitter's generator, so runs repeat; default 0.
 	LatencySeed int64
+
+	// clock replaces time.Now; set only by this package's tests.
+	clock func() time.Time
 }
 
 // Server is a running emulator. All methods are safe for concurrent use.
@@ -71,6 +74,10 @@ type Server struct {
 	client  *http.Client
 	certPEM []byte
 	done    chan struct{}
+	// stopJanitor ends the background TTL deletion; janitorDone closes
+	// when it has ended.
+	stopJanitor chan struct{}
+	janitorDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,15 +119,17 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("emulator: key is not valid base64: %w", err)
 	}
 	s := &Server{
-		key:        opts.Key,
-		keyRaw:     keyRaw,
-		macs:       macPool{key: keyRaw},
-		tls:        opts.TLS,
-		dbs:        make(map[string]*database),
-		done:       make(chan struct{}),
-		now:        time.Now,
-		partitions: max(1, opts.PhysicalPartitions),
-		latency:    newLatencySim(opts.Latency, opts.LatencyByOp, opts.LatencySeed),
+		key:         opts.Key,
+		keyRaw:      keyRaw,
+		macs:        macPool{key: keyRaw},
+		tls:         opts.TLS,
+		dbs:         make(map[string]*database),
+		done:        make(chan struct{}),
+		now:         time.Now,
+		stopJanitor: make(chan struct{}),
+		janitorDone: make(chan struct{}),
+		partitions:  max(1, opts.PhysicalPartitions),
+		latency:     newLatencySim(opts.Latency, opts.LatencyByOp, opts.LatencySeed),
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -157,10 +166,14 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.ln = ln
 	s.client = &http.Client{Transport: transport}
+	if opts.clock != nil {
+		s.now = opts.clock
+	}
 	go func() {
 		defer close(s.done)
 		_ = s.http.Serve(ln)
 	}()
+	go s.janitor(s.stopJanitor, s.janitorDone)
 	return s, nil
 }
 
@@ -203,6 +216,8 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.http.Close()
 		<-s.done
+		close(s.stopJanitor)
+		<-s.janitorDone
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.closeErr = err
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // database is one Cosmos DB database and its containers.
@@ -59,6 +60,16 @@ type container struct {
 	// eqIdx holds the equality indexes of top-level properties
 	// (eq_index.go), by property name; nil until a query needs one.
 	eqIdx map[string]*eqIndex
+
+	// ttl is the container's defaultTtl (ttl.go); expiries the scheduled
+	// expirations of live items, earliest first; nextExpiry the earliest
+	// (seconds since the epoch, 0 = none), read without the lock.
+	ttl        ttlPolicy
+	expiries   expiryHeap
+	nextExpiry atomic.Int64
+	// unique are the paths of each unique key of the container's unique
+	// key policy (unique_keys.go).
+	unique [][][]string
 }
 
 // partition is one logical partition: the documents sharing a partition key.
@@ -346,6 +357,7 @@ func (c *container) put(it, prev *item) {
 	}
 	p.byID[it.id] = it
 	c.indexWrite(prev, it)
+	c.scheduleExpiry(it)
 	c.feed = append(c.feed, feedEntry{lsn: it.lsn, it: it})
 	c.maybeCompactFeed()
 }

@@ -17,33 +17,46 @@ const (
 )
 
 // orchestrationLoop is one orchestration dispatcher goroutine: fetch a
-// turn, decide it, commit it, until the runtime stops.
+// turn, decide it, hand its commit to an ack pipeline (at most one commit
+// behind), until the runtime stops.
 func (r *Runtime) orchestrationLoop(workerID string, proc *turnProcessor) {
 	filter := r.opts.capabilityFilter()
+	acks := newAckPipeline()
 	pollLoop(r, workerID, "orchestration item", func() (*duroxide.OrchestrationItem, error) {
 		return r.provider.FetchOrchestrationItem(r.fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
-	}, func(item *duroxide.OrchestrationItem) { r.processOrchestrationItem(workerID, item, proc) })
+	}, func(item *duroxide.OrchestrationItem) { r.processOrchestrationItem(workerID, item, proc, acks) })
 }
 
-// processOrchestrationItem runs one turn under a renewed lock and commits
-// or abandons it.
-func (r *Runtime) processOrchestrationItem(workerID string, item *duroxide.OrchestrationItem, proc *turnProcessor) {
-	defer r.metrics.orchestrationFetched()()
+// processOrchestrationItem runs one turn under a renewed lock, then commits
+// or abandons it through acks: the dispatcher fetches its next turn while
+// the commit is on its way. The instance stays locked (and the lock
+// renewed) until the commit finishes, so no other turn of it can start
+// before; a crash before the commit redelivers the turn (peek-lock).
+func (r *Runtime) processOrchestrationItem(workerID string, item *duroxide.OrchestrationItem, proc *turnProcessor, acks *ackPipeline) {
+	processed := r.metrics.orchestrationFetched()
 	renewCtx, stopRenewal := context.WithCancel(r.runCtx)
 	renewalDone := make(chan struct{})
 	go func() {
 		defer close(renewalDone)
 		r.renewOrchestrationLock(renewCtx, item.LockToken)
 	}()
-	defer func() {
-		stopRenewal()
-		<-renewalDone
-	}()
 
 	turnCtx, span := r.tracing.startTurn(r.runCtx, item, workerID)
-	defer span.End()
 	d := proc.decide(item)
 	propagate(span, item, &d)
+	acks.run(r, func() {
+		defer processed()
+		defer span.End()
+		defer func() {
+			stopRenewal()
+			<-renewalDone
+		}()
+		r.commitTurn(turnCtx, item, d)
+	})
+}
+
+// commitTurn commits (or abandons) the decided turn d of item.
+func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.OrchestrationItem, d turnDecision) {
 	if d.abandon {
 		if err := r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, d.delay, false); err != nil && r.runCtx.Err() == nil {
 			r.logger.Warn("abandon orchestration item failed", "instance", item.Instance, "error", err)

@@ -33,16 +33,17 @@ type inflightActivity struct {
 // workerLoop is one worker goroutine: fetch an activity, run it, ack its
 // result, until the runtime stops.
 func (r *Runtime) workerLoop(workerID, sessionOwner string, sessions *sessionTracker) {
+	acks := newAckPipeline()
 	pollLoop(r, workerID, "work item", func() (*duroxide.LockedWorkItem, error) {
 		var session *duroxide.SessionFetchConfig
 		if sessions.distinct() < r.opts.MaxSessionsPerRuntime {
 			session = &duroxide.SessionFetchConfig{OwnerID: sessionOwner, LockTimeout: r.opts.SessionLockTimeout}
 		}
 		return r.provider.FetchWorkItem(r.fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.TagFilter)
-	}, func(locked *duroxide.LockedWorkItem) { r.processWorkItem(workerID, locked, sessions) })
+	}, func(locked *duroxide.LockedWorkItem) { r.processWorkItem(workerID, locked, sessions, acks) })
 }
 
-func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkItem, sessions *sessionTracker) {
+func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkItem, sessions *sessionTracker, acks *ackPipeline) {
 	r.metrics.workItemFetched()
 	item, ok := locked.Item.Kind.(duroxide.ActivityExecuteItem)
 	if !ok {
@@ -70,7 +71,7 @@ func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkIt
 		_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, delay, false)
 		return
 	}
-	r.executeActivity(workerID, locked, item, fn)
+	r.executeActivity(workerID, locked, item, fn, acks)
 }
 
 // poisonActivity fails an activity fetched more than MaxAttempts times.
@@ -103,11 +104,16 @@ type activityOutcome struct {
 }
 
 // executeActivity runs the activity under a renewed lock with cooperative
-// cancellation and acks its outcome.
-func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem, fn ActivityFunc) {
+// cancellation and acks its outcome through acks.
+func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkItem, item duroxide.ActivityExecuteItem, fn ActivityFunc, acks *ackPipeline) {
 	spanCtx, span := r.tracing.startActivity(r.runCtx, item, workerID)
 	var traced *duroxide.WorkItem // the completion, for the span's status
-	defer func() { endActivity(span, traced) }()
+	handedOff := false            // the ack's goroutine ends the span
+	defer func() {
+		if !handedOff {
+			endActivity(span, traced)
+		}
+	}()
 	actCtx, cancel := context.WithCancelCause(spanCtx)
 	defer cancel(nil)
 	handle := &inflightActivity{cancel: cancel}
@@ -183,14 +189,18 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 		completion = duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: out.result}}
 	}
 	traced = &completion
-	err := r.provider.AckWorkItem(spanCtx, locked.LockToken, &completion)
-	if err == nil {
-		r.metrics.activityDone(item, completion, elapsed)
-	}
-	if err != nil && r.runCtx.Err() == nil {
-		r.logger.Warn("worker: atomic ack failed, abandoning work item", "instance", item.Instance, "activity_id", item.ID, "error", err)
-		_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, 100*time.Millisecond, false)
-	}
+	handedOff = true
+	acks.run(r, func() {
+		defer endActivity(span, traced)
+		err := r.provider.AckWorkItem(spanCtx, locked.LockToken, &completion)
+		if err == nil {
+			r.metrics.activityDone(item, completion, elapsed)
+		}
+		if err != nil && r.runCtx.Err() == nil {
+			r.logger.Warn("worker: atomic ack failed, abandoning work item", "instance", item.Instance, "activity_id", item.ID, "error", err)
+			_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, 100*time.Millisecond, false)
+		}
+	})
 }
 
 // cancelledActivity handles an activity whose context was cancelled before

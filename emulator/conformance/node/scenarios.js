@@ -209,6 +209,58 @@ scenario("substatus-missing-container", async () => {
   assert.equal(e.substatus, 1003);
 });
 
+// Class 3: time to live.
+scenario("ttl", async () => {
+  const c = await freshContainer({ defaultTtl: 1 });
+  await c.items.create({ id: "short", pk: "p" });
+  await c.items.create({ id: "never", pk: "p", ttl: -1 });
+  const off = await freshContainer();
+  await off.items.create({ id: "ignored", pk: "p", ttl: 1 });
+  const { resource: def } = await c.read();
+  assert.equal(def.defaultTtl, 1);
+  await new Promise((r) => setTimeout(r, 2100)); // past _ts + 1 s whatever the second boundary
+  const { statusCode } = await c.item("short", "p").read();
+  assert.equal(statusCode, 404, "expired item is gone from reads");
+  const { resources } = await c.items.query("SELECT VALUE c.id FROM c").fetchAll();
+  assert.deepEqual(resources, ["never"], "and from queries");
+  const it = c.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() });
+  const feed = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await it.readNext();
+    if (r.statusCode === 304) break;
+    feed.push(...r.result.map((d) => d.id));
+  }
+  assert.deepEqual(feed, ["never"], "and from the change feed");
+  const { statusCode: kept } = await off.item("ignored", "p").read();
+  assert.equal(kept, 200, "an item's ttl is ignored without defaultTtl");
+  await expectError(freshContainer({ defaultTtl: 0 }), 400);
+});
+
+// Class 4: unique keys.
+scenario("unique-keys", async () => {
+  const c = await freshContainer({ uniqueKeyPolicy: { uniqueKeys: [{ paths: ["/email"] }] } });
+  await c.items.create({ id: "a", pk: "p", email: "x@y" });
+  await expectError(c.items.create({ id: "b", pk: "p", email: "x@y" }), 409);
+  await c.items.create({ id: "b", pk: "q", email: "x@y" });
+  await expectError(c.items.upsert({ id: "c", pk: "q", email: "x@y" }), 409);
+  const { resource } = await c.read();
+  assert.deepEqual(resource.uniqueKeyPolicy.uniqueKeys[0].paths, ["/email"]);
+});
+
+// Class 9: server-side scripts are refused with 501, never a 404.
+scenario("scripts-refused", async () => {
+  const c = await freshContainer();
+  for (const [what, p] of [
+    ["stored procedures", () => c.scripts.storedProcedures.create({ id: "sp", body: "function () {}" })],
+    ["triggers", () => c.scripts.triggers.create({ id: "tr", body: "function () {}", triggerOperation: "All", triggerType: "Pre" })],
+    ["user-defined functions", () => c.scripts.userDefinedFunctions.create({ id: "f", body: "function () {}" })],
+    ["stored procedures", () => c.scripts.storedProcedure("sp").execute("p", [])],
+  ]) {
+    const e = await expectError(p(), 501);
+    assert.match(e.message, new RegExp(`does not implement ${what}`));
+  }
+});
+
 (async () => {
   const only = process.argv[2];
   for (const { name, fn } of scenarios) {

@@ -18,12 +18,13 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
-// TestReviewExpiredOrchestrationLockIsFenced lets an orchestration lock
+// TestExpiredOrchestrationLockIsFenced lets an orchestration lock
 // expire and another process take the instance, then checks that the first
 // process's ack, renewal and abandon all fail (whether its clock agrees
 // that the lock expired or lags behind) without touching the new lock, and
 // that only the new holder's turn is committed.
-func TestReviewExpiredOrchestrationLockIsFenced(t *testing.T) {
+func TestExpiredOrchestrationLockIsFenced(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
 			c := newCluster(t)
@@ -68,10 +69,11 @@ func TestReviewExpiredOrchestrationLockIsFenced(t *testing.T) {
 	}
 }
 
-// TestReviewExpiredWorkItemLockIsFenced does the same for a work item: the
+// TestExpiredWorkItemLockIsFenced does the same for a work item: the
 // first holder's ack, renewal and abandon fail once another process took
 // the expired lock, and the activity's completion is enqueued once.
-func TestReviewExpiredWorkItemLockIsFenced(t *testing.T) {
+func TestExpiredWorkItemLockIsFenced(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
 			c := newCluster(t)
@@ -115,10 +117,11 @@ func TestReviewExpiredWorkItemLockIsFenced(t *testing.T) {
 	}
 }
 
-// TestReviewExpiredLockNobodyTook checks the calls on a lock that expired
+// TestExpiredLockNobodyTook checks the calls on a lock that expired
 // while no other process took it: ack and renewal fail, the abandon
 // releases it.
-func TestReviewExpiredLockNobodyTook(t *testing.T) {
+func TestExpiredLockNobodyTook(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	clock := newTestClock()
 	p, _ := c.process(t, func(cfg *cdb.Config) { cfg.Now = clock.Now })
@@ -156,11 +159,12 @@ func TestReviewExpiredLockNobodyTook(t *testing.T) {
 	assert.NotNil(t, wAgain)
 }
 
-// TestReviewAckKeepsLaterMessages checks that an ack consumes only the
+// TestAckKeepsLaterMessages checks that an ack consumes only the
 // messages its fetch returned, never ones enqueued after the fetch, also
 // when the ack runs in another process (which rebuilds the lock from the
 // container).
-func TestReviewAckKeepsLaterMessages(t *testing.T) {
+func TestAckKeepsLaterMessages(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, _ := c.process(t, nil)
 	p2, _ := c.process(t, nil)
@@ -184,12 +188,13 @@ func TestReviewAckKeepsLaterMessages(t *testing.T) {
 	}
 }
 
-// TestReviewProcessesRaceOnInstances runs several processes, each with
+// TestProcessesRaceOnInstances runs several processes, each with
 // several dispatchers, fetching, acking and sometimes abandoning turns of
 // the same instances, and checks that every raised event is processed
 // exactly once: each instance's history holds each event once, with
 // contiguous event ids.
-func TestReviewProcessesRaceOnInstances(t *testing.T) {
+func TestProcessesRaceOnInstances(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	var procs []*cdb.Provider
 	for i := 0; i < 3; i++ {
@@ -284,10 +289,11 @@ func TestReviewProcessesRaceOnInstances(t *testing.T) {
 	}
 }
 
-// TestReviewProcessesRaceOnWorkItems has several processes fetch and ack
+// TestProcessesRaceOnWorkItems has several processes fetch and ack
 // the same activities concurrently, with some abandons, and checks that
 // each activity is acked once and its completion enqueued once.
-func TestReviewProcessesRaceOnWorkItems(t *testing.T) {
+func TestProcessesRaceOnWorkItems(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	var procs []*cdb.Provider
 	for i := 0; i < 3; i++ {
@@ -344,10 +350,11 @@ func TestReviewProcessesRaceOnWorkItems(t *testing.T) {
 	assert.Len(t, completions, activities, "one completion per activity")
 }
 
-// TestReviewSessionClaimRace has two workers of different processes race
+// TestSessionClaimRace has two workers of different processes race
 // for the items of one session and checks that the session's locked items
 // all belong to one owner.
-func TestReviewSessionClaimRace(t *testing.T) {
+func TestSessionClaimRace(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	pa, _ := c.process(t, nil)
 	pb, _ := c.process(t, nil)
@@ -391,11 +398,12 @@ func TestReviewSessionClaimRace(t *testing.T) {
 	assert.Equal(t, 8, total, "the owner fetched every item of its session")
 }
 
-// TestReviewDeleteRacingAck force-deletes a running instance while another
+// TestDeleteRacingAck force-deletes a running instance while another
 // process's ack of its turn commits between the deletion's checks and its
 // first write. Nothing of the instance may survive (no history, execution, queue
 // or outbox documents), and the same instance id must start again.
-func TestReviewDeleteRacingAck(t *testing.T) {
+func TestDeleteRacingAck(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	deleter, tr := c.process(t, nil)
 	worker, _ := c.process(t, nil)
@@ -444,11 +452,12 @@ func TestReviewDeleteRacingAck(t *testing.T) {
 	assert.Len(t, history, 1)
 }
 
-// TestReviewFiltersUnderConcurrency runs, in two processes at once, workers
+// TestFiltersUnderConcurrency runs, in two processes at once, workers
 // with different tag filters and orchestration dispatchers with different
 // capability filters, and checks that each only ever got what its filter
 // accepts and that everything was processed exactly once.
-func TestReviewFiltersUnderConcurrency(t *testing.T) {
+func TestFiltersUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	pa, _ := c.process(t, nil)
 	pb, _ := c.process(t, nil)
@@ -549,13 +558,14 @@ func TestReviewFiltersUnderConcurrency(t *testing.T) {
 	}
 }
 
-// TestReviewDeleteFailingMidwayThenReuse makes a deletion fail after it
+// TestDeleteFailingMidwayThenReuse makes a deletion fail after it
 // began writing (its batch deletes keep failing), then reuses the instance
 // id. The failed deletion must not leave invisible leftovers: the instance
 // stays listed (so that deleting it again completes the job) or is gone
 // whole. After deleting again, the id starts afresh: its first turn
 // commits and sees nothing of the old instance (history, KV, activities).
-func TestReviewDeleteFailingMidwayThenReuse(t *testing.T) {
+func TestDeleteFailingMidwayThenReuse(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// TestReviewLockCacheStaysBounded fills the lock cache with locks nobody
+// TestLockCacheStaysBounded fills the lock cache with locks nobody
 // acks or abandons (a dispatcher that died, an ack that failed) and checks
 // that later inserts sweep them once expired for sweepGraceMs: in a long
 // run the cache holds only the locks of the last lock timeout plus grace.
-func TestReviewLockCacheStaysBounded(t *testing.T) {
+func TestLockCacheStaysBounded(t *testing.T) {
 	c := newLockCache()
 	now := int64(1_000_000)
 	for i := 0; i < 10_000; i++ {

@@ -13,10 +13,10 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// TestReviewCallsAfterClose closes a provider and checks that no goroutine
+// TestCallsAfterClose closes a provider and checks that no goroutine
 // it started remains, and that calls made after Close fail with a clear
 // error instead of hanging or panicking.
-func TestReviewCallsAfterClose(t *testing.T) {
+func TestCallsAfterClose(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
 	baseline := goroutines()

@@ -16,11 +16,12 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
-// TestReviewEnqueueRetryAfterConsumption applies an enqueue's create and
+// TestEnqueueRetryAfterConsumption applies an enqueue's create and
 // drops its answer; before the provider's retry reaches the service,
 // another process fetches and acks the message. The retry must not put the
 // consumed message back: the event was raised once.
-func TestReviewEnqueueRetryAfterConsumption(t *testing.T) {
+func TestEnqueueRetryAfterConsumption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, tr := c.process(t, nil)
 	p2, _ := c.process(t, nil)
@@ -51,11 +52,12 @@ func TestReviewEnqueueRetryAfterConsumption(t *testing.T) {
 	}
 }
 
-// TestReviewEnqueueForWorkerRetryAfterConsumption is the same for the
+// TestEnqueueForWorkerRetryAfterConsumption is the same for the
 // worker queue: an activity whose enqueue's answer was lost, and that a
 // worker fetched and acked before the retry, is not queued again (it would
 // run a second time after a successful ack).
-func TestReviewEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
+func TestEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, tr := c.process(t, nil)
 	p2, _ := c.process(t, nil)
@@ -90,12 +92,13 @@ func TestReviewEnqueueForWorkerRetryAfterConsumption(t *testing.T) {
 	}
 }
 
-// TestReviewOutboxRedeliveryAfterConsumption has two processes reconcile
+// TestOutboxRedeliveryAfterConsumption has two processes reconcile
 // the same undelivered intent (a sub-orchestration's completion): the
 // first delivers it, the parent consumes the completion, and only then
 // does the second, which read the intent before it was deleted, deliver
 // it. The completion must reach the parent once.
-func TestReviewOutboxRedeliveryAfterConsumption(t *testing.T) {
+func TestOutboxRedeliveryAfterConsumption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	clock := newTestClock()
 	withClock := func(cfg *cdb.Config) { cfg.Now = clock.Now }
@@ -154,10 +157,11 @@ func TestReviewOutboxRedeliveryAfterConsumption(t *testing.T) {
 	assert.Empty(t, partitionDocs(ctx, t, pa, child, "SELECT c.id FROM c WHERE c.type = 'outbox_intent'"), "the intent is gone")
 }
 
-// TestReviewTombstoneIsNotALock checks that the tombstone an ack leaves
+// TestTombstoneIsNotALock checks that the tombstone an ack leaves
 // behind (it keeps the lock token) cannot be renewed, abandoned or acked
 // again with that token, and is neither fetched nor counted.
-func TestReviewTombstoneIsNotALock(t *testing.T) {
+func TestTombstoneIsNotALock(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -205,11 +209,12 @@ func TestReviewTombstoneIsNotALock(t *testing.T) {
 	assert.Empty(t, partitionDocs(ctx, t, p, inst, "SELECT c.id FROM c"), "the tombstones went with their instance")
 }
 
-// TestReviewCancelledActivityStaysCancelled cancels an activity whose
+// TestCancelledActivityStaysCancelled cancels an activity whose
 // enqueue's answer was lost, before the enqueue's retry reaches the
 // service, once after a worker already acked it and once before any worker
 // saw it. The retry must not bring the cancelled activity back.
-func TestReviewCancelledActivityStaysCancelled(t *testing.T) {
+func TestCancelledActivityStaysCancelled(t *testing.T) {
+	t.Parallel()
 	for _, ackedFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("acked=%v", ackedFirst), func(t *testing.T) {
 			c := newCluster(t)
@@ -253,12 +258,13 @@ func TestReviewCancelledActivityStaysCancelled(t *testing.T) {
 	}
 }
 
-// TestReviewLostAckAnswerThenOtherAck drops the answer of an ack that
+// TestLostAckAnswerThenOtherAck drops the answer of an ack that
 // landed, and before the provider checks whether it did, another process
 // fetches and acks the next turn of the instance (so the instance
 // document no longer names the first lock as the last one acked). The
 // first ack committed and must report success.
-func TestReviewLostAckAnswerThenOtherAck(t *testing.T) {
+func TestLostAckAnswerThenOtherAck(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p1, tr := c.process(t, nil)
 	p2, _ := c.process(t, nil)

@@ -42,10 +42,11 @@ func containerDocs(ctx context.Context, t *testing.T, p *cdb.Provider) int {
 	return n
 }
 
-// TestReviewBadInstanceIDs passes each bad instance id to every method that
+// TestBadInstanceIDs passes each bad instance id to every method that
 // takes one, directly or inside a work item, and requires a permanent
 // ProviderError and nothing written.
-func TestReviewBadInstanceIDs(t *testing.T) {
+func TestBadInstanceIDs(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -93,10 +94,11 @@ func TestReviewBadInstanceIDs(t *testing.T) {
 	assert.Len(t, history, 1, "the good instance was not deleted")
 }
 
-// TestReviewBadItemsInAcks passes work items and events without a kind, or
+// TestBadItemsInAcks passes work items and events without a kind, or
 // naming a bad instance, to the acks, and requires a permanent error,
 // nothing written and the lock still held.
-func TestReviewBadItemsInAcks(t *testing.T) {
+func TestBadItemsInAcks(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -143,9 +145,10 @@ func TestReviewBadItemsInAcks(t *testing.T) {
 	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, &done))
 }
 
-// TestReviewEnormousKVValue sets a KV value larger than an item in a turn:
+// TestEnormousKVValue sets a KV value larger than an item in a turn:
 // a permanent error with nothing written and the lock still held.
-func TestReviewEnormousKVValue(t *testing.T) {
+func TestEnormousKVValue(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
@@ -173,10 +176,11 @@ func TestReviewEnormousKVValue(t *testing.T) {
 	require.NoError(t, p.RenewOrchestrationItemLock(ctx, item.LockToken, longLock), "the lock is still held")
 }
 
-// TestReviewBadLockTokens passes malformed, foreign and unknown lock
+// TestBadLockTokens passes malformed, foreign and unknown lock
 // tokens to every method that takes one: a permanent ProviderError, no
 // panic, nothing written.
-func TestReviewBadLockTokens(t *testing.T) {
+func TestBadLockTokens(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p, _ := c.process(t, nil)
 	ctx := context.Background()
