@@ -6,6 +6,7 @@ package cdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -44,10 +45,20 @@ func (l *SlotLease) Release() {
 	l.once.Do(l.release)
 }
 
-// NewSlotLease returns a lease on slots whose Release calls release (which
-// may be nil); it is for LeaseProvider implementations outside this package.
+// NewSlotLease returns a lease on a copy of slots whose Release calls
+// release (which may be nil); it is for LeaseProvider implementations
+// outside this package. The lease holds all slots (All) only when each of
+// the 256 slots appears in slots; duplicates count once.
 func NewSlotLease(slots []uint8, release func()) *SlotLease {
-	return &SlotLease{Slots: slots, All: len(slots) == NumDispatchSlots, release: release}
+	var seen [NumDispatchSlots]bool
+	distinct := 0
+	for _, s := range slots {
+		if !seen[s] {
+			seen[s] = true
+			distinct++
+		}
+	}
+	return &SlotLease{Slots: slices.Clone(slots), All: distinct == NumDispatchSlots, release: release}
 }
 
 // InMemoryLeaseProvider splits the 256 dispatch slots into lanes, lane i
@@ -99,7 +110,7 @@ func (p *InMemoryLeaseProvider) LaneSlots(i int) ([]uint8, error) {
 func (p *InMemoryLeaseProvider) Acquire(ctx context.Context) (*SlotLease, error) {
 	select {
 	case i := <-p.free:
-		return &SlotLease{Slots: p.lanes[i], All: len(p.lanes[i]) == NumDispatchSlots, release: func() { p.free <- i }}, nil
+		return NewSlotLease(p.lanes[i], func() { p.free <- i }), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

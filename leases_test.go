@@ -133,3 +133,45 @@ func TestSlotFilter(t *testing.T) {
 	}
 	assert.Equal(t, "", slotFilter(NewSlotLease(all, nil)))
 }
+
+// A lease's Slots belong to its holder: changing them changes no later
+// lease.
+func TestInMemoryLeaseSlotsAreTheHoldersCopy(t *testing.T) {
+	t.Parallel()
+	p := NewInMemoryLeaseProvider(2)
+	ctx := context.Background()
+	first, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	want := append([]uint8(nil), first.Slots...)
+	for i := range first.Slots {
+		first.Slots[i] = 255
+	}
+	first.Release()
+	second, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	second.Release()
+	third, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	defer third.Release()
+	assert.Equal(t, want, third.Slots, "the lane handed out again must hold its own slots")
+}
+
+// NewSlotLease holds all slots only when every one of the 256 is listed;
+// 256 entries with duplicates are not all slots, and the lease keeps its
+// own copy of the list.
+func TestNewSlotLeaseCountsDistinctSlots(t *testing.T) {
+	t.Parallel()
+	dup := make([]uint8, NumDispatchSlots)
+	for i := range dup {
+		dup[i] = uint8(i / 2)
+	}
+	assert.False(t, NewSlotLease(dup, nil).All, "256 entries with duplicates")
+	every := make([]uint8, NumDispatchSlots)
+	for i := range every {
+		every[i] = uint8(i)
+	}
+	l := NewSlotLease(every, nil)
+	assert.True(t, l.All)
+	every[0] = 7
+	assert.Equal(t, uint8(0), l.Slots[0], "the lease keeps its own copy")
+}

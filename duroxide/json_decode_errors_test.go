@@ -98,7 +98,8 @@ var badEvents = map[string]string{
 	"details missing retryable":     evText(`"type":"ActivityFailed","details":{"Infrastructure":{"operation":"o","message":"m"}}}`),
 	"details retryable string":      evText(`"type":"ActivityFailed","details":{"Infrastructure":{"operation":"o","message":"m","retryable":"true"}}}`),
 	"Cancelled unit form":           evText(`"type":"ActivityFailed","details":{"Application":{"kind":"Cancelled","message":"m","retryable":false}}}`),
-	"Panicked with payload":         evText(`"type":"ActivityFailed","details":{"Application":{"kind":{"Panicked":{}},"message":"m","retryable":false}}}`),
+	"Panicked with payload":         evText(`"type":"ActivityFailed","details":{"Application":{"kind":{"Panicked":{"x":1}},"message":"m","retryable":false}}}`),
+	"Panicked with empty array":     evText(`"type":"ActivityFailed","details":{"Application":{"kind":{"Panicked":[]},"message":"m","retryable":false}}}`),
 	"unknown app kind":              evText(`"type":"ActivityFailed","details":{"Application":{"kind":"Exploded","message":"m","retryable":false}}}`),
 	"Cancelled missing reason":      evText(`"type":"ActivityFailed","details":{"Application":{"kind":{"Cancelled":{}},"message":"m","retryable":false}}}`),
 	"unknown config kind":           evText(`"type":"ActivityFailed","details":{"Configuration":{"kind":"Unregistered","resource":"r","message":null}}}`),
@@ -121,6 +122,7 @@ func TestEventDecodeErrors(t *testing.T) {
 
 var badWorkItems = map[string]string{
 	"empty":                          "",
+	"unit kind as empty map":         `{"ActivityFailed":{"instance":"i","execution_id":1,"id":2,"details":{"Application":{"kind":{"ActivityFailed":{}},"message":"m","retryable":false}}}}`,
 	"null":                           "null",
 	"array":                          `[{"CancelInstance":{"instance":"i","reason":"r"}}]`,
 	"no key":                         `{}`,

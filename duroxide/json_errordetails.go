@@ -189,6 +189,12 @@ func appendPoisonMessageType(b []byte, t PoisonMessageType) ([]byte, error) {
 
 // decodeErrorDetails reads an ErrorDetails.
 func decodeErrorDetails(v *jsonValue) (ErrorDetails, error) {
+	return decodeErrorDetailsFrom(v, false)
+}
+
+// decodeErrorDetailsFrom reads an ErrorDetails; content is set inside an
+// Event (see unitVariantFrom).
+func decodeErrorDetailsFrom(v *jsonValue, content bool) (ErrorDetails, error) {
 	const what = "ErrorDetails"
 	tag, payload, err := enumVariant(what, v)
 	if err != nil {
@@ -208,7 +214,7 @@ func decodeErrorDetails(v *jsonValue) (ErrorDetails, error) {
 		f = structVariant(what+"::Configuration", payload, "kind", "resource", "message")
 		x := &ConfigurationDetails{}
 		if kv := f.required("kind"); kv != nil {
-			x.Kind, err = decodeConfigErrorKind(kv)
+			x.Kind, err = decodeConfigErrorKindFrom(kv, content)
 			f.check("kind", err)
 		}
 		x.Resource = f.str("resource")
@@ -218,7 +224,7 @@ func decodeErrorDetails(v *jsonValue) (ErrorDetails, error) {
 		f = structVariant(what+"::Application", payload, "kind", "message", "retryable")
 		x := &ApplicationDetails{}
 		if kv := f.required("kind"); kv != nil {
-			x.Kind, err = decodeAppErrorKind(kv)
+			x.Kind, err = decodeAppErrorKindFrom(kv, content)
 			f.check("kind", err)
 		}
 		x.Message = f.str("message")
@@ -244,6 +250,12 @@ func decodeErrorDetails(v *jsonValue) (ErrorDetails, error) {
 
 // decodeConfigErrorKind reads a ConfigErrorKind.
 func decodeConfigErrorKind(v *jsonValue) (ConfigErrorKind, error) {
+	return decodeConfigErrorKindFrom(v, false)
+}
+
+// decodeConfigErrorKindFrom reads a ConfigErrorKind; content is set inside
+// an Event (see unitVariantFrom).
+func decodeConfigErrorKindFrom(v *jsonValue, content bool) (ConfigErrorKind, error) {
 	const what = "ConfigErrorKind"
 	tag, payload, err := enumVariant(what, v)
 	if err != nil {
@@ -252,7 +264,7 @@ func decodeConfigErrorKind(v *jsonValue) (ConfigErrorKind, error) {
 	if tag != string(ConfigErrorNondeterminism) {
 		return "", unknownVariant(what, tag, string(ConfigErrorNondeterminism))
 	}
-	if err := unitVariant(what+"::"+tag, payload); err != nil {
+	if err := unitVariantFrom(what+"::"+tag, payload, content); err != nil {
 		return "", err
 	}
 	return ConfigErrorNondeterminism, nil
@@ -260,6 +272,12 @@ func decodeConfigErrorKind(v *jsonValue) (ConfigErrorKind, error) {
 
 // decodeAppErrorKind reads an AppErrorKind.
 func decodeAppErrorKind(v *jsonValue) (AppErrorKind, error) {
+	return decodeAppErrorKindFrom(v, false)
+}
+
+// decodeAppErrorKindFrom reads an AppErrorKind; content is set inside an
+// Event (see unitVariantFrom).
+func decodeAppErrorKindFrom(v *jsonValue, content bool) (AppErrorKind, error) {
 	const what = "AppErrorKind"
 	tag, payload, err := enumVariant(what, v)
 	if err != nil {
@@ -267,7 +285,7 @@ func decodeAppErrorKind(v *jsonValue) (AppErrorKind, error) {
 	}
 	switch tag {
 	case AppErrorActivityFailed, AppErrorOrchestrationFailed, AppErrorPanicked:
-		if err := unitVariant(what+"::"+tag, payload); err != nil {
+		if err := unitVariantFrom(what+"::"+tag, payload, content); err != nil {
 			return AppErrorKind{}, err
 		}
 		return AppErrorKind{Name: tag}, nil

@@ -245,6 +245,7 @@ func decodeEventKind(et EventType, body *jsonValue) (EventKind, error) {
 	var f *structFields
 	fields := func(names ...string) *structFields {
 		f = readStruct(what, body, false, names...)
+		f.content = true
 		return f
 	}
 	var k EventKind

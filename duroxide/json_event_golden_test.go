@@ -352,6 +352,16 @@ var eventDecodeOnly = []goldenEvent{
 		event: ev(3, nil, OrchestrationFailed{Details: NondeterminismError("r", "m")}),
 	},
 	{
+		name:  "unit AppErrorKind as empty map (serde's flattened content accepts {} as unit)",
+		json:  common("3", "null") + `"type":"ActivityFailed","details":{"Application":{"kind":{"Panicked":{}},"message":"m","retryable":false}}}`,
+		event: ev(3, nil, ActivityFailed{Details: ErrorDetails{Application: &ApplicationDetails{Kind: AppErrorKind{Name: AppErrorPanicked}, Message: "m"}}}),
+	},
+	{
+		name:  "unit ConfigErrorKind as empty map",
+		json:  common("3", "null") + `"type":"OrchestrationFailed","details":{"Configuration":{"kind":{"Nondeterminism":{}},"resource":"r","message":"m"}}}`,
+		event: ev(3, nil, OrchestrationFailed{Details: NondeterminismError("r", "m")}),
+	},
+	{
 		name:  "struct variant in array form",
 		json:  common("3", "null") + `"type":"OrchestrationFailed","details":{"Application":[{"Cancelled":["why"]},"m",true]}}`,
 		event: ev(3, nil, OrchestrationFailed{Details: ErrorDetails{Application: &ApplicationDetails{Kind: AppErrorKind{Name: AppErrorCancelled, Reason: "why"}, Message: "m", Retryable: true}}}),

@@ -168,7 +168,11 @@ type structFields struct {
 	values []*jsonValue // by field; nil when absent
 	seq    bool         // read from the array form
 	seqLen int          // number of array elements in the array form
-	err    error
+	// content is set for the fields of an Event kind, which serde reads
+	// from its buffered Content (#[serde(flatten)]); there a unit variant
+	// also accepts {} as its payload.
+	content bool
+	err     error
 }
 
 // readStruct collects v's members for the fields names. allowSeq admits
@@ -362,7 +366,7 @@ func (f *structFields) errorDetails(name string) ErrorDetails {
 	if v == nil {
 		return ErrorDetails{}
 	}
-	d, err := decodeErrorDetails(v)
+	d, err := decodeErrorDetailsFrom(v, f.content)
 	f.check(name, err)
 	return d
 }
@@ -392,9 +396,12 @@ func unknownVariant(what, tag string, variants ...string) error {
 	return fmt.Errorf("%s: unknown variant `%s`, expected one of `%s`", what, tag, strings.Join(variants, "`, `"))
 }
 
-// unitVariant checks the payload of a unit variant: none, or null.
-func unitVariant(what string, payload *jsonValue) error {
-	if payload == nil || payload.kind == jsonNull {
+// unitVariantFrom checks the payload of a unit variant: none, or null; with
+// content (a value serde buffered as Content, as it does for an Event) an
+// empty object is a unit payload too, as serde's
+// ContentRefDeserializer::deserialize_unit accepts it.
+func unitVariantFrom(what string, payload *jsonValue, content bool) error {
+	if payload == nil || payload.kind == jsonNull || (content && payload.kind == jsonObject && len(payload.members) == 0) {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", what, payload.invalidType("unit variant"))

@@ -79,7 +79,13 @@ func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemK
 }
 
 // StartOrchestration starts instance running orchestration name (the
-// version the registry's policy picks) with input.
+// version the registry's policy picks) with input. It enqueues one start
+// message (one provider request) and returns once it is stored. A start for
+// an instance that already exists never changes what runs: a running
+// instance keeps running the orchestration its history started and a
+// finished one stays finished; the runtime drops the start with a warning.
+// The call does not report that case (it would cost a read on every
+// start); call GetOrchestrationStatus first when the id may be in use.
 func (c *Client) StartOrchestration(ctx context.Context, instance, name, input string) error {
 	return c.start(ctx, instance, name, nil, input)
 }

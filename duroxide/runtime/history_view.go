@@ -159,6 +159,14 @@ func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance
 			r.completions = append(r.completions, m)
 		}
 	}
+	if _, ok := startKind(r.start).(duroxide.StartOrchestrationItem); ok && h.started != nil {
+		// A start for an instance whose execution has already started never
+		// changes what runs: the history names the orchestration.
+		s := r.start.Kind.(duroxide.StartOrchestrationItem)
+		logger.Warn("start of an instance that already exists ignored; it keeps running the orchestration its history started",
+			"instance", instance, "requested", s.Orchestration, "running", h.started.Name)
+		r.start = nil
+	}
 	switch s := startKind(r.start).(type) {
 	case duroxide.StartOrchestrationItem:
 		r.named = true

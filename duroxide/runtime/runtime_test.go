@@ -963,3 +963,39 @@ func TestCodecMatchesDuroxide(t *testing.T) {
 		t.Error("encoding a channel must fail")
 	}
 }
+
+// A second start of a running instance must not change what runs: the
+// instance keeps running the orchestration its history started, against
+// its own history, and its output is that orchestration's.
+func TestStartOfRunningInstanceDoesNotChangeWhatRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterOrchestration("Approval", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			data, err := ctx.ScheduleWait("Go").Get()
+			return "approval:" + in + ":" + data, err
+		}),
+		reg.RegisterOrchestration("Echo", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			return "echo:" + in, nil
+		}))
+	e.start(reg, fastOptions())
+	if err := e.client.StartOrchestration(e.ctx, "dup-start-1", "Approval", "first"); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, e, "dup-start-1")
+	_ = e.client.StartOrchestration(e.ctx, "dup-start-1", "Echo", "second")
+	if err := e.client.RaiseEvent(e.ctx, "dup-start-1", "Go", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, e.wait("dup-start-1"), "approval:first:yes")
+	var starts []string
+	for _, ev := range historyOf(t, e, "dup-start-1") {
+		if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+			starts = append(starts, s.Name+"("+s.Input+")")
+		}
+	}
+	if len(starts) != 1 || starts[0] != "Approval(first)" {
+		t.Fatalf("OrchestrationStarted events: %v", starts)
+	}
+}
