@@ -58,12 +58,17 @@ func (s *Server) handleBatch(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
-	pkKey, resp := requestPK(rq)
-	if resp != nil {
-		return resp
-	}
-	if resp := c.checkPKComponents(pkKey); resp != nil {
-		return resp
+	atomic := !strings.EqualFold(rq.r.Header.Get("x-ms-cosmos-batch-atomic"), "false")
+	// A transactional batch names its one partition key in the header; a
+	// non-atomic (bulk) batch may omit it and carry one per operation.
+	pkKey := ""
+	if atomic || rq.pkHeader != "" {
+		if pkKey, resp = requestPK(rq); resp != nil {
+			return resp
+		}
+		if resp := c.checkPKComponents(pkKey); resp != nil {
+			return resp
+		}
 	}
 	if len(rq.body) > maxItemBytes {
 		return tooLarge()
@@ -80,20 +85,36 @@ func (s *Server) handleBatch(rq *request) *response {
 	}
 
 	// Validate bodies outside the lock.
+	keys := make([]string, len(ops))
 	docs := make([]*preparedDoc, len(ops))
 	patches := make([]*patchSpec, len(ops))
 	early := make([]*response, len(ops))
 	for i, op := range ops {
+		keys[i] = pkKey
 		if op.pk != "" {
-			if comps, err := parsePKHeader(op.pk); err != nil || canonicalPK(comps) != pkKey {
+			comps, err := parsePKHeader(op.pk)
+			switch {
+			case err != nil:
+				early[i] = badRequest("The partition key of a batch operation is invalid: " + err.Error())
+				continue
+			case pkKey != "" && canonicalPK(comps) != pkKey:
 				early[i] = badRequest("The partition key of a batch operation must match the partition key of the batch.")
 				continue
 			}
+			keys[i] = canonicalPK(comps)
+		}
+		if keys[i] == "" {
+			early[i] = badRequest("PartitionKey value must be supplied for this operation.")
+			continue
+		}
+		if r := c.checkPKComponents(keys[i]); r != nil {
+			early[i] = r
+			continue
 		}
 		switch op.kind {
 		case "create", "upsert", "replace":
 			d, r := c.prepareValue(op.body)
-			if r == nil && d.pkKey != pkKey {
+			if r == nil && d.pkKey != keys[i] {
 				r = pkMismatch()
 			}
 			docs[i], early[i] = d, r
@@ -107,6 +128,9 @@ func (s *Server) handleBatch(rq *request) *response {
 			early[i] = badRequest("The batch operation is missing the 'id' of the document.")
 		}
 	}
+	if !atomic {
+		return s.runBulk(rq, c, ops, keys, docs, patches, early)
+	}
 
 	c.mu.Lock()
 	lsn := c.lsn + 1
@@ -114,26 +138,7 @@ func (s *Server) handleBatch(rq *request) *response {
 	plans := make([]plan, len(ops))
 	failed := -1
 	for i, op := range ops {
-		var p plan
-		switch {
-		case early[i] != nil:
-			p = plan{fail: early[i]}
-		case op.kind == "create":
-			p = s.planCreate(v, docs[i], lsn)
-		case op.kind == "upsert":
-			p = s.planUpsert(v, docs[i], op.ifMatch, lsn)
-		case op.kind == "replace":
-			p = s.planReplace(v, op.id, docs[i], op.ifMatch, lsn)
-		case op.kind == "delete":
-			p = s.planDelete(v, pkKey, op.id, op.ifMatch)
-		case op.kind == "read":
-			p = s.planRead(v, pkKey, op.id)
-			if p.fail == nil && op.ifNoneMatch != "" && (op.ifNoneMatch == "*" || op.ifNoneMatch == formatETag(p.read.etag)) {
-				p = plan{status: http.StatusNotModified, pkKey: pkKey}
-			}
-		case op.kind == "patch":
-			p = s.planPatch(v, pkKey, op.id, patches[i], op.ifMatch, lsn)
-		}
+		p := s.planBatchOp(v, op, keys[i], docs[i], patches[i], early[i], lsn)
 		plans[i] = p
 		if p.fail != nil {
 			failed = i
@@ -160,39 +165,15 @@ func (s *Server) handleBatch(rq *request) *response {
 		p := plans[i]
 		switch {
 		case failed >= 0 && i == failed:
-			buf = append(buf, `{"statusCode":`...)
-			buf = strconv.AppendInt(buf, int64(p.fail.status), 10)
-			if p.fail.subst != 0 {
-				buf = append(buf, `,"subStatusCode":`...)
-				buf = strconv.AppendInt(buf, int64(p.fail.subst), 10)
-			}
-			buf = append(buf, `,"requestCharge":`...)
-			buf = strconv.AppendFloat(buf, p.charge, 'f', 2, 64)
-			buf = append(buf, '}')
+			buf, _ = appendOpResult(buf, p, minimal)
 			total += p.charge
 		case failed >= 0:
 			buf = append(buf, `{"statusCode":424,"requestCharge":0}`...)
 		default:
-			it := p.next
-			if it == nil {
-				it = p.read
-			}
-			charge := p.charge
-			total += charge
-			buf = append(buf, `{"statusCode":`...)
-			buf = strconv.AppendInt(buf, int64(p.status), 10)
-			buf = append(buf, `,"requestCharge":`...)
-			buf = strconv.AppendFloat(buf, charge, 'f', 2, 64)
-			if it != nil {
-				buf = append(buf, `,"eTag":`...)
-				buf = appendString(buf, formatETag(it.etag))
-				if p.read != nil || !minimal {
-					buf = append(buf, `,"resourceBody":`...)
-					buf = it.appendJSON(buf)
-					items++
-				}
-			}
-			buf = append(buf, '}')
+			total += p.charge
+			var n int
+			buf, n = appendOpResult(buf, p, minimal)
+			items += n
 		}
 	}
 	buf = append(buf, ']')
@@ -201,4 +182,65 @@ func (s *Server) handleBatch(rq *request) *response {
 		status = http.StatusMultiStatus
 	}
 	return &response{status: status, body: buf, items: items, charge: total, lsn: lsn}
+}
+
+// planBatchOp plans one operation of a batch against the view; early is the
+// operation's validation failure, if any.
+func (s *Server) planBatchOp(v *view, op batchOp, key string, doc *preparedDoc, patch *patchSpec, early *response, lsn uint64) plan {
+	switch {
+	case early != nil:
+		return plan{fail: early}
+	case op.kind == "create":
+		return s.planCreate(v, doc, lsn)
+	case op.kind == "upsert":
+		return s.planUpsert(v, doc, op.ifMatch, lsn)
+	case op.kind == "replace":
+		return s.planReplace(v, op.id, doc, op.ifMatch, lsn)
+	case op.kind == "delete":
+		return s.planDelete(v, key, op.id, op.ifMatch)
+	case op.kind == "read":
+		p := s.planRead(v, key, op.id)
+		if p.fail == nil && op.ifNoneMatch != "" && (op.ifNoneMatch == "*" || op.ifNoneMatch == formatETag(p.read.etag)) {
+			p = plan{status: http.StatusNotModified, pkKey: key}
+		}
+		return p
+	default: // patch
+		return s.planPatch(v, key, op.id, patch, op.ifMatch, lsn)
+	}
+}
+
+// appendOpResult appends one operation's entry of a batch response: its
+// status (and substatus when it failed), charge, ETag and body. It returns
+// the number of documents it wrote.
+func appendOpResult(buf []byte, p plan, minimal bool) ([]byte, int) {
+	if p.fail != nil {
+		buf = append(buf, `{"statusCode":`...)
+		buf = strconv.AppendInt(buf, int64(p.fail.status), 10)
+		if p.fail.subst != 0 {
+			buf = append(buf, `,"subStatusCode":`...)
+			buf = strconv.AppendInt(buf, int64(p.fail.subst), 10)
+		}
+		buf = append(buf, `,"requestCharge":`...)
+		buf = strconv.AppendFloat(buf, p.charge, 'f', 2, 64)
+		return append(buf, '}'), 0
+	}
+	it := p.next
+	if it == nil {
+		it = p.read
+	}
+	items := 0
+	buf = append(buf, `{"statusCode":`...)
+	buf = strconv.AppendInt(buf, int64(p.status), 10)
+	buf = append(buf, `,"requestCharge":`...)
+	buf = strconv.AppendFloat(buf, p.charge, 'f', 2, 64)
+	if it != nil {
+		buf = append(buf, `,"eTag":`...)
+		buf = appendString(buf, formatETag(it.etag))
+		if p.read != nil || !minimal {
+			buf = append(buf, `,"resourceBody":`...)
+			buf = it.appendJSON(buf)
+			items++
+		}
+	}
+	return append(buf, '}'), items
 }

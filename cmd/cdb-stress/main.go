@@ -71,7 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var code int
 	if o.mp != nil {
-		code = runMultiProcess(ctx, *o.mp, args, o.record, stdout, stderr)
+		mp := *o.mp
+		mp.latency = o.latency
+		code = runMultiProcess(ctx, mp, args, o.record, stdout, stderr)
 	} else {
 		code = runAll(ctx, o, args, stdout, stderr)
 	}

@@ -45,6 +45,8 @@ type mpOptions struct {
 	maxKills   int
 	timeout    time.Duration
 	partitions int
+	// latency is the embedded emulator's simulated per-request latency.
+	latency emulator.Latency
 }
 
 // mpResult is one N's outcome.
@@ -89,7 +91,7 @@ func runMultiProcess(ctx context.Context, o mpOptions, args []string, record str
 	var emu *emulator.Server
 	if endpoint == "" {
 		var err error
-		emu, err = emulator.Start(emulator.Options{PhysicalPartitions: o.partitions})
+		emu, err = emulator.Start(emulator.Options{PhysicalPartitions: o.partitions, Latency: o.latency})
 		if err != nil {
 			fmt.Fprintln(stderr, "cdb-stress:", err)
 			return exitFailures

@@ -247,6 +247,25 @@ scenario("unique-keys", async () => {
   assert.deepEqual(resource.uniqueKeyPolicy.uniqueKeys[0].paths, ["/email"]);
 });
 
+// Class 5: bulk, the SDK's non-atomic batches (a partition key per operation).
+scenario("bulk-non-atomic", async () => {
+  const c = await freshContainer();
+  await c.items.create({ id: "dup", pk: "p1" });
+  const ops = [];
+  for (let i = 0; i < 20; i++) ops.push({ operationType: BulkOperationType.Create, partitionKey: `p${i % 5}`, resourceBody: { id: `b${i}`, pk: `p${i % 5}` } });
+  ops.push({ operationType: BulkOperationType.Create, partitionKey: "p1", resourceBody: { id: "dup", pk: "p1" } });
+  ops.push({ operationType: BulkOperationType.Upsert, partitionKey: "p2", resourceBody: { id: "u", pk: "p2", n: 1 } });
+  ops.push({ operationType: BulkOperationType.Patch, id: "b0", partitionKey: "p0", resourceBody: { operations: [{ op: "add", path: "/x", value: 1 }] } });
+  ops.push({ operationType: BulkOperationType.Read, id: "b1", partitionKey: "p1" });
+  ops.push({ operationType: BulkOperationType.Delete, id: "b2", partitionKey: "p2" });
+  const res = await c.items.executeBulkOperations(ops);
+  const codes = res.map((r) => r.response?.statusCode ?? r.error?.code);
+  assert.deepEqual(codes.slice(0, 20), new Array(20).fill(201));
+  assert.deepEqual(codes.slice(20), [409, 201, 200, 200, 204], `codes ${codes}`);
+  const { resource } = await c.item("b0", "p0").read();
+  assert.equal(resource.x, 1, "the failed create did not undo the others");
+});
+
 // Class 9: server-side scripts are refused with 501, never a 404.
 scenario("scripts-refused", async () => {
   const c = await freshContainer();
