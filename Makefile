@@ -1,6 +1,7 @@
 # Developer shortcuts; CI runs .ci/run.
 GO ?= go
-EXAMPLES := $(notdir $(wildcard examples/*))
+# every example program; examples/internal holds their shared helpers
+EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
 
 .PHONY: test lint examples bench stress emulator
 
