@@ -476,15 +476,22 @@ func (c *OrchestrationContext) UtcNow() (time.Time, error) {
 
 // Join waits for all futures and returns their outcomes in order (duroxide's
 // join). A nil future's outcome is an error, without waiting.
+//
+// Each wake-up polls from the first future not yet seen resolved and stops
+// at the first that is still pending, so a join of N futures costs O(N)
+// polls in all over a replay rather than O(N) per wake-up (O(N²) per turn
+// for a fan-out whose results arrive one by one). Polling is a lookup with
+// no effect beyond marking the future observed, so the order is not
+// observable.
 func (c *OrchestrationContext) Join(futures ...*Future) []Result {
+	next := 0 // futures[:next] are nil or resolved
 	c.waitUntil(func() bool {
-		all := true
-		for _, f := range futures {
-			if f != nil && !f.poll() {
-				all = false
+		for ; next < len(futures); next++ {
+			if f := futures[next]; f != nil && !f.poll() {
+				return false
 			}
 		}
-		return all
+		return true
 	})
 	out := make([]Result, len(futures))
 	for i, f := range futures {
