@@ -187,6 +187,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			res.InstancesDeleted++
 		}
 		p.locks.dropInstance(id)
+		p.statusWatches.changed(id)
 		p.orchPool.forgetInstance(id)
 		p.workPool.forgetInstance(id)
 	}

@@ -207,6 +207,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		p.hint(e)
 	}
 	p.orchPool.unlock(instance)
+	if statusChanging(metadata, historyDelta) {
+		p.statusWatches.changed(instance)
+	}
 	for _, intent := range plan.intents {
 		if err := p.deliverIntent(ctx, intent, quickRetrier.withClosed(p.stop)); err != nil {
 			p.log.Info("outbox delivery deferred to the reconciler", zap.String("intent", intent.ID), zap.String("instance", instance), zap.Error(err))

@@ -26,12 +26,14 @@ const (
 // Provider is the Cosmos DB provider. It is safe for concurrent use by many
 // goroutines. Create it with New; Close stops its reconciler.
 type Provider struct {
-	cfg       Config
-	client    *azcosmos.Client
-	ownClient bool
-	container *azcosmos.ContainerClient
-	log       *zap.Logger
-	retry     retrier
+	cfg Config
+	// statusWatches wakes status waits of this process on its acks.
+	statusWatches statusWatches
+	client        *azcosmos.Client
+	ownClient     bool
+	container     *azcosmos.ContainerClient
+	log           *zap.Logger
+	retry         retrier
 
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider

@@ -17,7 +17,7 @@ import (
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
 
 // dataOps are the operation kinds that touch documents; the others
@@ -164,11 +164,11 @@ func BenchmarkHelloWorldRequests(b *testing.B) {
 }
 
 // attributingTransport sends requests to an emulator and attributes each
-// to the provider call that made it (providertest.AttributeRequest).
+// to the provider call that made it (stress.AttributeRequest).
 type attributingTransport struct{ inner *http.Client }
 
 func (t attributingTransport) Do(req *http.Request) (*http.Response, error) {
-	providertest.AttributeRequest(req.Context())
+	stress.AttributeRequest(req.Context())
 	return t.inner.Do(req)
 }
 
@@ -202,10 +202,10 @@ func (f *fetchTrace) String() string {
 // runStressOnCDB runs the parallel stress scenario for d on a provider of
 // its own emulator with orch/worker dispatchers, and returns the result
 // and the steps of the provider's fetches.
-func runStressOnCDB(t *testing.T, orch, worker int, d time.Duration) (providertest.StressResult, *fetchTrace) {
+func runStressOnCDB(t *testing.T, orch, worker int, d time.Duration) (stress.StressResult, *fetchTrace) {
 	t.Helper()
 	trace := &fetchTrace{counts: map[string]int64{}}
-	factory := func(ctx context.Context, run providertest.StressRun) (duroxide.Provider, error) {
+	factory := func(ctx context.Context, run stress.StressRun) (duroxide.Provider, error) {
 		s, err := emulator.Start(emulator.Options{})
 		if err != nil {
 			return nil, err
@@ -221,7 +221,7 @@ func runStressOnCDB(t *testing.T, orch, worker int, d time.Duration) (providerte
 		cdb.SetFetchTracer(p, trace.add)
 		return p, nil
 	}
-	res, err := providertest.RunStress(t.Context(), factory, providertest.StressConfig{
+	res, err := stress.RunStress(t.Context(), factory, stress.StressConfig{
 		Duration: d, OrchestrationConcurrency: orch, WorkerConcurrency: worker,
 	})
 	require.NoError(t, err)
@@ -245,8 +245,8 @@ func TestFetchRequestsUnderLoad(t *testing.T) {
 			res, trace := runStressOnCDB(t, c[0], c[1], 2*time.Second)
 			require.Positive(t, res.Completed)
 			require.Zero(t, res.Failed, "failed orchestrations: %v", res.Problems)
-			of, _ := res.Operation(providertest.OpFetchOrchestrationItem)
-			wf, _ := res.Operation(providertest.OpFetchWorkItem)
+			of, _ := res.Operation(stress.OpFetchOrchestrationItem)
+			wf, _ := res.Operation(stress.OpFetchWorkItem)
 			t.Logf("%d/%d: %d orchestrations; orchestration fetch %.2f requests (%d calls), work item fetch %.2f (%d calls)\n%s",
 				c[0], c[1], res.Completed, of.RequestsPerCall(), of.Calls, wf.RequestsPerCall(), wf.Calls, trace)
 			assert.LessOrEqual(t, of.RequestsPerCall(), orchBudget, "requests per orchestration fetch\n%s", trace)

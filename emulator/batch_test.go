@@ -188,9 +188,9 @@ func TestBatchLimits(t *testing.T) {
 	assert.Equal(t, int32(400), resp.OperationResults[1].StatusCode)
 	assert.Equal(t, int32(424), resp.OperationResults[0].StatusCode)
 
-	// Invalid id inside a batch.
+	// Invalid id inside a batch (over 1,023 bytes).
 	b = c.NewTransactionalBatch(pk)
-	b.CreateItem(mustJSON(t, map[string]any{"id": "a/b", "pk": "p"}), nil)
+	b.CreateItem(mustJSON(t, map[string]any{"id": strings.Repeat("x", 1024), "pk": "p"}), nil)
 	resp, err = c.ExecuteTransactionalBatch(e.ctx, b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int32(400), resp.OperationResults[0].StatusCode)

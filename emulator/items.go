@@ -40,7 +40,7 @@ func (c *container) prepareValue(v value) (*preparedDoc, *response) {
 	if id.k != kString {
 		return nil, badRequest("The input content is invalid because the required properties - 'id; ' - are missing")
 	}
-	if resp := validateID(id.s); resp != nil {
+	if resp := validateItemID(id.s); resp != nil {
 		return nil, resp
 	}
 	comps := c.pkOf(v)
@@ -343,6 +343,11 @@ func (s *Server) docRequest(rq *request, withBody bool) (*container, string, *pr
 	c, resp := s.containerOf(rq)
 	if resp != nil {
 		return nil, "", nil, resp
+	}
+	if len(rq.segs) == 6 {
+		if resp := urlAddressingRefusal(rq.segs[5]); resp != nil {
+			return nil, "", nil, resp
+		}
 	}
 	var d *preparedDoc
 	if withBody {

@@ -2,12 +2,21 @@
 // suite (microsoft/duroxide 0.1.26, src/provider_validation/): every test of
 // its 19 groups as an exported func(t *testing.T, f Factory), named after
 // the Rust test, and RunAll/RunGroup to run them as parallel subtests
-// against any duroxide.Provider a Factory creates.
+// against any duroxide.Provider a Factory creates. README.md maps each Rust
+// test to its Go function.
 //
-// It also holds MemoryProvider, a reference in-memory provider (the tables
-// of duroxide's SQLite provider behind one mutex, with long polling) that
-// the suite is checked against and the runtime's tests run on, its
-// MemoryFactory with every optional hook, and the stress harness
-// (RunStress, a port of duroxide's provider_stress_test). README.md maps
-// each Rust test to its Go function.
+// What its users need lives in three packages, none importing another
+// without need:
+//
+//   - providertest (this package): the validation suite, for provider
+//     authors' tests; it uses testing and testify, so only test binaries
+//     link it. MemoryFactory is the suite's Factory of the reference
+//     provider, with every optional hook.
+//   - providertest/memory: MemoryProvider, the reference in-memory provider
+//     (the tables of duroxide's SQLite provider behind one mutex, with long
+//     polling) that the suite is checked against and the runtime's tests
+//     run on. It imports neither testing nor testify.
+//   - providertest/stress: the stress harness (RunStress, a port of
+//     duroxide's provider_stress_test) used by cmd/cdb-stress and by tests;
+//     it imports neither testing nor testify, so binaries stay free of them.
 package providertest

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
 // defaultMemoryLockTimeout is the MemoryFactory's lock timeout when none is
@@ -20,7 +21,7 @@ type MemoryFactory struct {
 	// Timeout is the lock timeout the suite uses; zero means 1 s.
 	Timeout time.Duration
 	// Options configure every provider the factory creates.
-	Options MemoryOptions
+	Options memory.MemoryOptions
 }
 
 // Compile-time checks of the hooks MemoryFactory offers.
@@ -33,7 +34,7 @@ var (
 
 // NewProvider returns a fresh, empty MemoryProvider.
 func (f MemoryFactory) NewProvider(t testing.TB) duroxide.Provider {
-	return NewMemoryProvider(f.Options)
+	return memory.NewMemoryProvider(f.Options)
 }
 
 // LockTimeout returns Timeout, or 1 s when it is zero.
@@ -66,9 +67,9 @@ func (f MemoryFactory) MaxAttemptCount(ctx context.Context, t testing.TB, p duro
 	return memoryProvider(t, p).MaxAttemptCount(instance)
 }
 
-func memoryProvider(t testing.TB, p duroxide.Provider) *MemoryProvider {
+func memoryProvider(t testing.TB, p duroxide.Provider) *memory.MemoryProvider {
 	t.Helper()
-	mp, ok := p.(*MemoryProvider)
+	mp, ok := p.(*memory.MemoryProvider)
 	if !ok {
 		t.Fatalf("MemoryFactory hook called with a %T, not a *MemoryProvider", p)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
 // TestMemoryProviderValidation runs the whole validation suite against the
@@ -35,7 +36,7 @@ const orderingPause = 50 * time.Millisecond
 // TestMemoryLongPollWakesOnEnqueue checks that a waiting orchestration fetch returns a message enqueued while it waits.
 func TestMemoryLongPollWakesOnEnqueue(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	got := make(chan *duroxide.OrchestrationItem, 1)
 	go func() {
 		item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollLong, nil)
@@ -54,7 +55,7 @@ func TestMemoryLongPollWakesOnEnqueue(t *testing.T) {
 // TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible checks that a waiting fetch wakes when a delayed message becomes visible.
 func TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), startItem("delayed"), 200*time.Millisecond))
 	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollLong, nil)
 	require.NoError(t, err)
@@ -65,7 +66,7 @@ func TestMemoryLongPollWakesWhenDelayedMessageBecomesVisible(t *testing.T) {
 // TestMemoryLongPollWakesWhenLockExpires checks that a waiting fetch wakes when another fetch's instance lock expires, and the refetch counts a second attempt.
 func TestMemoryLongPollWakesWhenLockExpires(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	enqueueOrch(t, p, startItem("expiring"))
 	fetchOrch(t, p, 200*time.Millisecond)
 	item, err := p.FetchOrchestrationItem(t.Context(), longLock, pollLong, nil)
@@ -77,7 +78,7 @@ func TestMemoryLongPollWakesWhenLockExpires(t *testing.T) {
 // TestMemoryLongPollWorkItemWakesOnAck checks that a waiting worker fetch returns the activity an orchestration ack enqueues.
 func TestMemoryLongPollWorkItemWakesOnAck(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	enqueueOrch(t, p, startItem("wake-worker"))
 	turn := fetchOrch(t, p, longLock)
 	got := make(chan *duroxide.LockedWorkItem, 1)
@@ -104,7 +105,7 @@ func TestMemoryLongPollWorkItemWakesOnAck(t *testing.T) {
 // TestMemoryLongPollEndsWithCancelledContext checks that cancelling the context ends a long poll with a retryable error wrapping context.Canceled.
 func TestMemoryLongPollEndsWithCancelledContext(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	ctx, cancel := context.WithCancel(t.Context())
 	errs := make(chan error, 1)
 	go func() {
@@ -122,7 +123,7 @@ func TestMemoryLongPollEndsWithCancelledContext(t *testing.T) {
 // TestMemoryTagFilterNoneNeverReturnsWork checks that TagFilterNone matches no activity, even when one is queued.
 func TestMemoryTagFilterNoneNeverReturnsWork(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	require.NoError(t, p.EnqueueForWorker(t.Context(), duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: "i", ExecutionID: 1, ID: 1, Name: "A"}}))
 	w, err := p.FetchWorkItem(t.Context(), longLock, 0, nil, duroxide.TagFilterNone())
 	require.NoError(t, err)
@@ -135,17 +136,17 @@ func TestMemoryTagFilterNoneNeverReturnsWork(t *testing.T) {
 // TestMemoryProviderIsItsOwnAdmin checks that AsManagementCapability finds the provider's ProviderAdmin.
 func TestMemoryProviderIsItsOwnAdmin(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	admin, ok := duroxide.AsManagementCapability(p)
 	require.True(t, ok)
-	require.Same(t, p, admin.(*MemoryProvider))
+	require.Same(t, p, admin.(*memory.MemoryProvider))
 }
 
-// TestMemoryProviderUsesInjectedClock checks that MemoryOptions.Now drives message visibility.
+// TestMemoryProviderUsesInjectedClock checks that memory.MemoryOptions.Now drives message visibility.
 func TestMemoryProviderUsesInjectedClock(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_000_000)
-	p := NewMemoryProvider(MemoryOptions{Now: func() time.Time { return now }})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{Now: func() time.Time { return now }})
 	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), startItem("clocked"), time.Minute))
 	requireNoOrch(t, p, longLock, "the message is delayed by a minute of the injected clock")
 	now = now.Add(time.Minute)
@@ -159,7 +160,7 @@ func TestMemoryProviderUsesInjectedClock(t *testing.T) {
 // and that nothing is enqueued.
 func TestMemoryUnencodableWorkItemIsPermanentSerializationError(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	bad := duroxide.WorkItem{Kind: &duroxide.ExternalRaisedItem{Instance: "unencodable", Name: "e", Data: "d"}}
 	err := p.EnqueueForOrchestrator(t.Context(), bad, 0)
 	pe := requireProviderError(t, err, "a pointer kind cannot be stored")
@@ -191,7 +192,7 @@ func TestMemoryUnencodableWorkItemIsPermanentSerializationError(t *testing.T) {
 // history" error that wraps the codec's error, and that nothing is written.
 func TestMemoryUnencodableEventKeepsItsCause(t *testing.T) {
 	t.Parallel()
-	p := NewMemoryProvider(MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	err := p.AppendWithExecution(t.Context(), "no-kind", 1, []duroxide.Event{
 		startedEvent("no-kind", 1, 1, testOrch, testOrchVersion),
 		{EventID: 2, InstanceID: "no-kind", ExecutionID: 1},

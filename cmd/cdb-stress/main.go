@@ -32,7 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
 
 // Exit statuses.
@@ -114,7 +114,7 @@ func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Wri
 		reps = append(reps, rep)
 	}
 	var report strings.Builder
-	store := "memory: providertest.MemoryProvider"
+	store := "memory: memory.MemoryProvider"
 	if len(o.providers) > 1 || o.providers[0] == providerCDB {
 		store = cdbT.store() + "; " + store
 	}
@@ -137,7 +137,7 @@ func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Wri
 }
 
 // runOne runs scenario on target t with configuration c.
-func runOne(ctx context.Context, o options, t target, sc providertest.StressScenario, c dispatchConfig, runID string, stderr io.Writer) (row, error) {
+func runOne(ctx context.Context, o options, t target, sc stress.StressScenario, c dispatchConfig, runID string, stderr io.Writer) (row, error) {
 	cfg := o.stressConfig(sc, c)
 	tr := t.prepare()
 	cfg.RequestCount = tr.requestCount()
@@ -147,7 +147,7 @@ func runOne(ctx context.Context, o options, t target, sc providertest.StressScen
 	if o.progress {
 		cfg.Progress = progressPrinter(stderr, t.name(), sc, tty)
 	}
-	res, err := providertest.RunStress(ctx, tr.factory(), cfg)
+	res, err := stress.RunStress(ctx, tr.factory(), cfg)
 	if o.progress && tty {
 		fmt.Fprintln(stderr)
 	}
@@ -160,8 +160,8 @@ func runOne(ctx context.Context, o options, t target, sc providertest.StressScen
 
 // progressPrinter returns a StressConfig.Progress that prints one line per
 // report: rewritten in place on a terminal, one line each otherwise.
-func progressPrinter(w io.Writer, provider string, sc providertest.StressScenario, tty bool) func(providertest.StressProgress) {
-	return func(p providertest.StressProgress) {
+func progressPrinter(w io.Writer, provider string, sc stress.StressScenario, tty bool) func(stress.StressProgress) {
+	return func(p stress.StressProgress) {
 		start, end := "", "\n"
 		if tty {
 			start, end = "\r\x1b[K", ""

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/emulator"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
 
 // Short runs of the binary: cdb on the embedded emulator (or on
@@ -74,24 +74,24 @@ func TestCDBStress(t *testing.T) {
 	target := newCDBTarget(emulator.Latency{})
 	o, err := parseOptions(shortArgs, &bytes.Buffer{})
 	require.NoError(t, err)
-	for _, sc := range providertest.StressScenarios() {
+	for _, sc := range stress.StressScenarios() {
 		cfg := o.stressConfig(sc, dispatchConfig{2, 2})
-		cfg.LargePayload = providertest.LargePayloadConfig{SmallPayloadKB: 5, MediumPayloadKB: 10, LargePayloadKB: 20, ActivityCount: 6, SubOrchestrationCount: 2}
-		cfg.MaxConcurrent = map[providertest.StressScenario]int{sc: 6, providertest.ScenarioLargePayload: 2}[sc]
+		cfg.LargePayload = stress.LargePayloadConfig{SmallPayloadKB: 5, MediumPayloadKB: 10, LargePayloadKB: 20, ActivityCount: 6, SubOrchestrationCount: 2}
+		cfg.MaxConcurrent = map[stress.StressScenario]int{sc: 6, stress.ScenarioLargePayload: 2}[sc]
 		tr := target.prepare().(*cdbRun)
 		cfg.RequestCount = tr.requestCount()
 		cfg.RequestCharge = tr.requestCharge()
-		res, err := providertest.RunStress(t.Context(), tr.factory(), cfg)
+		res, err := stress.RunStress(t.Context(), tr.factory(), cfg)
 		require.NoError(t, err)
 		require.Positive(t, res.Launched, sc)
 		require.Empty(t, res.Problems, sc)
 		require.Equal(t, res.Launched, res.Completed, sc)
 		perInstance := cfg.TasksPerInstance
-		if sc == providertest.ScenarioLargePayload {
+		if sc == stress.ScenarioLargePayload {
 			lp := cfg.LargePayload
 			perInstance = lp.ActivityCount + 10 + 2*lp.SubOrchestrationCount
 		}
-		for _, op := range []string{providertest.OpFetchWorkItem, providertest.OpAckWorkItem} {
+		for _, op := range []string{stress.OpFetchWorkItem, stress.OpAckWorkItem} {
 			s, ok := res.Operation(op)
 			require.True(t, ok)
 			require.Equal(t, int64(res.Completed*perInstance), s.Calls, "%s %s", sc, op)
@@ -116,7 +116,7 @@ func TestCDBStress(t *testing.T) {
 			attributed += s.RequestCharge + s.EmptyRequestCharge + s.FailedRequestCharge
 		}
 		require.LessOrEqual(t, attributed, res.RequestCharge+1e-6, "attributed charges cannot exceed the run's")
-		ack, _ := res.Operation(providertest.OpAckWorkItem)
+		ack, _ := res.Operation(stress.OpAckWorkItem)
 		require.GreaterOrEqual(t, ack.RequestChargePerCall(), 5.5, "a work-item ack writes at least one document")
 	}
 }
@@ -124,24 +124,24 @@ func TestCDBStress(t *testing.T) {
 func TestParseOptions(t *testing.T) {
 	o, err := parseOptions(nil, &bytes.Buffer{})
 	require.NoError(t, err)
-	require.Equal(t, []providertest.StressScenario{providertest.ScenarioParallelOrchestrations}, o.scenarios)
+	require.Equal(t, []stress.StressScenario{stress.ScenarioParallelOrchestrations}, o.scenarios)
 	require.Equal(t, 10*time.Second, o.duration)
 	require.Equal(t, []dispatchConfig{{1, 1}, {2, 2}, {4, 4}}, o.configs)
 	require.Equal(t, []string{providerMemory, providerCDB}, o.providers)
-	par := o.stressConfig(providertest.ScenarioParallelOrchestrations, dispatchConfig{2, 2})
+	par := o.stressConfig(stress.ScenarioParallelOrchestrations, dispatchConfig{2, 2})
 	require.Equal(t, 20, par.MaxConcurrent)
 	require.Equal(t, 5, par.TasksPerInstance)
 	require.Equal(t, 10*time.Millisecond, par.ActivityDelay)
-	large := o.stressConfig(providertest.ScenarioLargePayload, dispatchConfig{1, 1})
+	large := o.stressConfig(stress.ScenarioLargePayload, dispatchConfig{1, 1})
 	require.Zero(t, large.MaxConcurrent, "the large-payload scenario keeps duroxide's own default")
 	require.Zero(t, large.ActivityDelay)
 
 	o, err = parseOptions([]string{"-scenario", "all", "-max-concurrent", "7", "-activity-delay", "0s", "-provider", "cdb", "-configs", " 3/1 "}, &bytes.Buffer{})
 	require.NoError(t, err)
-	require.Equal(t, providertest.StressScenarios(), o.scenarios)
+	require.Equal(t, stress.StressScenarios(), o.scenarios)
 	require.Equal(t, []string{providerCDB}, o.providers)
 	require.Equal(t, []dispatchConfig{{3, 1}}, o.configs)
-	large = o.stressConfig(providertest.ScenarioLargePayload, dispatchConfig{3, 1})
+	large = o.stressConfig(stress.ScenarioLargePayload, dispatchConfig{3, 1})
 	require.Equal(t, 7, large.MaxConcurrent, "an explicit flag applies to every scenario")
 	o, err = parseOptions([]string{"-latency", "5ms±2ms"}, &bytes.Buffer{})
 	require.NoError(t, err)
@@ -173,25 +173,25 @@ func TestRunExitStatusForUsage(t *testing.T) {
 }
 
 // result builds a parallel-scenario result for the target checks.
-func result(config string, launched, completed int, orchPerSec float64, ops ...providertest.OperationStats) providertest.StressResult {
+func result(config string, launched, completed int, orchPerSec float64, ops ...stress.OperationStats) stress.StressResult {
 	o, w := 2, 2
 	if config == "1/1" {
 		o, w = 1, 1
 	}
-	return providertest.StressResult{
-		Run:      providertest.StressRun{Scenario: providertest.ScenarioParallelOrchestrations, OrchestrationConcurrency: o, WorkerConcurrency: w},
+	return stress.StressResult{
+		Run:      stress.StressRun{Scenario: stress.ScenarioParallelOrchestrations, OrchestrationConcurrency: o, WorkerConcurrency: w},
 		Launched: launched, Completed: completed, Failed: launched - completed,
 		OrchestrationsPerSecond: orchPerSec, Requests: 1000, Operations: ops,
 	}
 }
 
 func TestEvaluateTargets(t *testing.T) {
-	within := []providertest.OperationStats{
-		{Operation: providertest.OpFetchOrchestrationItem, Calls: 100, Requests: 400},
-		{Operation: providertest.OpAckOrchestrationItem, Calls: 100, Requests: 100},
-		{Operation: providertest.OpFetchWorkItem, Calls: 100, Requests: 200},
+	within := []stress.OperationStats{
+		{Operation: stress.OpFetchOrchestrationItem, Calls: 100, Requests: 400},
+		{Operation: stress.OpAckOrchestrationItem, Calls: 100, Requests: 100},
+		{Operation: stress.OpFetchWorkItem, Calls: 100, Requests: 200},
 	}
-	reps := []scenarioReport{{scenario: providertest.ScenarioParallelOrchestrations, rows: []row{
+	reps := []scenarioReport{{scenario: stress.ScenarioParallelOrchestrations, rows: []row{
 		{provider: "memory", res: result("2/2", 100, 100, 60)},
 		{provider: "cdb", cdb: true, res: result("2/2", 80, 80, 31, within...)},
 	}}}
@@ -202,7 +202,7 @@ func TestEvaluateTargets(t *testing.T) {
 	}
 	require.Contains(t, vs[1].detail, "31.00/s vs 60.00/s (52%)")
 
-	over := append(within, providertest.OperationStats{Operation: providertest.OpAckWorkItem, Calls: 10, Requests: 20})
+	over := append(within, stress.OperationStats{Operation: stress.OpAckWorkItem, Calls: 10, Requests: 20})
 	reps[0].rows[1].res = result("2/2", 80, 79, 29, over...)
 	vs = evaluateTargets(reps)
 	require.False(t, vs[0].met)
@@ -212,7 +212,7 @@ func TestEvaluateTargets(t *testing.T) {
 	require.False(t, vs[3].met)
 	require.Contains(t, vs[3].detail, "ack_work_item 2.000 > 1")
 
-	vs = evaluateTargets([]scenarioReport{{scenario: providertest.ScenarioParallelOrchestrations, rows: []row{
+	vs = evaluateTargets([]scenarioReport{{scenario: stress.ScenarioParallelOrchestrations, rows: []row{
 		{provider: "memory", res: result("1/1", 10, 10, 20)},
 	}}})
 	require.True(t, vs[0].met)

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/emulator"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
 
 // options are the command line of cdb-stress.
 type options struct {
-	scenarios     []providertest.StressScenario
+	scenarios     []stress.StressScenario
 	duration      time.Duration
 	maxConcurrent int
 	tasks         int
@@ -50,12 +50,12 @@ const (
 )
 
 // scenarioAliases maps the -scenario values to scenarios.
-var scenarioAliases = map[string][]providertest.StressScenario{
-	"parallel":                {providertest.ScenarioParallelOrchestrations},
-	"parallel_orchestrations": {providertest.ScenarioParallelOrchestrations},
-	"large":                   {providertest.ScenarioLargePayload},
-	"large_payload":           {providertest.ScenarioLargePayload},
-	"all":                     providertest.StressScenarios(),
+var scenarioAliases = map[string][]stress.StressScenario{
+	"parallel":                {stress.ScenarioParallelOrchestrations},
+	"parallel_orchestrations": {stress.ScenarioParallelOrchestrations},
+	"large":                   {stress.ScenarioLargePayload},
+	"large_payload":           {stress.ScenarioLargePayload},
+	"all":                     stress.StressScenarios(),
 }
 
 // parseOptions parses args; usage and errors go to out. flag.ErrHelp is
@@ -176,16 +176,16 @@ func parseConfigs(s string) ([]dispatchConfig, error) {
 // stressConfig is the harness configuration of scenario on c. Flags left
 // at their defaults let the harness pick the scenario's own (duroxide's
 // large-payload defaults differ).
-func (o options) stressConfig(scenario providertest.StressScenario, c dispatchConfig) providertest.StressConfig {
-	cfg := providertest.StressConfig{
+func (o options) stressConfig(scenario stress.StressScenario, c dispatchConfig) stress.StressConfig {
+	cfg := stress.StressConfig{
 		Scenario: scenario, Duration: o.duration, TasksPerInstance: o.tasks,
 		OrchestrationConcurrency: c.orchestration, WorkerConcurrency: c.worker,
 		WaitTimeout: o.waitTimeout, PollInterval: o.pollInterval,
 	}
-	if scenario != providertest.ScenarioLargePayload || o.set["max-concurrent"] {
+	if scenario != stress.ScenarioLargePayload || o.set["max-concurrent"] {
 		cfg.MaxConcurrent = o.maxConcurrent
 	}
-	if scenario != providertest.ScenarioLargePayload || o.set["activity-delay"] {
+	if scenario != stress.ScenarioLargePayload || o.set["activity-delay"] {
 		cfg.ActivityDelay = o.activityDelay
 		if cfg.ActivityDelay == 0 {
 			cfg.ActivityDelay = -1 // the harness reads a negative delay as none

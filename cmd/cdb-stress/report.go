@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/emulator"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
 
 // The report cdb-stress prints: per scenario duroxide's header and
@@ -21,7 +21,7 @@ import (
 type row struct {
 	provider string
 	cdb      bool
-	res      providertest.StressResult
+	res      stress.StressResult
 	// kinds are the emulator's requests per operation kind (nil when not
 	// on the emulator).
 	kinds map[emulator.OpKind]int64
@@ -29,7 +29,7 @@ type row struct {
 
 // scenarioReport holds the runs of one scenario.
 type scenarioReport struct {
-	scenario providertest.StressScenario
+	scenario stress.StressScenario
 	rows     []row
 }
 
@@ -40,19 +40,19 @@ var requestBudget = []struct {
 	label  string
 	budget float64
 }{
-	{providertest.OpFetchOrchestrationItem, "Orch fetch", 4},
-	{providertest.OpAckOrchestrationItem, "Orch ack", 1},
-	{providertest.OpFetchWorkItem, "Work fetch", 2},
-	{providertest.OpAckWorkItem, "Work ack", 1},
-	{providertest.OpEnqueueForOrchestrator, "Start", 1},
+	{stress.OpFetchOrchestrationItem, "Orch fetch", 4},
+	{stress.OpAckOrchestrationItem, "Orch ack", 1},
+	{stress.OpFetchWorkItem, "Work fetch", 2},
+	{stress.OpAckWorkItem, "Work ack", 1},
+	{stress.OpEnqueueForOrchestrator, "Start", 1},
 }
 
 // scenarioTitle is the scenario's name in the header.
-func scenarioTitle(s providertest.StressScenario) string {
+func scenarioTitle(s stress.StressScenario) string {
 	switch s {
-	case providertest.ScenarioParallelOrchestrations:
+	case stress.ScenarioParallelOrchestrations:
 		return "Parallel Orchestrations"
-	case providertest.ScenarioLargePayload:
+	case stress.ScenarioLargePayload:
 		return "Large Payload"
 	}
 	return string(s)
@@ -68,7 +68,7 @@ func writeScenario(w io.Writer, rep scenarioReport, store string) {
 	fmt.Fprintf(w, "Test Scenario: %s\n", scenarioTitle(rep.scenario))
 	fmt.Fprintf(w, "Duration: %v\n", cfg.Duration)
 	fmt.Fprintf(w, "Max Concurrent Instances: %d\n", cfg.MaxConcurrent)
-	if rep.scenario == providertest.ScenarioParallelOrchestrations {
+	if rep.scenario == stress.ScenarioParallelOrchestrations {
 		fmt.Fprintf(w, "Tasks per Instance: %d\n", cfg.TasksPerInstance)
 	} else {
 		lp := cfg.LargePayload
@@ -78,11 +78,11 @@ func writeScenario(w io.Writer, rep scenarioReport, store string) {
 	fmt.Fprintf(w, "Activity Delay: %v\n", cfg.ActivityDelay)
 	fmt.Fprintf(w, "Store: %s\n\n", store)
 	fmt.Fprintf(w, "=== Comparison Table ===\n")
-	table := make([]providertest.StressRow, len(rep.rows))
+	table := make([]stress.StressRow, len(rep.rows))
 	for i, r := range rep.rows {
-		table[i] = providertest.StressRow{Provider: r.provider, Result: r.res}
+		table[i] = stress.StressRow{Provider: r.provider, Result: r.res}
 	}
-	_ = providertest.WriteStressTable(w, table)
+	_ = stress.WriteStressTable(w, table)
 	writeRequests(w, rep.rows)
 	writeProblems(w, rep.rows)
 	fmt.Fprintln(w)
@@ -153,18 +153,18 @@ type requestSplit struct {
 	budget float64
 }
 
-func splitRequests(res providertest.StressResult) requestSplit {
+func splitRequests(res stress.StressResult) requestSplit {
 	var s requestSplit
 	for _, b := range requestBudget {
 		op, _ := res.Operation(b.op)
 		s.dispatch += op.Requests
 		s.budget += b.budget * float64(op.Calls)
 	}
-	for _, op := range []string{providertest.OpFetchOrchestrationItem, providertest.OpFetchWorkItem} {
+	for _, op := range []string{stress.OpFetchOrchestrationItem, stress.OpFetchWorkItem} {
 		st, _ := res.Operation(op)
 		s.idle += st.EmptyRequests
 	}
-	for _, op := range []string{providertest.OpGetInstanceInfo, providertest.OpRead, providertest.OpGetCustomStatus} {
+	for _, op := range []string{stress.OpGetInstanceInfo, stress.OpRead, stress.OpGetCustomStatus} {
 		// Failed calls included: the metadata read of an instance whose
 		// first turn is not committed yet fails (not found).
 		st, _ := res.Operation(op)
@@ -252,7 +252,7 @@ func evaluateTargets(reps []scenarioReport) []verdict {
 
 	var memRow, cdbRow *row
 	for _, rep := range reps {
-		if rep.scenario != providertest.ScenarioParallelOrchestrations {
+		if rep.scenario != stress.ScenarioParallelOrchestrations {
 			continue
 		}
 		for i := range rep.rows {
@@ -288,7 +288,7 @@ func evaluateTargets(reps []scenarioReport) []verdict {
 	budget := verdict{target: "Cosmos DB requests per provider call within budget (orchestration fetch 4, ack 1, work item fetch 2, ack 1, start 1)"}
 	var over, seen []string
 	for _, rep := range reps {
-		if rep.scenario != providertest.ScenarioParallelOrchestrations {
+		if rep.scenario != stress.ScenarioParallelOrchestrations {
 			continue
 		}
 		for _, r := range rep.rows {

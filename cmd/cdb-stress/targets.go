@@ -21,7 +21,8 @@ import (
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
+	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
 
 // The providers cdb-stress runs on: the in-memory reference, and cdb on a
@@ -38,7 +39,7 @@ type target interface {
 
 // targetRun is one run's provider factory and request accounting.
 type targetRun interface {
-	factory() providertest.StressProviderFactory
+	factory() stress.StressProviderFactory
 	// requestCount is StressConfig.RequestCount, nil when the provider
 	// makes no requests.
 	requestCount() func() int64
@@ -60,9 +61,9 @@ func (memoryTarget) prepare() targetRun { return memoryRun{} }
 
 type memoryRun struct{}
 
-func (memoryRun) factory() providertest.StressProviderFactory {
-	return func(context.Context, providertest.StressRun) (duroxide.Provider, error) {
-		return providertest.NewMemoryProvider(providertest.MemoryOptions{}), nil
+func (memoryRun) factory() stress.StressProviderFactory {
+	return func(context.Context, stress.StressRun) (duroxide.Provider, error) {
+		return memory.NewMemoryProvider(memory.MemoryOptions{}), nil
 	}
 }
 
@@ -129,8 +130,8 @@ type cdbRun struct {
 	snaps []map[emulator.OpKind]emulator.OpCounters
 }
 
-func (r *cdbRun) factory() providertest.StressProviderFactory {
-	return func(ctx context.Context, run providertest.StressRun) (duroxide.Provider, error) {
+func (r *cdbRun) factory() stress.StressProviderFactory {
+	return func(ctx context.Context, run stress.StressRun) (duroxide.Provider, error) {
 		cfg := r.env
 		var emu *emulator.Server
 		r.transport.inner = http.DefaultClient
@@ -273,7 +274,7 @@ func (r *cdbRun) requestCharge() func() float64 {
 // countingTransport is the azcosmos client's HTTP transport: it counts
 // every request and the request charge of every response
 // (x-ms-request-charge), and attributes both to the provider call they
-// belong to (providertest.AttributeRequest, AttributeRequestCharge). The
+// belong to (stress.AttributeRequest, AttributeRequestCharge). The
 // provider disables the SDK's own retries, so each Do is one request to
 // Cosmos DB.
 type countingTransport struct {
@@ -288,14 +289,14 @@ type countingTransport struct {
 // Do counts req, sends it, and counts the response's request charge.
 func (t *countingTransport) Do(req *http.Request) (*http.Response, error) {
 	t.total.Add(1)
-	if providertest.AttributeRequest(req.Context()) {
+	if stress.AttributeRequest(req.Context()) {
 		t.attributed.Add(1)
 	}
 	resp, err := t.inner.Do(req)
 	if resp != nil {
 		if ru, perr := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64); perr == nil && ru > 0 {
 			t.microRU.Add(int64(ru*1e6 + 0.5))
-			providertest.AttributeRequestCharge(req.Context(), ru)
+			stress.AttributeRequestCharge(req.Context(), ru)
 		}
 	}
 	return resp, err

@@ -56,10 +56,26 @@ func (c *Client) prov() (duroxide.Provider, error) {
 var ErrTimeout = errors.New("runtime: operation timed out")
 
 // Polling of the Wait* methods: 5ms doubling up to 100ms, as in duroxide.
+// With a provider that is a duroxide.StatusWatcher, WaitForOrchestration
+// and WaitForStatusChange wake on the provider's acks in this process and
+// poll only for other processes' changes: from watchedPollDelay doubling up
+// to maxWatchedPollDelay.
 const (
-	initialPollDelay = 5 * time.Millisecond
-	maxPollDelay     = 100 * time.Millisecond
+	initialPollDelay    = 5 * time.Millisecond
+	maxPollDelay        = 100 * time.Millisecond
+	watchedPollDelay    = 100 * time.Millisecond
+	maxWatchedPollDelay = time.Second
 )
+
+// statusWatch returns a watch of instance's status when p is a
+// duroxide.StatusWatcher, nil otherwise.
+func statusWatch(p duroxide.Provider, instance string) func() (<-chan struct{}, func()) {
+	w, ok := duroxide.AsStatusWatcher(p)
+	if !ok {
+		return nil
+	}
+	return func() (<-chan struct{}, func()) { return w.WatchStatus(instance) }
+}
 
 // enqueue puts kind on its instance's orchestrator queue; an empty instance
 // id is refused before the provider sees it.
@@ -186,7 +202,10 @@ func addCustomStatus(ctx context.Context, p duroxide.Provider, instance string, 
 // returns that status, the one GetOrchestrationStatus returns; ErrTimeout
 // after timeout, or ctx's error. With a provider that has ProviderAdmin, a
 // poll reads the instance metadata instead of the whole history (see
-// pollTerminal).
+// pollTerminal). With a provider that is a duroxide.StatusWatcher, it
+// checks once, then again only when the provider's watch fires (an ack in
+// this process that changed the status) or, for other processes' changes,
+// on a backoff of 100ms doubling to 1s.
 func (c *Client) WaitForOrchestration(ctx context.Context, instance string, timeout time.Duration) (OrchestrationStatus, error) {
 	p, err := c.prov()
 	if err != nil {
@@ -194,7 +213,7 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 	}
 	admin, _ := duroxide.AsManagementCapability(p)
 	defer c.metrics.waited(time.Now())
-	return pollUntil(ctx, timeout, func() (OrchestrationStatus, bool, error) {
+	return pollUntil(ctx, timeout, statusWatch(p, instance), func() (OrchestrationStatus, bool, error) {
 		return pollTerminal(ctx, p, admin, instance)
 	})
 }
@@ -204,7 +223,10 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 // (GetOrchestrationStatus's); it checks every pollInterval and returns
 // ErrTimeout after timeout. With a provider that has ProviderAdmin, a check
 // that finds the custom status unchanged and the instance running by its
-// metadata reads no history.
+// metadata reads no history. With a provider that is a
+// duroxide.StatusWatcher, it checks again when the provider's watch fires
+// (an ack in this process that changed the status) and otherwise on a
+// backoff from pollInterval doubling to 1s (or pollInterval if larger).
 func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastSeenVersion uint64, pollInterval, timeout time.Duration) (OrchestrationStatus, error) {
 	p, err := c.prov()
 	if err != nil {
@@ -214,23 +236,34 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 	if pollInterval <= 0 {
 		pollInterval = maxPollDelay
 	}
+	watch := statusWatch(p, instance)
+	delay := pollInterval
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
+		changed, stop := takeWatch(watch)
 		cs, err := p.GetCustomStatus(ctx, instance, lastSeenVersion)
 		if err != nil {
+			stop()
 			return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
 		}
 		if cs != nil || !knownRunning(ctx, admin, instance) {
 			st, err := c.GetOrchestrationStatus(ctx, instance)
 			if err != nil {
+				stop()
 				return OrchestrationStatus{}, err
 			}
 			if cs != nil || st.IsTerminal() {
+				stop()
 				return st, nil
 			}
 		}
-		if err := sleepCtx(ctx, min(pollInterval, time.Until(deadline))); err != nil {
+		err = waitCtx(ctx, min(delay, time.Until(deadline)), changed)
+		stop()
+		if err != nil {
 			return OrchestrationStatus{}, err
+		}
+		if watch != nil {
+			delay = max(min(delay*2, maxWatchedPollDelay), pollInterval)
 		}
 	}
 	return OrchestrationStatus{}, ErrTimeout
@@ -264,35 +297,55 @@ func (c *Client) GetKVAllValues(ctx context.Context, instance string) (map[strin
 // WaitForKVValue polls until key exists in instance's KV store and returns
 // it; ErrTimeout after timeout.
 func (c *Client) WaitForKVValue(ctx context.Context, instance, key string, timeout time.Duration) (string, error) {
-	return pollUntil(ctx, timeout, func() (string, bool, error) {
+	return pollUntil(ctx, timeout, nil, func() (string, bool, error) {
 		return c.GetKVValue(ctx, instance, key)
 	})
 }
 
 // pollUntil calls check with duroxide's backoff (5ms doubling to 100ms)
-// until it reports done, fails, the timeout elapses (ErrTimeout) or ctx ends.
-func pollUntil[T any](ctx context.Context, timeout time.Duration, check func() (T, bool, error)) (T, error) {
+// until it reports done, fails, the timeout elapses (ErrTimeout) or ctx
+// ends. With a watch (see statusWatch), check runs again when the watch
+// fires, and otherwise on a backoff of 100ms doubling to 1s.
+func pollUntil[T any](ctx context.Context, timeout time.Duration, watch func() (<-chan struct{}, func()), check func() (T, bool, error)) (T, error) {
 	deadline := time.Now().Add(timeout)
-	delay := initialPollDelay
+	delay, maxDelay := initialPollDelay, maxPollDelay
+	if watch != nil {
+		delay, maxDelay = watchedPollDelay, maxWatchedPollDelay
+	}
 	for {
+		changed, stop := takeWatch(watch)
 		v, done, err := check()
 		if err != nil || done {
+			stop()
 			return v, err
 		}
 		if !time.Now().Before(deadline) {
+			stop()
 			var zero T
 			return zero, ErrTimeout
 		}
-		if err := sleepCtx(ctx, min(delay, time.Until(deadline))); err != nil {
+		err = waitCtx(ctx, min(delay, time.Until(deadline)), changed)
+		stop()
+		if err != nil {
 			var zero T
 			return zero, err
 		}
-		delay = min(delay*2, maxPollDelay)
+		delay = min(delay*2, maxDelay)
 	}
 }
 
-// sleepCtx sleeps for d or until ctx ends (returning ctx's error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// takeWatch takes watch's channel, or a nil channel (never ready) and a
+// no-op stop when watch is nil.
+func takeWatch(watch func() (<-chan struct{}, func())) (<-chan struct{}, func()) {
+	if watch == nil {
+		return nil, func() {}
+	}
+	return watch()
+}
+
+// waitCtx waits d, until changed closes, or until ctx ends (returning
+// ctx's error).
+func waitCtx(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -302,6 +355,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
+		return nil
+	case <-changed:
 		return nil
 	}
 }

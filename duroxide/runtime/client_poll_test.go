@@ -17,7 +17,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
 // WaitForOrchestration polls the instance metadata (GetInstanceInfo) and
@@ -61,7 +61,7 @@ func (p *readCountingProvider) counts() (reads, infos int64) { return p.reads.Lo
 func statusProviders(t *testing.T) map[string]func(t *testing.T) duroxide.Provider {
 	return map[string]func(t *testing.T) duroxide.Provider{
 		"memory": func(*testing.T) duroxide.Provider {
-			return providertest.NewMemoryProvider(providertest.MemoryOptions{})
+			return memory.NewMemoryProvider(memory.MemoryOptions{})
 		},
 		"cdb": newCDBProvider,
 	}
@@ -259,7 +259,7 @@ func TestWaitingOnARunningInstanceReadsNoHistory(t *testing.T) {
 func TestWaitForOrchestrationWithoutProviderAdmin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := providertest.NewMemoryProvider(providertest.MemoryOptions{})
+	raw := memory.NewMemoryProvider(memory.MemoryOptions{})
 	counting := &readCountingProvider{Provider: raw} // no admin
 	rt, err := runtime.Start(ctx, raw, statusRegistry(t), statusOptions())
 	require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestWaitForOrchestrationWithoutProviderAdmin(t *testing.T) {
 func TestWaitForOrchestrationReturnsReadErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	mem := providertest.NewMemoryProvider(providertest.MemoryOptions{})
+	mem := memory.NewMemoryProvider(memory.MemoryOptions{})
 	p := &failingReadProvider{Provider: mem, admin: mem}
 	// GetInstanceInfo fails (the instance does not exist), so the history
 	// decides, and its read fails.
@@ -302,4 +302,33 @@ func (p *failingReadProvider) ManagementCapability() duroxide.ProviderAdmin { re
 
 func (p *failingReadProvider) Read(context.Context, string) ([]duroxide.Event, error) {
 	return nil, &duroxide.ProviderError{Operation: "read", Message: "storage down", Retryable: false}
+}
+
+// TestWaitsOnAStatusWatcherReturnTheHistoryStatus waits through cdb's
+// duroxide.StatusWatcher (the raw provider, not a counting wrapper): the
+// waits wake on the provider's acks and return what
+// GetOrchestrationStatus returns.
+func TestWaitsOnAStatusWatcherReturnTheHistoryStatus(t *testing.T) {
+	run := startStatusRun(t, newCDBProvider)
+	ctx := run.ctx
+	client := runtime.NewClient(run.raw)
+	_, ok := duroxide.AsStatusWatcher(run.raw)
+	require.True(t, ok)
+
+	require.NoError(t, client.StartOrchestration(ctx, "hello", "Hello", "you"))
+	st, err := client.WaitForOrchestration(ctx, "hello", 30*time.Second)
+	require.NoError(t, err)
+	want, err := client.GetOrchestrationStatus(ctx, "hello")
+	require.NoError(t, err)
+	require.Equal(t, want, st)
+	require.Equal(t, runtime.StatusCompleted, st.Kind)
+
+	require.NoError(t, client.StartOrchestration(ctx, "custom", "Custom", ""))
+	st, err = client.WaitForStatusChange(ctx, "custom", 0, time.Second, 30*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, st.CustomStatus, "the custom status update woke the wait")
+
+	require.NoError(t, client.StartOrchestration(ctx, "w", "Waits", ""))
+	_, err = client.WaitForOrchestration(ctx, "w", 150*time.Millisecond)
+	require.ErrorIs(t, err, runtime.ErrTimeout, "a running instance times out")
 }

@@ -10,13 +10,13 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
 // faultyProvider wraps the memory provider to fail chosen calls and record
 // others.
 type faultyProvider struct {
-	*providertest.MemoryProvider
+	*memory.MemoryProvider
 
 	mu              sync.Mutex
 	failFetches     int  // next FetchOrchestrationItem calls to fail (retryable)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
-	"github.com/duroxide-go/duroxide-cdb/providertest"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
 // End-to-end runtime tests on the reference in-memory provider.
@@ -38,14 +38,14 @@ func fastOptions() runtime.Options {
 
 type env struct {
 	t        *testing.T
-	provider *providertest.MemoryProvider
+	provider *memory.MemoryProvider
 	client   *runtime.Client
 	ctx      context.Context
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	p := providertest.NewMemoryProvider(providertest.MemoryOptions{})
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return &env{t: t, provider: p, client: runtime.NewClient(p), ctx: ctx}

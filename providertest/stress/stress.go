@@ -1,4 +1,4 @@
-package providertest
+package stress
 
 import (
 	"context"
@@ -320,7 +320,7 @@ func (c StressConfig) withDefaults() (StressConfig, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return c, fmt.Errorf("providertest: invalid stress config: %w", errors.Join(errs...))
+		return c, fmt.Errorf("stress: invalid stress config: %w", errors.Join(errs...))
 	}
 	return c, nil
 }
@@ -361,10 +361,10 @@ func RunStress(ctx context.Context, newProvider StressProviderFactory, cfg Stres
 	w, _ := newStressWorkload(cfg)
 	inner, err := newProvider(ctx, run)
 	if err != nil {
-		return StressResult{}, fmt.Errorf("providertest: create provider for %s %s: %w", run.Scenario, run.Label(), err)
+		return StressResult{}, fmt.Errorf("stress: create provider for %s %s: %w", run.Scenario, run.Label(), err)
 	}
 	if inner == nil {
-		return StressResult{}, fmt.Errorf("providertest: provider factory returned nil for %s %s", run.Scenario, run.Label())
+		return StressResult{}, fmt.Errorf("stress: provider factory returned nil for %s %s", run.Scenario, run.Label())
 	}
 	defer closeProvider(inner)
 	provider := newCallCountingProvider(inner)
@@ -372,7 +372,7 @@ func RunStress(ctx context.Context, newProvider StressProviderFactory, cfg Stres
 	executions := newExecutionLog()
 	registry := runtime.NewRegistry()
 	if err := w.register(registry, executions); err != nil {
-		return StressResult{}, fmt.Errorf("providertest: register %s: %w", run.Scenario, err)
+		return StressResult{}, fmt.Errorf("stress: register %s: %w", run.Scenario, err)
 	}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -396,7 +396,7 @@ func RunStress(ctx context.Context, newProvider StressProviderFactory, cfg Stres
 		Logger:                   cfg.Logger,
 	})
 	if err != nil {
-		return StressResult{}, fmt.Errorf("providertest: start runtime: %w", err)
+		return StressResult{}, fmt.Errorf("stress: start runtime: %w", err)
 	}
 	client := runtime.NewClient(provider)
 
@@ -421,7 +421,7 @@ func RunStress(ctx context.Context, newProvider StressProviderFactory, cfg Stres
 	}
 	operations := provider.stats()
 	if err := ctx.Err(); err != nil {
-		return StressResult{}, fmt.Errorf("providertest: stress run %s %s: %w", run.Scenario, run.Label(), err)
+		return StressResult{}, fmt.Errorf("stress: stress run %s %s: %w", run.Scenario, run.Label(), err)
 	}
 
 	res := StressResult{Run: run, Config: cfg, Launched: len(outcomes), TotalTime: totalTime, Requests: requests, RequestCharge: charge}

@@ -1,4 +1,4 @@
-package providertest
+package stress
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
 // Short runs of the stress harness on the reference in-memory provider.
@@ -21,7 +22,7 @@ import (
 
 // memoryStressFactory returns a fresh in-memory provider per run.
 func memoryStressFactory(context.Context, StressRun) (duroxide.Provider, error) {
-	return NewMemoryProvider(MemoryOptions{}), nil
+	return memory.NewMemoryProvider(memory.MemoryOptions{}), nil
 }
 
 // shortStress is a run of about a second with fast polling.
@@ -118,7 +119,7 @@ func TestStressRequestCounterAndProgress(t *testing.T) {
 	// Every provider call "makes" three requests.
 	cfg.RequestCount = func() int64 { return counter.Load() }
 	factory := func(ctx context.Context, run StressRun) (duroxide.Provider, error) {
-		return requestCountingProvider{Provider: NewMemoryProvider(MemoryOptions{}), counter: &counter}, nil
+		return requestCountingProvider{Provider: memory.NewMemoryProvider(memory.MemoryOptions{}), counter: &counter}, nil
 	}
 	res, err := RunStress(t.Context(), factory, cfg)
 	require.NoError(t, err)
@@ -173,7 +174,7 @@ func TestStressAttributesRequestsToOperations(t *testing.T) {
 	cfg.RequestCount = func() int64 { return counter.Load() }
 	cfg.RequestCharge = func() float64 { return float64(microRU.Load()) / 1e6 }
 	res, err := RunStress(t.Context(), func(context.Context, StressRun) (duroxide.Provider, error) {
-		return requestCountingProvider{Provider: NewMemoryProvider(MemoryOptions{}), counter: &counter, microRU: &microRU}, nil
+		return requestCountingProvider{Provider: memory.NewMemoryProvider(memory.MemoryOptions{}), counter: &counter, microRU: &microRU}, nil
 	}, cfg)
 	require.NoError(t, err)
 	fetch, _ := res.Operation(OpFetchOrchestrationItem)
@@ -212,7 +213,7 @@ func (p duplicatingProvider) AckOrchestrationItem(ctx context.Context, lockToken
 func TestStressFailsOnDuplicatedActivity(t *testing.T) {
 	cfg := shortStress(ScenarioParallelOrchestrations, 2, 2)
 	res, err := RunStress(t.Context(), func(context.Context, StressRun) (duroxide.Provider, error) {
-		return duplicatingProvider{Provider: NewMemoryProvider(MemoryOptions{}), instance: "stress-test-1", done: new(atomic.Bool)}, nil
+		return duplicatingProvider{Provider: memory.NewMemoryProvider(memory.MemoryOptions{}), instance: "stress-test-1", done: new(atomic.Bool)}, nil
 	}, cfg)
 	require.NoError(t, err)
 	require.Equal(t, res.Launched-1, res.Completed, "every orchestration but the duplicated one completes")
@@ -243,7 +244,7 @@ func TestStressFailsOnLostActivityResult(t *testing.T) {
 	cfg := shortStress(ScenarioParallelOrchestrations, 2, 2)
 	cfg.WaitTimeout = 2 * time.Second
 	res, err := RunStress(t.Context(), func(context.Context, StressRun) (duroxide.Provider, error) {
-		return losingProvider{Provider: NewMemoryProvider(MemoryOptions{}), instance: "stress-test-1", done: new(atomic.Bool)}, nil
+		return losingProvider{Provider: memory.NewMemoryProvider(memory.MemoryOptions{}), instance: "stress-test-1", done: new(atomic.Bool)}, nil
 	}, cfg)
 	require.NoError(t, err)
 	require.Equal(t, res.Launched-1, res.Completed)

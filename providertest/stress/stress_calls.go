@@ -1,4 +1,4 @@
-package providertest
+package stress
 
 import (
 	"context"
@@ -233,6 +233,14 @@ func (p *callCountingProvider) ManagementCapability() duroxide.ProviderAdmin {
 		return nil
 	}
 	return countingAdmin{ProviderAdmin: admin, p: p}
+}
+
+// StatusWatchCapability forwards the wrapped provider's
+// duroxide.StatusWatcher (nil when it has none), so that the client's
+// waits wake on its acks as they would without the wrapper.
+func (p *callCountingProvider) StatusWatchCapability() duroxide.StatusWatcher {
+	w, _ := duroxide.AsStatusWatcher(p.inner)
+	return w
 }
 
 // countingAdmin is the wrapped provider's ProviderAdmin with its
