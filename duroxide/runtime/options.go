@@ -85,7 +85,11 @@ type Options struct {
 	// zero value is DefaultOnly (untagged activities only);
 	// duroxide.TagFilterNone() disables the workers.
 	TagFilter duroxide.TagFilter
-	// Logger receives the runtime's logs; nil discards them.
+	// Logger receives the runtime's logs (warnings such as an unregistered
+	// orchestration or activity, failed acks, poison messages). nil means
+	// slog.Default() as it is when Start is called, so warnings reach the
+	// program's log by default; pass slog.New(slog.DiscardHandler) to
+	// silence them.
 	Logger *slog.Logger
 	// MeterProvider receives the runtime's and its client's metrics
 	// (duroxide's metrics specification; metrics.go lists them). Default:
@@ -156,7 +160,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxSessionsPerRuntime = 10
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	o.OrchestrationConcurrency = max(o.OrchestrationConcurrency, 0)
 	o.WorkerConcurrency = max(o.WorkerConcurrency, 0)
