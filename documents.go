@@ -107,7 +107,10 @@ type instanceDoc struct {
 	LastReleasedLock      string         `json:"lastReleasedLock,omitempty"`
 	CreatedAt             int64          `json:"createdAt"`
 	UpdatedAt             int64          `json:"updatedAt"`
-	ETag                  string         `json:"-"`
+	// StartMessageID is the id of the start message a client's start
+	// stored with the pending document (see startInstance).
+	StartMessageID string `json:"startMessageId,omitempty"`
+	ETag           string `json:"-"`
 }
 
 // lockedBy reports whether the document holds lock lockID that has not

@@ -5,6 +5,7 @@ package cdb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -13,13 +14,14 @@ import (
 )
 
 // EnqueueForOrchestrator adds item to its instance's orchestrator queue,
-// visible after delay (seeds/cdb-spec.md §3.9). It never creates the
-// instance: that happens in the first ack, from its metadata; a
+// visible after delay (duroxide's enqueue_for_orchestrator). It never
+// creates the instance: that happens in the first ack, from its metadata; a
 // QueueMessageItem for an instance that was never started is dropped, with
 // a warning, by the fetch that finds it. An ActivityExecuteItem, an item
 // without a kind or an invalid instance id is a permanent error with
 // nothing written. Requests: 1 (a create; a retry after a lost answer
 // reuses the document id, so its 409 means the first try landed).
+
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
 	ctx = withCall(ctx, "enqueue_for_orchestrator")
 	const op = "enqueue_for_orchestrator"
@@ -35,6 +37,67 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 		return permanent(op, err.Error())
 	}
 	return p.createQueueDoc(ctx, op, d)
+}
+
+// EnqueueStart stores a client's start of an orchestration, refusing it
+// when the instance exists (duroxide.InstanceStarter): it has run (until it
+// is deleted), its start is already stored, or a parent's start of it has
+// been fetched. A refusal is a permanent *duroxide.ProviderError wrapping
+// duroxide.ErrInstanceExists, with nothing written. Requests: 1, as any
+// enqueue (2 when refused or after a lost answer).
+func (p *Provider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
+	ctx = withCall(ctx, "enqueue_start")
+	const op = "enqueue_start"
+	item := duroxide.WorkItem{Kind: start}
+	if err := validateInstanceID(op, start.Instance); err != nil {
+		return err
+	}
+	now := p.nowMs()
+	d, err := newOrchDoc(item, newOrchQueueDocID(), now, now)
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	return p.startInstance(ctx, op, start, d, now)
+}
+
+// startInstance stores a start in one transactional batch: the instance
+// document, pending (no instance query sees it until the first ack creates
+// the instance) and created only if absent, and the start message. The
+// pending document names the message, so that a retry whose first try
+// landed recognises its own start in the 409 and succeeds.
+func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.StartOrchestrationItem, d queueWrite, nowMs int64) error {
+	if len(d.doc) > maxItemBytes {
+		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
+	}
+	body, err := json.Marshal(instanceDoc{
+		ID: instanceDocID, InstanceID: d.target, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(d.target)),
+		OrchestrationName: start.Orchestration, OrchestrationVersion: start.Version, StartMessageID: d.id,
+		CreatedAt: nowMs, UpdatedAt: nowMs,
+	})
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	_, err = p.runBatch(ctx, d.target, []batchOp{createOp(instanceDocID, body), createOp(d.id, d.doc)}, idempotentWrite, false)
+	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
+		var cur instanceDoc
+		_, found, rerr := p.readDoc(ctx, d.target, instanceDocID, &cur)
+		switch {
+		case rerr != nil:
+			return mapError(op, rerr)
+		case found && cur.StartMessageID == d.id:
+			err = nil // this start, stored by a try whose answer was lost
+		case found:
+			return &duroxide.ProviderError{Operation: op, Message: fmt.Sprintf("instance %s already exists", quoteID(d.target)), Cause: duroxide.ErrInstanceExists}
+		default:
+			// Deleted since the batch was refused: the start may be tried again.
+			return retryable(op, fmt.Sprintf("instance %s was being deleted; try the start again", quoteID(d.target)))
+		}
+	}
+	if err != nil {
+		return mapError(op, err)
+	}
+	p.hint(d.entry)
+	return nil
 }
 
 // EnqueueForWorker adds an ActivityExecuteItem to the worker queue

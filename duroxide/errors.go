@@ -79,6 +79,16 @@ func (e *ProviderError) ToInfrastructureError() ErrorDetails {
 	}}
 }
 
+// ErrInstanceExists is the cause of the permanent *ProviderError that
+// EnqueueForOrchestrator returns for a StartOrchestrationItem whose instance
+// already exists: it has run (whatever its status, until it is deleted) or
+// its start is already stored. Nothing is written. Match it with
+// errors.Is(err, duroxide.ErrInstanceExists). Detecting it is optional for a
+// provider (duroxide's own providers enqueue the start, and the runtime
+// drops a start for an instance whose history has already begun); the
+// providers of this module detect it at the cost of a normal start.
+var ErrInstanceExists = errors.New("instance already exists")
+
 // IsRetryable reports whether err is, or wraps, a retryable *ProviderError.
 // Errors of any other type are reported as retryable, the conservative
 // default duroxide applies to plain string errors (From<String>). A nil

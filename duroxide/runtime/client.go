@@ -96,12 +96,15 @@ func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemK
 
 // StartOrchestration starts instance running orchestration name (the
 // version the registry's policy picks) with input. It enqueues one start
-// message (one provider request) and returns once it is stored. A start for
-// an instance that already exists never changes what runs: a running
-// instance keeps running the orchestration its history started and a
-// finished one stays finished; the runtime drops the start with a warning.
-// The call does not report that case (it would cost a read on every
-// start); call GetOrchestrationStatus first when the id may be in use.
+// message (one provider request) and returns once it is stored.
+//
+// A start never changes what an existing instance runs. When the provider
+// is a duroxide.InstanceStarter (this module's cdb and in-memory providers
+// are), a start for an instance that exists (it has run and was not
+// deleted, or its start is already stored) returns an error matching
+// errors.Is(err, ErrInstanceExists), at no extra request. With another
+// provider the start is stored and the runtime drops it with a warning when
+// it finds the instance's history already begun, as duroxide does.
 func (c *Client) StartOrchestration(ctx context.Context, instance, name, input string) error {
 	return c.start(ctx, instance, name, nil, input)
 }
@@ -115,10 +118,23 @@ func (c *Client) start(ctx context.Context, instance, name string, version *stri
 	if instance == "" || name == "" {
 		return fmt.Errorf("runtime: start needs an instance id and an orchestration name")
 	}
-	return c.enqueue(ctx, "start", duroxide.StartOrchestrationItem{
+	start := duroxide.StartOrchestrationItem{
 		Instance: instance, Orchestration: name, Input: input, Version: version, ExecutionID: duroxide.InitialExecutionID,
 		TraceContext: traceparentOf(ctx), // tracing.go: the orchestration's spans join ctx's trace
-	})
+	}
+	p, err := c.prov()
+	if err != nil {
+		return fmt.Errorf("runtime: start %s: %w", instance, err)
+	}
+	s, ok := duroxide.AsInstanceStarter(p)
+	if !ok {
+		return c.enqueue(ctx, "start", start)
+	}
+	if err := s.EnqueueStart(ctx, start); err != nil {
+		return fmt.Errorf("runtime: start %s: %w", instance, err)
+	}
+	c.metrics.enqueued(start)
+	return nil
 }
 
 // RaiseEvent raises the external event name with data; an orchestration

@@ -16,7 +16,10 @@ var ErrManagementNotAvailable = errors.New("runtime: management features not ava
 // Errors DeleteInstance reports in duroxide's terms (duroxide translates the
 // provider's message the same way); they wrap the provider error.
 var (
-	ErrInstanceNotFound             = errors.New("instance not found")
+	ErrInstanceNotFound = errors.New("instance not found")
+	// ErrInstanceExists is duroxide.ErrInstanceExists, what
+	// StartOrchestration returns (wrapped) for an instance that exists.
+	ErrInstanceExists               = duroxide.ErrInstanceExists
 	ErrInstanceStillRunning         = errors.New("instance is still running; use force or cancel it first")
 	ErrCannotDeleteSubOrchestration = errors.New("cannot delete a sub-orchestration directly; delete the root orchestration instead")
 )

@@ -964,9 +964,11 @@ func TestCodecMatchesDuroxide(t *testing.T) {
 	}
 }
 
-// A second start of a running instance must not change what runs: the
-// instance keeps running the orchestration its history started, against
-// its own history, and its output is that orchestration's.
+// A second start of a running instance must not change what runs, even
+// from a provider that stores it (no duroxide.InstanceStarter; here the
+// start is enqueued on the provider directly): the instance keeps running
+// the orchestration its history started, against its own history, and its
+// output is that orchestration's.
 func TestStartOfRunningInstanceDoesNotChangeWhatRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -984,7 +986,10 @@ func TestStartOfRunningInstanceDoesNotChangeWhatRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRunning(t, e, "dup-start-1")
-	_ = e.client.StartOrchestration(e.ctx, "dup-start-1", "Echo", "second")
+	second := duroxide.StartOrchestrationItem{Instance: "dup-start-1", Orchestration: "Echo", Input: "second", ExecutionID: duroxide.InitialExecutionID}
+	if err := e.provider.EnqueueForOrchestrator(e.ctx, duroxide.WorkItem{Kind: second}, 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.client.RaiseEvent(e.ctx, "dup-start-1", "Go", "yes"); err != nil {
 		t.Fatal(err)
 	}
@@ -998,4 +1003,49 @@ func TestStartOfRunningInstanceDoesNotChangeWhatRuns(t *testing.T) {
 	if len(starts) != 1 || starts[0] != "Approval(first)" {
 		t.Fatalf("OrchestrationStarted events: %v", starts)
 	}
+}
+
+// StartOrchestration of an instance that exists returns ErrInstanceExists
+// and changes nothing: while its start waits for a runtime, while it runs,
+// and once it completed; after DeleteInstance the id starts afresh.
+func TestStartOfExistingInstanceReturnsErrInstanceExists(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterOrchestration("Approval", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			data, err := ctx.ScheduleWait("Go").Get()
+			return "approval:" + in + ":" + data, err
+		}),
+		reg.RegisterOrchestration("Echo", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			return "echo:" + in, nil
+		}))
+	const id = "exists-1"
+	requireExists := func(when string) {
+		t.Helper()
+		err := e.client.StartOrchestration(e.ctx, id, "Echo", "second")
+		if !errors.Is(err, runtime.ErrInstanceExists) {
+			t.Fatalf("%s: StartOrchestration = %v, want ErrInstanceExists", when, err)
+		}
+	}
+	if err := e.client.StartOrchestration(e.ctx, id, "Approval", "first"); err != nil {
+		t.Fatal(err)
+	}
+	requireExists("start queued")
+	e.start(reg, fastOptions())
+	waitRunning(t, e, id)
+	requireExists("running")
+	if err := e.client.RaiseEvent(e.ctx, id, "Go", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, e.wait(id), "approval:first:yes")
+	requireExists("completed")
+
+	if _, err := e.client.DeleteInstance(e.ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(e.ctx, id, "Echo", "again"); err != nil {
+		t.Fatalf("start after delete: %v", err)
+	}
+	wantOutput(t, e.wait(id), "echo:again")
 }

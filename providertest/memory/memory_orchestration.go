@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"fmt"
+
 	"context"
 	"maps"
 	"time"
@@ -27,6 +29,43 @@ func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxi
 	p.pushOrchestrator(item, data, memAfter(p.nowMs(), delay))
 	p.signal()
 	return nil
+}
+
+// EnqueueStart enqueues start as EnqueueForOrchestrator does, unless its
+// instance exists (duroxide.InstanceStarter): it has a row (it has run and
+// was not deleted), or a start of it is queued. Then it returns a permanent
+// error wrapping duroxide.ErrInstanceExists and writes nothing.
+func (p *MemoryProvider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
+	const op = "enqueue_start"
+	if err := memCtxErr(op, ctx); err != nil {
+		return err
+	}
+	data, item, err := memEncodeOrchestratorItem(op, duroxide.WorkItem{Kind: start})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.instanceExists(start.Instance) {
+		return memPermanentCause(op, fmt.Sprintf("instance %q: ", start.Instance), duroxide.ErrInstanceExists)
+	}
+	p.pushOrchestrator(item, data, p.nowMs())
+	p.signal()
+	return nil
+}
+
+// instanceExists reports whether a start of instance must be refused: the
+// instance has a row, or a start of it is queued; the caller holds p.mu.
+func (p *MemoryProvider) instanceExists(instance string) bool {
+	if _, ok := p.instances[instance]; ok {
+		return true
+	}
+	for _, r := range p.orchQueue {
+		if _, ok := r.item.Kind.(duroxide.StartOrchestrationItem); ok && r.instance == instance {
+			return true
+		}
+	}
+	return false
 }
 
 // memEncodeOrchestratorItem rejects, with a permanent error for op, what

@@ -353,6 +353,31 @@ func (p *callCountingProvider) EnqueueForOrchestrator(ctx context.Context, item 
 	})
 }
 
+// InstanceStartCapability forwards the wrapped provider's
+// duroxide.InstanceStarter (nil when it has none), its starts counted as
+// enqueue_for_orchestrator calls, so that the client refuses duplicate
+// starts as it would without the wrapper.
+func (p *callCountingProvider) InstanceStartCapability() duroxide.InstanceStarter {
+	s, ok := duroxide.AsInstanceStarter(p.inner)
+	if !ok {
+		return nil
+	}
+	return countingStarter{p, s}
+}
+
+// countingStarter is a wrapped provider's InstanceStarter with its calls
+// counted.
+type countingStarter struct {
+	p     *callCountingProvider
+	inner duroxide.InstanceStarter
+}
+
+func (s countingStarter) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
+	return countedErr(s.p, OpEnqueueForOrchestrator, ctx, func(ctx context.Context) error {
+		return s.inner.EnqueueStart(ctx, start)
+	})
+}
+
 func (p *callCountingProvider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
 	return counted(p, OpGetCustomStatus, ctx, func(ctx context.Context) (*duroxide.CustomStatus, error) {
 		return p.inner.GetCustomStatus(ctx, instance, lastSeenVersion)
