@@ -21,7 +21,6 @@ import (
 // without a kind or an invalid instance id is a permanent error with
 // nothing written. Requests: 1 (a create; a retry after a lost answer
 // reuses the document id, so its 409 means the first try landed).
-
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
 	ctx = withCall(ctx, "enqueue_for_orchestrator")
 	const op = "enqueue_for_orchestrator"
