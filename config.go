@@ -82,9 +82,14 @@ type Config struct {
 	// OrchestrationConcurrency is the number of orchestration dispatchers
 	// that fetch concurrently, and so the number of lanes the default
 	// orchestration LeaseProvider splits the 256 dispatch slots into;
-	// default 1 (every fetch sees every slot).
+	// default 1 (every fetch sees every slot). It is the one source of the
+	// number (Provider.DispatchConcurrency): a runtime started on this
+	// provider with its own OrchestrationConcurrency left at 0 runs this
+	// many dispatchers, and refuses to start with more, whose fetches
+	// would wait for each other's lanes.
 	OrchestrationConcurrency int
-	// WorkerConcurrency is the same for work-item fetches; default 1.
+	// WorkerConcurrency is the same for work-item fetches and the
+	// runtime's workers; default 1.
 	WorkerConcurrency int
 	// OrchestrationLeases and WorkerLeases replace the default
 	// InMemoryLeaseProviders built from the concurrencies above.

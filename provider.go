@@ -206,6 +206,15 @@ func (p *Provider) closeClient() {
 // Name returns "cosmosdb".
 func (p *Provider) Name() string { return ProviderName }
 
+// DispatchConcurrency returns Config.OrchestrationConcurrency and
+// WorkerConcurrency after defaults: the lanes each queue's dispatch slots
+// are split into (duroxide.DispatchConcurrency). A runtime on this provider
+// runs at least that many dispatchers of each kind by default and refuses
+// to start with fewer.
+func (p *Provider) DispatchConcurrency() (orchestration, worker int) {
+	return p.cfg.OrchestrationConcurrency, p.cfg.WorkerConcurrency
+}
+
 // Version returns the provider's version.
 func (p *Provider) Version() string { return ProviderVersion }
 

@@ -25,12 +25,17 @@ type Options struct {
 	// polling (fetches return at once).
 	LongPollTimeout time.Duration
 	// OrchestrationConcurrency is the number of orchestration dispatcher
-	// goroutines (turns processed in parallel). Default: 2. A negative
-	// value starts none: a worker-only runtime (duroxide's 0).
+	// goroutines (turns processed in parallel). Default: 2, or the
+	// provider's number of orchestrator-queue lanes when it is a
+	// duroxide.DispatchConcurrency with more (cdb.Config's
+	// OrchestrationConcurrency); Start refuses a positive value below that
+	// number, which would leave lanes unfetched. A negative value starts
+	// none: a worker-only runtime (duroxide's 0).
 	OrchestrationConcurrency int
 	// WorkerConcurrency is the number of worker goroutines (activities
-	// executed in parallel). Default: 2. A negative value starts none: an
-	// orchestrator-only runtime.
+	// executed in parallel). Default: 2, or the provider's number of
+	// worker-queue lanes when larger, as for OrchestrationConcurrency. A
+	// negative value starts none: an orchestrator-only runtime.
 	WorkerConcurrency int
 	// OrchestratorLockTimeout is the peek-lock duration of an orchestration
 	// turn. Default: 5s.
@@ -148,10 +153,10 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.UnregisteredBackoff.Base, time.Second)
 	def(&o.UnregisteredBackoff.Max, time.Minute)
 	if o.OrchestrationConcurrency == 0 {
-		o.OrchestrationConcurrency = 2
+		o.OrchestrationConcurrency = defaultConcurrency
 	}
 	if o.WorkerConcurrency == 0 {
-		o.WorkerConcurrency = 2
+		o.WorkerConcurrency = defaultConcurrency
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10
@@ -217,4 +222,34 @@ func renewalInterval(timeout, buffer time.Duration) time.Duration {
 		return max(timeout-min(buffer, timeout), time.Second)
 	}
 	return max(timeout/2, time.Millisecond)
+}
+
+// defaultConcurrency is the default number of orchestration dispatchers and
+// of workers.
+const defaultConcurrency = 2
+
+// followProvider applies the provider's lanes (duroxide.DispatchConcurrency)
+// to the concurrencies: a zero one becomes the larger of the default and
+// the lanes; a positive one below the lanes is an error naming both fields.
+func (o Options) followProvider(p duroxide.Provider) (Options, error) {
+	dc, ok := p.(duroxide.DispatchConcurrency)
+	if !ok {
+		return o, nil
+	}
+	orch, work := dc.DispatchConcurrency()
+	for _, c := range []struct {
+		field string
+		value *int
+		lanes int
+	}{{"OrchestrationConcurrency", &o.OrchestrationConcurrency, orch}, {"WorkerConcurrency", &o.WorkerConcurrency, work}} {
+		switch {
+		case *c.value == 0:
+			*c.value = max(defaultConcurrency, c.lanes)
+		case *c.value > 0 && *c.value < c.lanes:
+			return o, fmt.Errorf("runtime: Options.%s is %d but the provider splits its queue into %d lanes (its %s): "+
+				"each dispatcher fetches one lane, so run at least %d, or leave it at 0 to follow the provider",
+				c.field, *c.value, c.lanes, c.field, c.lanes)
+		}
+	}
+	return o, nil
 }

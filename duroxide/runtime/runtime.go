@@ -60,6 +60,10 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	if registry == nil {
 		return nil, errors.New("runtime: Start needs a registry")
 	}
+	opts, err := opts.followProvider(provider)
+	if err != nil {
+		return nil, err
+	}
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
