@@ -25,18 +25,21 @@ type Future struct {
 
 // TaskFailedError is the error a Future returns when its activity or
 // sub-orchestration failed. Error returns duroxide's display message, which
-// is what Rust orchestration code sees.
+// is what Rust orchestration code sees, plus the not-registered note of a
+// poison message (a Go addition).
 type TaskFailedError struct {
 	// Details is the failure recorded in history.
 	Details duroxide.ErrorDetails
 }
 
-// Error returns the failure's display message ("<nil>" for a nil e).
+// Error returns the failure's display message ("<nil>" for a nil e), with
+// the not-registered note of a poisoned activity whose handler is not
+// registered, as OrchestrationStatus.Error.
 func (e *TaskFailedError) Error() string {
 	if e == nil {
 		return "<nil>"
 	}
-	return e.Details.DisplayMessage()
+	return failureMessage(e.Details)
 }
 
 // poll checks for the result once; it must be called with ctx.mu held.

@@ -378,7 +378,11 @@ func TestKVAndCrossInstanceRead(t *testing.T) {
 	wantOutput(t, e.run("reader", "Reader", ""), "blue/true")
 }
 
-func TestUnregisteredActivityBecomesPoison(t *testing.T) {
+// An activity that is not registered is poisoned after MaxAttempts (as in
+// duroxide), and the failure the orchestration and its caller read says
+// that the activity is not registered.
+func TestUnregisteredActivityBecomesPoisonThatSaysNotRegistered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	reg := runtime.NewRegistry()
 	mustRegister(t, reg.RegisterOrchestration("UsesMissing", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
@@ -389,12 +393,17 @@ func TestUnregisteredActivityBecomesPoison(t *testing.T) {
 	opts.MaxAttempts = 3
 	e.start(reg, opts)
 	st := e.run("poison-1", "UsesMissing", "")
-	if st.Kind != runtime.StatusFailed || !strings.Contains(st.Error(), "poison: activity Missing#2 exceeded 4 attempts (max 3)") {
-		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	want := `poison: activity Missing#2 exceeded 4 attempts (max 3): activity "Missing" is not registered in the runtimes that fetched it: register it, or fix the name`
+	if st.Kind != runtime.StatusFailed || !strings.Contains(st.Error(), want) {
+		t.Fatalf("status = %s %q, want it to contain %q", st.Kind, st.Error(), want)
 	}
 }
 
-func TestUnregisteredOrchestrationBecomesPoison(t *testing.T) {
+// An orchestration that is not registered is poisoned after MaxAttempts
+// (as in duroxide), keeping duroxide's poison details, and its status says
+// that the orchestration is not registered.
+func TestUnregisteredOrchestrationBecomesPoisonThatSaysNotRegistered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	opts := fastOptions()
 	opts.MaxAttempts = 2
@@ -402,6 +411,10 @@ func TestUnregisteredOrchestrationBecomesPoison(t *testing.T) {
 	st := e.run("nobody", "NotRegistered", "")
 	if st.Kind != runtime.StatusFailed || st.Details.Poison == nil || st.Details.Poison.MessageType.Orchestration == nil {
 		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	}
+	want := `poison: orchestration nobody exceeded 3 attempts (max 2): orchestration "NotRegistered" is not registered in the runtimes that fetched it: register it, or fix the name`
+	if st.Error() != want {
+		t.Fatalf("status error = %q, want %q", st.Error(), want)
 	}
 }
 

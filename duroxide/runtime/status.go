@@ -33,12 +33,15 @@ type OrchestrationStatus struct {
 	CustomStatusVersion uint64
 }
 
-// Error returns the failure's display message ("" unless Failed).
+// Error returns the failure's display message ("" unless Failed), with the
+// note of a poison message whose orchestration or activity is not
+// registered ("poison: orchestration X exceeded 11 attempts (max 10):
+// orchestration "Y" is not registered in the runtimes that fetched it: ...").
 func (s OrchestrationStatus) Error() string {
 	if s.Details == nil {
 		return ""
 	}
-	return s.Details.DisplayMessage()
+	return failureMessage(*s.Details)
 }
 
 // IsTerminal reports whether the status is Completed or Failed.
@@ -54,11 +57,12 @@ type OrchestrationFailedError struct {
 	Details duroxide.ErrorDetails
 }
 
-// Error returns "orchestration <instance> failed: <display message>"
-// ("<nil>" for a nil e).
+// Error returns "orchestration <instance> failed: <display message>", with
+// the not-registered note as OrchestrationStatus.Error ("<nil>" for a nil
+// e).
 func (e *OrchestrationFailedError) Error() string {
 	if e == nil {
 		return "<nil>"
 	}
-	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, e.Details.DisplayMessage())
+	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, failureMessage(e.Details))
 }

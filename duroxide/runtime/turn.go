@@ -185,7 +185,7 @@ func (p *turnProcessor) poison(item *duroxide.OrchestrationItem) turnDecision {
 	d := duroxide.ErrorDetails{Poison: &duroxide.PoisonDetails{
 		AttemptCount: item.AttemptCount, MaxAttempts: p.maxAttempts,
 		MessageType: duroxide.PoisonMessageType{Orchestration: &duroxide.PoisonOrchestration{Instance: item.Instance, ExecutionID: item.ExecutionID}},
-		Message:     string(messages),
+		Message:     withNote(p.unregisteredOrchestration(item), string(messages)),
 	}}
 	h := newHistoryManager(item.History)
 	if h.isEmpty() {
@@ -204,7 +204,7 @@ func (p *turnProcessor) poison(item *duroxide.OrchestrationItem) turnDecision {
 	}
 	h.appendNew(item.Instance, item.ExecutionID, nil, duroxide.OrchestrationFailed{Details: d})
 	md := duroxide.ExecutionMetadata{
-		Status: duroxide.StringPtr(duroxide.StatusFailed), Output: duroxide.StringPtr(d.DisplayMessage()),
+		Status: duroxide.StringPtr(duroxide.StatusFailed), Output: duroxide.StringPtr(failureMessage(d)),
 		OrchestrationName: duroxide.StringPtr(item.OrchestrationName), OrchestrationVersion: duroxide.StringPtr(item.Version),
 	}
 	var orch []duroxide.WorkItem

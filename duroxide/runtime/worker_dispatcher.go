@@ -89,6 +89,9 @@ func (r *Runtime) poisonActivity(locked *duroxide.LockedWorkItem, item duroxide.
 		}},
 		Message: string(serialized),
 	}}
+	if _, ok := r.resolveActivity(item.Name); !ok {
+		d.Poison.Message = withNote(notRegisteredNote("activity", item.Name), d.Poison.Message)
+	}
 	completion := duroxide.WorkItem{Kind: duroxide.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Details: d}}
 	err = r.provider.AckWorkItem(r.runCtx, locked.LockToken, &completion)
 	if err == nil {
