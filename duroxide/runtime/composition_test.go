@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,7 +180,7 @@ func TestSubOrchestrationSelectLoserCancelled(t *testing.T) {
 func TestRetryWithTimeoutRacesEachAttempt(t *testing.T) {
 	policy := RetryPolicy{MaxAttempts: 3, Timeout: time.Second, Backoff: BackoffStrategy{Kind: BackoffNone}}
 	fn := func(ctx *OrchestrationContext, _ string) (string, error) {
-		return ctx.ScheduleActivityWithRetry("Flaky", "x", policy)
+		return ctx.ScheduleActivityWithRetry("Flaky", "x", policy).Get()
 	}
 	// Attempt 1 failed before its timer, attempt 2 timed out.
 	e := engineFor(startedEv(1), actSched(2, "Flaky", "x"), timerCreated(3, 1), actFailed(4, 2, "e1"),
@@ -199,7 +201,7 @@ func TestRetryGivesUpAfterMaxAttempts(t *testing.T) {
 	e := engineFor(startedEv(1), actSched(2, "Flaky", "x"), actFailed(3, 2, "e1"),
 		timerCreated(4, 1), timerFired(5, 4, 1), actSched(6, "Flaky", "x"), actFailed(7, 6, "e2"))
 	r := run(e, func(ctx *OrchestrationContext, _ string) (string, error) {
-		return ctx.ScheduleActivityWithRetry("Flaky", "x", policy)
+		return ctx.ScheduleActivityWithRetry("Flaky", "x", policy).Get()
 	})
 	if r.kind != turnFailed || r.details.Application == nil || r.details.Application.Message != "e2" {
 		t.Fatalf("got %s", describeTurn(r))
@@ -225,5 +227,65 @@ func TestBackoffStrategies(t *testing.T) {
 		if got := c.b.DelayForAttempt(c.n); got != c.want {
 			t.Errorf("%+v attempt %d: got %v want %v", c.b, c.n, got, c.want)
 		}
+	}
+}
+
+// joinRetried runs two retried activities in parallel and joins them.
+func joinRetried(ctx *OrchestrationContext, _ string) (string, error) {
+	policy := RetryPolicy{MaxAttempts: 3, Backoff: BackoffStrategy{Kind: BackoffFixed, Base: time.Second}}
+	res := ctx.Join(ctx.ScheduleActivityWithRetry("A", "a", policy), ctx.ScheduleActivityWithRetry("B", "b", policy))
+	if res[0].Err != nil || res[1].Err != nil {
+		return "", fmt.Errorf("%v / %v", res[0].Err, res[1].Err)
+	}
+	return res[0].Value + "," + res[1].Value, nil
+}
+
+// Two retried activities run in parallel: both first attempts are
+// scheduled in the first turn, A's failure schedules its backoff timer
+// and, once that fires, its second attempt, while B completes meanwhile;
+// the join returns both results.
+func TestRetriedActivitiesFanOutAndJoin(t *testing.T) {
+	t.Parallel()
+	first := engineFor(startedEv(1))
+	r := run(first, joinRetried)
+	wantContinue(t, r)
+	var names []string
+	for _, ev := range first.historyDelta {
+		if a, ok := ev.Kind.(duroxide.ActivityScheduled); ok {
+			names = append(names, a.Name)
+		}
+	}
+	if !slices.Equal(names, []string{"A", "B"}) {
+		t.Fatalf("first turn scheduled %v, want both first attempts", names)
+	}
+
+	e := engineFor(startedEv(1), actSched(2, "A", "a"), actSched(3, "B", "b"), actFailed(4, 2, "boom"),
+		timerCreated(5, 1), actDone(6, 3, "B-ok"), timerFired(7, 5, 1), actSched(8, "A", "a"), actDone(9, 8, "A-ok"))
+	wantCompleted(t, run(e, joinRetried), "A-ok,B-ok")
+}
+
+// A retried activity can lose a Select: the running attempt is cancelled.
+func TestRetriedActivityLosesSelectAndIsCancelled(t *testing.T) {
+	t.Parallel()
+	policy := RetryPolicy{MaxAttempts: 3, Backoff: BackoffStrategy{Kind: BackoffNone}}
+	e := engineFor(startedEv(1), actSched(2, "A", "a"), timerCreated(3, 1), actFailed(4, 2, "boom"), actSched(5, "A", "a"))
+	e.prepCompletions([]duroxide.WorkItem{timerMsg(3)})
+	wantCompleted(t, run(e, func(ctx *OrchestrationContext, _ string) (string, error) {
+		w, _, _ := ctx.Select(ctx.ScheduleActivityWithRetry("A", "a", policy), ctx.ScheduleTimer(time.Minute))
+		return fmt.Sprint("winner ", w), nil
+	}), "winner 1")
+	if !slices.Equal(e.cancelledActivityIDs, []uint64{5}) {
+		t.Fatalf("the running attempt must be cancelled: %v", e.cancelledActivityIDs)
+	}
+}
+
+// MaxAttempts 0 resolves the future with an error at once.
+func TestRetryWithoutAttemptsFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	r := run(engineFor(startedEv(1)), func(ctx *OrchestrationContext, _ string) (string, error) {
+		return ctx.ScheduleActivityWithRetry("A", "a", RetryPolicy{}).Get()
+	})
+	if r.kind != turnFailed || r.details.Application == nil || !strings.Contains(r.details.Application.Message, "MaxAttempts must be at least 1") {
+		t.Fatalf("got %s", describeTurn(r))
 	}
 }

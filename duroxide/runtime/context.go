@@ -91,6 +91,11 @@ func (c *OrchestrationContext) Trace(level, message string) {
 	if c.IsReplaying() {
 		return
 	}
+	c.log(level, message)
+}
+
+// log writes a Trace message without the replay check.
+func (c *OrchestrationContext) log(level, message string) {
 	lvl := slog.LevelInfo
 	switch level {
 	case "WARN", "warn":
@@ -136,6 +141,12 @@ func (c *OrchestrationContext) locked(f func() bool) bool {
 func (c *OrchestrationContext) newFuture(a action, kind scheduleKind, check func(s *ctxState, token uint64) (completion, bool)) *Future {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.newFutureLocked(a, kind, check)
+}
+
+// newFutureLocked is newFuture for a caller that holds c.mu (a composite
+// future scheduling its next step while it is polled).
+func (c *OrchestrationContext) newFutureLocked(a action, kind scheduleKind, check func(s *ctxState, token uint64) (completion, bool)) *Future {
 	token := c.state.emit(a)
 	f := &Future{ctx: c, token: token, kind: kind}
 	f.check = func(s *ctxState) (completion, bool) { return check(s, token) }
@@ -188,6 +199,11 @@ func (c *OrchestrationContext) ScheduleActivityOnSession(name, input, sessionID 
 // ScheduleActivityWith schedules activity name with a session and/or tag
 // (duroxide's schedule_activity_on_session and DurableFuture::with_tag).
 func (c *OrchestrationContext) ScheduleActivityWith(name, input string, opts ActivityOptions) *Future {
+	return c.newFuture(activityAction(name, input, opts), kindActivity, resultCheck)
+}
+
+// activityAction is the action that schedules activity name with opts.
+func activityAction(name, input string, opts ActivityOptions) action {
 	a := action{kind: actCallActivity, name: name, input: input}
 	if opts.SessionID != "" {
 		a.sessionID = duroxide.StringPtr(opts.SessionID)
@@ -195,14 +211,18 @@ func (c *OrchestrationContext) ScheduleActivityWith(name, input string, opts Act
 	if opts.Tag != "" {
 		a.tag = duroxide.StringPtr(opts.Tag)
 	}
-	return c.newFuture(a, kindActivity, resultCheck)
+	return a
 }
 
 // ScheduleTimer schedules a durable timer that fires after delay (duroxide's
 // schedule_timer); its future resolves with "".
 func (c *OrchestrationContext) ScheduleTimer(delay time.Duration) *Future {
-	fireAt := c.nowMs() + uint64(max(delay, 0).Milliseconds())
-	return c.newFuture(action{kind: actCreateTimer, fireAtMs: fireAt}, kindTimer, resultCheck)
+	return c.newFuture(c.timerAction(delay), kindTimer, resultCheck)
+}
+
+// timerAction is the action that creates a timer firing after delay.
+func (c *OrchestrationContext) timerAction(delay time.Duration) action {
+	return action{kind: actCreateTimer, fireAtMs: c.nowMs() + uint64(max(delay, 0).Milliseconds())}
 }
 
 // ScheduleWait subscribes to the external event name (duroxide's

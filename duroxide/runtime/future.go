@@ -17,6 +17,9 @@ type Future struct {
 	kind  scheduleKind
 	// check looks for the result; it is called under ctx.mu.
 	check func(s *ctxState) (completion, bool)
+	// cancel, when set, cancels a composite future's pending parts instead
+	// of the future's own token; it is called under ctx.mu.
+	cancel func()
 
 	done      bool // the result was observed (duroxide: completed)
 	cancelled bool // dropped unresolved
@@ -102,6 +105,10 @@ func (f *Future) cancelLocked() {
 		return
 	}
 	f.cancelled = true
+	if f.cancel != nil {
+		f.cancel()
+		return
+	}
 	f.ctx.state.markCancelled(f.token, f.kind)
 }
 

@@ -79,48 +79,105 @@ type RetryPolicy struct {
 // RetryPolicy.Timeout; its text is duroxide's.
 var ErrActivityTimedOut = errors.New("timeout: activity timed out")
 
-// ScheduleActivityWithRetry runs activity name until it succeeds or
-// policy.MaxAttempts attempts failed, waiting policy.Backoff between
-// attempts with durable timers (duroxide's schedule_activity_with_retry).
-// It returns the last attempt's error, ErrActivityTimedOut when an attempt
-// timed out, or an error when MaxAttempts is 0.
-func (c *OrchestrationContext) ScheduleActivityWithRetry(name, input string, policy RetryPolicy) (string, error) {
+// ScheduleActivityWithRetry schedules activity name and retries it until it
+// succeeds or policy.MaxAttempts attempts failed, waiting policy.Backoff
+// between attempts with durable timers (duroxide's
+// schedule_activity_with_retry). It returns a Future like every other
+// durable call, so retried activities can be joined and selected; Get
+// returns the first successful result, the last attempt's error,
+// ErrActivityTimedOut when an attempt timed out, or an error at once when
+// MaxAttempts is 0. The first attempt is scheduled now; each later attempt
+// (and its backoff timer) when the future is polled after the previous
+// attempt failed. Cancelling the future cancels the running attempt.
+func (c *OrchestrationContext) ScheduleActivityWithRetry(name, input string, policy RetryPolicy) *Future {
 	return c.ScheduleActivityWithRetryOn(name, input, policy, ActivityOptions{})
 }
 
 // ScheduleActivityWithRetryOn is ScheduleActivityWithRetry with every
 // attempt scheduled with opts (the same session and tag).
-func (c *OrchestrationContext) ScheduleActivityWithRetryOn(name, input string, policy RetryPolicy, opts ActivityOptions) (string, error) {
+func (c *OrchestrationContext) ScheduleActivityWithRetryOn(name, input string, policy RetryPolicy, opts ActivityOptions) *Future {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := &Future{ctx: c}
 	if policy.MaxAttempts < 1 {
-		return "", fmt.Errorf("runtime: retry policy for %s: MaxAttempts must be at least 1", name)
+		f.done, f.result = true, completion{err: fmt.Errorf("runtime: retry policy for %s: MaxAttempts must be at least 1", name)}
+		return f
 	}
-	var lastErr error
-	for attempt := uint32(1); attempt <= policy.MaxAttempts; attempt++ {
-		act := c.ScheduleActivityWith(name, input, opts)
-		var res string
-		var err error
-		if policy.Timeout > 0 {
-			deadline := c.ScheduleTimer(policy.Timeout)
-			var winner int
-			winner, res, err = c.Select(act, deadline)
-			if winner == 1 {
-				return "", ErrActivityTimedOut
-			}
-		} else {
-			res, err = act.Get()
-		}
-		if err == nil {
-			return res, nil
-		}
-		lastErr = err
-		if attempt < policy.MaxAttempts {
-			c.TraceWarn(fmt.Sprintf("Activity '%s' attempt %d/%d failed: %v. Retrying...", name, attempt, policy.MaxAttempts, err))
-			if d := policy.Backoff.DelayForAttempt(attempt); d > 0 {
-				if _, err := c.ScheduleTimer(d).Get(); err != nil {
-					return "", err
-				}
-			}
-		}
+	r := &retryRun{c: c, name: name, input: input, policy: policy, opts: opts}
+	r.startAttempt()
+	f.check = func(*ctxState) (completion, bool) { return r.step() }
+	f.cancel = r.cancel
+	c.futures = append(c.futures, f)
+	return f
+}
+
+// retryRun is the state of one retried activity: the running attempt's
+// activity and, with a Timeout, the timer it races, or the backoff timer
+// between two attempts. It advances when its future is polled, on the
+// orchestration goroutine under ctx.mu, scheduling what duroxide's retry
+// loop would schedule at that point.
+type retryRun struct {
+	c           *OrchestrationContext
+	name, input string
+	policy      RetryPolicy
+	opts        ActivityOptions
+
+	attempt  uint32
+	act      *Future // the running attempt
+	deadline *Future // its timeout timer, nil without Timeout
+	backoff  *Future // the timer before the next attempt, nil otherwise
+}
+
+// startAttempt schedules the next attempt (and its timeout timer).
+func (r *retryRun) startAttempt() {
+	r.attempt++
+	r.act = r.c.newFutureLocked(activityAction(r.name, r.input, r.opts), kindActivity, resultCheck)
+	r.deadline = nil
+	if r.policy.Timeout > 0 {
+		r.deadline = r.c.newFutureLocked(r.c.timerAction(r.policy.Timeout), kindTimer, resultCheck)
 	}
-	return "", lastErr
+}
+
+// step advances the retries as far as history allows and reports the
+// outcome once there is one.
+func (r *retryRun) step() (completion, bool) {
+	for {
+		if r.backoff != nil {
+			if !r.backoff.poll() {
+				return completion{}, false
+			}
+			r.backoff = nil
+			r.startAttempt()
+		}
+		if r.act.poll() {
+			if r.deadline != nil {
+				r.deadline.cancelLocked()
+			}
+			res := r.act.result
+			if res.err == nil || r.attempt >= r.policy.MaxAttempts {
+				return res, true
+			}
+			if !r.c.state.replaying {
+				r.c.log("WARN", fmt.Sprintf("Activity '%s' attempt %d/%d failed: %v. Retrying...", r.name, r.attempt, r.policy.MaxAttempts, res.err))
+			}
+			if d := r.policy.Backoff.DelayForAttempt(r.attempt); d > 0 {
+				r.backoff = r.c.newFutureLocked(r.c.timerAction(d), kindTimer, resultCheck)
+			} else {
+				r.startAttempt()
+			}
+			continue
+		}
+		if r.deadline != nil && r.deadline.poll() {
+			r.act.cancelLocked()
+			return completion{err: ErrActivityTimedOut}, true
+		}
+		return completion{}, false
+	}
+}
+
+// cancel cancels the running attempt (timers need no cancelling).
+func (r *retryRun) cancel() {
+	if r.act != nil {
+		r.act.cancelLocked()
+	}
 }

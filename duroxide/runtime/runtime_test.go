@@ -1062,3 +1062,39 @@ func TestStartOfExistingInstanceReturnsErrInstanceExists(t *testing.T) {
 	}
 	wantOutput(t, e.wait(id), "echo:again")
 }
+
+// Two retried activities fanned out and joined end to end: each fails its
+// first attempt and succeeds on the second; both first attempts run before
+// either retry.
+func TestRetriedActivitiesRunInParallel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	var calls []string
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Flaky", func(_ *runtime.ActivityContext, in string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, in)
+			if slices.Index(calls, in) == len(calls)-1 { // first call for in
+				return "", fmt.Errorf("%s failed once", in)
+			}
+			return in + "-ok", nil
+		}),
+		reg.RegisterOrchestration("Both", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			policy := runtime.RetryPolicy{MaxAttempts: 2, Backoff: runtime.BackoffStrategy{Kind: runtime.BackoffFixed, Base: 10 * time.Millisecond}}
+			res := ctx.Join(ctx.ScheduleActivityWithRetry("Flaky", "a", policy), ctx.ScheduleActivityWithRetry("Flaky", "b", policy))
+			if res[0].Err != nil || res[1].Err != nil {
+				return "", fmt.Errorf("%v / %v", res[0].Err, res[1].Err)
+			}
+			return res[0].Value + "," + res[1].Value, nil
+		}))
+	e.start(reg, fastOptions())
+	wantOutput(t, e.run("retry-fan-out", "Both", ""), "a-ok,b-ok")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 4 || !slices.Contains(calls[:2], "a") || !slices.Contains(calls[:2], "b") {
+		t.Fatalf("activity calls %v: want both first attempts before either retry", calls)
+	}
+}
