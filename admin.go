@@ -15,10 +15,10 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// ProviderAdmin (seeds/cdb-spec.md §6, duroxide's ProviderAdmin). Listings
+// ProviderAdmin (duroxide-cdb's spec §6, duroxide's ProviderAdmin). Listings
 // are cross-partition queries with plain filters and projections, sorted
 // and counted on the client (the gateway serves no ORDER BY or aggregates
-// across partitions: seeds/cdb-architecture.md §11).
+// across partitions: duroxide-cdb's architecture notes §11).
 
 // instanceRow is the projection admin listings read.
 type instanceRow struct {
@@ -139,7 +139,7 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 // GetInstanceInfo returns the instance's metadata and its current
 // execution's status and output; an unknown instance is a permanent error.
 // Requests: 1 point read of the instance document, which carries the
-// current execution's status and output (status_mirror.go); 2 (the
+// current execution's status and output; 2 (the
 // execution document too) when it does not: a terminal output larger than
 // 16 KB, an instance last acked before the instance document carried them.
 func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {

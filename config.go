@@ -20,7 +20,7 @@ import (
 )
 
 // Defaults applied by New to the zero fields of a Config
-// (seeds/cdb-spec.md §9, seeds/cdb-architecture.md §13).
+// (duroxide-cdb's spec §9, duroxide-cdb's architecture notes §13).
 const (
 	// DefaultDatabase is the database New uses when Config.Database is empty.
 	DefaultDatabase = "duroxide"
@@ -126,7 +126,7 @@ type Config struct {
 
 	// LongPollInterval is how often a fetch called with a poll timeout
 	// queries again while it waits for work, and how long the answer of a
-	// candidate query is trusted by the fetches of this process (pool.go):
+	// candidate query is trusted by the fetches of this process:
 	// the bound on how late they see messages other processes wrote;
 	// default DefaultLongPollInterval. Each poll is one query request.
 	LongPollInterval time.Duration
@@ -147,7 +147,7 @@ type Config struct {
 	// MeterProvider receives the provider's metrics (the Cosmos DB
 	// requests, request units and latency per provider call and operation
 	// kind, throttling, retries, lost lock races, the outbox backlog and
-	// reconciler deliveries; metrics.go lists them). Default: the global
+	// reconciler deliveries; README's "Metrics" lists them). Default: the global
 	// MeterProvider (otel.GetMeterProvider), which records nothing until
 	// the application installs an SDK.
 	MeterProvider metric.MeterProvider
@@ -167,7 +167,7 @@ type Config struct {
 }
 
 // ConfigFromEnv returns a Config from the environment: COSMOS_ENDPOINT,
-// COSMOS_KEY, COSMOS_DATABASE and COSMOS_CONTAINER (seeds/cdb-architecture.md
+// COSMOS_KEY, COSMOS_DATABASE and COSMOS_CONTAINER (duroxide-cdb's architecture notes
 // §13). Unset variables leave their fields empty, so New applies the
 // defaults; it is New that reports a missing endpoint or key.
 func ConfigFromEnv() Config {

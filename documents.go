@@ -12,7 +12,7 @@ import (
 )
 
 // Document types, the value of every document's "type" field
-// (seeds/cdb-spec.md §2.2, plus the documents the spec predates).
+// (duroxide-cdb's spec §2.2, plus the documents the spec predates).
 const (
 	// typeInstance: an instance's metadata, lock and custom status
 	// (spec §2.2.1), id "instance".

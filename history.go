@@ -14,7 +14,7 @@ import (
 )
 
 // Read returns the current execution's history, ordered by event id
-// (seeds/cdb-spec.md §3.11); an unknown instance has an empty history.
+// (duroxide-cdb's spec §3.11); an unknown instance has an empty history.
 // Events above the execution's watermark (staged by an ack that has not
 // committed) are not returned. Requests: 2 (a point read of the instance
 // document, a single-partition history query); 1 for an unknown instance.

@@ -23,7 +23,7 @@ import (
 // of the characters Cosmos DB forbids in ids (/ \ ? #). User-supplied text
 // that must go into an id (a session id) is encoded by encodeIDPart.
 const (
-	// instanceDocID is the id of the instance document (seeds/cdb-spec.md
+	// instanceDocID is the id of the instance document (duroxide-cdb's spec
 	// §2.2.1, without the instance id prefix).
 	instanceDocID = "instance"
 	// kvStoreDocID and kvDeltaDocID are the ids of the two KV documents of
@@ -163,7 +163,7 @@ func newLockID() string {
 }
 
 // NumDispatchSlots is the number of dispatch slots the queues are
-// partitioned into (seeds/cdb-spec.md §2.4).
+// partitioned into (duroxide-cdb's spec §2.4).
 const NumDispatchSlots = 256
 
 // DispatchSlot returns the dispatch slot of an instance, 0 to 255: the

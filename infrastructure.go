@@ -13,10 +13,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
-// indexingPolicy is the container's indexing policy: seeds/cdb-spec.md §2.3
+// indexingPolicy is the container's indexing policy: duroxide-cdb's spec §2.3
 // (selective included paths, large blobs excluded, the three composite
 // indexes) plus the paths the provider's own queries filter on
-// (seeds/cdb-architecture.md §2.3 adds /docType and /lockToken).
+// (duroxide-cdb's architecture notes §2.3 adds /docType and /lockToken).
 func indexingPolicy() *azcosmos.IndexingPolicy {
 	included := []string{
 		"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?", "/enqueuedAt/?",
@@ -44,7 +44,7 @@ func indexingPolicy() *azcosmos.IndexingPolicy {
 }
 
 // ensureInfrastructure creates the database and the container when they are
-// missing (seeds/cdb-architecture.md §12).
+// missing (duroxide-cdb's architecture notes §12).
 func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 	err := p.withMetadataRetry(ctx, func() error {
 		_, err := p.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: p.cfg.Database}, nil)
@@ -86,7 +86,7 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 
 // withMetadataRetry runs a database or container creation, retrying 429
 // (metadata throttling) and other transient failures with exponential
-// backoff from 500 ms, at most 10 times (seeds/cdb-architecture.md §9.2).
+// backoff from 500 ms, at most 10 times (duroxide-cdb's architecture notes §9.2).
 func (p *Provider) withMetadataRetry(ctx context.Context, fn func() error) error {
 	delay := 500 * time.Millisecond
 	var err error

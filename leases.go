@@ -12,7 +12,7 @@ import (
 
 // LeaseProvider assigns dispatch slots to concurrent fetches, so that
 // concurrent dispatchers query disjoint parts of a queue and never contend
-// for the same messages (seeds/cdb-spec.md §5, seeds/cdb-architecture.md
+// for the same messages (duroxide-cdb's spec §5, duroxide-cdb's architecture notes
 // §5). Every fetch calls Acquire, queries only the returned lease's slots,
 // and calls Release when done.
 //
@@ -31,7 +31,7 @@ type SlotLease struct {
 	// Slots are the leased slots in ascending order.
 	Slots []uint8
 	// All is true when Slots holds all NumDispatchSlots slots; a query then
-	// omits the slot filter (seeds/cdb-architecture.md §11).
+	// omits the slot filter (duroxide-cdb's architecture notes §11).
 	All     bool
 	release func()
 	once    sync.Once
@@ -62,7 +62,7 @@ func NewSlotLease(slots []uint8, release func()) *SlotLease {
 }
 
 // InMemoryLeaseProvider splits the 256 dispatch slots into lanes, lane i
-// owning the slots s with s % lanes == i (seeds/cdb-spec.md §5.2: with 3
+// owning the slots s with s % lanes == i (duroxide-cdb's spec §5.2: with 3
 // lanes, 86, 85 and 85 slots). Acquire hands out a free lane, waiting when
 // all are taken; Release puts it back at the end of the line, so one caller
 // fetching repeatedly visits every lane in turn. With as many lanes as
@@ -119,7 +119,7 @@ func (p *InMemoryLeaseProvider) Acquire(ctx context.Context) (*SlotLease, error)
 // SlotOwner is implemented by LeaseProviders that know how many of the
 // NumDispatchSlots dispatch slots of their queue this process owns; the
 // provider reports it as the gauge duroxide_cosmosdb_slots_owned {queue}
-// (metrics.go). A lease provider that coordinates several processes
+// (see README's "Metrics"). A lease provider that coordinates several processes
 // (leases stored in Cosmos DB) reports its current share; one that does not
 // implement SlotOwner is not reported.
 type SlotOwner interface {

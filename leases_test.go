@@ -11,7 +11,7 @@ import (
 )
 
 // TestInMemoryLeaseProviderLanes checks the spec's slot distribution
-// (seeds/cdb-spec.md §5.2): with 3 lanes, 86, 85 and 85 slots, s % 3 == i.
+// (duroxide-cdb's spec §5.2): with 3 lanes, 86, 85 and 85 slots, s % 3 == i.
 func TestInMemoryLeaseProviderLanes(t *testing.T) {
 	p := NewInMemoryLeaseProvider(3)
 	require.Equal(t, 3, p.Lanes())

@@ -88,18 +88,18 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 	return nil
 }
 
-// AckOrchestrationItem commits a turn atomically (seeds/cdb-spec.md §3.3,
-// seeds/cdb-architecture.md §6.2, duroxide's contract). Requests: 1, a
+// AckOrchestrationItem commits a turn atomically (duroxide-cdb's spec §3.3 and
+// architecture notes §6.2, duroxide's contract). Requests: 1, a
 // transactional batch in the instance's partition that
 //
 //   - replaces the instance document with If-Match on the ETag of the lock
 //     (which validates the lock and releases it: if anything else wrote the
 //     document since, the batch fails and nothing is written), with the
-//     execution's status and output mirrored on it (status_mirror.go),
+//     execution's status and output mirrored on it,
 //   - creates or updates the execution document (status, output, pinned
 //     version, history watermark),
 //   - consumes the messages the fetch tagged (each becomes a tombstone, so
-//     that a late repeated create of it cannot bring it back: queue_documents.go),
+//     that a late repeated create of it cannot bring it back),
 //   - upserts the history delta's documents (append-only: existing history
 //     is never read),
 //   - upserts the KV documents when KV events or the end of the execution
@@ -111,7 +111,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // The intents are then delivered at once (1 request per document, plus 1
 // to delete the intent); a failed delivery is left to the reconciler.
 // Cancelled activities are removed afterwards, best effort, a 404 ignored
-// (seeds/cdb-architecture.md §10.2); an activity both scheduled and
+// (duroxide-cdb's architecture notes §10.2); an activity both scheduled and
 // cancelled in the turn is never enqueued.
 //
 // A turn larger than one batch (100 operations, 2 MB) still commits
@@ -432,7 +432,7 @@ func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPla
 // removeCancelledActivities removes the worker-queue messages of the turn's
 // cancelled activities, after the turn committed: a write to a message the
 // worker already consumed would fail a batch (404 → 424), so they are not
-// part of it (seeds/cdb-architecture.md §10.2). Each becomes a tombstone
+// part of it (duroxide-cdb's architecture notes §10.2). Each becomes a tombstone
 // (queue_documents.go), so that a late repeated create cannot bring the
 // cancelled activity back; a message already gone (404) or already a
 // tombstone (412) is left alone. Best effort. A worker holding the item

@@ -42,8 +42,8 @@ var jsonNull = json.RawMessage("null")
 const unknownVersion = "unknown"
 
 // FetchOrchestrationItem locks the next instance with visible
-// orchestrator-queue messages and returns its turn (seeds/cdb-spec.md §3.1,
-// seeds/cdb-architecture.md §6.1), or nil when there is none.
+// orchestrator-queue messages and returns its turn (duroxide-cdb's spec §3.1,
+// duroxide-cdb's architecture notes §6.1), or nil when there is none.
 //
 // Requests: 2 when the candidate is known and locked at the first try:
 //
@@ -58,7 +58,7 @@ const unknownVersion = "unknown"
 //     pending instance document) and tags the visible messages (lock token,
 //     lock expiry, attempt count + 1).
 //
-// Candidates come from this process's candidate pool (pool.go): the last
+// Candidates come from this process's candidate pool: the last
 // candidate query of the fetch's lease slots, and the messages this
 // process wrote since. 1 more request, a cross-partition query of the
 // lease's slots for visible, unlocked messages and for locked instances

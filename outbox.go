@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Transactional outbox (seeds/cdb-spec.md §4, seeds/cdb-architecture.md §7).
+// Transactional outbox (duroxide-cdb's spec §4, duroxide-cdb's architecture notes §7).
 // A turn's writes to other instances' partitions (sub-orchestration starts
 // and completions, detached starts, cancel cascades), and the queue
 // documents of a turn too large for one batch, are written as intent
@@ -55,7 +55,7 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 }
 
 // reconcileLoop runs the reconciler every ReconcilerInterval until Close
-// (seeds/cdb-spec.md §4.4).
+// (duroxide-cdb's spec §4.4).
 func (p *Provider) reconcileLoop() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.cfg.ReconcilerInterval)

@@ -11,7 +11,7 @@ import (
 
 // DefaultLongPollInterval is how often a fetch with a poll timeout queries
 // again while it waits for work, and how long a candidate query's answer
-// is trusted (pool.go). A write made through the same Provider (an
+// is trusted. A write made through the same Provider (an
 // enqueue, an ack, an abandon) wakes waiting fetches at once, with the
 // message it wrote as a candidate; writes by other processes are seen at
 // the next query, at most this long after the previous one.

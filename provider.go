@@ -70,9 +70,9 @@ var (
 
 // New connects to the account cfg names, creates the database and container
 // when they are missing (partition key /instanceId, large partition keys,
-// the indexing policy of seeds/cdb-spec.md §2.3 with the paths this
+// the indexing policy of duroxide-cdb's spec §2.3 with the paths this
 // provider adds, per-item time to live for tombstones; a 409 means one exists; a 429 is retried with backoff from
-// 500 ms, up to 10 times: seeds/cdb-architecture.md §9.2), and starts the
+// 500 ms, up to 10 times: duroxide-cdb's architecture notes §9.2), and starts the
 // outbox reconciler. An invalid cfg is an error naming every bad field;
 // nothing is contacted then.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
@@ -175,7 +175,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 
 // Close stops the reconciler and waits for it; intents still pending stay
 // in the container and the next provider on it delivers them
-// (seeds/cdb-spec.md §4.5). Long-polling fetches return at once (nil), and
+// (duroxide-cdb's spec §4.5). Long-polling fetches return at once (nil), and
 // every call made afterwards, or still retrying, fails with a permanent
 // ProviderError ("the provider is closed") without sending a request.
 // Close is idempotent and always returns nil.

@@ -18,7 +18,7 @@ import (
 // (one per Cosmos DB operation, with its request charge and status code)
 // are recorded in the application's traces, beneath the span in the
 // operation's context: the runtime's turn and activity spans
-// (duroxide/runtime tracing.go). New sets it as ClientOptions.TracingProvider
+// (as duroxide/runtime's spans do). New sets it as ClientOptions.TracingProvider
 // when Config.TracerProvider is set and ClientOptions names none; a nil tp
 // is the zero Provider, which traces nothing. It is the adapter the Azure
 // SDK's separate azotel module provides, without the extra dependency.

@@ -37,7 +37,7 @@ type workCandidate struct {
 
 // FetchWorkItem locks the oldest visible worker-queue message that the tag
 // filter accepts and, with session routing, whose session is unowned,
-// expired or owned by session.OwnerID (seeds/cdb-spec.md §3.2, duroxide's
+// expired or owned by session.OwnerID (duroxide-cdb's spec §3.2, duroxide's
 // SQLite fetch_work_item); nil when there is none. With a nil session only
 // messages without a session are eligible.
 //
@@ -48,7 +48,7 @@ type workCandidate struct {
 // session's claim (a create, or a replace with If-Match when the session
 // exists; 1 point read first when the session's state is not known).
 //
-// Candidates come from this process's candidate pool (pool.go): the last
+// Candidates come from this process's candidate pool: the last
 // candidate query of the fetch's lease slots (and filter), and the
 // messages this process wrote since (a turn's activities, an abandoned
 // item). 1 more request, a cross-partition query of the lease's slots for
@@ -175,9 +175,9 @@ func (p *Provider) tryLockWork(ctx context.Context, c poolEntry, session *duroxi
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
 }
 
-// AckWorkItem consumes the locked message (it becomes a tombstone:
-// queue_documents.go) and, when completion is non-nil, enqueues it on its
-// instance's orchestrator queue, atomically (seeds/cdb-spec.md §3.4).
+// AckWorkItem consumes the locked message (it becomes a tombstone, so that
+// a late repeated create cannot bring it back) and, when completion is non-nil, enqueues it on its
+// instance's orchestrator queue, atomically (duroxide-cdb's spec §3.4).
 // Requests: 1, a transactional batch in the instance's partition: the
 // consumption, conditioned on the lock by If-Match on
 // the ETag the fetch (or a renewal) left, and the completion's create (with

@@ -92,7 +92,7 @@
 //	runtime::limits::*                              MaxWorkerTags, MaxTagNameBytes, MaxKVKeys, ...
 //
 // ExecutionState and GetInstanceStats come from the provider implementation
-// guide (seeds/duroxide-provider-implementation-guide.md) rather than the
+// guide (microsoft/duroxide docs/provider-implementation-guide.md) rather than the
 // 0.1.26 trait: duroxide 0.1.x replaced ExecutionState by lock stealing, and
 // this port keeps both mechanisms (a renewal fails when the item was
 // removed, and otherwise reports the orchestration's state).

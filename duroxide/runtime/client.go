@@ -217,8 +217,8 @@ func addCustomStatus(ctx context.Context, p duroxide.Provider, instance string, 
 // WaitForOrchestration polls until instance is Completed or Failed and
 // returns that status, the one GetOrchestrationStatus returns; ErrTimeout
 // after timeout, or ctx's error. With a provider that has ProviderAdmin, a
-// poll reads the instance metadata instead of the whole history (see
-// pollTerminal). With a provider that is a duroxide.StatusWatcher, it
+// poll reads the instance metadata instead of the whole history, and the
+// history only once the metadata says the instance finished. With a provider that is a duroxide.StatusWatcher, it
 // checks once, then again only when the provider's watch fires (an ack in
 // this process that changed the status) or, for other processes' changes,
 // on a backoff of 100ms doubling to 1s.

@@ -97,13 +97,13 @@ type Options struct {
 	// silence them.
 	Logger *slog.Logger
 	// MeterProvider receives the runtime's and its client's metrics
-	// (duroxide's metrics specification; metrics.go lists them). Default:
+	// (duroxide's metrics specification, microsoft/duroxide docs/metrics-specification.md; README's "Metrics" lists them). Default:
 	// the global MeterProvider (otel.GetMeterProvider), which records
 	// nothing until the application installs an SDK.
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives the runtime's spans: one per orchestration
 	// turn and per activity execution, parented to the span that started
-	// the orchestration (tracing.go). Default: the global TracerProvider
+	// the orchestration. Default: the global TracerProvider
 	// (otel.GetTracerProvider), which records nothing until the
 	// application installs an SDK.
 	TracerProvider trace.TracerProvider

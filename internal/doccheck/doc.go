@@ -1,5 +1,11 @@
-// Package doccheck holds no code: its test enforces the house rule that
-// every exported identifier of the module has a doc comment.
+// Package doccheck holds no code: its tests enforce the house rules on
+// documentation. Every exported identifier of the module has a doc comment
+// (below), and every public package's `go doc -all` is self-contained
+// (public_docs_test.go): no path of the repository's tooling or design
+// notes (seeds/, ../shared, ARCHITECTURE.md), no Go file name, and none of
+// the package's unexported camelCase identifiers; README and CHANGELOG name
+// no such path either. Other tests check README's commands, Makefile and
+// .env.example.
 //
 // The test parses every non-test .go file of the module (go/parser, comments
 // kept, no type checking) and fails listing, with file:line, each exported

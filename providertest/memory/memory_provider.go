@@ -22,7 +22,7 @@ type MemoryOptions struct {
 // MemoryProvider is the reference in-memory duroxide.Provider and
 // duroxide.ProviderAdmin: a set of mutex-guarded maps that mirror the tables
 // of duroxide's SQLite provider (src/providers/sqlite.rs, the reference
-// implementation; seeds/sqlite-provider-design.md), so that the validation
+// implementation; microsoft/duroxide docs/sqlite-provider-design.md), so that the validation
 // suite can be checked before any Cosmos DB behaviour enters, and so that
 // runtime tests have a fast provider. Every method runs under one mutex, so
 // every operation is atomic; fetches long-poll for up to their poll timeout.
