@@ -5,12 +5,16 @@ package cdb
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/zap"
 )
 
 // indexingPolicy is the container's indexing policy: duroxide-cdb's spec §2.3
@@ -44,21 +48,19 @@ func indexingPolicy() *azcosmos.IndexingPolicy {
 }
 
 // ensureInfrastructure creates the database and the container when they are
-// missing (duroxide-cdb's architecture notes §12).
+// missing (duroxide-cdb's architecture notes §12). It is New's first
+// contact with the account, so its retries (connectRetry) tell errors that
+// waiting can heal from those it cannot.
 func (p *Provider) ensureInfrastructure(ctx context.Context) error {
-	err := p.withMetadataRetry(ctx, func() error {
-		_, err := p.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: p.cfg.Database}, nil)
+	err := p.connectRetry(ctx, func(c *azcosmos.Client) error {
+		_, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: p.cfg.Database}, nil)
 		if isStatus(err, http.StatusConflict) {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cdb: create database %q: %w", p.cfg.Database, mapError("new", err))
-	}
-	db, err := p.client.NewDatabase(p.cfg.Database)
-	if err != nil {
-		return fmt.Errorf("cdb: database client: %w", err)
+		return fmt.Errorf("cdb: create database %q at %s: %w", p.cfg.Database, p.cfg.Endpoint, err)
 	}
 	ttlOn := int32(-1)
 	props := azcosmos.ContainerProperties{
@@ -71,47 +73,105 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 		// only the tombstones of consumed messages expire (queue_documents.go).
 		DefaultTimeToLive: &ttlOn,
 	}
-	err = p.withMetadataRetry(ctx, func() error {
-		_, err := db.CreateContainer(ctx, props, nil)
+	err = p.connectRetry(ctx, func(c *azcosmos.Client) error {
+		db, err := c.NewDatabase(p.cfg.Database)
+		if err != nil {
+			return err
+		}
+		_, err = db.CreateContainer(ctx, props, nil)
 		if isStatus(err, http.StatusConflict) {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cdb: create container %q: %w", p.cfg.Container, mapError("new", err))
+		return fmt.Errorf("cdb: create container %q: %w", p.cfg.Container, err)
 	}
 	return nil
 }
 
-// withMetadataRetry runs a database or container creation, retrying 429
-// (metadata throttling) and other transient failures with exponential
-// backoff from 500 ms, at most 10 times (duroxide-cdb's architecture notes §9.2).
-func (p *Provider) withMetadataRetry(ctx context.Context, fn func() error) error {
-	delay := 500 * time.Millisecond
-	var err error
-	for attempt := 0; attempt <= 10; attempt++ {
-		err = fn()
+// Retries of New's first contact: exponential backoff from
+// connectBaseDelay, capped at connectMaxDelay, at most connectAttempts
+// tries (about 30 s); an unreachable endpoint (refused connection, unknown
+// host, unreachable network) gets only unreachableAttempts tries (about
+// 1.5 s), and an error no wait can heal (an untrusted or invalid
+// certificate, an answer such as 401 or 403) none.
+const (
+	connectBaseDelay    = 500 * time.Millisecond
+	connectMaxDelay     = 5 * time.Second
+	connectAttempts     = 10
+	unreachableAttempts = 3
+)
+
+// connectRetry runs fn, a database or container creation, with the
+// retries above, logging each one. A client the provider built is rebuilt
+// before each retry: azcosmos v1.5.0 remembers a failed first contact with
+// the account (its account-properties refresh) for 5 minutes and would
+// answer every retry from that memory. The error wraps
+// the last failure (errors.As finds *x509.UnknownAuthorityError,
+// *net.DNSError, *azcore.ResponseError, syscall.ECONNREFUSED ...) and, when
+// ctx ended first, ctx's error too.
+func (p *Provider) connectRetry(ctx context.Context, fn func(*azcosmos.Client) error) error {
+	delay := connectBaseDelay
+	for attempt := 1; ; attempt++ {
+		err := fn(p.client)
 		if err == nil {
 			return nil
 		}
-		code, isResp := statusCode(err)
-		if (isResp && !isRetryableStatus(code)) || ctx.Err() != nil || errors.Is(err, context.Canceled) {
-			return err
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), mapError("new", err))
 		}
-		if attempt == 10 {
-			break
+		limit, hint := connectAttemptsFor(err)
+		if attempt >= limit {
+			if hint != "" {
+				return fmt.Errorf("%w (%s)", mapError("new", err), hint)
+			}
+			return mapError("new", err)
 		}
-		wait := delay
-		if ra := retryAfter(err); ra > wait {
-			wait = ra
+		if ra := retryAfter(err); ra > delay {
+			delay = ra
 		}
+		p.log.Warn("cannot reach Cosmos DB yet; retrying", zap.String("endpoint", p.cfg.Endpoint),
+			zap.Int("attempt", attempt), zap.Duration("delay", delay), zap.Error(err))
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), mapError("new", err))
+		case <-time.After(delay):
 		}
-		delay *= 2
+		delay = min(delay*2, connectMaxDelay)
+		if p.ownClient {
+			if c, cerr := p.newClient(); cerr == nil {
+				p.client.Close()
+				p.client = c
+			}
+		}
 	}
-	return err
+}
+
+// connectAttemptsFor returns how many tries New's first contact gets for
+// err, and a hint for the user when the error cannot heal by waiting.
+func connectAttemptsFor(err error) (int, string) {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		hostname  x509.HostnameError
+		dns       *net.DNSError
+	)
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &invalid), errors.As(err, &hostname):
+		return 1, "the endpoint's TLS certificate is not trusted: for a local emulator, trust the certificate it wrote (cdb-emulator -cert-out; SSL_CERT_FILE) or use its plain HTTP mode"
+	case isStatus(err, http.StatusUnauthorized) || isStatus(err, http.StatusForbidden):
+		return 1, "the account refused the credentials: check COSMOS_KEY or the identity's data-plane role"
+	case errors.As(err, &dns):
+		return unreachableAttempts, "the endpoint's host name does not resolve: check COSMOS_ENDPOINT"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return unreachableAttempts, "nothing accepts connections at the endpoint: check COSMOS_ENDPOINT, or start the emulator"
+	}
+	if code, ok := statusCode(err); ok && !isRetryableStatus(code) {
+		return 1, ""
+	}
+	if errors.Is(err, context.Canceled) {
+		return 1, ""
+	}
+	return connectAttempts, ""
 }

@@ -31,9 +31,11 @@ type Provider struct {
 	statusWatches statusWatches
 	client        *azcosmos.Client
 	ownClient     bool
-	container     *azcosmos.ContainerClient
-	log           *zap.Logger
-	retry         retrier
+	// newClient builds a fresh client when ownClient (see clientFactory).
+	newClient func() (*azcosmos.Client, error)
+	container *azcosmos.ContainerClient
+	log       *zap.Logger
+	retry     retrier
 
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider
@@ -71,10 +73,19 @@ var (
 // New connects to the account cfg names, creates the database and container
 // when they are missing (partition key /instanceId, large partition keys,
 // the indexing policy of duroxide-cdb's spec §2.3 with the paths this
-// provider adds, per-item time to live for tombstones; a 409 means one exists; a 429 is retried with backoff from
-// 500 ms, up to 10 times: duroxide-cdb's architecture notes §9.2), and starts the
-// outbox reconciler. An invalid cfg is an error naming every bad field;
-// nothing is contacted then.
+// provider adds, per-item time to live for tombstones; a 409 means one
+// exists), and starts the outbox reconciler. An invalid cfg is an error
+// naming every bad field; nothing is contacted then.
+//
+// Contacting the account is retried with a backoff from 500 ms doubling to
+// at most 5 s, each retry logged, at most 10 tries (about 30 s): throttling
+// (429, its retry hint honoured), 5xx and timeouts heal by waiting. An
+// unreachable endpoint (refused connection, unknown host) gets 3 tries
+// (about 1.5 s); an untrusted certificate or a refused key (401, 403) none.
+// The error wraps the cause, for errors.As and errors.Is
+// (x509.UnknownAuthorityError, *net.DNSError, syscall.ECONNREFUSED,
+// *azcore.ResponseError), and says what to check; when ctx ends first it
+// wraps both ctx's error and the last cause.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -105,28 +116,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	p.client = cfg.Client
 	if p.client == nil {
-		opts := azcosmos.ClientOptions{}
-		if cfg.ClientOptions != nil {
-			opts = *cfg.ClientOptions
+		if p.newClient, err = clientFactory(cfg, p); err != nil {
+			return nil, err
 		}
-		opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
-		if cfg.TracerProvider != nil {
-			opts.TracingProvider = AzureTracingProvider(cfg.TracerProvider)
-		}
-		opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), requestPolicy{usage: &p.usage, metrics: p.metrics})
-		if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
-			opts.Retry = policy.RetryOptions{MaxRetries: -1}
-		}
-		if cfg.Credential != nil {
-			p.client, err = azcosmos.NewClient(cfg.Endpoint, cfg.Credential, &opts)
-		} else {
-			var cred azcosmos.KeyCredential
-			cred, err = azcosmos.NewKeyCredential(cfg.Key)
-			if err == nil {
-				p.client, err = azcosmos.NewClientWithKey(cfg.Endpoint, cred, &opts)
-			}
-		}
-		if err != nil {
+		if p.client, err = p.newClient(); err != nil {
 			return nil, fmt.Errorf("cdb: create Cosmos DB client: %w", err)
 		}
 		p.ownClient = true
@@ -195,6 +188,35 @@ func (p *Provider) Close() error {
 		p.closeClient()
 	})
 	return nil
+}
+
+// clientFactory returns the function that builds the provider's azcosmos
+// client from cfg: the caller's ClientOptions plus the partition key header
+// fix, tracing, request accounting, and no azcore retries (the provider
+// retries itself). New calls it again to start afresh after a failed first
+// contact, which azcosmos would otherwise repeat from its cache for 5
+// minutes.
+func clientFactory(cfg Config, p *Provider) (func() (*azcosmos.Client, error), error) {
+	opts := azcosmos.ClientOptions{}
+	if cfg.ClientOptions != nil {
+		opts = *cfg.ClientOptions
+	}
+	opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
+	if cfg.TracerProvider != nil {
+		opts.TracingProvider = AzureTracingProvider(cfg.TracerProvider)
+	}
+	opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), requestPolicy{usage: &p.usage, metrics: p.metrics})
+	if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
+		opts.Retry = policy.RetryOptions{MaxRetries: -1}
+	}
+	if cfg.Credential != nil {
+		return func() (*azcosmos.Client, error) { return azcosmos.NewClient(cfg.Endpoint, cfg.Credential, &opts) }, nil
+	}
+	cred, err := azcosmos.NewKeyCredential(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("cdb: create Cosmos DB client: %w", err)
+	}
+	return func() (*azcosmos.Client, error) { return azcosmos.NewClientWithKey(cfg.Endpoint, cred, &opts) }, nil
 }
 
 func (p *Provider) closeClient() {
