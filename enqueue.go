@@ -86,10 +86,10 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 		case found && cur.StartMessageID == d.id:
 			err = nil // this start, stored by a try whose answer was lost
 		case found:
-			return &duroxide.ProviderError{Operation: op, Message: fmt.Sprintf("instance %s already exists", quoteID(d.target)), Cause: duroxide.ErrInstanceExists}
+			return &duroxide.ProviderError{Operation: op, Message: fmt.Sprintf("instance %s already exists", duroxide.QuoteInstanceID(d.target)), Cause: duroxide.ErrInstanceExists}
 		default:
 			// Deleted since the batch was refused: the start may be tried again.
-			return retryable(op, fmt.Sprintf("instance %s was being deleted; try the start again", quoteID(d.target)))
+			return retryable(op, fmt.Sprintf("instance %s was being deleted; try the start again", duroxide.QuoteInstanceID(d.target)))
 		}
 	}
 	if err != nil {

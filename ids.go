@@ -57,23 +57,6 @@ func validateInstanceID(op, instance string) error {
 	return nil
 }
 
-// maxQuotedIDBytes is how much of an instance id error texts show.
-const maxQuotedIDBytes = 64
-
-// quoteID formats an instance id for an error text: quoted, and cut to its
-// first maxQuotedIDBytes bytes (at a rune boundary) with its length when
-// longer, so that a 2 KB id is not echoed whole.
-func quoteID(id string) string {
-	if len(id) <= maxQuotedIDBytes {
-		return strconv.Quote(id)
-	}
-	cut := maxQuotedIDBytes
-	for cut > 0 && !utf8.RuneStart(id[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(id[:cut]), len(id))
-}
-
 // encodeIDPart turns arbitrary text into a piece of a document id: "b" and
 // the unpadded base64url encoding of s when that is at most maxIDPartLen
 // characters, otherwise "h" and the hex SHA-256 of s. The result never holds

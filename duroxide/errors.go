@@ -3,6 +3,8 @@ package duroxide
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // ProviderError is the error every Provider and ProviderAdmin method returns
@@ -88,6 +90,24 @@ func (e *ProviderError) ToInfrastructureError() ErrorDetails {
 // drops a start for an instance whose history has already begun); the
 // providers of this module detect it at the cost of a normal start.
 var ErrInstanceExists = errors.New("instance already exists")
+
+// maxQuotedIDBytes is how much of an instance id QuoteInstanceID shows.
+const maxQuotedIDBytes = 64
+
+// QuoteInstanceID formats an instance id for an error text or a log line:
+// quoted (strconv.Quote), and cut to its first 64 bytes (at a rune
+// boundary) followed by "… (N bytes)" when longer, so that a 2 KB id is not
+// echoed whole. The empty id is `""`.
+func QuoteInstanceID(id string) string {
+	if len(id) <= maxQuotedIDBytes {
+		return strconv.Quote(id)
+	}
+	cut := maxQuotedIDBytes
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(id[:cut]), len(id))
+}
 
 // IsRetryable reports whether err is, or wraps, a retryable *ProviderError.
 // Errors of any other type are reported as retryable, the conservative

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -87,4 +88,19 @@ func TestToInfrastructureError(t *testing.T) {
 	d := NewRetryableError("read", "timeout").ToInfrastructureError()
 	checkEqual(t, ErrorDetails{Infrastructure: &InfrastructureDetails{Operation: "read", Message: "timeout", Retryable: true}}, d)
 	checkEqual(t, "infrastructure:read: timeout", d.DisplayMessage())
+}
+
+func TestQuoteInstanceIDCutsLongIDsAtARuneBoundary(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ id, want string }{
+		{"", `""`},
+		{"order-1", `"order-1"`},
+		{strings.Repeat("a", 64), `"` + strings.Repeat("a", 64) + `"`},
+		{strings.Repeat("a", 3000), `"` + strings.Repeat("a", 64) + `"… (3000 bytes)`},
+		{strings.Repeat("a", 63) + "é" + "zz", `"` + strings.Repeat("a", 63) + `"… (67 bytes)`},
+	} {
+		if got := QuoteInstanceID(c.id); got != c.want {
+			t.Errorf("QuoteInstanceID(%d bytes) = %s, want %s", len(c.id), got, c.want)
+		}
+	}
 }

@@ -3,8 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"go.opentelemetry.io/otel/metric"
+	"strconv"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -80,15 +80,15 @@ func statusWatch(p duroxide.Provider, instance string) func() (<-chan struct{}, 
 // enqueue puts kind on its instance's orchestrator queue; an empty instance
 // id is refused before the provider sees it.
 func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemKind) error {
-	if kind.TargetInstance() == "" {
-		return fmt.Errorf("runtime: %s needs an instance id", op)
+	if err := checkInstance(op, kind.TargetInstance()); err != nil {
+		return err
 	}
 	p, err := c.prov()
 	if err != nil {
-		return fmt.Errorf("runtime: %s %s: %w", op, kind.TargetInstance(), err)
+		return clientErr(op, kind.TargetInstance(), err)
 	}
 	if err := p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: kind}, 0); err != nil {
-		return fmt.Errorf("runtime: %s %s: %w", op, kind.TargetInstance(), err)
+		return clientErr(op, kind.TargetInstance(), err)
 	}
 	c.metrics.enqueued(kind)
 	return nil
@@ -115,8 +115,11 @@ func (c *Client) StartOrchestrationVersioned(ctx context.Context, instance, name
 }
 
 func (c *Client) start(ctx context.Context, instance, name string, version *string, input string) error {
-	if instance == "" || name == "" {
-		return fmt.Errorf("runtime: start needs an instance id and an orchestration name")
+	if err := checkInstance("start", instance); err != nil {
+		return err
+	}
+	if name == "" {
+		return &clientError{op: "start", instance: instance, kind: errEmptyName}
 	}
 	start := duroxide.StartOrchestrationItem{
 		Instance: instance, Orchestration: name, Input: input, Version: version, ExecutionID: duroxide.InitialExecutionID,
@@ -124,14 +127,14 @@ func (c *Client) start(ctx context.Context, instance, name string, version *stri
 	}
 	p, err := c.prov()
 	if err != nil {
-		return fmt.Errorf("runtime: start %s: %w", instance, err)
+		return clientErr("start", instance, err)
 	}
 	s, ok := duroxide.AsInstanceStarter(p)
 	if !ok {
 		return c.enqueue(ctx, "start", start)
 	}
 	if err := s.EnqueueStart(ctx, start); err != nil {
-		return fmt.Errorf("runtime: start %s: %w", instance, err)
+		return clientErr("start", instance, err)
 	}
 	c.metrics.enqueued(start)
 	return nil
@@ -163,9 +166,12 @@ func (c *Client) CancelInstance(ctx context.Context, instance, reason string) er
 // otherwise. The custom status comes from GetCustomStatus; an error there
 // leaves it unset, as in duroxide.
 func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (OrchestrationStatus, error) {
+	if err := checkInstance("status", instance); err != nil {
+		return OrchestrationStatus{}, err
+	}
 	p, err := c.prov()
 	if err != nil {
-		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
+		return OrchestrationStatus{}, clientErr("status", instance, err)
 	}
 	st, err := readStatus(ctx, p, instance)
 	if err != nil {
@@ -180,7 +186,7 @@ func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (O
 func readStatus(ctx context.Context, p duroxide.Provider, instance string) (OrchestrationStatus, error) {
 	hist, err := p.Read(ctx, instance)
 	if err != nil {
-		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
+		return OrchestrationStatus{}, clientErr("status", instance, err)
 	}
 	return statusFromHistory(hist), nil
 }
@@ -223,9 +229,12 @@ func addCustomStatus(ctx context.Context, p duroxide.Provider, instance string, 
 // this process that changed the status) or, for other processes' changes,
 // on a backoff of 100ms doubling to 1s.
 func (c *Client) WaitForOrchestration(ctx context.Context, instance string, timeout time.Duration) (OrchestrationStatus, error) {
+	if err := checkInstance("wait for orchestration", instance); err != nil {
+		return OrchestrationStatus{}, err
+	}
 	p, err := c.prov()
 	if err != nil {
-		return OrchestrationStatus{}, fmt.Errorf("runtime: status of %s: %w", instance, err)
+		return OrchestrationStatus{}, clientErr("wait for orchestration", instance, err)
 	}
 	admin, _ := duroxide.AsManagementCapability(p)
 	defer c.metrics.waited(time.Now())
@@ -244,9 +253,12 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 // (an ack in this process that changed the status) and otherwise on a
 // backoff from pollInterval doubling to 1s (or pollInterval if larger).
 func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastSeenVersion uint64, pollInterval, timeout time.Duration) (OrchestrationStatus, error) {
+	if err := checkInstance("wait for status change", instance); err != nil {
+		return OrchestrationStatus{}, err
+	}
 	p, err := c.prov()
 	if err != nil {
-		return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
+		return OrchestrationStatus{}, clientErr("wait for status change", instance, err)
 	}
 	admin, _ := duroxide.AsManagementCapability(p)
 	if pollInterval <= 0 {
@@ -260,7 +272,7 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 		cs, err := p.GetCustomStatus(ctx, instance, lastSeenVersion)
 		if err != nil {
 			stop()
-			return OrchestrationStatus{}, fmt.Errorf("runtime: custom status of %s: %w", instance, err)
+			return OrchestrationStatus{}, clientErr("wait for status change", instance, err)
 		}
 		if cs != nil || !knownRunning(ctx, admin, instance) {
 			st, err := c.GetOrchestrationStatus(ctx, instance)
@@ -287,25 +299,31 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 
 // GetKVValue reads key of instance's KV store; ok is false when absent.
 func (c *Client) GetKVValue(ctx context.Context, instance, key string) (value string, ok bool, err error) {
+	if err := checkInstance("get kv value", instance); err != nil {
+		return "", false, err
+	}
 	p, err := c.prov()
 	if err == nil {
 		value, ok, err = p.GetKVValue(ctx, instance, key)
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("runtime: kv %s/%s: %w", instance, key, err)
+		return "", false, clientErr("get kv value "+strconv.Quote(key)+" of", instance, err)
 	}
 	return value, ok, nil
 }
 
 // GetKVAllValues reads instance's whole KV store.
 func (c *Client) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
+	if err := checkInstance("get kv values", instance); err != nil {
+		return nil, err
+	}
 	p, err := c.prov()
 	if err != nil {
-		return nil, fmt.Errorf("runtime: kv %s: %w", instance, err)
+		return nil, clientErr("get kv values", instance, err)
 	}
 	m, err := p.GetKVAllValues(ctx, instance)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: kv %s: %w", instance, err)
+		return nil, clientErr("get kv values", instance, err)
 	}
 	return m, nil
 }

@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
+
 	"strings"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -45,72 +45,83 @@ func (c *Client) admin() (duroxide.ProviderAdmin, error) {
 	return a, nil
 }
 
-// adminCall runs f on the provider's admin interface and wraps its error.
-func adminCall[T any](c *Client, op string, f func(duroxide.ProviderAdmin) (T, error)) (T, error) {
+// adminCall runs f on the provider's admin interface and wraps its error
+// (see clientError); instance, when not "", is checked and named.
+func adminCall[T any](c *Client, op, instance string, f func(duroxide.ProviderAdmin) (T, error)) (T, error) {
+	var zero T
 	a, err := c.admin()
 	if err != nil {
-		var zero T
 		return zero, err
 	}
 	v, err := f(a)
 	if err != nil {
-		return v, fmt.Errorf("runtime: %s: %w", op, err)
+		return v, clientErr(op, instance, err)
 	}
 	return v, nil
 }
 
+// adminInstanceCall is adminCall for an operation on one instance, which
+// refuses an empty id before the provider is called.
+func adminInstanceCall[T any](c *Client, op, instance string, f func(duroxide.ProviderAdmin) (T, error)) (T, error) {
+	if err := checkInstance(op, instance); err != nil {
+		var zero T
+		return zero, err
+	}
+	return adminCall(c, op, instance, f)
+}
+
 // ListAllInstances returns every instance id.
 func (c *Client) ListAllInstances(ctx context.Context) ([]string, error) {
-	return adminCall(c, "list instances", func(a duroxide.ProviderAdmin) ([]string, error) { return a.ListInstances(ctx) })
+	return adminCall(c, "list instances", "", func(a duroxide.ProviderAdmin) ([]string, error) { return a.ListInstances(ctx) })
 }
 
 // ListInstancesByStatus returns the ids of instances with status
 // ("Running", "Completed", "Failed", "ContinuedAsNew").
 func (c *Client) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
-	return adminCall(c, "list instances by status", func(a duroxide.ProviderAdmin) ([]string, error) {
+	return adminCall(c, "list instances by status", "", func(a duroxide.ProviderAdmin) ([]string, error) {
 		return a.ListInstancesByStatus(ctx, status)
 	})
 }
 
 // GetInstanceInfo returns instance's metadata.
 func (c *Client) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
-	return adminCall(c, "instance info", func(a duroxide.ProviderAdmin) (duroxide.InstanceInfo, error) {
+	return adminInstanceCall(c, "instance info", instance, func(a duroxide.ProviderAdmin) (duroxide.InstanceInfo, error) {
 		return a.GetInstanceInfo(ctx, instance)
 	})
 }
 
 // GetExecutionInfo returns one execution's metadata.
 func (c *Client) GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (duroxide.ExecutionInfo, error) {
-	return adminCall(c, "execution info", func(a duroxide.ProviderAdmin) (duroxide.ExecutionInfo, error) {
+	return adminInstanceCall(c, "execution info", instance, func(a duroxide.ProviderAdmin) (duroxide.ExecutionInfo, error) {
 		return a.GetExecutionInfo(ctx, instance, executionID)
 	})
 }
 
 // ListExecutions returns instance's execution ids in ascending order.
 func (c *Client) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
-	return adminCall(c, "list executions", func(a duroxide.ProviderAdmin) ([]uint64, error) { return a.ListExecutions(ctx, instance) })
+	return adminInstanceCall(c, "list executions", instance, func(a duroxide.ProviderAdmin) ([]uint64, error) { return a.ListExecutions(ctx, instance) })
 }
 
 // ReadExecutionHistory returns one execution's history.
 func (c *Client) ReadExecutionHistory(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	return adminCall(c, "read history", func(a duroxide.ProviderAdmin) ([]duroxide.Event, error) {
+	return adminInstanceCall(c, "read history", instance, func(a duroxide.ProviderAdmin) ([]duroxide.Event, error) {
 		return a.ReadHistoryWithExecutionID(ctx, instance, executionID)
 	})
 }
 
 // GetSystemMetrics returns counts over all instances.
 func (c *Client) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics, error) {
-	return adminCall(c, "system metrics", func(a duroxide.ProviderAdmin) (duroxide.SystemMetrics, error) { return a.GetSystemMetrics(ctx) })
+	return adminCall(c, "system metrics", "", func(a duroxide.ProviderAdmin) (duroxide.SystemMetrics, error) { return a.GetSystemMetrics(ctx) })
 }
 
 // GetQueueDepths returns the unlocked message counts per queue.
 func (c *Client) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, error) {
-	return adminCall(c, "queue depths", func(a duroxide.ProviderAdmin) (duroxide.QueueDepths, error) { return a.GetQueueDepths(ctx) })
+	return adminCall(c, "queue depths", "", func(a duroxide.ProviderAdmin) (duroxide.QueueDepths, error) { return a.GetQueueDepths(ctx) })
 }
 
 // GetInstanceTree returns instance and all its descendants.
 func (c *Client) GetInstanceTree(ctx context.Context, instance string) (duroxide.InstanceTree, error) {
-	return adminCall(c, "instance tree", func(a duroxide.ProviderAdmin) (duroxide.InstanceTree, error) {
+	return adminInstanceCall(c, "instance tree", instance, func(a duroxide.ProviderAdmin) (duroxide.InstanceTree, error) {
 		return a.GetInstanceTree(ctx, instance)
 	})
 }
@@ -120,6 +131,9 @@ func (c *Client) GetInstanceTree(ctx context.Context, instance string) (duroxide
 // ErrInstanceStillRunning or ErrCannotDeleteSubOrchestration (matched from
 // the provider's message as duroxide does) together with the provider error.
 func (c *Client) DeleteInstance(ctx context.Context, instance string, force bool) (duroxide.DeleteInstanceResult, error) {
+	if err := checkInstance("delete", instance); err != nil {
+		return duroxide.DeleteInstanceResult{}, err
+	}
 	a, err := c.admin()
 	if err != nil {
 		return duroxide.DeleteInstanceResult{}, err
@@ -128,21 +142,22 @@ func (c *Client) DeleteInstance(ctx context.Context, instance string, force bool
 	if err == nil {
 		return res, nil
 	}
+	e := &clientError{op: "delete", instance: instance, cause: err}
 	msg := strings.ToLower(err.Error())
 	switch {
 	case strings.Contains(msg, "not found"):
-		return res, fmt.Errorf("runtime: delete %s: %w: %w", instance, ErrInstanceNotFound, err)
+		e.kind = ErrInstanceNotFound
 	case strings.Contains(msg, "still running"):
-		return res, fmt.Errorf("runtime: delete %s: %w: %w", instance, ErrInstanceStillRunning, err)
+		e.kind = ErrInstanceStillRunning
 	case strings.Contains(msg, "sub-orchestration") || strings.Contains(msg, "delete the root"):
-		return res, fmt.Errorf("runtime: delete %s: %w: %w", instance, ErrCannotDeleteSubOrchestration, err)
+		e.kind = ErrCannotDeleteSubOrchestration
 	}
-	return res, fmt.Errorf("runtime: delete %s: %w", instance, err)
+	return res, e
 }
 
 // DeleteInstanceBulk deletes the terminal root instances matching filter.
 func (c *Client) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
-	return adminCall(c, "bulk delete", func(a duroxide.ProviderAdmin) (duroxide.DeleteInstanceResult, error) {
+	return adminCall(c, "bulk delete", "", func(a duroxide.ProviderAdmin) (duroxide.DeleteInstanceResult, error) {
 		return a.DeleteInstanceBulk(ctx, filter)
 	})
 }
@@ -150,14 +165,14 @@ func (c *Client) DeleteInstanceBulk(ctx context.Context, filter duroxide.Instanc
 // PruneExecutions deletes old executions of instance (never the current
 // one).
 func (c *Client) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
-	return adminCall(c, "prune", func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
+	return adminInstanceCall(c, "prune", instance, func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
 		return a.PruneExecutions(ctx, instance, options)
 	})
 }
 
 // PruneExecutionsBulk prunes every instance matching filter.
 func (c *Client) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
-	return adminCall(c, "bulk prune", func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
+	return adminCall(c, "bulk prune", "", func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
 		return a.PruneExecutionsBulk(ctx, filter, options)
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,7 +288,7 @@ func TestWaitForOrchestrationReturnsReadErrors(t *testing.T) {
 	var pe *duroxide.ProviderError
 	require.ErrorAs(t, err, &pe, "the history read's error, as GetOrchestrationStatus returns it")
 	require.Equal(t, "storage down", pe.Message)
-	require.True(t, strings.Contains(err.Error(), "status of never-started"), err.Error())
+	require.Equal(t, `runtime: status "never-started": storage down`, err.Error())
 }
 
 // failingReadProvider fails every Read.
