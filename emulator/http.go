@@ -116,6 +116,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeResponse(w, &request{r: r, activityID: newActivityID()}, resp, nil)
 		}
 	}()
+	if strings.HasPrefix(r.URL.Path, ControlPath) {
+		s.serveControl(w, r)
+		return
+	}
 	rq := &request{r: r}
 	rq.activityID = r.Header.Get("x-ms-activity-id")
 	if rq.activityID == "" {

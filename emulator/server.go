@@ -91,6 +91,7 @@ type Server struct {
 
 	counters counterSet
 	faults   faultSet
+	control  controlRules // the fault rules added through the control endpoint
 	queries  queryCache
 	macs     macPool
 	dates    dateCache

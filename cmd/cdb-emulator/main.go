@@ -3,12 +3,24 @@
 //
 // Usage:
 //
-//	cdb-emulator [-addr 127.0.0.1:8081] [-http] [-key base64] [-cert-out file] [-partitions n] [-latency 5ms±2ms]
+//	cdb-emulator [-addr 127.0.0.1:8081] [-http] [-key base64] [-cert-out file] [-partitions n] [-latency 5ms±2ms] [-fault spec]...
 //
 // By default it serves https://127.0.0.1:8081/ with the official emulator's
-// well-known key and a freshly generated self-signed certificate; -cert-out
-// writes that certificate (PEM) so clients can trust it. It stops cleanly on
-// SIGINT or SIGTERM. All data lives in memory and is lost on exit.
+// well-known key and a freshly generated self-signed certificate, which it
+// writes (PEM) to -cert-out, by default cdb-emulator-<port>.pem in the
+// temporary directory. On start it prints what a client needs: the
+// endpoint, the key, the environment lines to export (COSMOS_ENDPOINT,
+// COSMOS_KEY, and the variables that make Go, Node.js and Python trust the
+// certificate) and the control endpoint.
+//
+// -fault (repeatable) injects a fault rule from the start, in the form of
+// emulator.ParseFaultRule, e.g. -fault op=Batch,kind=TooManyRequests,retry-after=100ms,probability=0.1.
+// While it runs, other processes read the request counters and add or
+// remove fault rules through the control endpoint under /_emulator/ (see
+// package emulator's ControlPath), with "Authorization: Bearer <key>".
+//
+// It stops cleanly on SIGINT or SIGTERM. All data lives in memory and is
+// lost on exit.
 package main
 
 import (
@@ -17,8 +29,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/duroxide-go/duroxide-cdb/emulator"
@@ -47,6 +62,14 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	certOut := fs.String("cert-out", "", "write the self-signed TLS certificate (PEM) to this file")
 	latencyText := fs.String("latency", "", "simulated per-request latency, e.g. 5ms or 5ms±2ms (also 5ms+-2ms): half before the request is applied, half before the answer")
 	partitions := fs.Int("partitions", 1, "physical partitions (partition key ranges) of each new container, 1 to 64")
+	var faults []emulator.FaultRule
+	fs.Func("fault", "inject a fault rule, e.g. op=Batch,kind=TooManyRequests,retry-after=100ms,probability=0.1 (repeatable; keys: kind, op, pk, id, times, probability, seed, retry-after, delay)", func(spec string) error {
+		r, err := emulator.ParseFaultRule(spec)
+		if err == nil {
+			faults = append(faults, r)
+		}
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,19 +88,49 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 		return err
 	}
 	defer srv.Close()
-	if *certOut != "" && !*plain {
-		if err := os.WriteFile(*certOut, srv.CertificatePEM(), 0o644); err != nil {
+	for _, f := range faults {
+		srv.InjectFault(f)
+	}
+	cert := ""
+	if !*plain {
+		cert = *certOut
+		if cert == "" {
+			_, port, _ := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(srv.Endpoint(), "https://"), "/"))
+			cert = filepath.Join(os.TempDir(), "cdb-emulator-"+port+".pem")
+		}
+		if err := os.WriteFile(cert, srv.CertificatePEM(), 0o644); err != nil {
 			return fmt.Errorf("write certificate: %w", err)
 		}
 	}
-	fmt.Fprintf(out, "cdb-emulator serving %s\n", srv.Endpoint())
-	if *key == emulator.WellKnownKey {
-		fmt.Fprintln(out, "key: the official emulator's well-known key")
-	}
+	printClientSetup(out, srv.Endpoint(), *key, cert, len(faults))
 	if ready != nil {
 		ready(srv)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(out, "cdb-emulator shutting down")
 	return srv.Close()
+}
+
+// printClientSetup prints what a client needs to use the emulator: the
+// endpoint and key as environment lines to export, the variables that make
+// Go, Node.js and Python trust cert (none with plain HTTP), and the control
+// endpoint.
+func printClientSetup(out io.Writer, endpoint, key, cert string, faults int) {
+	fmt.Fprintf(out, "cdb-emulator serving %s (in memory; Ctrl-C stops it)\n", endpoint)
+	if key == emulator.WellKnownKey {
+		fmt.Fprintln(out, "key: the official emulator's well-known key")
+	}
+	fmt.Fprintln(out, "\nFor clients, export:")
+	fmt.Fprintf(out, "  export COSMOS_ENDPOINT=%s\n", endpoint)
+	fmt.Fprintf(out, "  export COSMOS_KEY='%s'\n", key)
+	if cert != "" {
+		fmt.Fprintf(out, "  export SSL_CERT_FILE=%s        # Go: trust the emulator's certificate (replaces the system roots for that process)\n", cert)
+		fmt.Fprintf(out, "  export NODE_EXTRA_CA_CERTS=%s  # Node.js (@azure/cosmos)\n", cert)
+		fmt.Fprintf(out, "  export REQUESTS_CA_BUNDLE=%s   # Python (azure-cosmos)\n", cert)
+		fmt.Fprintf(out, "Java: keytool -importcert -file %s -keystore emulator.jks; .NET: trust it as for the official emulator.\n", cert)
+	}
+	fmt.Fprintf(out, "\nControl endpoint (Authorization: Bearer $COSMOS_KEY): GET/DELETE %s_emulator/counters, GET/POST/DELETE %s_emulator/faults\n", endpoint, endpoint)
+	if faults > 0 {
+		fmt.Fprintf(out, "%d fault rule(s) injected from -fault\n", faults)
+	}
 }
