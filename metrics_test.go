@@ -289,3 +289,21 @@ func slotsOwned(t testing.TB, c collected) map[string]int64 {
 	}
 	return out
 }
+
+// TestSlotsOwnedGaugeFollowsContainerLeases: with leases in the container
+// the gauge reports each process's share, 256 alone and 128 each once a
+// second process on the same container has taken its half.
+func TestSlotsOwnedGaugeFollowsContainerLeases(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	m1, m2 := newMeter(t), newMeter(t)
+	c1, c2 := cfg, cfg
+	c1.MeterProvider, c2.MeterProvider = m1.mp, m2.mp
+	startProvider(t, c1)
+	assert.Equal(t, map[string]int64{"orchestrator": 256, "worker": 256}, slotsOwned(t, m1.collect(t)))
+	startProvider(t, c2)
+	half := map[string]int64{"orchestrator": 128, "worker": 128}
+	eventually(t, "the slots are shared", func() bool {
+		return assert.ObjectsAreEqual(half, slotsOwned(t, m1.collect(t))) && assert.ObjectsAreEqual(half, slotsOwned(t, m2.collect(t)))
+	})
+}
