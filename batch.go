@@ -187,7 +187,7 @@ type queueWrite struct {
 //
 // It returns an error, and nothing is written, when the fixed operations or
 // a single document cannot fit.
-func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queueWrite, history []batchOp) (turnPlan, error) {
+func planTurn(source, lockID, firstMessage string, nowMs int64, fixed []batchOp, queue []queueWrite, history []batchOp) (turnPlan, error) {
 	var plan turnPlan
 	for _, o := range append(append([]batchOp(nil), fixed...), history...) {
 		if len(o.body) > maxItemBytes {
@@ -241,6 +241,7 @@ func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queue
 		}
 		return flush()
 	}
+	staging := false
 	for {
 		if err := build(); err != nil {
 			return plan, err
@@ -254,7 +255,11 @@ func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queue
 			break
 		}
 		if len(direct) == 0 {
-			return plan, fmt.Errorf("the turn's queue documents (%d bytes) do not fit in one transactional batch even as outbox intents", size)
+			if firstMessage == "" {
+				return plan, fmt.Errorf("the turn's queue documents (%d bytes) do not fit in one transactional batch, and a turn that consumes no message cannot stage them", size)
+			}
+			staging = true
+			break
 		}
 		// Move enough documents from the end of direct to cover the
 		// excess (at least one), then measure again: moved documents
@@ -271,7 +276,24 @@ func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queue
 		direct = direct[:len(direct)-n]
 	}
 	plan.final = append(plan.final, fixed...)
-	plan.final = append(plan.final, intentOps...)
+	if staging {
+		// The intents are staged: written before the final batch, marked
+		// with the turn, and delivered only once the final batch committed
+		// (by the ack, or by the reconciler, which deletes those of a turn
+		// that can no longer commit; see stagedTurn).
+		var ops []batchOp
+		for i := range plan.intents {
+			plan.intents[i].Staged, plan.intents[i].TurnLock, plan.intents[i].FirstMessageID = true, lockID, firstMessage
+			body, err := json.Marshal(plan.intents[i])
+			if err != nil {
+				return plan, err
+			}
+			ops = append(ops, upsertOp(plan.intents[i].ID, body))
+		}
+		plan.staged = append(plan.staged, packBatches(ops)...)
+	} else {
+		plan.final = append(plan.final, intentOps...)
+	}
 	for _, q := range direct {
 		plan.final = append(plan.final, createOp(q.id, q.doc))
 		plan.queued = append(plan.queued, q.entry)
@@ -288,18 +310,26 @@ func planTurn(source, lockID string, nowMs int64, fixed []batchOp, queue []queue
 		}
 		rest = append(rest, h)
 	}
+	plan.staged = append(plan.staged, packBatches(rest)...)
+	return plan, nil
+}
+
+// packBatches packs ops, in order, into as few batches within the
+// service's limits as they fill.
+func packBatches(ops []batchOp) [][]batchOp {
+	var out [][]batchOp
 	var cur []batchOp
 	curSize := 0
-	for _, h := range rest {
-		if len(cur) == maxBatchOps || curSize+h.size() > maxBatchBytes {
-			plan.staged = append(plan.staged, cur)
+	for _, o := range ops {
+		if len(cur) == maxBatchOps || (len(cur) > 0 && curSize+o.size() > maxBatchBytes) {
+			out = append(out, cur)
 			cur, curSize = nil, 0
 		}
-		cur = append(cur, h)
-		curSize += h.size()
+		cur = append(cur, o)
+		curSize += o.size()
 	}
 	if len(cur) > 0 {
-		plan.staged = append(plan.staged, cur)
+		out = append(out, cur)
 	}
-	return plan, nil
+	return out
 }

@@ -41,7 +41,7 @@ func checkLimits(t *testing.T, plan turnPlan) {
 // operations first.
 func TestPlanTurnSmall(t *testing.T) {
 	fixed := []batchOp{replaceOp("instance", []byte(`{}`), "e"), deleteOp("oq-1", "")}
-	plan, err := planTurn("me", newLockID(), 1, fixed, queueWrites("me", 2, 10), historyOps(3, 10))
+	plan, err := planTurn("me", newLockID(), "msg-1", 1, fixed, queueWrites("me", 2, 10), historyOps(3, 10))
 	require.NoError(t, err)
 	assert.Empty(t, plan.staged)
 	assert.Empty(t, plan.intents)
@@ -53,7 +53,7 @@ func TestPlanTurnSmall(t *testing.T) {
 // final batch keeps the fixed operations.
 func TestPlanTurn300Events(t *testing.T) {
 	fixed := []batchOp{replaceOp("instance", []byte(`{}`), "e")}
-	plan, err := planTurn("me", newLockID(), 1, fixed, nil, historyOps(300, 100))
+	plan, err := planTurn("me", newLockID(), "msg-1", 1, fixed, nil, historyOps(300, 100))
 	require.NoError(t, err)
 	checkLimits(t, plan)
 	n := len(plan.final) - 1
@@ -69,7 +69,7 @@ func TestPlanTurn300Events(t *testing.T) {
 // most 2 MB.
 func TestPlanTurnLargeEvents(t *testing.T) {
 	fixed := []batchOp{replaceOp("instance", []byte(`{}`), "e")}
-	plan, err := planTurn("me", newLockID(), 1, fixed, nil, historyOps(25, 100_000))
+	plan, err := planTurn("me", newLockID(), "msg-1", 1, fixed, nil, historyOps(25, 100_000))
 	require.NoError(t, err)
 	checkLimits(t, plan)
 	assert.GreaterOrEqual(t, len(plan.staged), 1)
@@ -82,7 +82,7 @@ func TestPlanTurnFanOut(t *testing.T) {
 	fixed := []batchOp{replaceOp("instance", []byte(`{}`), "e")}
 	queue := append(queueWrites("me", 300, 200), queueWrites("child", 1, 10)...)
 	lock := newLockID()
-	plan, err := planTurn("me", lock, 42, fixed, queue, historyOps(300, 50))
+	plan, err := planTurn("me", lock, "msg-1", 42, fixed, queue, historyOps(300, 50))
 	require.NoError(t, err)
 	checkLimits(t, plan)
 	delivered := map[string]string{}
@@ -114,15 +114,15 @@ func TestPlanTurnFanOut(t *testing.T) {
 
 // TestPlanTurnTooLarge checks the clear errors for what cannot fit.
 func TestPlanTurnTooLarge(t *testing.T) {
-	_, err := planTurn("me", newLockID(), 1, nil, nil, historyOps(1, maxItemBytes+1))
+	_, err := planTurn("me", newLockID(), "msg-1", 1, nil, nil, historyOps(1, maxItemBytes+1))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "limited to")
 	fixed := make([]batchOp, maxBatchOps+1)
 	for i := range fixed {
 		fixed[i] = deleteOp("x", "")
 	}
-	_, err = planTurn("me", newLockID(), 1, fixed, nil, nil)
+	_, err = planTurn("me", newLockID(), "msg-1", 1, fixed, nil, nil)
 	require.Error(t, err)
-	_, err = planTurn("me", newLockID(), 1, nil, queueWrites("me", 1, maxItemBytes+1), nil)
+	_, err = planTurn("me", newLockID(), "msg-1", 1, nil, queueWrites("me", 1, maxItemBytes+1), nil)
 	require.Error(t, err)
 }

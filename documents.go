@@ -249,6 +249,14 @@ type intentDoc struct {
 	CreatedAt     int64      `json:"createdAt"`
 	AttemptCount  int        `json:"attemptCount"`
 	LastAttemptAt *int64     `json:"lastAttemptAt"`
+	// Staged marks an intent written before its turn's final batch (a turn
+	// whose queue documents do not fit in it): it may be delivered only
+	// once the turn acked under TurnLock committed, which the instance
+	// document (LastAckedLock) or the tombstone of the turn's first
+	// consumed message (FirstMessageID) tells.
+	Staged         bool   `json:"staged,omitempty"`
+	TurnLock       string `json:"turnLock,omitempty"`
+	FirstMessageID string `json:"firstMessageId,omitempty"`
 }
 
 // decodeDoc decodes a stored document into v and returns its _etag.

@@ -163,7 +163,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		}
 		history = append(history, upsertOp(historyDocID(executionID, ev.EventID), b))
 	}
-	plan, err := planTurn(instance, newLockID(), now, fixed, nil, history)
+	plan, err := planTurn(instance, newLockID(), "", now, fixed, nil, history)
 	if err != nil {
 		return permanent(op, err.Error())
 	}

@@ -220,24 +220,44 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 }
 
 // turnLanded tells whether the final batch of the turn acked under lockID,
-// whose answer was lost, committed: the instance document names lockID as
-// the last lock acked, or, when another turn has been acked since, the
-// first message the turn consumed is the tombstone lockID left. Requests:
-// 1 point read, 2 when another turn was acked since.
+// whose answer was lost, committed (see turnState). Requests: 1 point
+// read, 2 when another turn was acked since.
 func (p *Provider) turnLanded(ctx context.Context, instance, lockID string, messageIDs []string) (bool, error) {
+	first := ""
+	if len(messageIDs) > 0 {
+		first = messageIDs[0]
+	}
+	landed, _, err := p.turnState(ctx, instance, lockID, first)
+	return landed, err
+}
+
+// turnState tells what became of the turn acked under lockID that consumed
+// firstMessage first: landed when its final batch committed (the instance
+// document names lockID as the last lock acked or, when another turn has
+// been acked since, firstMessage is the tombstone lockID left); held when
+// it did not, and lockID still holds the instance's lock, so that it may
+// still commit. Neither means it never will: its lock was taken or
+// released, which changed the ETag its final batch is conditioned on.
+// Requests: 1 point read, 2 when the instance does not name lockID.
+func (p *Provider) turnState(ctx context.Context, instance, lockID, firstMessage string) (landed, held bool, err error) {
 	var cur instanceDoc
 	_, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
 	switch {
 	case err != nil:
-		return false, err
+		return false, false, err
 	case found && cur.LastAckedLock == lockID:
-		return true, nil
-	case len(messageIDs) == 0:
-		return false, nil
+		return true, false, nil
+	}
+	held = found && cur.LockToken != nil && *cur.LockToken == lockID
+	if firstMessage == "" {
+		return false, held, nil
 	}
 	var m queueDoc
-	_, found, err = p.readDoc(ctx, instance, messageIDs[0], &m)
-	return err == nil && found && m.Type == typeConsumed && m.ConsumedBy == lockID, err
+	_, mfound, err := p.readDoc(ctx, instance, firstMessage, &m)
+	if err != nil {
+		return false, held, err
+	}
+	return mfound && m.Type == typeConsumed && m.ConsumedBy == lockID, held, nil
 }
 
 // planAck builds the batches of a turn from the lock's view of the instance.
@@ -411,7 +431,11 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 		}
 		history = append(history, upsertOp(historyDocID(in.executionID, ev.EventID), hb))
 	}
-	plan, err := planTurn(in.instance, in.lockID, nowMs, fixed, queue, history)
+	first := ""
+	if len(lock.messageIDs) > 0 {
+		first = lock.messageIDs[0]
+	}
+	plan, err := planTurn(in.instance, in.lockID, first, nowMs, fixed, queue, history)
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())
 	}

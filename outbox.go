@@ -21,7 +21,10 @@ import (
 // the ack delivers them at once; what it fails to deliver, the reconciler
 // delivers later. Every delivered document has a deterministic id, so a
 // second delivery is a 409, which counts as success; the intent is deleted
-// once all its documents exist.
+// once all its documents exist. The intents of a turn too large for its
+// final batch even so are staged: written in batches before it, and
+// delivered only once it committed; the reconciler removes those of a turn
+// that can no longer commit.
 
 // quickRetrier is the retry policy of the delivery an ack makes right after
 // its batch committed: a target that keeps failing must not hold the ack
@@ -107,6 +110,22 @@ func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
 		if err := json.Unmarshal(raw, &intent); err != nil {
 			p.log.Warn("undecodable outbox intent", zap.Error(err))
 			continue
+		}
+		if intent.Staged {
+			landed, held, err := p.turnState(ctx, intent.InstanceID, intent.TurnLock, intent.FirstMessageID)
+			switch {
+			case err != nil:
+				p.log.Info("outbox: cannot tell whether a staged intent's turn committed; retrying next interval", zap.String("intent", intent.ID), zap.Error(err))
+				continue
+			case held:
+				continue // its turn may still commit
+			case !landed:
+				// Its turn can no longer commit: the intent was never published.
+				if err := p.deleteDoc(ctx, intent.InstanceID, intent.ID, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+					p.log.Info("outbox: removing an unpublished staged intent failed; retrying next interval", zap.String("intent", intent.ID), zap.Error(err))
+				}
+				continue
+			}
 		}
 		if err := p.deliverIntent(ctx, intent, p.retry); err != nil {
 			if ctx.Err() != nil {
