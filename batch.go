@@ -101,6 +101,11 @@ func asBatchFailure(err error) (*batchFailure, bool) {
 // (one request) and returns the per-operation results. A refused batch is a
 // *batchFailure; a transport failure or throttling is retried per kind.
 func (p *Provider) runBatch(ctx context.Context, instance string, ops []batchOp, kind requestKind, withContent bool) ([]azcosmos.TransactionalBatchResult, error) {
+	return p.runBatchWith(ctx, p.retry, instance, ops, kind, withContent)
+}
+
+// runBatchWith is runBatch with the retry policy r.
+func (p *Provider) runBatchWith(ctx context.Context, r retrier, instance string, ops []batchOp, kind requestKind, withContent bool) ([]azcosmos.TransactionalBatchResult, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
@@ -125,7 +130,7 @@ func (p *Provider) runBatch(ctx context.Context, instance string, ops []batchOp,
 		}
 	}
 	var resp azcosmos.TransactionalBatchResponse
-	err := p.retry.do(ctx, kind, func(ctx context.Context) error {
+	err := r.do(ctx, kind, func(ctx context.Context) error {
 		var err error
 		resp, err = p.container.ExecuteTransactionalBatch(ctx, b, &azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: withContent})
 		return err

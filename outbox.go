@@ -33,18 +33,46 @@ var quickRetrier = retrier{attempts: 2, base: 20 * time.Millisecond, maxDelay: 2
 
 // deliverIntent creates every document of an intent in its target
 // partition (409 = already delivered) and then deletes the intent (404 =
-// already deleted), retrying per r. Requests: 1 per document, plus 1.
+// already deleted), retrying per r. Several documents for one partition
+// (the overflow of a large fan-out) go in transactional batches of creates;
+// a batch refused because one of its documents exists already is delivered
+// again one document at a time. Requests: 1 per target partition and 100
+// documents (1 per document after such a refusal), plus 1.
 func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrier) error {
+	var order []string
+	byTarget := map[string][]batchOp{}
 	for _, d := range intent.Deliveries {
-		err := r.do(ctx, idempotentWrite, func(ctx context.Context) error {
-			_, err := p.container.CreateItem(ctx, pk(d.TargetInstanceID), d.Document, nil)
-			return err
-		})
-		if err != nil && !isStatus(err, http.StatusConflict) {
-			return err
+		if _, ok := byTarget[d.TargetInstanceID]; !ok {
+			order = append(order, d.TargetInstanceID)
 		}
-		if err == nil {
-			p.hintDocument(d.Document)
+		byTarget[d.TargetInstanceID] = append(byTarget[d.TargetInstanceID], createOp("", d.Document))
+	}
+	for _, target := range order {
+		for _, ops := range packBatches(byTarget[target]) {
+			if len(ops) > 1 {
+				_, err := p.runBatchWith(ctx, r, target, ops, idempotentWrite, false)
+				if err == nil {
+					for _, o := range ops {
+						p.hintDocument(o.body)
+					}
+					continue
+				}
+				if bf, ok := asBatchFailure(err); !ok || bf.Status != http.StatusConflict {
+					return err
+				}
+			}
+			for _, o := range ops {
+				err := r.do(ctx, idempotentWrite, func(ctx context.Context) error {
+					_, err := p.container.CreateItem(ctx, pk(target), o.body, nil)
+					return err
+				})
+				if err != nil && !isStatus(err, http.StatusConflict) {
+					return err
+				}
+				if err == nil {
+					p.hintDocument(o.body)
+				}
+			}
 		}
 	}
 	err := r.do(ctx, idempotentWrite, func(ctx context.Context) error {
