@@ -131,6 +131,15 @@ type Config struct {
 	// default DefaultLongPollInterval. Each poll is one query request.
 	LongPollInterval time.Duration
 
+	// HeldHistoryEvents bounds the history this process keeps decoded
+	// between the turns of the instances it runs, in events over all
+	// instances (least recently used out first): a turn of an instance it
+	// holds reads and decodes only the events after the held ones, instead
+	// of the whole history, while the instance document still names the
+	// same execution. Default DefaultHeldHistoryEvents (200,000: about
+	// 100 MB at 500 bytes per decoded event); negative holds nothing.
+	HeldHistoryEvents int
+
 	// ChangeFeedWakeups starts one change-feed reader per Provider: queue
 	// messages written by other processes wake this process's waiting
 	// fetches within about ChangeFeedInterval instead of at their next
@@ -193,6 +202,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WorkerConcurrency == 0 {
 		c.WorkerConcurrency = 1
+	}
+	if c.HeldHistoryEvents == 0 {
+		c.HeldHistoryEvents = DefaultHeldHistoryEvents
 	}
 	if c.ReconcilerInterval == 0 {
 		c.ReconcilerInterval = DefaultReconcilerInterval

@@ -111,6 +111,9 @@ type instanceDoc struct {
 	// stored with the pending document (see startInstance).
 	StartMessageID string `json:"startMessageId,omitempty"`
 	ETag           string `json:"-"`
+	// RID is the document's _rid, read by fetches only (a deleted and
+	// recreated instance is a new document); never written.
+	RID string `json:"-"`
 }
 
 // lockedBy reports whether the document holds lock lockID that has not

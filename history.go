@@ -180,33 +180,52 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 // the documents read with the instance's state (folded, of execution
 // folded) when they are that execution's and complete up to its watermark,
 // and otherwise with 1 history query.
-func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instanceDoc, folded uint64, docs []historyDoc) ([]duroxide.Event, error) {
+func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instanceDoc, folded uint64, held []duroxide.Event, docs []historyDoc) ([]duroxide.Event, error) {
 	exec, watermark := doc.CurrentExecutionID, doc.HistoryWatermark
-	if exec == folded && completeHistory(docs, watermark) {
+	from := uint64(len(held))
+	if exec == folded && from <= watermark && completeHistory(docs, from, watermark) {
 		events, err := decodeHistory(instance, exec, watermark, docs)
 		if err != nil {
 			return nil, &decodeError{err}
 		}
-		return events, nil
+		if from == 0 {
+			p.held.put(instance, doc.RID, exec, events)
+		} else {
+			p.held.extend(instance, doc.RID, exec, false, from, events)
+		}
+		if h, rid, e, ok := p.held.peek(instance); ok && rid == doc.RID && e == exec && uint64(len(h)) == watermark {
+			return h, nil
+		}
+		if from == 0 {
+			n := len(events)
+			return events[:n:n], nil
+		}
+		return append(held, events...), nil
 	}
 	if watermark > 0 {
 		p.traceFetch(orchHistoryQuery)
 	}
-	return p.readHistory(ctx, instance, exec, watermark)
+	events, err := p.readHistory(ctx, instance, exec, watermark)
+	if err == nil {
+		p.held.put(instance, doc.RID, exec, events)
+		n := len(events)
+		events = events[:n:n]
+	}
+	return events, err
 }
 
 // completeHistory reports whether docs (one execution's) hold every event
 // id from 1 to watermark: duroxide numbers an execution's events from 1
 // without gaps, and each id has one document, so a read that raced a
 // commit is caught by the count.
-func completeHistory(docs []historyDoc, watermark uint64) bool {
+func completeHistory(docs []historyDoc, from, watermark uint64) bool {
 	n := uint64(0)
 	for _, d := range docs {
-		if d.EventID >= 1 && d.EventID <= watermark {
+		if d.EventID > from && d.EventID <= watermark {
 			n++
 		}
 	}
-	return n == watermark
+	return n == watermark-from
 }
 
 // decodeError marks a history that could not be decoded.

@@ -4,11 +4,13 @@
 package cdb
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"go.uber.org/zap"
@@ -202,6 +204,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		}
 	}
 	p.locks.dropOrch(lockToken)
+	p.held.extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
 	p.orchPool.setExec(instance, executionID)
 	for _, e := range plan.queued {
 		p.hint(e)
@@ -217,6 +220,16 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	}
 	p.removeCancelledActivities(ctx, in)
 	return nil
+}
+
+// sortedByID returns events in event id order (a copy when they are not).
+func sortedByID(events []duroxide.Event) []duroxide.Event {
+	if slices.IsSortedFunc(events, func(a, b duroxide.Event) int { return cmp.Compare(a.EventID, b.EventID) }) {
+		return events
+	}
+	out := slices.Clone(events)
+	slices.SortFunc(out, func(a, b duroxide.Event) int { return cmp.Compare(a.EventID, b.EventID) })
+	return out
 }
 
 // turnLanded tells whether the final batch of the turn acked under lockID,

@@ -121,10 +121,14 @@ func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.
 // document, the orchestrator-queue messages, the KV documents and, when
 // executionID is not 0, that execution's history documents (unsorted,
 // staged ones included).
-func (p *Provider) readOrchState(ctx context.Context, instance string, executionID uint64) (partitionState, error) {
+func (p *Provider) readOrchState(ctx context.Context, instance string, executionID, after uint64) (partitionState, error) {
 	q := "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'orch_queue', 'kv')"
 	var params []azcosmos.QueryParameter
-	if executionID > 0 {
+	switch {
+	case executionID > 0 && after > 0:
+		q += " OR (c.type = 'history' AND c.executionId = @e AND c.eventId > @a)"
+		params = append(params, param("@e", executionID), param("@a", after))
+	case executionID > 0:
 		q += " OR (c.type = 'history' AND c.executionId = @e)"
 		params = append(params, param("@e", executionID))
 	}
@@ -187,8 +191,12 @@ func allQueueMessages(items []duroxide.WorkItem) bool {
 func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
 	instance := c.instance
 	execHint := max(p.orchPool.exec(instance), duroxide.InitialExecutionID)
+	held, heldRID, heldExec, haveHeld := p.held.peek(instance)
+	if !haveHeld || heldExec != execHint {
+		held, haveHeld = nil, false
+	}
 	p.traceFetch(orchStateQuery)
-	st, err := p.readOrchState(ctx, instance, execHint)
+	st, err := p.readOrchState(ctx, instance, execHint, uint64(len(held)))
 	if err != nil {
 		return nil, false, err
 	}
@@ -317,7 +325,10 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 		}
 		item.ExecutionID = doc.CurrentExecutionID
 		p.orchPool.setExec(instance, doc.CurrentExecutionID)
-		history, herr := p.turnHistory(ctx, instance, &doc, execHint, st.history)
+		if haveHeld && doc.RID != heldRID {
+			held = nil // another document: the instance was deleted and started again
+		}
+		history, herr := p.turnHistory(ctx, instance, &doc, execHint, held, st.history)
 		switch {
 		case herr == nil:
 			item.History = history

@@ -38,6 +38,13 @@ func parseState(raws [][]byte) (partitionState, error) {
 		case typeInstance, typeInstancePending:
 			d := &instanceDoc{}
 			d.ETag, err = decodeDoc(raw, d)
+			var sys struct {
+				RID string `json:"_rid"`
+			}
+			if err == nil {
+				err = json.Unmarshal(raw, &sys)
+				d.RID = sys.RID
+			}
 			st.inst = d
 		case typeOrchQueue, typeWorkerQueue:
 			d := &queueDoc{}

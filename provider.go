@@ -31,6 +31,9 @@ type Provider struct {
 	statusWatches statusWatches
 	client        *azcosmos.Client
 	ownClient     bool
+	// held is the history kept decoded between turns (held_history.go);
+	// nil holds nothing.
+	held *heldHistories
 	// newClient builds a fresh client when ownClient (see clientFactory).
 	newClient func() (*azcosmos.Client, error)
 	container *azcosmos.ContainerClient
@@ -103,6 +106,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		workPool:     newCandidatePool(cfg.LongPollInterval),
 		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
+	}
+	if cfg.HeldHistoryEvents > 0 {
+		p.held = newHeldHistories(cfg.HeldHistoryEvents)
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
