@@ -5,7 +5,9 @@
 // notes (seeds/, ../shared, ARCHITECTURE.md), no Go file name, and none of
 // the package's unexported camelCase identifiers; README and CHANGELOG name
 // no such path either. Other tests check README's commands, Makefile and
-// .env.example.
+// .env.example, and that every package's imports, test code included,
+// follow the package map (imports_test.go: the rules are written in the
+// test, each exception with its reason).
 //
 // The test parses every non-test .go file of the module (go/parser, comments
 // kept, no type checking) and fails listing, with file:line, each exported

@@ -1,0 +1,192 @@
+package doccheck
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The package map's import rules, written here so that they check
+// themselves (the design notes this repository was built from keep the
+// same table). For each package, by path relative to the module ("." for
+// the root, a trailing "/..." for a subtree): the module packages it may
+// import from its own code (code) and from its tests (tests, in addition),
+// and the outside modules its own code may import (external, by prefix;
+// the standard library is always allowed). Test code may import any
+// outside module. testify is refused in non-test code everywhere but where
+// testifyInCode says why.
+type importRule struct {
+	pkg      string
+	code     []string
+	tests    []string
+	external []string
+}
+
+const module = "github.com/duroxide-go/duroxide-cdb"
+
+var (
+	azure = "github.com/Azure/azure-sdk-for-go/sdk/"
+	otel  = "go.opentelemetry.io/otel"
+)
+
+var importRules = []importRule{
+	// The provider: never the runtime, the suite or the test kit.
+	{pkg: ".", code: []string{"duroxide", "internal/..."},
+		tests:    []string{".", "emulator", "providertest", "providertest/..."},
+		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap", otel}},
+	// Machinery of the provider.
+	{pkg: "internal/...", code: []string{"duroxide"}, tests: []string{"emulator", "internal/..."},
+		external: []string{azure}},
+	// duroxide's API: nothing of the project, standard library only.
+	{pkg: "duroxide", tests: []string{"duroxide"}},
+	// Its client's polling tests run on cdb too (client_poll_test.go);
+	// they would sit better in e2e.
+	{pkg: "duroxide/runtime", code: []string{"duroxide"},
+		tests:    []string{"duroxide/runtime", ".", "emulator", "providertest/memory"},
+		external: []string{otel}},
+	// The validation suite, the reference provider, the stress harness.
+	{pkg: "providertest", code: []string{"duroxide", "providertest/memory"}, tests: []string{"providertest"}},
+	{pkg: "providertest/memory", code: []string{"duroxide"}},
+	{pkg: "providertest/stress", code: []string{"duroxide", "duroxide/runtime"}, tests: []string{"providertest/memory"}},
+	// The emulator speaks HTTP with the standard library only.
+	{pkg: "emulator", tests: []string{"emulator"}},
+	{pkg: "emulator/...", tests: []string{"emulator"}},
+	// The test kit.
+	{pkg: "cdbtest", code: []string{".", "emulator", "duroxide"}, tests: []string{"cdbtest", "duroxide/runtime"},
+		external: []string{azure, "github.com/google/uuid"}},
+	// Commands. cdb-stress runs the runtime on cdb and, for comparison, on
+	// the in-memory reference provider; cdb-admin's tests create the
+	// instances they inspect with the runtime.
+	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
+	{pkg: "cmd/cdb-stress", code: []string{".", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
+		external: []string{azure, "github.com/google/uuid"}},
+	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator"},
+		external: []string{azure}},
+	// Examples and the end-to-end tests use everything public.
+	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "examples/internal/..."},
+		external: []string{azure, "github.com/google/uuid", otel}},
+	{pkg: "e2e", tests: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "providertest/..."}},
+}
+
+// testifyInCode lists the packages whose non-test code may import testify,
+// and why.
+var testifyInCode = map[string]string{
+	// The validation suite is a library of test functions (ported from
+	// duroxide's provider_validation); only tests import it, and no
+	// binary links it. Its assertions still use testify; moving them to
+	// the testing package alone is left to do.
+	"providertest": "the validation suite's assertions",
+}
+
+// matches reports whether pkg (relative path) is named by pattern.
+func matches(pattern, pkg string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == base || strings.HasPrefix(pkg, base+"/")
+	}
+	return pkg == pattern
+}
+
+func anyMatch(patterns []string, pkg string) bool {
+	for _, p := range patterns {
+		if matches(p, pkg) {
+			return true
+		}
+	}
+	return false
+}
+
+// rel returns an import path relative to the module ("." for the root)
+// and whether it is in the module.
+func rel(path string) (string, bool) {
+	if path == module {
+		return ".", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return r, ok
+}
+
+// TestImportsFollowThePackageMap checks every package's imports, test code
+// included, against importRules, with go list.
+func TestImportsFollowThePackageMap(t *testing.T) {
+	t.Parallel()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for dec.More() {
+		var p struct {
+			ImportPath, Dir           string
+			Standard                  bool
+			Imports                   []string
+			TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkg, ok := rel(p.ImportPath)
+		if !ok {
+			continue
+		}
+		seen++
+		var rule *importRule
+		for i := range importRules {
+			if matches(importRules[i].pkg, pkg) {
+				rule = &importRules[i]
+				break
+			}
+		}
+		if rule == nil {
+			t.Errorf("package %s has no import rule: add it to importRules", pkg)
+			continue
+		}
+		check := func(imp string, inTest bool) {
+			if r, ok := rel(imp); ok {
+				if r == pkg || anyMatch(rule.code, r) || (inTest && anyMatch(rule.tests, r)) {
+					return
+				}
+				where := "its code"
+				if inTest {
+					where = "its tests"
+				}
+				t.Errorf("%s: %s imports %s, which the package map does not allow", pkg, where, r)
+				return
+			}
+			if !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				return // the standard library
+			}
+			if strings.HasPrefix(imp, "github.com/stretchr/testify") {
+				if !inTest && testifyInCode[pkg] == "" {
+					t.Errorf("%s: its code imports %s; testify belongs in test code (binaries must not link it)", pkg, imp)
+				}
+				return
+			}
+			if inTest {
+				return
+			}
+			for _, e := range rule.external {
+				if strings.HasPrefix(imp, e) {
+					return
+				}
+			}
+			t.Errorf("%s: its code imports %s, outside the modules the package map allows it", pkg, imp)
+		}
+		for _, imp := range p.Imports {
+			check(imp, false)
+		}
+		for _, imp := range append(p.TestImports, p.XTestImports...) {
+			check(imp, true)
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("go list found only %d packages of the module", seen)
+	}
+}
