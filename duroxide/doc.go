@@ -14,6 +14,13 @@
 // '>', '&', U+2028 and U+2029, which serde_json reads back the same but
 // does not write.
 //
+// The codec parses JSON itself, into a tree that keeps what serde decides
+// on and encoding/json drops (member order, duplicate members, number
+// literals). It is not shared with the emulator's JSON code, which models
+// Cosmos DB's query semantics instead, and this package imports nothing of
+// the project. encoding/json/v2's jsontext would replace both parsers once
+// it leaves the GOEXPERIMENT.
+//
 // # Go conventions
 //
 // Every I/O method takes a context.Context first. Rust's Option<T> becomes a

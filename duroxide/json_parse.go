@@ -17,6 +17,18 @@ import (
 // &str cannot hold anything else), nothing but whitespace after the value,
 // and at most maxJSONDepth nested arrays and objects (serde_json's recursion
 // limit of 128 includes the outermost value).
+//
+// Why its own parser, and why not the emulator's. encoding/json decodes into
+// maps and float64s, losing member order, duplicate members and number
+// literals, all of which decide what serde accepts; this tree keeps them.
+// The emulator has a JSON value of its own (package emulator's json_value
+// and json_parse) built for another job: Cosmos DB's query semantics
+// (undefined, type order, lazily parsed stored documents, 512 levels). The
+// package map keeps duroxide free of every project import, and the two
+// answer different questions about the same bytes, so they are not shared.
+// Both would give way to encoding/json/v2's jsontext (member order,
+// duplicates and raw number literals, streaming) once it leaves the
+// GOEXPERIMENT and the module can require it.
 
 // maxJSONDepth is the deepest nesting of arrays and objects accepted.
 const maxJSONDepth = 127

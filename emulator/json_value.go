@@ -7,6 +7,16 @@ import (
 	"unicode/utf8"
 )
 
+// The emulator's JSON: a value tree for Cosmos DB's semantics (undefined,
+// the type order of ORDER BY, stored documents kept as raw text and parsed
+// lazily, 512 levels of nesting) and a strict parser (json_parse.go).
+// encoding/json cannot serve here: it loses member order and number
+// literals and has no undefined. package duroxide has its own tree, built
+// to accept exactly what serde accepts; the emulator depends on the
+// standard library only and neither may import the other, so the two stay
+// apart. Both would give way to encoding/json/v2's jsontext once it leaves
+// the GOEXPERIMENT.
+
 // kind is the JSON type of a value, plus Cosmos DB's "undefined".
 // The order of the constants is Cosmos DB's type order for ORDER BY.
 type kind uint8

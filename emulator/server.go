@@ -5,8 +5,18 @@
 // real service. Where Cosmos DB refuses a request (a cross-partition ORDER BY
 // through the gateway, a batch of 101 operations, a 2.1 MB document, an id
 // containing '/'), the emulator refuses it the same way, with the same status
-// code. It also counts requests per operation kind and can inject faults.
-// See README.md for what is supported and what is deliberately not emulated.
+// code. It also counts requests per operation kind and can inject faults,
+// in process or, for other processes, through its control endpoint
+// (ControlPath). The emulator's README (emulator/README.md in the
+// repository) says what is served, refused and not emulated.
+//
+// It depends on the standard library only, JSON included: its own parser
+// and value tree keep what Cosmos DB's queries need and encoding/json
+// drops (member order, number literals, undefined) and keep stored
+// documents as raw text until a query looks inside. It is not shared with
+// package duroxide's serde-exact codec, which answers another question;
+// encoding/json/v2's jsontext would replace both once it leaves the
+// GOEXPERIMENT.
 //
 // Typical use in a test:
 //
