@@ -237,15 +237,7 @@ func (p *Provider) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics
 		}
 		switch r.Type {
 		case typeInstance:
-			m.TotalInstances++
-			switch r.Status {
-			case duroxide.StatusRunning:
-				m.RunningInstances++
-			case duroxide.StatusCompleted:
-				m.CompletedInstances++
-			case duroxide.StatusFailed:
-				m.FailedInstances++
-			}
+			m.CountInstance(r.Status)
 		case typeExecution:
 			m.TotalExecutions++
 			watermarks[key{r.InstanceID, r.ExecutionID}] = r.Watermark

@@ -352,19 +352,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.Insta
 	if err != nil {
 		return duroxide.DeleteInstanceResult{}, mapError(op, err)
 	}
-	var total duroxide.DeleteInstanceResult
-	for _, root := range roots {
-		tree, err := p.GetInstanceTree(ctx, root)
-		if err != nil {
-			return total, err
-		}
-		res, err := p.DeleteInstancesAtomic(ctx, tree.AllIDs, true)
-		if err != nil {
-			return total, err
-		}
-		total.Add(res)
-	}
-	return total, nil
+	return duroxide.DeleteTrees(ctx, p, roots)
 }
 
 // PruneExecutions deletes old executions of one instance with their

@@ -108,6 +108,21 @@ type SystemMetrics struct {
 	TotalEvents        uint64 // history events of every execution
 }
 
+// CountInstance counts one instance whose current execution has status
+// (StatusRunning, StatusCompleted, StatusFailed, or another status, which
+// counts only in TotalInstances), as GetSystemMetrics does.
+func (m *SystemMetrics) CountInstance(status string) {
+	m.TotalInstances++
+	switch status {
+	case StatusRunning:
+		m.RunningInstances++
+	case StatusCompleted:
+		m.CompletedInstances++
+	case StatusFailed:
+		m.FailedInstances++
+	}
+}
+
 // QueueDepths counts unlocked messages per queue (duroxide's QueueDepths).
 // TimerQueue is 0 for providers that keep timers in the orchestrator queue.
 type QueueDepths struct {
@@ -230,6 +245,31 @@ func DeleteInstance(ctx context.Context, admin ProviderAdmin, instance string, f
 }
 
 // errNilAdmin is the permanent error of a helper given a nil ProviderAdmin.
+// DeleteTrees deletes each of roots with its descendants, as a provider's
+// DeleteInstanceBulk does for the terminal roots its filter selected
+// (duroxide's bulk deletion): the tree from admin.GetInstanceTree, deleted
+// with admin.DeleteInstancesAtomic with force (the roots are terminal). It
+// returns the counts summed over the trees deleted so far and the first
+// error as it is. A nil admin is a permanent *ProviderError.
+func DeleteTrees(ctx context.Context, admin ProviderAdmin, roots []string) (DeleteInstanceResult, error) {
+	var total DeleteInstanceResult
+	if admin == nil {
+		return total, errNilAdmin("delete_instance_bulk")
+	}
+	for _, root := range roots {
+		tree, err := admin.GetInstanceTree(ctx, root)
+		if err != nil {
+			return total, err
+		}
+		res, err := admin.DeleteInstancesAtomic(ctx, tree.AllIDs, true)
+		if err != nil {
+			return total, err
+		}
+		total.Add(res)
+	}
+	return total, nil
+}
+
 func errNilAdmin(operation string) *ProviderError {
 	return NewPermanentError(operation, "nil ProviderAdmin")
 }

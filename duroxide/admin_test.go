@@ -128,6 +128,30 @@ func TestDeleteInstance(t *testing.T) {
 	checkEqual(t, 1, len(f.deleted))
 }
 
+func TestDeleteTreesDeletesEachRootWithItsDescendants(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeAdmin()
+	f.children["other"] = nil
+	res, err := DeleteTrees(ctx, f, []string{"root", "other"})
+	mustNoError(t, err)
+	checkEqual(t, DeleteInstanceResult{InstancesDeleted: 5, EventsDeleted: 50}, res)
+	checkEqual(t, [][]string{{"root", "root::sub::3", "root::sub::2", "root::sub::2::sub::1"}, {"other"}}, f.deleted)
+	checkEqual(t, []bool{true, true}, f.forced)
+
+	f.failChildren = "other"
+	res, err = DeleteTrees(ctx, f, []string{"root", "other"})
+	mustError(t, err)
+	checkEqual(t, uint64(4), res.InstancesDeleted) // the trees deleted before the error
+}
+
+func TestSystemMetricsCountInstanceByStatus(t *testing.T) {
+	var m SystemMetrics
+	for _, s := range []string{StatusRunning, StatusCompleted, StatusFailed, StatusRunning, StatusContinuedAsNew} {
+		m.CountInstance(s)
+	}
+	checkEqual(t, SystemMetrics{TotalInstances: 5, RunningInstances: 2, CompletedInstances: 1, FailedInstances: 1}, m)
+}
+
 func TestDeleteInstanceResultAdd(t *testing.T) {
 	r := DeleteInstanceResult{InstancesDeleted: 1, ExecutionsDeleted: 2, EventsDeleted: 3, QueueMessagesDeleted: 4}
 	r.Add(DeleteInstanceResult{InstancesDeleted: 10, ExecutionsDeleted: 20, EventsDeleted: 30, QueueMessagesDeleted: 40})
@@ -184,5 +208,9 @@ func TestHelpersRefuseNilAdmin(t *testing.T) {
 	_, err = DeleteInstance(ctx, nil, "root", true)
 	if !errors.As(err, &pe) || pe.Retryable || pe.Operation != "delete_instance" {
 		t.Errorf("DeleteInstance(nil admin): want a permanent delete_instance ProviderError, got %v", err)
+	}
+	_, err = DeleteTrees(ctx, nil, []string{"root"})
+	if !errors.As(err, &pe) || pe.Retryable || pe.Operation != "delete_instance_bulk" {
+		t.Errorf("DeleteTrees(nil admin): want a permanent delete_instance_bulk ProviderError, got %v", err)
 	}
 }

@@ -168,15 +168,8 @@ func (p *MemoryProvider) GetSystemMetrics(ctx context.Context) (duroxide.SystemM
 	defer p.mu.Unlock()
 	var m duroxide.SystemMetrics
 	for id := range p.instances {
-		m.TotalInstances++
-		switch s, _ := p.currentStatus(id); s {
-		case duroxide.StatusRunning:
-			m.RunningInstances++
-		case duroxide.StatusCompleted:
-			m.CompletedInstances++
-		case duroxide.StatusFailed:
-			m.FailedInstances++
-		}
+		s, _ := p.currentStatus(id)
+		m.CountInstance(s)
 	}
 	for _, execs := range p.executions {
 		m.TotalExecutions += uint64(len(execs))

@@ -126,19 +126,7 @@ func (p *MemoryProvider) DeleteInstanceBulk(ctx context.Context, filter duroxide
 		return p.instances[id].parent == nil && exec != nil && memTerminal(exec.status)
 	})
 	p.mu.Unlock()
-	var total duroxide.DeleteInstanceResult
-	for _, root := range roots {
-		tree, err := p.GetInstanceTree(ctx, root)
-		if err != nil {
-			return total, err
-		}
-		res, err := p.DeleteInstancesAtomic(ctx, tree.AllIDs, true)
-		if err != nil {
-			return total, err
-		}
-		total.Add(res)
-	}
-	return total, nil
+	return duroxide.DeleteTrees(ctx, p, roots)
 }
 
 // PruneExecutions deletes old executions of one instance and their
