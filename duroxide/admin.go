@@ -244,7 +244,6 @@ func DeleteInstance(ctx context.Context, admin ProviderAdmin, instance string, f
 	return admin.DeleteInstancesAtomic(ctx, tree.AllIDs, force)
 }
 
-// errNilAdmin is the permanent error of a helper given a nil ProviderAdmin.
 // DeleteTrees deletes each of roots with its descendants, as a provider's
 // DeleteInstanceBulk does for the terminal roots its filter selected
 // (duroxide's bulk deletion): the tree from admin.GetInstanceTree, deleted
@@ -270,6 +269,7 @@ func DeleteTrees(ctx context.Context, admin ProviderAdmin, roots []string) (Dele
 	return total, nil
 }
 
+// errNilAdmin is the permanent error of a helper given a nil ProviderAdmin.
 func errNilAdmin(operation string) *ProviderError {
 	return NewPermanentError(operation, "nil ProviderAdmin")
 }
