@@ -151,3 +151,29 @@ func wantEqual[T comparable](t *testing.T, what string, got, want T) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
 }
+
+// fanOutSum is the fan-out orchestration of the reliability test and the
+// fan-out benchmark: it schedules n "Work" activities with inputs 0..n-1,
+// joins them and returns the sum of their integer results.
+func fanOutSum(ctx *runtime.OrchestrationContext, n int) (int, error) {
+	futures := make([]*runtime.Future, 0, n)
+	for i := range n {
+		f, err := runtime.ScheduleActivityTyped(ctx, "Work", i)
+		if err != nil {
+			return 0, err
+		}
+		futures = append(futures, f)
+	}
+	sum := 0
+	for _, r := range ctx.Join(futures...) {
+		if r.Err != nil {
+			return 0, r.Err
+		}
+		v, err := runtime.Decode[int](r.Value)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}

@@ -28,28 +28,7 @@ func TestKillRuntimeMidFanOut(t *testing.T) {
 				}
 				return n * 10, nil
 			}),
-			runtime.RegisterOrchestrationTyped(reg, "FanOut", func(ctx *runtime.OrchestrationContext, n int) (int, error) {
-				futures := make([]*runtime.Future, 0, n)
-				for i := range n {
-					f, err := runtime.ScheduleActivityTyped(ctx, "Work", i)
-					if err != nil {
-						return 0, err
-					}
-					futures = append(futures, f)
-				}
-				sum := 0
-				for _, r := range ctx.Join(futures...) {
-					if r.Err != nil {
-						return 0, r.Err
-					}
-					v, err := runtime.Decode[int](r.Value)
-					if err != nil {
-						return 0, err
-					}
-					sum += v
-				}
-				return sum, nil
-			}))
+			runtime.RegisterOrchestrationTyped(reg, "FanOut", fanOutSum))
 		return reg
 	}
 	opts := options()
