@@ -46,9 +46,9 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 }
 
 // changedDocuments turns documents other processes (or this one) wrote
-// into candidates: queue messages are hinted to their queue's pool; an
-// instance document whose lock is released ends this process's record of
-// that lock.
+// into candidates: queue messages are hinted to their queue's pool (unless
+// they are echoes of messages this process locked); an instance document
+// whose lock is released ends this process's record of that lock.
 func (p *Provider) changedDocuments(docs [][]byte) {
 	for _, raw := range docs {
 		var d struct {
@@ -61,9 +61,20 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 		}
 		switch d.Type {
 		case typeOrchQueue, typeWorkerQueue:
-			p.hintDocument(raw)
+			var q queueDoc
+			if json.Unmarshal(raw, &q) == nil {
+				e := queueEntry(&q)
+				pool := p.orchPool
+				if e.worker {
+					pool = p.workPool
+				}
+				pool.echo(e, q.LockedUntil, p.nowMs())
+			}
 		case typeInstance:
-			if d.LockedUntil <= p.nowMs() {
+			// A copy showing no lock ends the lock this process saw
+			// another process hold, unless this process holds the
+			// instance now (the copy is older than its lock).
+			if now := p.nowMs(); d.LockedUntil <= now && !p.locks.holdsInstance(d.InstanceID, now) {
 				p.orchPool.unlock(d.InstanceID)
 			}
 		}

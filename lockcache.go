@@ -123,6 +123,19 @@ func (c *lockCache) dropWorker(token string) {
 	c.mu.Unlock()
 }
 
+// holdsInstance reports whether this process holds an unexpired
+// orchestration lock on instance at nowMs.
+func (c *lockCache) holdsInstance(instance string, nowMs int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.orch {
+		if l.instance == instance && l.lockedUntil > nowMs {
+			return true
+		}
+	}
+	return false
+}
+
 // dropInstance forgets every lock of instance (after it was deleted).
 func (c *lockCache) dropInstance(instance string) {
 	c.mu.Lock()

@@ -3,6 +3,8 @@ package cdb
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestLockCacheStaysBounded fills the lock cache with locks nobody
@@ -26,4 +28,15 @@ func TestLockCacheStaysBounded(t *testing.T) {
 	if orch > 64 || worker > 0 {
 		t.Fatalf("the cache kept %d orchestration and %d work-item locks expired for over a minute", orch, worker)
 	}
+}
+
+func TestLockCacheHoldsInstanceWhileItsLockIsUnexpired(t *testing.T) {
+	t.Parallel()
+	c := newLockCache()
+	c.putOrch("tok", &orchLock{instance: "i", lockID: "l", lockedUntil: 1_000}, 0)
+	assert.True(t, c.holdsInstance("i", 999))
+	assert.False(t, c.holdsInstance("i", 1_000), "an expired lock is not held")
+	assert.False(t, c.holdsInstance("other", 0))
+	c.dropOrch("tok")
+	assert.False(t, c.holdsInstance("i", 0), "an acked lock is not held")
 }

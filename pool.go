@@ -52,6 +52,11 @@ type candidatePool struct {
 	// sessions are the active sessions the last candidate queries saw
 	// (worker queue, session routing).
 	sessions map[[2]string]workCandidate
+	// consumed is, per message (workKey of its instance and id), until
+	// when (ms) this process's own lock on it makes the change feed's copy
+	// of it stale: the echo of a message this process has already locked,
+	// or acked and deleted, is not a candidate (see echo).
+	consumed map[string]int64
 	wake     *notifier
 }
 
@@ -124,7 +129,7 @@ func newCandidatePool(ttl time.Duration) *candidatePool {
 	return &candidatePool{
 		ttl: ttl, views: map[string]*poolView{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
 		locked: map[string]instanceHold{}, skipped: map[string]instanceHold{}, execs: map[string]uint64{},
-		sessions: map[[2]string]workCandidate{}, wake: newNotifier(),
+		sessions: map[[2]string]workCandidate{}, consumed: map[string]int64{}, wake: newNotifier(),
 	}
 }
 
@@ -397,11 +402,43 @@ func (p *candidatePool) touchLocked(key string) {
 	}
 }
 
+// consumeEchoGraceMs is how long past its lock's expiry a message this
+// process locked stays consumed: the change feed delivers a copy read
+// before the lock within a few ChangeFeedIntervals, far less than this.
+const consumeEchoGraceMs = 10_000
+
+// consume records that this process locked the message id of instance
+// until untilMs: until consumeEchoGraceMs after that, the change feed's
+// copies of it are echoes of the past (see echo).
+func (p *candidatePool) consume(instance, id string, untilMs int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	putBounded(p.consumed, workKey(instance, id), untilMs+consumeEchoGraceMs)
+}
+
+// echo is hint for a message copy the change feed delivered, which may be
+// older than what this process knows: a copy of a message this process
+// locked (consume) is ignored, and a copy that shows a lock (another
+// process's) is a candidate only from that lock's expiry on. Without the
+// two, the echo of a work item this process already ran would cost a
+// failed lock request (a lost race) and wake every waiting fetch.
+func (p *candidatePool) echo(e poolEntry, lockedUntil, nowMs int64) {
+	p.mu.Lock()
+	until, mine := p.consumed[workKey(e.instance, e.id)]
+	p.mu.Unlock()
+	if mine && until > nowMs {
+		return
+	}
+	e.visibleAt = max(e.visibleAt, lockedUntil)
+	p.hint(e)
+}
+
 // hint adds a message this process wrote (or made visible again) to the
 // views that cover it and wakes waiting fetches. An orchestrator-queue
 // message ends its instance's wait for a start.
 func (p *candidatePool) hint(e poolEntry) {
 	p.mu.Lock()
+	delete(p.consumed, workKey(e.instance, e.id)) // visible again: an abandon
 	p.touchLocked(e.key)
 	e.gen = p.gen
 	if s, ok := p.skipped[e.instance]; ok && s.scope == "" && !e.worker {

@@ -45,6 +45,10 @@ type mpOptions struct {
 	maxKills   int
 	timeout    time.Duration
 	partitions int
+	// leases and changeFeed are the children's Config.Leases and
+	// Config.ChangeFeedWakeups.
+	leases     cdb.LeaseMode
+	changeFeed bool
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
 }
@@ -143,7 +147,7 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	}
 	// This process is only a client: leases in process (it never
 	// fetches), no reconciler.
-	pcfg := mpProviderConfig(endpoint, key, database, container)
+	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed)
 	pcfg.Leases, pcfg.ChangeFeedWakeups, pcfg.DisableReconciler = cdb.LeasesInProcess, false, true
 	p, err := cdb.New(ctx, pcfg)
 	if err != nil {
@@ -157,7 +161,8 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 		cmd := exec.Command(self)
 		cmd.Env = append(os.Environ(), childEnv+"=1", childEndpointEnv+"="+endpoint, childKeyEnv+"="+key,
 			childDatabaseEnv+"="+database, childContainerEnv+"="+container,
-			childOrchEnv+"="+strconv.Itoa(orchPer), childWorkerEnv+"="+strconv.Itoa(workPer))
+			childOrchEnv+"="+strconv.Itoa(orchPer), childWorkerEnv+"="+strconv.Itoa(workPer),
+			childLeasesEnv+"="+string(o.leases), childChangeFeedEnv+"="+strconv.FormatBool(o.changeFeed))
 		cmd.Stderr = stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {

@@ -24,13 +24,15 @@ import (
 
 // Environment of a child process.
 const (
-	childEnv          = "CDB_STRESS_CHILD" // set: run as a child
-	childEndpointEnv  = "CDB_STRESS_ENDPOINT"
-	childKeyEnv       = "CDB_STRESS_KEY"
-	childDatabaseEnv  = "CDB_STRESS_DATABASE"
-	childContainerEnv = "CDB_STRESS_CONTAINER"
-	childOrchEnv      = "CDB_STRESS_ORCH_DISPATCHERS"
-	childWorkerEnv    = "CDB_STRESS_WORKER_DISPATCHERS"
+	childEnv           = "CDB_STRESS_CHILD" // set: run as a child
+	childEndpointEnv   = "CDB_STRESS_ENDPOINT"
+	childKeyEnv        = "CDB_STRESS_KEY"
+	childDatabaseEnv   = "CDB_STRESS_DATABASE"
+	childContainerEnv  = "CDB_STRESS_CONTAINER"
+	childOrchEnv       = "CDB_STRESS_ORCH_DISPATCHERS"
+	childWorkerEnv     = "CDB_STRESS_WORKER_DISPATCHERS"
+	childLeasesEnv     = "CDB_STRESS_LEASES"
+	childChangeFeedEnv = "CDB_STRESS_CHANGE_FEED"
 )
 
 // Timings of the multi-process runs: short, so that a killed or frozen
@@ -89,12 +91,12 @@ func chainRegistry(report func(instance, step string)) (*runtime.Registry, error
 }
 
 // mpProviderConfig is the provider configuration of every process of a
-// multi-process run.
-func mpProviderConfig(endpoint, key, database, container string) cdb.Config {
+// multi-process run (-leases, -change-feed).
+func mpProviderConfig(endpoint, key, database, container string, leases cdb.LeaseMode, changeFeed bool) cdb.Config {
 	return cdb.Config{
 		Endpoint: endpoint, Key: key, Database: database, Container: container,
-		Leases: cdb.LeasesInContainer, LeaseHeartbeatInterval: mpLeaseHeartbeat, LeaseExpiry: mpLeaseExpiry,
-		ChangeFeedWakeups: true,
+		Leases: leases, LeaseHeartbeatInterval: mpLeaseHeartbeat, LeaseExpiry: mpLeaseExpiry,
+		ChangeFeedWakeups: changeFeed,
 	}
 }
 
@@ -104,7 +106,9 @@ func runChild(stdout, stderr io.Writer) int {
 	defer stop()
 	orch, _ := strconv.Atoi(os.Getenv(childOrchEnv))
 	work, _ := strconv.Atoi(os.Getenv(childWorkerEnv))
-	cfg := mpProviderConfig(os.Getenv(childEndpointEnv), os.Getenv(childKeyEnv), os.Getenv(childDatabaseEnv), os.Getenv(childContainerEnv))
+	changeFeed, _ := strconv.ParseBool(os.Getenv(childChangeFeedEnv))
+	cfg := mpProviderConfig(os.Getenv(childEndpointEnv), os.Getenv(childKeyEnv), os.Getenv(childDatabaseEnv), os.Getenv(childContainerEnv),
+		cdb.LeaseMode(os.Getenv(childLeasesEnv)), changeFeed)
 	cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = max(orch, 1), max(work, 1)
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	p, err := cdb.New(startCtx, cfg)

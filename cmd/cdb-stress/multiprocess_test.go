@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,17 +30,26 @@ func TestMultiProcessChaosRunVerifies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts OS processes for several seconds")
 	}
-	var out, errOut strings.Builder
-	o := mpOptions{processes: []int{2}, orchestrations: 30, dispatchers: dispatchConfig{orchestration: 2, worker: 2},
-		chaos: true, chaosEvery: 300 * time.Millisecond, maxKills: 1, timeout: 90 * time.Second, partitions: 4}
-	code := runMultiProcess(context.Background(), o, nil, "", &out, &errOut)
-	t.Log(out.String())
-	require.Equal(t, exitOK, code, "report:\n%s\nstderr:\n%s", out.String(), errOut.String())
-	assert.Contains(t, out.String(), "ok: every orchestration completed once")
-	fields := strings.Fields(strings.Split(out.String(), "\n")[2])
-	require.GreaterOrEqual(t, len(fields), 10)
-	assert.NotEqual(t, "0", fields[8], "at least one process was killed")
-	assert.NotEqual(t, "0", fields[9], "at least one process was frozen")
+	for _, mode := range []struct {
+		leases     cdb.LeaseMode
+		changeFeed bool
+	}{{cdb.LeasesInContainer, true}, {cdb.LeasesInProcess, false}} {
+		t.Run(string(mode.leases), func(t *testing.T) {
+			t.Parallel()
+			var out, errOut strings.Builder
+			o := mpOptions{processes: []int{2}, orchestrations: 30, dispatchers: dispatchConfig{orchestration: 2, worker: 2},
+				chaos: true, chaosEvery: 300 * time.Millisecond, maxKills: 1, timeout: 90 * time.Second, partitions: 4,
+				leases: mode.leases, changeFeed: mode.changeFeed}
+			code := runMultiProcess(context.Background(), o, nil, "", &out, &errOut)
+			t.Log(out.String())
+			require.Equal(t, exitOK, code, "report:\n%s\nstderr:\n%s", out.String(), errOut.String())
+			assert.Contains(t, out.String(), "ok: every orchestration completed once")
+			fields := strings.Fields(strings.Split(out.String(), "\n")[2])
+			require.GreaterOrEqual(t, len(fields), 10)
+			assert.NotEqual(t, "0", fields[8], "at least one process was killed")
+			assert.NotEqual(t, "0", fields[9], "at least one process was frozen")
+		})
+	}
 }
 
 // TestProcessesFlag checks -processes parsing and its bad input.

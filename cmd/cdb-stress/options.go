@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
@@ -85,6 +86,8 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "multi-process mode: pause between chaos events")
 	mpTimeout := fs.Duration("mp-timeout", 2*time.Minute, "multi-process mode: longest wait for all orchestrations of one process count")
 	partitions := fs.Int("partitions", 4, "multi-process mode: physical partitions of the embedded emulator")
+	leases := fs.String("leases", string(cdb.LeasesInContainer), "multi-process mode: where the dispatch-slot leases live, in-process or container (cdb.Config.Leases)")
+	changeFeed := fs.Bool("change-feed", true, "multi-process mode: change-feed wake-ups in every process (cdb.Config.ChangeFeedWakeups)")
 	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
@@ -138,7 +141,11 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		}
 	}
 	if *processes != "" {
-		mp := &mpOptions{orchestrations: *orchestrations, chaos: *chaos, chaosEvery: *chaosEvery, timeout: *mpTimeout, partitions: *partitions}
+		mp := &mpOptions{orchestrations: *orchestrations, chaos: *chaos, chaosEvery: *chaosEvery, timeout: *mpTimeout, partitions: *partitions,
+			leases: cdb.LeaseMode(*leases), changeFeed: *changeFeed}
+		if mp.leases != cdb.LeasesInContainer && mp.leases != cdb.LeasesInProcess {
+			errs = append(errs, fmt.Errorf("-leases %q: want %s or %s", *leases, cdb.LeasesInProcess, cdb.LeasesInContainer))
+		}
 		if mp.processes, err = parseProcesses(*processes); err != nil {
 			errs = append(errs, err)
 		}
