@@ -311,7 +311,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 	p.orchPool.lock(instance, lockedUntil)
 	p.orchPool.unskip(instance)
 	for _, id := range ids {
-		p.orchPool.consume(instance, id, lockedUntil)
+		p.orchPool.lockedMessage(instance, id, lockedUntil)
 	}
 	token := orchLockToken(instance, lockID)
 

@@ -52,12 +52,14 @@ type candidatePool struct {
 	// sessions are the active sessions the last candidate queries saw
 	// (worker queue, session routing).
 	sessions map[[2]string]workCandidate
-	// consumed is, per message (workKey of its instance and id), until
-	// when (ms) this process's own lock on it makes the change feed's copy
-	// of it stale: the echo of a message this process has already locked,
-	// or acked and deleted, is not a candidate (see echo).
-	consumed map[string]int64
-	wake     *notifier
+	// known is, per message (workKey of its instance and id), until when
+	// (ms) the change feed's copy of it tells this process nothing new:
+	// it wrote the message, a candidate query returned it, or it locked it
+	// (see echo).
+	known map[string]int64
+	// clock is the provider's clock, in ms since the Unix epoch.
+	clock func() int64
+	wake  *notifier
 }
 
 // instanceHold is a time (ms) until which an instance is not tried, and
@@ -129,7 +131,8 @@ func newCandidatePool(ttl time.Duration) *candidatePool {
 	return &candidatePool{
 		ttl: ttl, views: map[string]*poolView{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
 		locked: map[string]instanceHold{}, skipped: map[string]instanceHold{}, execs: map[string]uint64{},
-		sessions: map[[2]string]workCandidate{}, consumed: map[string]int64{}, wake: newNotifier(),
+		sessions: map[[2]string]workCandidate{}, known: map[string]int64{}, wake: newNotifier(),
+		clock: func() int64 { return time.Now().UnixMilli() },
 	}
 }
 
@@ -242,6 +245,7 @@ func (p *candidatePool) refreshed(v *poolView, start uint64, at time.Time, nowMs
 	}
 	for i := range rows {
 		r := rows[i]
+		p.knowLocked(r.instance, r.id, nowMs)
 		if newer(r.key) || len(v.entries) >= maxViewEntries {
 			continue
 		}
@@ -402,31 +406,44 @@ func (p *candidatePool) touchLocked(key string) {
 	}
 }
 
-// consumeEchoGraceMs is how long past its lock's expiry a message this
-// process locked stays consumed: the change feed delivers a copy read
-// before the lock within a few ChangeFeedIntervals, far less than this.
-const consumeEchoGraceMs = 10_000
+// knownEchoGraceMs is how long after this process learned of a message
+// (or past the expiry of its lock on it) the change feed's copies of it are
+// ignored: the change feed delivers a copy within a few
+// ChangeFeedIntervals, far less than this.
+const knownEchoGraceMs = 10_000
 
-// consume records that this process locked the message id of instance
-// until untilMs: until consumeEchoGraceMs after that, the change feed's
-// copies of it are echoes of the past (see echo).
-func (p *candidatePool) consume(instance, id string, untilMs int64) {
+// knowLocked records that this process knows message id of instance
+// until untilMs plus knownEchoGraceMs.
+func (p *candidatePool) knowLocked(instance, id string, untilMs int64) {
+	if id == "" {
+		return
+	}
+	k := workKey(instance, id)
+	putBounded(p.known, k, max(p.known[k], untilMs+knownEchoGraceMs))
+}
+
+// lockedMessage records that this process locked message id of instance
+// until untilMs: its copies on the change feed are older than the lock, or
+// echoes of its ack.
+func (p *candidatePool) lockedMessage(instance, id string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	putBounded(p.consumed, workKey(instance, id), untilMs+consumeEchoGraceMs)
+	p.knowLocked(instance, id, untilMs)
 }
 
 // echo is hint for a message copy the change feed delivered, which may be
-// older than what this process knows: a copy of a message this process
-// locked (consume) is ignored, and a copy that shows a lock (another
-// process's) is a candidate only from that lock's expiry on. Without the
-// two, the echo of a work item this process already ran would cost a
-// failed lock request (a lost race) and wake every waiting fetch.
+// older than what this process knows. A copy of a message this process
+// already knows (it wrote it, a query returned it, it locked it) is
+// ignored, and a copy that shows a lock (another process's) is a
+// candidate only from that lock's expiry on. Without the two, the echo of
+// a work item this process already ran would cost a failed lock request (a
+// lost race), the echo of an orchestrator message already consumed a state
+// query, and both would wake every waiting fetch.
 func (p *candidatePool) echo(e poolEntry, lockedUntil, nowMs int64) {
 	p.mu.Lock()
-	until, mine := p.consumed[workKey(e.instance, e.id)]
+	until, known := p.known[workKey(e.instance, e.id)]
 	p.mu.Unlock()
-	if mine && until > nowMs {
+	if known && until > nowMs {
 		return
 	}
 	e.visibleAt = max(e.visibleAt, lockedUntil)
@@ -438,7 +455,7 @@ func (p *candidatePool) echo(e poolEntry, lockedUntil, nowMs int64) {
 // message ends its instance's wait for a start.
 func (p *candidatePool) hint(e poolEntry) {
 	p.mu.Lock()
-	delete(p.consumed, workKey(e.instance, e.id)) // visible again: an abandon
+	p.knowLocked(e.instance, e.id, p.clock())
 	p.touchLocked(e.key)
 	e.gen = p.gen
 	if s, ok := p.skipped[e.instance]; ok && s.scope == "" && !e.worker {

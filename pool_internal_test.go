@@ -192,39 +192,46 @@ func TestCompleteHistory(t *testing.T) {
 	assert.False(t, completeHistory(docs(5, 6), 0, 6), "ids that do not start at 1 (an append with gaps) are read again")
 }
 
+func workEntry(instance, id string, visibleAt int64) poolEntry {
+	return poolEntry{key: workKey(instance, id), instance: instance, id: id, slot: DispatchSlot(instance), visibleAt: visibleAt, enqueuedAt: visibleAt, worker: true}
+}
+
 func TestPoolEchoOfAMessageThisProcessLockedIsNoCandidate(t *testing.T) {
 	t.Parallel()
 	p, v := testPool(t)
-	w := poolEntry{key: workKey("i", "m1"), instance: "i", id: "m1", slot: DispatchSlot("i"), visibleAt: 10, enqueuedAt: 10, worker: true}
-	p.consume("i", "m1", 5_000) // this process locked m1 until 5,000 ms
+	p.lockedMessage("i", "m1", 5_000) // this process locked m1 until 5,000 ms
 
-	p.echo(w, 0, 100) // the change feed's copy from before the lock
+	p.echo(workEntry("i", "m1", 10), 0, 100) // the change feed's copy from before the lock
 	_, ok := p.pick(v, 100, "", nil, nil)
 	assert.False(t, ok, "the echo of a message this process locked is not offered")
-	p.echo(w, 0, 5_000+consumeEchoGraceMs+1)
-	_, ok = p.pick(v, 5_000+consumeEchoGraceMs+1, "", nil, nil)
+	late := int64(5_000 + knownEchoGraceMs + 1)
+	p.echo(workEntry("i", "m1", 10), 0, late)
+	_, ok = p.pick(v, late, "", nil, nil)
 	assert.True(t, ok, "a copy delivered long after the lock and its grace is a candidate again")
 }
 
-func TestPoolLocalHintEndsTheConsumedRecord(t *testing.T) {
+func TestPoolEchoOfAMessageThisProcessWroteAddsNothing(t *testing.T) {
 	t.Parallel()
 	p, v := testPool(t)
-	w := poolEntry{key: workKey("i", "m1"), instance: "i", id: "m1", slot: DispatchSlot("i"), visibleAt: 10, enqueuedAt: 10, worker: true}
-	p.consume("i", "m1", 5_000)
-	p.hint(w) // this process abandoned m1: visible again
+	p.clock = func() int64 { return 100 }
+	p.hint(workEntry("i", "m1", 10)) // written by this process
 	c, ok := p.pick(v, 100, "", nil, nil)
 	require.True(t, ok)
-	p.release(c, false)
-	p.echo(w, 0, 200)
-	_, ok = p.pick(v, 200, "", nil, nil)
-	assert.True(t, ok, "after an abandon the change feed's copies count again")
+	p.release(c, true) // locked by a fetch (and acked)
+	p.echo(workEntry("i", "m1", 10), 0, 150)
+	_, ok = p.pick(v, 150, "", nil, nil)
+	assert.False(t, ok, "the change feed's copy of a message this process wrote brings nothing back")
+
+	p.echo(workEntry("i", "m2", 10), 0, 150) // another process's message
+	c, ok = p.pick(v, 150, "", nil, nil)
+	require.True(t, ok, "a message this process did not know is a candidate at once")
+	assert.Equal(t, "m2", c.id)
 }
 
 func TestPoolEchoShowingAnotherLockWaitsForItsExpiry(t *testing.T) {
 	t.Parallel()
 	p, v := testPool(t)
-	w := poolEntry{key: workKey("i", "m2"), instance: "i", id: "m2", slot: DispatchSlot("i"), visibleAt: 10, enqueuedAt: 10, worker: true}
-	p.echo(w, 3_000, 100) // another process holds m2 until 3,000 ms
+	p.echo(workEntry("i", "m2", 10), 3_000, 100) // another process holds m2 until 3,000 ms
 	_, ok := p.pick(v, 100, "", nil, nil)
 	assert.False(t, ok, "a message locked elsewhere is not tried before its lock expires")
 	c, ok := p.pick(v, 3_000, "", nil, nil)

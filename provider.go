@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
+	p.orchPool.clock, p.workPool.clock = p.nowMs, p.nowMs
 	if cfg.HeldHistoryEvents > 0 {
 		p.held = newHeldHistories(cfg.HeldHistoryEvents)
 	}

@@ -169,6 +169,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c poolEntry, session *duroxi
 		return nil, permanent("fetch_work_item", fmt.Sprintf("worker-queue message %s of instance %q: %v", d.ID, d.InstanceID, err))
 	}
 	token := workerLockToken(c.instance, c.id, lockID)
+	p.workPool.lockedMessage(c.instance, c.id, until)
 	p.locks.putWorker(token, &workerLock{instance: c.instance, docID: c.id, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
 		enqueuedAt: d.EnqueuedAt, seq: d.Seq, tag: d.Tag}, now)
 	p.traceFetch(workFound)
