@@ -19,18 +19,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
-// The tests run cdb-admin against containers of one embedded emulator,
-// each filled by the runtime with a known workload (seed).
+// The tests run cdb-admin against containers of one test-kit account (an
+// embedded emulator on plain HTTP, so cdb-admin's own client reaches it
+// without certificates), each filled by the runtime with a known workload
+// (seed).
 
 var (
-	emuOnce sync.Once
-	emu     *emulator.Server
-	emuErr  error
+	accountOnce sync.Once
+	account     *cdbtest.Account
+	accountErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -38,25 +41,24 @@ func TestMain(m *testing.M) {
 	if readOnly != nil {
 		_ = readOnly.p.Close()
 	}
-	if emu != nil {
-		_ = emu.Close()
+	if account != nil {
+		_ = account.Close()
 	}
 	os.Exit(code)
 }
 
-// server returns the shared emulator (plain HTTP, so cdb-admin's own
-// client reaches it without certificates).
-func server(t *testing.T) *emulator.Server {
+// server returns the shared account.
+func server(t *testing.T) *cdbtest.Account {
 	t.Helper()
-	emuOnce.Do(func() { emu, emuErr = emulator.Start(emulator.Options{}) })
-	require.NoError(t, emuErr)
-	return emu
+	accountOnce.Do(func() { account, accountErr = cdbtest.Open() })
+	require.NoError(t, accountErr)
+	return account
 }
 
 // fixture is a container holding the seed workload.
 type fixture struct {
 	t         *testing.T
-	srv       *emulator.Server
+	srv       *cdbtest.Account
 	container string
 	p         *cdb.Provider
 }
@@ -87,8 +89,9 @@ func seedOpen(t *testing.T) *fixture {
 	srv := server(t)
 	f := &fixture{t: t, srv: srv, container: "admin-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]}
 	ctx := context.Background()
-	cfg := cdb.Config{Endpoint: srv.Endpoint(), Key: srv.Key(), Container: f.container, LongPollInterval: 20 * time.Millisecond,
-		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.HTTPClient()}}}
+	cfg := srv.Config()
+	// cdb-admin's default database, so that its commands need no -database.
+	cfg.Database, cfg.Container, cfg.LongPollInterval = cdb.DefaultDatabase, f.container, 20*time.Millisecond
 	p, err := cdb.New(ctx, cfg)
 	require.NoError(t, err)
 	f.p = p

@@ -8,14 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/require"
 
-	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
-	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
@@ -66,22 +63,12 @@ func statusProviders(t *testing.T) map[string]func(t *testing.T) duroxide.Provid
 	}
 }
 
-// newCDBProvider returns a Cosmos DB provider on a fresh embedded emulator,
-// both closed when the test ends.
+// newCDBProvider returns a Cosmos DB provider on a fresh container of the
+// test kit's embedded emulator (or COSMOS_ENDPOINT), closed when the test
+// ends.
 func newCDBProvider(t *testing.T) duroxide.Provider {
 	t.Helper()
-	emu, err := emulator.Start(emulator.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = emu.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := cdb.New(ctx, cdb.Config{
-		Endpoint: emu.Endpoint(), Key: emu.Key(), Container: "status",
-		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: emu.HTTPClient()}},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
+	return cdbtest.NewProvider(t)
 }
 
 // statusRegistry registers an orchestration for every outcome the tests

@@ -40,10 +40,10 @@ var importRules = []importRule{
 		external: []string{azure}},
 	// duroxide's API: nothing of the project, standard library only.
 	{pkg: "duroxide", tests: []string{"duroxide"}},
-	// Its client's polling tests run on cdb too (client_poll_test.go);
-	// they would sit better in e2e.
+	// Its client's polling tests run on cdb too (client_poll_test.go,
+	// through the test kit); they would sit better in e2e.
 	{pkg: "duroxide/runtime", code: []string{"duroxide"},
-		tests:    []string{"duroxide/runtime", ".", "emulator", "providertest/memory"},
+		tests:    []string{"duroxide/runtime", "cdbtest", "providertest/memory"},
 		external: []string{otel}},
 	// The validation suite, the reference provider, the stress harness.
 	{pkg: "providertest", code: []string{"duroxide", "providertest/memory"}, tests: []string{"providertest"}},
@@ -61,7 +61,7 @@ var importRules = []importRule{
 	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
 	{pkg: "cmd/cdb-stress", code: []string{".", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
 		external: []string{azure, "github.com/google/uuid"}},
-	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator"},
+	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
 	// Examples and the end-to-end tests use everything public.
 	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "examples/internal/..."},

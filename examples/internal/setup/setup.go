@@ -1,6 +1,7 @@
-// Package setup connects the examples to Cosmos DB: the account named by
-// COSMOS_ENDPOINT and COSMOS_KEY when they are set, otherwise an in-process
-// emulator (emulator), so that every example runs with no setup.
+// Package setup connects the examples to Cosmos DB through the project's
+// test kit (cdbtest.Open): the account named by COSMOS_ENDPOINT and
+// COSMOS_KEY when they are set, otherwise an in-process emulator, so that
+// every example runs with no setup.
 package setup
 
 import (
@@ -10,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/google/uuid"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
-	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // Env is a provider on a fresh container plus what to close at the end.
@@ -24,31 +23,24 @@ type Env struct {
 	// Provider is the Cosmos DB provider on the run's container.
 	Provider *cdb.Provider
 	// Where describes the account for the example's output.
-	Where       string
-	emu         *emulator.Server
-	realAccount bool
+	Where   string
+	account *cdbtest.Account
 }
 
 // Open connects to the account and creates a container for this run (named
 // after the example, with a random suffix so that runs never collide). On
 // a real account the container is deleted by Close.
 func Open(ctx context.Context, example string) (*Env, error) {
-	cfg := cdb.ConfigFromEnv()
-	cfg.Container = example + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
-	e := &Env{}
-	if cfg.Endpoint == "" {
-		srv, err := emulator.Start(emulator.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("start the embedded emulator: %w", err)
-		}
-		e.emu = srv
-		cfg.Endpoint, cfg.Key = srv.Endpoint(), srv.Key()
-		cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.HTTPClient()}}
-		e.Where = "the embedded Cosmos DB emulator at " + srv.Endpoint()
-	} else {
-		e.realAccount = true
-		e.Where = "Cosmos DB account " + cfg.Endpoint
+	account, err := cdbtest.Open()
+	if err != nil {
+		return nil, err
 	}
+	e := &Env{account: account, Where: "Cosmos DB account " + account.Endpoint()}
+	if account.Emulator() != nil {
+		e.Where = "the embedded Cosmos DB emulator at " + account.Endpoint()
+	}
+	cfg := account.Config()
+	cfg.Container = example + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
 	p, err := cdb.New(ctx, cfg)
 	if err != nil {
 		e.Close()
@@ -62,16 +54,14 @@ func Open(ctx context.Context, example string) (*Env, error) {
 // and stops the emulator.
 func (e *Env) Close() {
 	if e.Provider != nil {
-		if e.realAccount {
+		if e.account.Emulator() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_, _ = e.Provider.Container().Delete(ctx, nil)
 		}
 		_ = e.Provider.Close()
 	}
-	if e.emu != nil {
-		_ = e.emu.Close()
-	}
+	_ = e.account.Close()
 }
 
 // Options are the runtime options of the examples: quick polling, so that
