@@ -18,6 +18,7 @@ var badInstanceIDs = map[string]string{
 	"empty":        "",
 	"too long":     strings.Repeat("x", cdb.MaxInstanceIDBytes+1),
 	"invalid utf8": "bad-\xff-utf8",
+	"reserved":     cdb.LeasePartitionKey,
 }
 
 // requireNoCall runs fn, which must not panic, and requires a permanent

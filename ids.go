@@ -44,7 +44,8 @@ const MaxInstanceIDBytes = 2048
 const maxIDPartLen = 200
 
 // validateInstanceID checks that instance can be a partition key value: not
-// empty, valid UTF-8, and at most MaxInstanceIDBytes bytes.
+// empty, valid UTF-8, at most MaxInstanceIDBytes bytes, and not the
+// partition the provider reserves for its leases (LeasePartitionKey).
 func validateInstanceID(op, instance string) error {
 	switch {
 	case instance == "":
@@ -53,6 +54,8 @@ func validateInstanceID(op, instance string) error {
 		return permanent(op, fmt.Sprintf("instance id is %d bytes; Cosmos DB partition key values are limited to %d bytes", len(instance), MaxInstanceIDBytes))
 	case !utf8.ValidString(instance):
 		return permanent(op, "instance id is not valid UTF-8")
+	case instance == LeasePartitionKey:
+		return permanent(op, fmt.Sprintf("instance id %q is reserved for the provider's dispatch-slot leases", instance))
 	}
 	return nil
 }

@@ -76,10 +76,10 @@ const (
 )
 
 // LeasePartitionKey is the logical partition (value of /instanceId) that
-// holds the lease documents. An orchestration instance with this id would
-// share the partition; its documents do not collide with the leases' ids,
-// but deleting such an instance would delete the leases as well (they are
-// then recreated at the next heartbeat).
+// holds the lease documents. It is reserved: every method that takes an
+// instance id (directly or inside a work item) refuses this one with a
+// permanent *ProviderError and writes nothing, so no orchestration shares
+// the partition with the leases or deletes them with its own documents.
 const LeasePartitionKey = "__duroxide_leases__"
 
 // Lease document types (the type field).
