@@ -1,0 +1,198 @@
+package cdb_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+)
+
+// Benchmarks of the scale-out figures of README's "Several replicas": how
+// soon an idle process sees work another process wrote, what an idle
+// process costs, and how soon the slots of a dead process are served
+// again. They report measurements (ms, requests per second); they assert
+// only that the work arrived.
+//
+//	go test -run '^$' -bench 'CrossProcessWakeup|IdleProcess|DeadOwner' -benchtime 20x .
+
+// replicaConfig is the configuration README recommends for several
+// replicas under load, at the default intervals: leases in the container
+// and change-feed wake-ups.
+func replicaConfig(cfg cdb.Config) cdb.Config {
+	cfg.Leases = cdb.LeasesInContainer
+	cfg.ChangeFeedWakeups = true
+	return cfg
+}
+
+// waitForPollWait returns a tracer and a function that blocks until the
+// traced provider's fetch reports "poll wait" (it found nothing and
+// waits).
+func waitForPollWait() (func(string), func()) {
+	waiting := make(chan struct{}, 64)
+	tracer := func(ev string) {
+		if ev == "poll wait" {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return tracer, func() { <-waiting }
+}
+
+// BenchmarkCrossProcessWakeup measures, at the default intervals, the time
+// from one process's enqueue of a start to another, idle process's
+// orchestration fetch returning it (the waiter uses replicaConfig; the
+// writer only writes). Reported: p50-ms and p95-ms.
+func BenchmarkCrossProcessWakeup(b *testing.B) {
+	cfg := env.config()
+	cfg.DisableReconciler = true
+	writer := startProvider(b, cfg)
+	waiter := startProvider(b, replicaConfig(cfg))
+	tracer, waitIdle := waitForPollWait()
+	cdb.SetFetchTracer(waiter, tracer)
+	ctx := context.Background()
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		type result struct {
+			at  time.Time
+			err error
+			ok  bool
+		}
+		done := make(chan result, 1)
+		go func() {
+			item, err := waiter.FetchOrchestrationItem(ctx, longLock, time.Minute, nil)
+			done <- result{time.Now(), err, item != nil}
+		}()
+		waitIdle()
+		// Writes arrive at any moment of the reader's cycle, not just
+		// after its read.
+		time.Sleep(rand.N(changefeed.DefaultInterval))
+		start := time.Now()
+		if err := writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("wake-%d", i)), 0); err != nil {
+			b.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || !r.ok {
+			b.Fatalf("the waiting fetch returned no item (err %v)", r.err)
+		}
+		lat = append(lat, r.at.Sub(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[(len(lat)*95+99)/100-1].Microseconds())/1000, "p95-ms")
+}
+
+// BenchmarkIdleProcessRequests measures the requests per second of a
+// process with nothing to do anywhere: a provider whose two orchestration
+// and two worker dispatchers wait in long-polling fetches, as a runtime's
+// do, for one second per iteration, with the default configuration and
+// with replicaConfig.
+func BenchmarkIdleProcessRequests(b *testing.B) {
+	for _, mode := range []struct {
+		name   string
+		adjust func(cdb.Config) cdb.Config
+	}{
+		{"default", func(c cdb.Config) cdb.Config { return c }},
+		{"replicas", replicaConfig},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			cfg := env.config()
+			cfg.DisableReconciler = true
+			cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = 2, 2
+			p := startProvider(b, mode.adjust(cfg))
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for i := 0; i < 2; i++ {
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						_, _ = p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						_, _ = p.FetchWorkItem(ctx, longLock, 5*time.Second, nil, duroxide.TagFilterDefaultOnly())
+					}
+				}()
+			}
+			time.Sleep(500 * time.Millisecond) // past the first queries
+			before := p.Usage().Requests
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				time.Sleep(time.Second)
+			}
+			b.StopTimer()
+			n := p.Usage().Requests - before
+			cancel()
+			wg.Wait()
+			b.ReportMetric(float64(n)/float64(b.N), "requests/s")
+		})
+	}
+}
+
+// BenchmarkDeadOwnerSlotsServedAgain measures how long the slots of a
+// process that stopped (its heartbeat and fetches end, as at a SIGKILL)
+// take to be served by the other: from the stop to the survivor's fetch of
+// a message waiting in one of the dead process's slots, with a 250 ms
+// heartbeat and a 2 s expiry (the default 5 s and 30 s scale the same
+// way). Reported: ms, and in bound-ms the expiry plus one heartbeat
+// (when the survivor notices) plus the fallback poll of a waiting fetch with
+// change-feed wake-ups (4 × LongPollInterval).
+func BenchmarkDeadOwnerSlotsServedAgain(b *testing.B) {
+	const heartbeat, expiry = 250 * time.Millisecond, 2 * time.Second
+	var total time.Duration
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		cfg := replicaConfig(env.config())
+		cfg.DisableReconciler = true
+		cfg.LeaseHeartbeatInterval, cfg.LeaseExpiry = heartbeat, expiry
+		dead := startProvider(b, cfg)
+		survivor := startProvider(b, cfg)
+		deadline := time.Now().Add(time.Minute)
+		var instance string
+		for instance == "" && time.Now().Before(deadline) {
+			// Wait for the rebalance, then pick an id in a slot of the
+			// process about to die.
+			if o := cdb.OwnedLeaseSlots(dead, "orch"); len(o) == cdb.NumDispatchSlots/2 {
+				for k := 0; instance == ""; k++ {
+					id := fmt.Sprintf("orphan-%d-%d", i, k)
+					if slices.Contains(o, cdb.DispatchSlot(id)) {
+						instance = id
+					}
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if instance == "" {
+			b.Fatal("the two providers did not split the slots")
+		}
+		ctx := context.Background()
+		if err := survivor.EnqueueForOrchestrator(ctx, startItem(instance), 0); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		stop := time.Now()
+		cdb.FreezeLeases(dead, true)
+		item, err := survivor.FetchOrchestrationItem(ctx, longLock, time.Minute, nil)
+		took := time.Since(stop)
+		b.StopTimer()
+		if err != nil || item == nil || item.Instance != instance {
+			b.Fatalf("the survivor did not fetch %s (item %v, err %v)", instance, item, err)
+		}
+		total += took
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms")
+	b.ReportMetric(float64((expiry + heartbeat + 4*cdb.DefaultLongPollInterval).Milliseconds()), "bound-ms")
+}
