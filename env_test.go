@@ -15,6 +15,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
+	"github.com/duroxide-go/duroxide-cdb/internal/testparallel"
 )
 
 // testEnv is the Cosmos DB account the tests of this package use: the
@@ -32,6 +33,11 @@ type testEnv struct {
 var env *testEnv
 
 func TestMain(m *testing.M) {
+	// The tests mostly wait: 8 at a time unless -parallel says otherwise.
+	if err := testparallel.Default(8); err != nil {
+		fmt.Fprintln(os.Stderr, "cdb tests:", err)
+		os.Exit(1)
+	}
 	var err error
 	env, err = startEnv()
 	if err != nil {

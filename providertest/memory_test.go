@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +13,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/testparallel"
 	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
+
+// TestMain runs the suite's cases 8 at a time unless -parallel says
+// otherwise: they mostly wait for lock timeouts and polls.
+func TestMain(m *testing.M) {
+	if err := testparallel.Default(8); err != nil {
+		fmt.Fprintln(os.Stderr, "providertest:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 // TestMemoryProviderValidation runs the whole validation suite against the
 // reference in-memory provider; every case must pass, none may be skipped.
