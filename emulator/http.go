@@ -41,6 +41,9 @@ type response struct {
 	lsn     uint64  // session token / lsn headers when non-zero
 	errCode string  // non-empty: body is the service's error JSON
 	errMsg  string
+	// errInfo, when set, is the error body's additionalErrorInfo (a JSON
+	// text the service sends as a string: a query plan for 400/1004).
+	errInfo string
 	subst   int // x-ms-substatus when non-zero
 }
 
@@ -238,6 +241,10 @@ func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *respons
 		body = append([]byte(`{"code":`), appendString(nil, resp.errCode)...)
 		body = append(body, `,"message":`...)
 		body = appendString(body, msg)
+		if resp.errInfo != "" {
+			body = append(body, `,"additionalErrorInfo":`...)
+			body = appendString(body, resp.errInfo)
+		}
 		body = append(body, '}')
 	}
 	if body != nil {

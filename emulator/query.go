@@ -100,12 +100,6 @@ func (q *query) needsQueryPlan() bool {
 	return q.top != nil || len(q.orderBy) > 0 || q.offset != nil || q.distinct || q.hasAgg || len(q.groupBy) > 0
 }
 
-// crossPartitionNotServable is the gateway's answer to such a query.
-func crossPartitionNotServable() *response {
-	return errorResponse(http.StatusBadRequest, 1004,
-		"The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message.")
-}
-
 // orderByPath returns the document path an ORDER BY expression sorts on.
 func (q *query) orderByPath(e expr) ([]string, bool) {
 	var segs []string
@@ -169,6 +163,9 @@ func (s *Server) handleQuery(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
+	if headerBool(rq.r, queryPlanHeader) {
+		return planResponse(qr.q, qr.params)
+	}
 	size, resp := pageSize(rq.r)
 	if resp != nil {
 		return resp
@@ -200,7 +197,7 @@ func (s *Server) handleQuery(rq *request) *response {
 			pkKey = &key
 		} else {
 			if qr.q.needsQueryPlan() {
-				return crossPartitionNotServable()
+				return crossPartitionNotServable(qr.q, qr.params)
 			}
 			crossPartition = true
 		}

@@ -273,6 +273,23 @@ func (q *query) matches(doc value) (bool, error) {
 }
 
 // project computes the output of one row; undefined means "no result".
+// selectItemName is the property name of a select item in each result: its
+// alias, else the last property name of a path (or the identifier), else
+// "$1", "$2", ... counting such unnamed items (*unnamed).
+func selectItemName(it selectItem, unnamed *int) string {
+	if it.alias != "" {
+		return it.alias
+	}
+	switch x := it.e.(type) {
+	case propExpr:
+		return x.name
+	case identExpr:
+		return x.name
+	}
+	*unnamed++
+	return "$" + strconv.Itoa(*unnamed)
+}
+
 func (q *query) project(ev *evaluator, row []value) value {
 	switch {
 	case q.star:
@@ -283,18 +300,7 @@ func (q *query) project(ev *evaluator, row []value) value {
 	ms := make([]member, 0, len(q.items))
 	unnamed := 0
 	for _, it := range q.items {
-		name := it.alias
-		if name == "" {
-			switch x := it.e.(type) {
-			case propExpr:
-				name = x.name
-			case identExpr:
-				name = x.name
-			default:
-				unnamed++
-				name = "$" + strconv.Itoa(unnamed)
-			}
-		}
+		name := selectItemName(it, &unnamed)
 		v := ev.eval(it.e, row)
 		if !v.defined() {
 			continue

@@ -102,6 +102,21 @@ type query struct {
 	hasAgg   bool
 	aliases  []string
 	outerRef []string // aliases of enclosing queries visible in a subquery
+	// src is the source text of the clauses, for the query plan's
+	// rewritten query (query_plan.go).
+	src querySource
+}
+
+// querySource is the source text of a query's clauses, each trimmed: the
+// select items' and VALUE expressions, the FROM clause with its JOINs
+// ("FROM ..."), and the WHERE, GROUP BY and ORDER BY expressions.
+type querySource struct {
+	items   []string
+	value   string
+	from    string
+	where   string
+	groupBy []string
+	orderBy []string
 }
 
 type parser struct {
@@ -215,17 +230,20 @@ func (p *parser) selectStmt() (*query, error) {
 	case p.acceptPunct("*"):
 		q.star = true
 	case p.acceptKeyword("VALUE"):
+		start := p.peek().pos
 		e, err := p.expr()
 		if err != nil {
 			return nil, err
 		}
-		q.value = e
+		q.value, q.src.value = e, p.since(start)
 	default:
 		for {
+			start := p.peek().pos
 			e, err := p.expr()
 			if err != nil {
 				return nil, err
 			}
+			q.src.items = append(q.src.items, p.since(start))
 			item := selectItem{e: e}
 			if p.acceptKeyword("AS") {
 				t := p.next()
@@ -243,6 +261,7 @@ func (p *parser) selectStmt() (*query, error) {
 			}
 		}
 	}
+	fromStart := p.peek().pos
 	if p.acceptKeyword("FROM") {
 		src, err := p.fromSource(true)
 		if err != nil {
@@ -256,24 +275,27 @@ func (p *parser) selectStmt() (*query, error) {
 			}
 			q.joins = append(q.joins, j)
 		}
+		q.src.from = p.since(fromStart)
 	}
 	if p.acceptKeyword("WHERE") {
+		start := p.peek().pos
 		e, err := p.expr()
 		if err != nil {
 			return nil, err
 		}
-		q.where = e
+		q.where, q.src.where = e, p.since(start)
 	}
 	if p.acceptKeyword("GROUP") {
 		if err := p.expectKeyword("BY"); err != nil {
 			return nil, err
 		}
 		for {
+			start := p.peek().pos
 			e, err := p.expr()
 			if err != nil {
 				return nil, err
 			}
-			q.groupBy = append(q.groupBy, e)
+			q.groupBy, q.src.groupBy = append(q.groupBy, e), append(q.src.groupBy, p.since(start))
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -284,10 +306,12 @@ func (p *parser) selectStmt() (*query, error) {
 			return nil, err
 		}
 		for {
+			start := p.peek().pos
 			e, err := p.expr()
 			if err != nil {
 				return nil, err
 			}
+			q.src.orderBy = append(q.src.orderBy, p.since(start))
 			item := orderItem{e: e}
 			if p.acceptKeyword("DESC") {
 				item.desc = true
@@ -315,6 +339,12 @@ func (p *parser) selectStmt() (*query, error) {
 		q.offset, q.limit = off, lim
 	}
 	return q, nil
+}
+
+// since returns the query text from byte offset start up to the next
+// token, trimmed.
+func (p *parser) since(start int) string {
+	return strings.TrimSpace(p.text[start:p.peek().pos])
 }
 
 func (p *parser) countArg() (expr, error) {

@@ -39,7 +39,7 @@ func TestNodeSDKScenarios(t *testing.T) {
 		}
 	}
 
-	srv, err := emulator.Start(emulator.Options{TLS: true})
+	srv, err := emulator.Start(emulator.Options{TLS: true, PhysicalPartitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -288,6 +288,41 @@ scenario("item-ids", async () => {
   }
 });
 
+// Class 2: cross-partition queries that need the gateway's query plan (ORDER BY,
+// TOP, OFFSET LIMIT, DISTINCT, GROUP BY, aggregates), which the SDK runs per
+// partition key range and merges on its side.
+scenario("query-plan", async () => {
+  const c = await freshContainer();
+  const colors = ["red", "green", "blue"];
+  for (let i = 0; i < 9; i++) await c.items.create({ id: `i${i}`, pk: `p${i}`, n: i, color: colors[i % 3] });
+  const q = async (text) => (await c.items.query(text).fetchAll()).resources;
+  assert.deepEqual((await q("SELECT VALUE c.n FROM c ORDER BY c.n DESC")), [8, 7, 6, 5, 4, 3, 2, 1, 0]);
+  assert.deepEqual((await q("SELECT c.id FROM c WHERE c.n >= 3 ORDER BY c.n")).map((r) => r.id), ["i3", "i4", "i5", "i6", "i7", "i8"]);
+  assert.deepEqual((await q("SELECT TOP 2 c.n FROM c ORDER BY c.n DESC")).map((r) => r.n), [8, 7]);
+  assert.deepEqual((await q("SELECT VALUE c.n FROM c ORDER BY c.n OFFSET 2 LIMIT 3")), [2, 3, 4]);
+  assert.equal((await q("SELECT * FROM c OFFSET 1 LIMIT 4")).length, 4);
+  assert.equal((await q("SELECT TOP 5 * FROM c")).length, 5);
+  assert.deepEqual((await q("SELECT DISTINCT VALUE c.color FROM c")).sort(), ["blue", "green", "red"]);
+  assert.deepEqual((await q("SELECT DISTINCT c.color FROM c ORDER BY c.color")).map((r) => r.color), ["blue", "green", "red"]);
+  assert.deepEqual(await q("SELECT VALUE COUNT(1) FROM c"), [9]);
+  assert.deepEqual(await q("SELECT VALUE SUM(c.n) FROM c"), [36]);
+  assert.deepEqual(await q("SELECT VALUE MIN(c.n) FROM c"), [0]);
+  assert.deepEqual(await q("SELECT VALUE MAX(c.n) FROM c"), [8]);
+  assert.deepEqual(await q("SELECT VALUE AVG(c.n) FROM c"), [4]);
+  assert.deepEqual(await q("SELECT COUNT(1) AS n, MAX(c.n) AS hi FROM c WHERE c.color = 'red'"), [{ n: 3, hi: 6 }]);
+  const groups = await q("SELECT c.color, COUNT(1) AS n, SUM(c.n) AS s FROM c GROUP BY c.color");
+  assert.deepEqual(groups.sort((a, b) => a.color.localeCompare(b.color)), [
+    { color: "blue", n: 3, s: 15 },
+    { color: "green", n: 3, s: 12 },
+    { color: "red", n: 3, s: 9 },
+  ]);
+  // Paging through an ORDER BY across partitions keeps the order.
+  const it = c.items.query("SELECT VALUE c.n FROM c ORDER BY c.n", { maxItemCount: 2 });
+  const paged = [];
+  while (it.hasMoreResults()) paged.push(...(await it.fetchNext()).resources);
+  assert.deepEqual(paged, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
 // Class 9: server-side scripts are refused with 501, never a 404.
 scenario("scripts-refused", async () => {
   const c = await freshContainer();

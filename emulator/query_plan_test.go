@@ -1,0 +1,203 @@
+package emulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The query plan protocol (query_plan.go), driven as an SDK drives it: ask
+// for the plan, run its rewritten query on every partition key range, and
+// merge the rows by the plan. The Node SDK scenario "query-plan"
+// (emulator/conformance) runs the same protocol through @azure/cosmos.
+
+// planFor asks the emulator for q's plan on container coll.
+func (e *env) planFor(coll, q string) (int, queryPlan, []byte) {
+	e.t.Helper()
+	st, _, body := e.raw(http.MethodPost, "dbs/db/colls/"+coll+"/docs", []byte(`{"query":`+strconv.Quote(q)+`}`), map[string]string{
+		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", queryPlanHeader: "True"})
+	var plan queryPlan
+	if st == http.StatusOK {
+		require.NoError(e.t, json.Unmarshal(body, &plan), "%s", body)
+	}
+	return st, plan, body
+}
+
+// onRange runs query text on one partition key range and returns its rows.
+func (e *env) onRange(coll, text, rangeID string) []json.RawMessage {
+	e.t.Helper()
+	st, _, body := e.raw(http.MethodPost, "dbs/db/colls/"+coll+"/docs", []byte(`{"query":`+strconv.Quote(text)+`}`), map[string]string{
+		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", "x-ms-documentdb-partitionkeyrangeid": rangeID})
+	require.Equal(e.t, http.StatusOK, st, "%s: %s", text, body)
+	var page struct{ Documents []json.RawMessage }
+	require.NoError(e.t, json.Unmarshal(body, &page))
+	return page.Documents
+}
+
+func seedPlanDocs(t *testing.T, e *env) {
+	c := e.container("plan", nil)
+	colors := []string{"red", "green", "blue"}
+	for i := 0; i < 9; i++ {
+		doc := fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d,"color":%q}`, i, i, i, colors[i%3])
+		_, err := c.CreateItem(e.ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("p%d", i)), []byte(doc), nil)
+		require.NoError(t, err)
+	}
+}
+
+func TestQueryPlanDescribesTheMerge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{PhysicalPartitions: 2})
+	seedPlanDocs(t, e)
+	for _, tc := range []struct {
+		query     string
+		check     func(t *testing.T, info planInfo)
+		rewritten string
+	}{
+		{"SELECT * FROM c ORDER BY c.n DESC", func(t *testing.T, info planInfo) {
+			assert.Equal(t, []string{"Descending"}, info.OrderBy)
+			assert.Equal(t, []string{"c.n"}, info.OrderByExpressions)
+		}, `SELECT c._rid, [{"item": c.n}] AS orderByItems, c AS payload FROM c WHERE ({documentdb-formattableorderbyquery-filter}) ORDER BY c.n DESC`},
+		{"SELECT TOP 2 c.n AS v FROM c WHERE c.n > 1 ORDER BY c.n", func(t *testing.T, info planInfo) {
+			require.NotNil(t, info.Top)
+			assert.Equal(t, 2, *info.Top)
+		}, `SELECT TOP 2 c._rid, [{"item": c.n}] AS orderByItems, {"v": c.n} AS payload FROM c WHERE (c.n > 1) AND ({documentdb-formattableorderbyquery-filter}) ORDER BY c.n`},
+		{"SELECT * FROM c OFFSET 2 LIMIT 3", func(t *testing.T, info planInfo) {
+			require.NotNil(t, info.Offset)
+			require.NotNil(t, info.Limit)
+			assert.Equal(t, 2, *info.Offset)
+			assert.Equal(t, 3, *info.Limit)
+		}, `SELECT * FROM c OFFSET 0 LIMIT 5`},
+		{"SELECT DISTINCT VALUE c.color FROM c", func(t *testing.T, info planInfo) {
+			assert.Equal(t, "Unordered", info.DistinctType)
+			assert.True(t, info.HasSelectValue)
+		}, `SELECT DISTINCT VALUE c.color FROM c`},
+		{"SELECT VALUE MAX(c.n) FROM c", func(t *testing.T, info planInfo) {
+			assert.Equal(t, []string{"Max"}, info.Aggregates)
+		}, `SELECT VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}] FROM c`},
+		{"SELECT c.color, COUNT(1) AS n FROM c GROUP BY c.color", func(t *testing.T, info planInfo) {
+			assert.Equal(t, []string{"c.color"}, info.GroupByExpressions)
+			assert.Equal(t, []string{"color", "n"}, info.GroupByAliases)
+			require.Contains(t, info.GroupByAliasToAggregateType, "color")
+			assert.Nil(t, info.GroupByAliasToAggregateType["color"])
+			require.NotNil(t, info.GroupByAliasToAggregateType["n"])
+			assert.Equal(t, "Count", *info.GroupByAliasToAggregateType["n"])
+		}, `SELECT [{"item": c.color}] AS groupByItems, {"color": c.color, "n": {"item": COUNT(1)}} AS payload FROM c GROUP BY c.color`},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			st, plan, body := e.planFor("plan", tc.query)
+			require.Equal(t, http.StatusOK, st, "%s", body)
+			assert.Equal(t, 2, plan.Version)
+			require.Len(t, plan.QueryRanges, 1)
+			assert.Equal(t, planRange{Min: "", Max: "FF", IsMinInclusive: true}, plan.QueryRanges[0])
+			assert.Equal(t, tc.rewritten, plan.QueryInfo.RewrittenQuery)
+			tc.check(t, plan.QueryInfo)
+		})
+	}
+}
+
+func TestQueryPlanRewrittenQueriesMergeToTheAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{PhysicalPartitions: 2})
+	seedPlanDocs(t, e)
+	ranges := []string{"0", "1"}
+
+	// ORDER BY: each range returns its rows sorted with orderByItems; a
+	// merge by those items gives the whole order.
+	_, plan, _ := e.planFor("plan", "SELECT VALUE c.n FROM c ORDER BY c.n DESC")
+	rewritten := plan.QueryInfo.RewrittenQuery
+	require.Contains(t, rewritten, orderByFilterPlaceholder)
+	firstPage := strings.ReplaceAll(rewritten, orderByFilterPlaceholder, "true") // as an SDK sends it
+	var merged []float64
+	for _, r := range ranges {
+		for _, row := range e.onRange("plan", firstPage, r) {
+			var x struct {
+				OrderByItems []struct{ Item float64 } `json:"orderByItems"`
+				Payload      float64                  `json:"payload"`
+			}
+			require.NoError(t, json.Unmarshal(row, &x), "%s", row)
+			require.Len(t, x.OrderByItems, 1)
+			assert.Equal(t, x.Payload, x.OrderByItems[0].Item)
+			merged = append(merged, x.Payload)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(merged)))
+	assert.Equal(t, []float64{8, 7, 6, 5, 4, 3, 2, 1, 0}, merged)
+
+	// AVG: each range returns its sum and count; their ratio is the mean.
+	_, plan, _ = e.planFor("plan", "SELECT VALUE AVG(c.n) FROM c")
+	var sum, count float64
+	for _, r := range ranges {
+		for _, row := range e.onRange("plan", plan.QueryInfo.RewrittenQuery, r) {
+			var x []struct {
+				Item struct{ Sum, Count float64 }
+			}
+			require.NoError(t, json.Unmarshal(row, &x), "%s", row)
+			require.Len(t, x, 1)
+			sum, count = sum+x[0].Item.Sum, count+x[0].Item.Count
+		}
+	}
+	assert.Equal(t, 9.0, count)
+	assert.Equal(t, 4.0, sum/count)
+
+	// GROUP BY: rows per group and range, with groupByItems to merge on.
+	_, plan, _ = e.planFor("plan", "SELECT c.color, COUNT(1) AS n FROM c GROUP BY c.color")
+	counts := map[string]float64{}
+	for _, r := range ranges {
+		for _, row := range e.onRange("plan", plan.QueryInfo.RewrittenQuery, r) {
+			var x struct {
+				GroupByItems []struct{ Item string } `json:"groupByItems"`
+				Payload      struct {
+					Color string
+					N     struct{ Item float64 }
+				} `json:"payload"`
+			}
+			require.NoError(t, json.Unmarshal(row, &x), "%s", row)
+			require.Len(t, x.GroupByItems, 1)
+			assert.Equal(t, x.GroupByItems[0].Item, x.Payload.Color)
+			counts[x.Payload.Color] += x.Payload.N.Item
+		}
+	}
+	assert.Equal(t, map[string]float64{"red": 3, "green": 3, "blue": 3}, counts)
+}
+
+func TestCrossPartitionRefusalCarriesThePlan(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{PhysicalPartitions: 2})
+	seedPlanDocs(t, e)
+	st, h, body := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":"SELECT * FROM c ORDER BY c.n"}`), map[string]string{
+		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", "x-ms-documentdb-query-enablecrosspartition": "True"})
+	require.Equal(t, http.StatusBadRequest, st)
+	assert.Equal(t, "1004", h.Get("x-ms-substatus"))
+	var refusal struct {
+		Code                string `json:"code"`
+		AdditionalErrorInfo string `json:"additionalErrorInfo"`
+	}
+	require.NoError(t, json.Unmarshal(body, &refusal), "%s", body)
+	var plan queryPlan
+	require.NoError(t, json.Unmarshal([]byte(refusal.AdditionalErrorInfo), &plan), "additionalErrorInfo is the plan as a JSON text: %s", body)
+	assert.Equal(t, []string{"Ascending"}, plan.QueryInfo.OrderBy)
+}
+
+func TestQueryPlanRefusesWhatItCannotPlan(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.container("plan", nil)
+	for _, q := range []string{
+		"SELECT c.id FROM c JOIN t IN c.tags ORDER BY c.n",
+		"SELECT VALUE COUNT(1) + 1 FROM c",
+		"SELECT COUNT(1) AS n FROM c ORDER BY c.n",
+		"SELECT DISTINCT VALUE COUNT(1) FROM c",
+	} {
+		st, _, body := e.planFor("plan", q)
+		assert.Equal(t, http.StatusBadRequest, st, q)
+		assert.Contains(t, string(body), "does not plan cross-partition queries with", q)
+	}
+}
