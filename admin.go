@@ -144,16 +144,33 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 // 16 KB, an instance last acked before the instance document carried them.
 func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
 	ctx = withCall(ctx, "get_instance_info")
-	return p.instanceInfo(ctx, instance, p.currentStatus)
+	info, _, err := p.instanceInfo(ctx, instance, p.currentStatus)
+	return info, err
 }
 
+// GetInstanceStatus implements duroxide.InstanceStatusReader: GetInstanceInfo's
+// answer and the custom status (nil when never set), both from the
+// instance document. Requests: 1 point read (2 when the current execution's
+// status is not mirrored on the instance document, as GetInstanceInfo).
+func (p *Provider) GetInstanceStatus(ctx context.Context, instance string) (duroxide.InstanceInfo, *duroxide.CustomStatus, error) {
+	ctx = withCall(ctx, "get_instance_info")
+	info, doc, err := p.instanceInfo(ctx, instance, p.currentStatus)
+	if err != nil || doc.CustomStatusVersion == 0 {
+		return info, nil, err
+	}
+	return info, &duroxide.CustomStatus{Status: doc.CustomStatus, Version: doc.CustomStatusVersion}, nil
+}
+
+var _ duroxide.InstanceStatusReader = (*Provider)(nil)
+
 // instanceInfo builds GetInstanceInfo's answer from the instance document
-// and the current execution's status and output that status returns.
-func (p *Provider) instanceInfo(ctx context.Context, instance string, status func(ctx context.Context, op, instance string, doc *instanceDoc) (string, *string, error)) (duroxide.InstanceInfo, error) {
+// (returned too) and the current execution's status and output that status
+// returns.
+func (p *Provider) instanceInfo(ctx context.Context, instance string, status func(ctx context.Context, op, instance string, doc *instanceDoc) (string, *string, error)) (duroxide.InstanceInfo, *instanceDoc, error) {
 	const op = "get_instance_info"
 	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
-		return duroxide.InstanceInfo{}, err
+		return duroxide.InstanceInfo{}, nil, err
 	}
 	info := duroxide.InstanceInfo{
 		InstanceID: instance, OrchestrationName: doc.OrchestrationName, OrchestrationVersion: unknownVersion,
@@ -164,9 +181,9 @@ func (p *Provider) instanceInfo(ctx context.Context, instance string, status fun
 		info.OrchestrationVersion = *doc.OrchestrationVersion
 	}
 	if info.Status, info.Output, err = status(ctx, op, instance, doc); err != nil {
-		return duroxide.InstanceInfo{}, err
+		return duroxide.InstanceInfo{}, nil, err
 	}
-	return info, nil
+	return info, doc, nil
 }
 
 // GetExecutionInfo returns one execution's status, output, start and

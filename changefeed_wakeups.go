@@ -48,13 +48,16 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 // changedDocuments turns documents other processes (or this one) wrote
 // into candidates: queue messages are hinted to their queue's pool (unless
 // they are echoes of messages this process locked); an instance document
-// whose lock is released ends this process's record of that lock.
+// whose lock is released ends this process's record of that lock, and one
+// whose status or custom status changed wakes the clients waiting on it.
 func (p *Provider) changedDocuments(docs [][]byte) {
 	for _, raw := range docs {
 		var d struct {
-			Type        string `json:"type"`
-			InstanceID  string `json:"instanceId"`
-			LockedUntil int64  `json:"lockedUntil"`
+			Type                string `json:"type"`
+			InstanceID          string `json:"instanceId"`
+			LockedUntil         int64  `json:"lockedUntil"`
+			Status              string `json:"status"`
+			CustomStatusVersion uint64 `json:"customStatusVersion"`
 		}
 		if json.Unmarshal(raw, &d) != nil || d.InstanceID == "" {
 			continue
@@ -71,6 +74,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				pool.echo(e, q.LockedUntil, p.nowMs())
 			}
 		case typeInstance:
+			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).

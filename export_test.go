@@ -16,7 +16,8 @@ func SetFetchTracer(p *Provider, f func(event string)) {
 // instance document mirrored the current execution's status and output: it
 // always reads them from the execution document (2 point reads).
 func InstanceInfoFromExecution(ctx context.Context, p *Provider, instance string) (duroxide.InstanceInfo, error) {
-	return p.instanceInfo(ctx, instance, p.readExecutionStatus)
+	info, _, err := p.instanceInfo(ctx, instance, p.readExecutionStatus)
+	return info, err
 }
 
 // FreezeLeases stops (true) or resumes (false) p's lease heartbeat, as if

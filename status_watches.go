@@ -20,6 +20,10 @@ type statusWatches struct {
 type statusWatch struct {
 	ch   chan struct{}
 	refs int
+	// customVersion is the custom status version the change feed last
+	// showed for the instance (seen: it showed one).
+	customVersion uint64
+	seen          bool
 }
 
 // watch returns instance's channel and the function releasing it.
@@ -58,15 +62,44 @@ func (s *statusWatches) changed(instance string) {
 	}
 }
 
+// observed wakes the watchers of instance when a copy of its instance
+// document from the change feed (written by any process) shows a status
+// other than Running, or a custom status version other than the one the
+// feed showed before.
+func (s *statusWatches) observed(instance, status string, customVersion uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.m[instance]
+	if w == nil {
+		return
+	}
+	if (status != "" && status != duroxide.StatusRunning) || (w.seen && w.customVersion != customVersion) {
+		close(w.ch)
+		delete(s.m, instance)
+		return
+	}
+	w.seen, w.customVersion = true, customVersion
+}
+
 // WatchStatus implements duroxide.StatusWatcher: the channel closes when
 // this Provider acks a turn of instance that completes, fails or continues
-// it as new, or updates its custom status, or deletes it. Changes made by
-// other processes do not close it; the runtime's client keeps a capped
-// backoff poll for them. Memory: one small entry per watched instance,
-// released by stop or by the change.
+// it as new, or updates its custom status, or deletes it; with
+// Config.ChangeFeedWakeups also when the change feed shows another
+// process's such change (see WatchesAllProcesses). Without the change feed,
+// changes made by other processes do not close it; the runtime's client
+// keeps a capped backoff poll for them. Memory: one small entry per watched
+// instance, released by stop or by the change.
 func (p *Provider) WatchStatus(instance string) (changed <-chan struct{}, stop func()) {
 	return p.statusWatches.watch(instance)
 }
+
+// WatchesAllProcesses implements duroxide.AllProcessesStatusWatcher: true
+// while the change-feed reader (Config.ChangeFeedWakeups) runs, whose
+// copies of instance documents close the watches of other processes'
+// status changes too.
+func (p *Provider) WatchesAllProcesses() bool { return p.feed != nil }
+
+var _ duroxide.AllProcessesStatusWatcher = (*Provider)(nil)
 
 // statusChanging reports whether a turn changes what a status wait looks
 // at: a status other than Running, or a custom status update.

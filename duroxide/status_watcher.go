@@ -17,6 +17,20 @@ type StatusWatcher interface {
 	WatchStatus(instance string) (changed <-chan struct{}, stop func())
 }
 
+// AllProcessesStatusWatcher is an optional addition to a StatusWatcher
+// whose watches also close on changes other processes commit (a provider
+// that follows the store's change feed, for instance). A client waiting on
+// such a watcher needs no poll for other processes' changes, only a rare
+// safety check in case a notification is lost. It is a Go addition, like
+// StatusWatcher.
+type AllProcessesStatusWatcher interface {
+	StatusWatcher
+	// WatchesAllProcesses reports whether the watches close on every
+	// process's changes now (it may change over the provider's life, for
+	// instance while its change feed reader runs).
+	WatchesAllProcesses() bool
+}
+
 // StatusWatchCapable is implemented by providers that expose a
 // StatusWatcher through another value (a wrapper that counts calls, for
 // instance), the way ManagementCapable exposes ProviderAdmin.

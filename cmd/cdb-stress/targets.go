@@ -105,6 +105,9 @@ func (t cdbTarget) store() string {
 		if !t.latency.IsZero() {
 			s += ", simulated latency " + t.latency.String() + " per request"
 		}
+		if t.env.ChangeFeedWakeups {
+			s += ", change-feed wake-ups"
+		}
 		return s
 	}
 	host := t.env.Endpoint

@@ -59,13 +59,27 @@ var ErrTimeout = errors.New("runtime: operation timed out")
 // With a provider that is a duroxide.StatusWatcher, WaitForOrchestration
 // and WaitForStatusChange wake on the provider's acks in this process and
 // poll only for other processes' changes: from watchedPollDelay doubling up
-// to maxWatchedPollDelay.
+// to maxWatchedPollDelay. When the watcher also sees other processes'
+// changes (duroxide.AllProcessesStatusWatcher), they check only every
+// safetyPollDelay in case a notification was lost.
 const (
 	initialPollDelay    = 5 * time.Millisecond
 	maxPollDelay        = 100 * time.Millisecond
 	watchedPollDelay    = 100 * time.Millisecond
 	maxWatchedPollDelay = time.Second
+	safetyPollDelay     = 5 * time.Second
 )
+
+// watchedDelays returns the first and largest poll delay of a wait with
+// the status watch of p.
+func watchedDelays(p duroxide.Provider) (first, most time.Duration) {
+	if w, ok := duroxide.AsStatusWatcher(p); ok {
+		if all, ok := w.(duroxide.AllProcessesStatusWatcher); ok && all.WatchesAllProcesses() {
+			return safetyPollDelay, safetyPollDelay
+		}
+	}
+	return watchedPollDelay, maxWatchedPollDelay
+}
 
 // statusWatch returns a watch of instance's status when p is a
 // duroxide.StatusWatcher, nil otherwise.
@@ -215,7 +229,15 @@ func statusFromHistory(hist []duroxide.Event) OrchestrationStatus {
 // addCustomStatus sets st's custom status and version from the provider
 // (best effort: an error leaves them unset, as in duroxide).
 func addCustomStatus(ctx context.Context, p duroxide.Provider, instance string, st *OrchestrationStatus) {
-	if cs, err := p.GetCustomStatus(ctx, instance, 0); err == nil && cs != nil {
+	if cs, err := p.GetCustomStatus(ctx, instance, 0); err == nil {
+		setCustomStatus(cs, st)
+	}
+}
+
+// setCustomStatus sets st's custom status and version from cs (nil: never
+// set, st unchanged).
+func setCustomStatus(cs *duroxide.CustomStatus, st *OrchestrationStatus) {
+	if cs != nil {
 		st.CustomStatus, st.CustomStatusVersion = cs.Status, cs.Version
 	}
 }
@@ -238,8 +260,11 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 	}
 	admin, _ := duroxide.AsManagementCapability(p)
 	defer c.metrics.waited(time.Now())
-	return pollUntil(ctx, timeout, statusWatch(p, instance), func() (OrchestrationStatus, bool, error) {
-		return pollTerminal(ctx, p, admin, instance)
+	first, most := watchedDelays(p)
+	checks := 0
+	return pollUntil(ctx, timeout, statusWatch(p, instance), first, most, func() (OrchestrationStatus, bool, error) {
+		checks++
+		return pollTerminal(ctx, p, admin, instance, checks == 1)
 	})
 }
 
@@ -291,7 +316,8 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 			return OrchestrationStatus{}, err
 		}
 		if watch != nil {
-			delay = max(min(delay*2, maxWatchedPollDelay), pollInterval)
+			_, most := watchedDelays(p)
+			delay = max(min(delay*2, most), pollInterval)
 		}
 	}
 	return OrchestrationStatus{}, ErrTimeout
@@ -331,7 +357,7 @@ func (c *Client) GetKVAllValues(ctx context.Context, instance string) (map[strin
 // WaitForKVValue polls until key exists in instance's KV store and returns
 // it; ErrTimeout after timeout.
 func (c *Client) WaitForKVValue(ctx context.Context, instance, key string, timeout time.Duration) (string, error) {
-	return pollUntil(ctx, timeout, nil, func() (string, bool, error) {
+	return pollUntil(ctx, timeout, nil, 0, 0, func() (string, bool, error) {
 		return c.GetKVValue(ctx, instance, key)
 	})
 }
@@ -339,12 +365,13 @@ func (c *Client) WaitForKVValue(ctx context.Context, instance, key string, timeo
 // pollUntil calls check with duroxide's backoff (5ms doubling to 100ms)
 // until it reports done, fails, the timeout elapses (ErrTimeout) or ctx
 // ends. With a watch (see statusWatch), check runs again when the watch
-// fires, and otherwise on a backoff of 100ms doubling to 1s.
-func pollUntil[T any](ctx context.Context, timeout time.Duration, watch func() (<-chan struct{}, func()), check func() (T, bool, error)) (T, error) {
+// fires, and otherwise on a backoff from watchedFirst doubling to
+// watchedMost (see watchedDelays).
+func pollUntil[T any](ctx context.Context, timeout time.Duration, watch func() (<-chan struct{}, func()), watchedFirst, watchedMost time.Duration, check func() (T, bool, error)) (T, error) {
 	deadline := time.Now().Add(timeout)
 	delay, maxDelay := initialPollDelay, maxPollDelay
 	if watch != nil {
-		delay, maxDelay = watchedPollDelay, maxWatchedPollDelay
+		delay, maxDelay = watchedFirst, watchedMost
 	}
 	for {
 		changed, stop := takeWatch(watch)

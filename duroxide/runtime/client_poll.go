@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -22,13 +24,27 @@ import (
 // instance is Completed or Failed, with GetOrchestrationStatus's status.
 // admin may be nil.
 //
-// Provider calls per poll: running by its metadata, GetInstanceInfo;
-// Completed, GetInstanceInfo and GetCustomStatus; otherwise
+// Provider calls per poll: not created yet (first poll) or running by its
+// metadata, GetInstanceInfo; Completed, GetInstanceInfo and
+// GetCustomStatus, or GetInstanceStatus alone when admin is a
+// duroxide.InstanceStatusReader (which reads both at once); otherwise
 // GetInstanceInfo (when admin is set) and Read, plus GetCustomStatus once
 // terminal.
-func pollTerminal(ctx context.Context, p duroxide.Provider, admin duroxide.ProviderAdmin, instance string) (OrchestrationStatus, bool, error) {
+//
+// On the first poll of a wait (first), an instance the metadata does not
+// know is taken as not started, without reading its history: a wait
+// usually begins right after the start. Later polls read the history then,
+// for the rare instance whose history exists before its metadata (an
+// in-memory provider's first turn that failed to commit and was failed
+// instead).
+func pollTerminal(ctx context.Context, p duroxide.Provider, admin duroxide.ProviderAdmin, instance string, first bool) (OrchestrationStatus, bool, error) {
 	if admin != nil {
-		if info, err := admin.GetInstanceInfo(ctx, instance); err == nil {
+		info, cs, withCustom, err := instanceStatus(ctx, admin, instance)
+		if first && instanceNotFound(err) {
+			// No instance yet (the start is not processed yet).
+			return OrchestrationStatus{}, false, nil
+		}
+		if err == nil {
 			switch info.Status {
 			case duroxide.StatusRunning, duroxide.StatusContinuedAsNew:
 				// The history shows Running: no terminal event in the
@@ -39,7 +55,11 @@ func pollTerminal(ctx context.Context, p duroxide.Provider, admin duroxide.Provi
 				// event's output (computeMetadata), committed with it.
 				if info.Output != nil {
 					st := OrchestrationStatus{Kind: StatusCompleted, Output: *info.Output}
-					addCustomStatus(ctx, p, instance, &st)
+					if withCustom {
+						setCustomStatus(cs, &st)
+					} else {
+						addCustomStatus(ctx, p, instance, &st)
+					}
 					return st, true, nil
 				}
 			}
@@ -54,6 +74,26 @@ func pollTerminal(ctx context.Context, p duroxide.Provider, admin duroxide.Provi
 	}
 	addCustomStatus(ctx, p, instance, &st)
 	return st, true, nil
+}
+
+// instanceStatus reads instance's metadata, and its custom status too
+// (withCustom) when admin is a duroxide.InstanceStatusReader, which reads
+// both at once.
+func instanceStatus(ctx context.Context, admin duroxide.ProviderAdmin, instance string) (info duroxide.InstanceInfo, cs *duroxide.CustomStatus, withCustom bool, err error) {
+	if r, ok := admin.(duroxide.InstanceStatusReader); ok {
+		info, cs, err = r.GetInstanceStatus(ctx, instance)
+		return info, cs, true, err
+	}
+	info, err = admin.GetInstanceInfo(ctx, instance)
+	return info, nil, false, err
+}
+
+// instanceNotFound reports whether err is a provider's answer that the
+// instance does not exist: a permanent duroxide.ProviderError worded as
+// duroxide's providers word it ("Instance <id> not found").
+func instanceNotFound(err error) bool {
+	var pe *duroxide.ProviderError
+	return errors.As(err, &pe) && !pe.Retryable && strings.HasPrefix(pe.Message, "Instance ") && strings.HasSuffix(pe.Message, " not found")
 }
 
 // knownRunning reports whether instance's metadata shows it running (or

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
@@ -317,4 +318,85 @@ func TestWaitsOnAStatusWatcherReturnTheHistoryStatus(t *testing.T) {
 	require.NoError(t, client.StartOrchestration(ctx, "w", "Waits", ""))
 	_, err = client.WaitForOrchestration(ctx, "w", 150*time.Millisecond)
 	require.ErrorIs(t, err, runtime.ErrTimeout, "a running instance times out")
+}
+
+// statusCallCounter counts a client's status reads through cdb: the
+// provider's GetInstanceStatus, GetInstanceInfo, GetCustomStatus and Read
+// calls; its watcher is cdb's own.
+type statusCallCounter struct {
+	duroxide.Provider
+	raw                             *cdb.Provider
+	statuses, infos, customs, reads atomic.Int64
+}
+
+func (p *statusCallCounter) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
+	p.reads.Add(1)
+	return p.Provider.Read(ctx, instance)
+}
+
+func (p *statusCallCounter) GetCustomStatus(ctx context.Context, instance string, v uint64) (*duroxide.CustomStatus, error) {
+	p.customs.Add(1)
+	return p.Provider.GetCustomStatus(ctx, instance, v)
+}
+
+func (p *statusCallCounter) ManagementCapability() duroxide.ProviderAdmin {
+	return statusCountingAdmin{p.raw, p}
+}
+
+func (p *statusCallCounter) StatusWatchCapability() duroxide.StatusWatcher { return p.raw }
+
+type statusCountingAdmin struct {
+	*cdb.Provider
+	c *statusCallCounter
+}
+
+func (a statusCountingAdmin) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
+	a.c.infos.Add(1)
+	return a.Provider.GetInstanceInfo(ctx, instance)
+}
+
+func (a statusCountingAdmin) GetInstanceStatus(ctx context.Context, instance string) (duroxide.InstanceInfo, *duroxide.CustomStatus, error) {
+	a.c.statuses.Add(1)
+	return a.Provider.GetInstanceStatus(ctx, instance)
+}
+
+// TestWaitOnAWatcherOfAllProcessesReadsOnlyAtStartAndEnd: with cdb's
+// change-feed wake-ups the status watch covers every process, so a wait
+// reads the instance once when it begins and again only when the watch
+// fires, each a GetInstanceStatus (metadata and custom status in one
+// read): no backoff poll, no history read, no separate custom status read.
+func TestWaitOnAWatcherOfAllProcessesReadsOnlyAtStartAndEnd(t *testing.T) {
+	t.Parallel()
+	raw := cdbtest.NewProvider(t, cdbtest.WithConfig(func(c *cdb.Config) { c.ChangeFeedWakeups = true }))
+	require.True(t, raw.WatchesAllProcesses())
+	counter := &statusCallCounter{Provider: raw, raw: raw}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		reg.RegisterActivity("Slow", func(_ *runtime.ActivityContext, in string) (string, error) {
+			time.Sleep(300 * time.Millisecond) // past the first backoff polls of a wait without the watch
+			return in, nil
+		}),
+		reg.RegisterOrchestration("Slow", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+			ctx.SetCustomStatus("working")
+			return ctx.ScheduleActivity("Slow", in).Get()
+		}))
+	rt, err := runtime.Start(ctx, raw, reg, fastOptions())
+	require.NoError(t, err)
+	defer func() { _ = rt.Shutdown(context.Background()) }()
+	client := runtime.NewClient(counter)
+
+	require.NoError(t, client.StartOrchestration(ctx, "slow", "Slow", "done"))
+	st, err := client.WaitForOrchestration(ctx, "slow", 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, runtime.StatusCompleted, st.Kind)
+	require.Equal(t, "done", st.Output)
+	require.NotNil(t, st.CustomStatus)
+	require.Equal(t, "working", *st.CustomStatus)
+	// One read at the start, one when the custom status update fired the
+	// watch, one when the completion did; a backoff poll (100 ms, 300 ms,
+	// ...) would add more during the 300 ms activity.
+	require.LessOrEqual(t, counter.statuses.Load(), int64(3))
+	require.Zero(t, counter.infos.Load()+counter.customs.Load()+counter.reads.Load(), "no other status read")
 }

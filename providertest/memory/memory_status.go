@@ -22,6 +22,17 @@ func (p *MemoryProvider) GetCustomStatus(ctx context.Context, instance string, l
 	return &duroxide.CustomStatus{Status: memClone(inst.customStatus), Version: inst.customStatusVersion}, nil
 }
 
+// GetInstanceStatus implements duroxide.InstanceStatusReader:
+// GetInstanceInfo's answer and GetCustomStatus(ctx, instance, 0)'s.
+func (p *MemoryProvider) GetInstanceStatus(ctx context.Context, instance string) (duroxide.InstanceInfo, *duroxide.CustomStatus, error) {
+	info, err := p.GetInstanceInfo(ctx, instance)
+	if err != nil {
+		return info, nil, err
+	}
+	cs, err := p.GetCustomStatus(ctx, instance, 0)
+	return info, cs, err
+}
+
 // GetInstanceStats returns the size of the instance's stored state: its
 // current execution's history (count and JSON bytes), its pending
 // orchestrator messages, and its KV values (count and bytes, delta

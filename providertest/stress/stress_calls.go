@@ -232,7 +232,11 @@ func (p *callCountingProvider) ManagementCapability() duroxide.ProviderAdmin {
 	if !ok {
 		return nil
 	}
-	return countingAdmin{ProviderAdmin: admin, p: p}
+	a := countingAdmin{ProviderAdmin: admin, p: p}
+	if r, ok := admin.(duroxide.InstanceStatusReader); ok {
+		return countingStatusAdmin{countingAdmin: a, r: r}
+	}
+	return a
 }
 
 // StatusWatchCapability forwards the wrapped provider's
@@ -255,6 +259,26 @@ func (a countingAdmin) GetInstanceInfo(ctx context.Context, instance string) (du
 	return counted(a.p, OpGetInstanceInfo, ctx, func(ctx context.Context) (duroxide.InstanceInfo, error) {
 		return a.ProviderAdmin.GetInstanceInfo(ctx, instance)
 	}, nil)
+}
+
+// countingStatusAdmin is countingAdmin for an admin that is also a
+// duroxide.InstanceStatusReader, whose GetInstanceStatus calls count as
+// GetInstanceInfo calls (the client's status polling).
+type countingStatusAdmin struct {
+	countingAdmin
+	r duroxide.InstanceStatusReader
+}
+
+func (a countingStatusAdmin) GetInstanceStatus(ctx context.Context, instance string) (duroxide.InstanceInfo, *duroxide.CustomStatus, error) {
+	type answer struct {
+		info duroxide.InstanceInfo
+		cs   *duroxide.CustomStatus
+	}
+	v, err := counted(a.p, OpGetInstanceInfo, ctx, func(ctx context.Context) (answer, error) {
+		info, cs, err := a.r.GetInstanceStatus(ctx, instance)
+		return answer{info, cs}, err
+	}, nil)
+	return v.info, v.cs, err
 }
 
 // The duroxide.Provider methods: each forwards to the wrapped provider
