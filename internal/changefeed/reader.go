@@ -13,8 +13,11 @@
 // every range before it answers "nothing new". While nothing changes, the
 // reader makes one ReadChangeFeed call per Interval, which costs one
 // request per physical partition (one on a container of up to 50 GB and
-// 10,000 RU/s). A page of changes is followed at once by the next read,
-// until the feed is drained. Throttling (429) waits x-ms-retry-after-ms (at
+// 10,000 RU/s). A full page of changes (pageSize documents) is followed at
+// once by the next read, until the backlog is drained; a partial page, like
+// an empty answer, by the pause of Interval, so that a busy container costs
+// at most one read per Interval beyond its backlog (changes written during
+// the pause are delivered at the next read, as when idle). Throttling (429) waits x-ms-retry-after-ms (at
 // least Interval); any other failure waits Interval and tries again from
 // the same continuation, so no change is skipped. Every change is delivered
 // at least once: a document changed several times between two reads is
@@ -36,6 +39,10 @@ import (
 // DefaultInterval is how often an idle Reader reads the feed when
 // Options.Interval is zero.
 const DefaultInterval = 100 * time.Millisecond
+
+// pageSize is the most documents one read asks for; a read that gets that
+// many reads again at once.
+const pageSize = 1000
 
 // Options configure a Reader.
 type Options struct {
@@ -126,7 +133,7 @@ func (r *Reader) loop(cont string) {
 	for {
 		wait := r.opts.Interval
 		r.reads.Add(1)
-		resp, err := r.container.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{Continuation: &cont})
+		resp, err := r.container.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{Continuation: &cont, MaxItemCount: pageSize})
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -145,7 +152,9 @@ func (r *Reader) loop(cont string) {
 					r.opts.OnDocuments(resp.Items)
 				}
 				r.notify()
-				wait = 0
+				if len(resp.Items) >= pageSize {
+					wait = 0 // a backlog: read on at once
+				}
 			}
 		}
 		if wait == 0 {
