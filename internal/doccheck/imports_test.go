@@ -43,7 +43,7 @@ var importRules = []importRule{
 	// Its client's polling tests run on cdb too (client_poll_test.go,
 	// through the test kit); they would sit better in e2e.
 	{pkg: "duroxide/runtime", code: []string{"duroxide"},
-		tests:    []string{"duroxide/runtime", "cdbtest", "providertest/memory"},
+		tests:    []string{"duroxide/runtime", ".", "cdbtest", "providertest/memory"},
 		external: []string{otel}},
 	// The validation suite, the reference provider, the stress harness.
 	{pkg: "providertest", code: []string{"duroxide", "providertest/memory"}, tests: []string{"providertest", "internal/testparallel"}},
