@@ -4,30 +4,26 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/internal/testparallel"
 )
 
-// testEnv is the Cosmos DB account the tests of this package use: the
-// in-process emulator (one per test binary), or the account COSMOS_ENDPOINT
-// and COSMOS_KEY name, in which every provider gets a container of its own
-// that its test deletes.
+// testEnv is the Cosmos DB account the tests of this package use, from the
+// project's test kit: the in-process emulator (one per test binary), or the
+// account COSMOS_ENDPOINT and COSMOS_KEY name, in which every provider gets
+// a container of its own that its test deletes.
 type testEnv struct {
-	emu      *emulator.Server // nil against a real account
-	endpoint string
-	key      string
-	database string
-	client   *azcosmos.Client
+	*cdbtest.Account
+	emu *emulator.Server // nil against a real account
 }
 
 var env *testEnv
@@ -38,69 +34,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "cdb tests:", err)
 		os.Exit(1)
 	}
-	var err error
-	env, err = startEnv()
+	account, err := cdbtest.Open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cdb tests:", err)
 		os.Exit(1)
 	}
+	env = &testEnv{Account: account, emu: account.Emulator()}
 	code := m.Run()
-	env.close()
+	_ = account.Close()
 	os.Exit(code)
 }
 
-func startEnv() (*testEnv, error) {
-	e := &testEnv{database: "cdbtest-" + uuid.NewString()[:8]}
-	var opts azcosmos.ClientOptions
-	if ep := os.Getenv(cdb.EnvEndpoint); ep != "" {
-		e.endpoint, e.key = ep, os.Getenv(cdb.EnvKey)
-		if db := os.Getenv(cdb.EnvDatabase); db != "" {
-			e.database = db
-		}
-	} else {
-		s, err := emulator.Start(emulator.Options{})
-		if err != nil {
-			return nil, err
-		}
-		e.emu, e.endpoint, e.key = s, s.Endpoint(), s.Key()
-		opts.Transport = s.HTTPClient()
-	}
-	cred, err := azcosmos.NewKeyCredential(e.key)
-	if err != nil {
-		return nil, err
-	}
-	e.client, err = azcosmos.NewClientWithKey(e.endpoint, cred, &opts)
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-func (e *testEnv) close() {
-	if e.emu != nil {
-		_ = e.emu.Close()
-		return
-	}
-	if db, err := e.client.NewDatabase(e.database); err == nil && os.Getenv(cdb.EnvDatabase) == "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = db.Delete(ctx, nil)
-	}
-}
-
 // config returns a Config for a fresh container of this environment.
-func (e *testEnv) config() cdb.Config {
-	cfg := cdb.Config{
-		Endpoint:  e.endpoint,
-		Key:       e.key,
-		Database:  e.database,
-		Container: "c-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20],
-	}
-	if e.emu != nil {
-		cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: e.emu.HTTPClient()}}
-	}
-	return cfg
-}
+func (e *testEnv) config() cdb.Config { return e.Config() }
 
 // newProvider starts a provider on a fresh container; adjust, when set,
 // changes its config first. The provider is closed and, against a real
@@ -114,22 +60,11 @@ func newProvider(t testing.TB, adjust func(*cdb.Config)) *cdb.Provider {
 	return startProvider(t, cfg)
 }
 
-// startProvider starts a provider on cfg and registers its cleanup.
+// startProvider starts a provider on cfg and registers its cleanup (the
+// test kit's: closed, and against a real account its container deleted).
 func startProvider(t testing.TB, cfg cdb.Config) *cdb.Provider {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := cdb.New(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = p.Close()
-		if env.emu == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_, _ = p.Container().Delete(ctx, nil)
-		}
-	})
-	return p
+	return env.NewProvider(t, cfg)
 }
 
 // newPrivateProvider starts a provider on an emulator of its own, for

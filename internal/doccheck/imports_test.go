@@ -31,9 +31,10 @@ var (
 )
 
 var importRules = []importRule{
-	// The provider: never the runtime, the suite or the test kit.
+	// The provider: never the runtime, the suite or the test kit (its
+	// external tests take their account from the test kit).
 	{pkg: ".", code: []string{"duroxide", "internal/..."},
-		tests:    []string{".", "emulator", "providertest", "providertest/..."},
+		tests:    []string{".", "cdbtest", "emulator", "providertest", "providertest/..."},
 		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap", otel}},
 	// Machinery of the provider.
 	{pkg: "internal/...", code: []string{"duroxide"}, tests: []string{"emulator", "internal/..."},
