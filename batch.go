@@ -11,6 +11,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 // Transactional batch limits of the service: 100 operations and 2 MB per
@@ -164,7 +166,7 @@ type turnPlan struct {
 	intents []intentDoc
 	// queued are the candidate-pool entries of the queue documents the
 	// final batch creates, to add to the pool once it committed.
-	queued []poolEntry
+	queued []candidates.Entry
 }
 
 // queueWrite is a queue document a turn produces: in its own partition it
@@ -174,7 +176,7 @@ type queueWrite struct {
 	id     string
 	doc    []byte
 	// entry is the document as a candidate-pool entry.
-	entry poolEntry
+	entry candidates.Entry
 }
 
 // planTurn splits a turn into batches that respect the service's limits,

@@ -68,10 +68,10 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			if json.Unmarshal(raw, &q) == nil {
 				e := queueEntry(&q)
 				pool := p.orchPool
-				if e.worker {
+				if e.Worker {
 					pool = p.workPool
 				}
-				pool.echo(e, q.LockedUntil, p.nowMs())
+				pool.Echo(e, q.LockedUntil, p.nowMs())
 			}
 		case typeInstance:
 			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
@@ -79,7 +79,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).
 			if now := p.nowMs(); d.LockedUntil <= now && !p.locks.holdsInstance(d.InstanceID, now) {
-				p.orchPool.unlock(d.InstanceID)
+				p.orchPool.Unlock(d.InstanceID)
 			}
 		}
 	}

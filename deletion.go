@@ -188,8 +188,8 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		}
 		p.locks.dropInstance(id)
 		p.statusWatches.changed(id)
-		p.orchPool.forgetInstance(id)
-		p.workPool.forgetInstance(id)
+		p.orchPool.ForgetInstance(id)
+		p.workPool.ForgetInstance(id)
 	}
 	return res, nil
 }

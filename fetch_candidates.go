@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 // How a fetch finds its candidates: from this process's candidate pool
@@ -27,7 +28,7 @@ import (
 // the pool holds candidates outside those slots that a fetch of scope could
 // take, with the next lease the provider hands out; no lease is tried twice
 // in one call.
-func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool *candidatePool, suffix, scope string, covers func(*poolEntry) bool, try func(*SlotLease, *poolView) (bool, error)) error {
+func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool *candidates.Pool, suffix, scope string, covers func(*candidates.Entry) bool, try func(*SlotLease, *candidates.View) (bool, error)) error {
 	seen := map[string]bool{}
 	for {
 		lease, err := leases.Acquire(ctx)
@@ -46,10 +47,10 @@ func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool 
 			return nil
 		}
 		seen[key] = true
-		v := pool.view(key, lease, covers)
+		v := pool.View(key, lease.All, lease.Slots, covers)
 		found, err := try(lease, v)
 		lease.Release()
-		if err != nil || found || !pool.eligibleElsewhere(v, p.nowMs(), scope) {
+		if err != nil || found || !pool.EligibleElsewhere(v, p.nowMs(), scope) {
 			return err
 		}
 	}
@@ -61,28 +62,28 @@ func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool 
 // nothing, it queries all pages if v's last query stopped at a full page,
 // and one page if it has not queried yet and the fetch must answer now
 // (final) or v is not fresh. scope is the fetch's skip scope (see
-// candidatePool.skip), owner the fetching worker's session owner
+// candidates.Pool.skip), owner the fetching worker's session owner
 // (nil: items with a session are not eligible) and accept the fetch's own
 // filter (nil: any). lock reports whether it locked c and whether the pool
 // should forget c.
-func (p *Provider) tryCandidates(pool *candidatePool, v *poolView, scope string, owner *string, accept func(*poolEntry) bool, final bool,
-	refresh func(all bool) error, lock func(c poolEntry) (found, drop bool, err error)) (bool, error) {
+func (p *Provider) tryCandidates(pool *candidates.Pool, v *candidates.View, scope string, owner *string, accept func(*candidates.Entry) bool, final bool,
+	refresh func(all bool) error, lock func(c candidates.Entry) (found, drop bool, err error)) (bool, error) {
 	queried, queriedAll := false, false
-	if pool.stale(v) {
+	if pool.Stale(v) {
 		if err := refresh(false); err != nil {
 			return false, err
 		}
 		queried = true
 	}
 	for tries := 0; tries < maxCandidatesPerFetch; {
-		c, ok := pool.pick(v, p.nowMs(), scope, owner, accept)
+		c, ok := pool.Pick(v, p.nowMs(), scope, owner, accept)
 		if !ok {
 			var err error
 			switch {
-			case pool.partial(v) && !queriedAll:
+			case pool.Partial(v) && !queriedAll:
 				queried, queriedAll = true, true
 				err = refresh(true)
-			case !queried && (final || !pool.fresh(v)):
+			case !queried && (final || !pool.Fresh(v)):
 				queried = true
 				err = refresh(false)
 			default:
@@ -95,7 +96,7 @@ func (p *Provider) tryCandidates(pool *candidatePool, v *poolView, scope string,
 		}
 		tries++
 		found, drop, err := lock(c)
-		pool.release(c, drop)
+		pool.Release(c, drop)
 		if err != nil || found {
 			return found, err
 		}
@@ -115,9 +116,9 @@ func candidateQueryOpts(all bool) queryOpts {
 // lease's slots (1 request per page): the visible, unlocked messages, and
 // the instances locked now, whose messages are then not tried until the
 // lock expires or this process releases it.
-func (p *Provider) refreshOrchCandidates(ctx context.Context, v *poolView, lease *SlotLease, all bool) error {
+func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View, lease *SlotLease, all bool) error {
 	pool := p.orchPool
-	start := pool.beginRefresh()
+	start := pool.BeginRefresh()
 	at, now := time.Now(), p.nowMs()
 	q := "SELECT c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
 		"((c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now) OR " +
@@ -125,11 +126,11 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *poolView, lease
 	p.traceFetch(orchCandidateQuery)
 	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, candidateQueryOpts(all))
 	if err != nil {
-		pool.abortRefresh()
+		pool.AbortRefresh()
 		return err
 	}
-	var rows []poolEntry
-	locks := map[string]instanceHold{}
+	var rows []candidates.Entry
+	locks := map[string]candidates.Hold{}
 	for _, raw := range raws {
 		var r struct {
 			InstanceID   string `json:"instanceId"`
@@ -144,13 +145,13 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *poolView, lease
 			continue
 		}
 		if r.Type == typeOrchQueue {
-			rows = append(rows, poolEntry{key: r.InstanceID, instance: r.InstanceID, slot: uint8(r.DispatchSlot),
-				visibleAt: r.VisibleAt, enqueuedAt: r.EnqueuedAt, seq: r.Seq})
+			rows = append(rows, candidates.Entry{Key: r.InstanceID, Instance: r.InstanceID, Slot: uint8(r.DispatchSlot),
+				VisibleAt: r.VisibleAt, EnqueuedAt: r.EnqueuedAt, Seq: r.Seq})
 		} else {
-			locks[r.InstanceID] = instanceHold{until: r.LockedUntil, slot: uint8(r.DispatchSlot)}
+			locks[r.InstanceID] = candidates.Hold{Until: r.LockedUntil, Slot: uint8(r.DispatchSlot)}
 		}
 	}
-	pool.refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, locks, nil)
+	pool.Refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, locks, nil)
 	return nil
 }
 
@@ -159,9 +160,9 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *poolView, lease
 // tag filter accepts (only those without a session when session is nil)
 // and, with session routing, the active sessions, to skip items other
 // workers own.
-func (p *Provider) refreshWorkCandidates(ctx context.Context, v *poolView, lease *SlotLease, session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, all bool) error {
+func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View, lease *SlotLease, session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, all bool) error {
 	pool := p.workPool
-	start := pool.beginRefresh()
+	start := pool.BeginRefresh()
 	at, now := time.Now(), p.nowMs()
 	where := "(c.type = 'worker_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + tagClause
 	if session == nil {
@@ -175,30 +176,30 @@ func (p *Provider) refreshWorkCandidates(ctx context.Context, v *poolView, lease
 	p.traceFetch(workCandidateQuery)
 	raws, err := p.query(ctx, nil, q, params, candidateQueryOpts(all))
 	if err != nil {
-		pool.abortRefresh()
+		pool.AbortRefresh()
 		return err
 	}
-	var rows []poolEntry
-	var sessions []workCandidate
+	var rows []candidates.Entry
+	var sessions []candidates.Row
 	if session != nil {
-		sessions = []workCandidate{}
+		sessions = []candidates.Row{}
 	}
 	for _, raw := range raws {
-		var c workCandidate
+		var c candidates.Row
 		if json.Unmarshal(raw, &c) != nil || c.DispatchSlot < 0 || c.DispatchSlot >= NumDispatchSlots {
 			continue
 		}
 		switch c.Type {
 		case typeWorkerQueue:
-			rows = append(rows, poolEntry{key: workKey(c.InstanceID, c.ID), worker: true, instance: c.InstanceID, id: c.ID, slot: uint8(c.DispatchSlot),
-				visibleAt: c.VisibleAt, enqueuedAt: c.EnqueuedAt, seq: c.Seq, sessionID: c.SessionID, tag: c.Tag})
+			rows = append(rows, candidates.Entry{Key: candidates.WorkKey(c.InstanceID, c.ID), Worker: true, Instance: c.InstanceID, ID: c.ID, Slot: uint8(c.DispatchSlot),
+				VisibleAt: c.VisibleAt, EnqueuedAt: c.EnqueuedAt, Seq: c.Seq, SessionID: c.SessionID, Tag: c.Tag})
 		case typeSession:
 			if c.SessionID != nil && sessions != nil {
 				sessions = append(sessions, c)
 			}
 		}
 	}
-	pool.refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, nil, sessions)
+	pool.Refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, nil, sessions)
 	return nil
 }
 
@@ -219,22 +220,22 @@ func workViewSuffix(f duroxide.TagFilter, session *duroxide.SessionFetchConfig) 
 }
 
 // queueEntry is the pool entry of a queue document.
-func queueEntry(d *queueDoc) poolEntry {
-	e := poolEntry{key: d.InstanceID, instance: d.InstanceID, id: d.ID, slot: uint8(d.DispatchSlot & 0xff),
-		visibleAt: d.VisibleAt, enqueuedAt: d.EnqueuedAt, seq: d.Seq, sessionID: d.SessionID, tag: d.Tag}
+func queueEntry(d *queueDoc) candidates.Entry {
+	e := candidates.Entry{Key: d.InstanceID, Instance: d.InstanceID, ID: d.ID, Slot: uint8(d.DispatchSlot & 0xff),
+		VisibleAt: d.VisibleAt, EnqueuedAt: d.EnqueuedAt, Seq: d.Seq, SessionID: d.SessionID, Tag: d.Tag}
 	if d.Type == typeWorkerQueue {
-		e.key, e.worker = workKey(d.InstanceID, d.ID), true
+		e.Key, e.Worker = candidates.WorkKey(d.InstanceID, d.ID), true
 	}
 	return e
 }
 
 // hint adds a queue message this process wrote, or made visible again, to
 // the candidate pool of its queue.
-func (p *Provider) hint(e poolEntry) {
-	if e.worker {
-		p.workPool.hint(e)
+func (p *Provider) hint(e candidates.Entry) {
+	if e.Worker {
+		p.workPool.Hint(e)
 	} else {
-		p.orchPool.hint(e)
+		p.orchPool.Hint(e)
 	}
 }
 
@@ -245,4 +246,19 @@ func (p *Provider) hintDocument(raw []byte) {
 	if json.Unmarshal(raw, &d) == nil && d.InstanceID != "" && (d.Type == typeOrchQueue || d.Type == typeWorkerQueue) {
 		p.hint(queueEntry(&d))
 	}
+}
+
+// leaseKey names a lease's slot set.
+func leaseKey(l *SlotLease) string {
+	if l == nil || l.All || len(l.Slots) == 0 {
+		return "all"
+	}
+	var b strings.Builder
+	for i, s := range l.Slots {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(s)))
+	}
+	return b.String()
 }

@@ -205,11 +205,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	}
 	p.locks.dropOrch(lockToken)
 	p.held.extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
-	p.orchPool.setExec(instance, executionID)
+	p.orchPool.SetExec(instance, executionID)
 	for _, e := range plan.queued {
 		p.hint(e)
 	}
-	p.orchPool.unlock(instance)
+	p.orchPool.Unlock(instance)
 	if statusChanging(metadata, historyDelta) {
 		p.statusWatches.changed(instance)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 const (
@@ -102,11 +103,11 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter, final bool) (*duroxide.OrchestrationItem, error) {
 	var item *duroxide.OrchestrationItem
 	scope := capabilityScope(filter)
-	err := p.acrossLeases(ctx, p.orchLeases, p.orchPool, "", scope, nil, func(lease *SlotLease, v *poolView) (bool, error) {
+	err := p.acrossLeases(ctx, p.orchLeases, p.orchPool, "", scope, nil, func(lease *SlotLease, v *candidates.View) (bool, error) {
 		p.traceFetch(orchAttempt)
 		found, err := p.tryCandidates(p.orchPool, v, scope, nil, nil, final, func(all bool) error {
 			return p.refreshOrchCandidates(ctx, v, lease, all)
-		}, func(c poolEntry) (bool, bool, error) {
+		}, func(c candidates.Entry) (bool, bool, error) {
 			var err error
 			var drop bool
 			item, drop, err = p.tryLockInstance(ctx, c, lockTimeout, filter)
@@ -188,9 +189,9 @@ func allQueueMessages(items []duroxide.WorkItem) bool {
 // it returns nil, and no error, when the instance is not available, with
 // drop telling whether the pool should forget the candidate (nothing of it
 // is left to lock).
-func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
-	instance := c.instance
-	execHint := max(p.orchPool.exec(instance), duroxide.InitialExecutionID)
+func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
+	instance := c.Instance
+	execHint := max(p.orchPool.Exec(instance), duroxide.InitialExecutionID)
 	held, heldRID, heldExec, haveHeld := p.held.peek(instance)
 	if !haveHeld || heldExec != execHint {
 		held, haveHeld = nil, false
@@ -203,7 +204,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 	now := p.nowMs()
 	if st.inst != nil && st.inst.locked(now) {
 		p.traceFetch(orchSkipLocked)
-		p.orchPool.lock(instance, st.inst.LockedUntil)
+		p.orchPool.Lock(instance, st.inst.LockedUntil)
 		return nil, false, nil
 	}
 	var visible []*queueDoc
@@ -237,12 +238,12 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 			return nil, !rest, nil
 		}
 		p.traceFetch(orchSkipNotReady)
-		p.orchPool.skip(instance, now+notReadySkipMs, "")
+		p.orchPool.Skip(instance, now+notReadySkipMs, "")
 		return nil, false, nil
 	}
 	if filter != nil && hasContext && st.inst.PinnedDuroxideVersion != nil && !compatibleFirstRange(filter, st.inst.PinnedDuroxideVersion) {
 		p.traceFetch(orchSkipFiltered)
-		p.orchPool.skip(instance, now+notReadySkipMs, capabilityScope(filter))
+		p.orchPool.Skip(instance, now+notReadySkipMs, capabilityScope(filter))
 		return nil, false, nil
 	}
 
@@ -302,16 +303,16 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 				// another process locked it (or acked a turn). Its lock
 				// holds for a while, or until a candidate query says
 				// otherwise.
-				p.orchPool.lock(instance, now+lockTimeout.Milliseconds())
+				p.orchPool.Lock(instance, now+lockTimeout.Milliseconds())
 			}
 			return nil, false, nil
 		}
 		return nil, false, err
 	}
-	p.orchPool.lock(instance, lockedUntil)
-	p.orchPool.unskip(instance)
+	p.orchPool.Lock(instance, lockedUntil)
+	p.orchPool.Unskip(instance)
 	for _, id := range ids {
-		p.orchPool.lockedMessage(instance, id, lockedUntil)
+		p.orchPool.LockedMessage(instance, id, lockedUntil)
 	}
 	token := orchLockToken(instance, lockID)
 
@@ -327,7 +328,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c poolEntry, lockTimeout
 			item.Version = *doc.OrchestrationVersion
 		}
 		item.ExecutionID = doc.CurrentExecutionID
-		p.orchPool.setExec(instance, doc.CurrentExecutionID)
+		p.orchPool.SetExec(instance, doc.CurrentExecutionID)
 		if haveHeld && doc.RID != heldRID {
 			held = nil // another document: the instance was deleted and started again
 		}
@@ -394,5 +395,5 @@ func (p *Provider) releaseAfterFailedFetch(instance, lockID string, messageIDs [
 	if err := p.releaseOrchLock(ctx, instance, lockID, messageIDs, 0, true); err != nil {
 		p.log.Debug("releasing the lock of a failed fetch failed; it will expire", zap.String("instance", instance), zap.Error(err))
 	}
-	p.orchPool.unlock(instance)
+	p.orchPool.Unlock(instance)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 // loadOrchLock reads what an ack, renew or abandon needs when its lock is
@@ -83,7 +85,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	p.locks.updateOrch(lockToken, func(l *orchLock) {
 		l.doc.LockedUntil, l.lockedUntil, l.doc.ETag = until, until, string(results[0].ETag)
 	})
-	p.orchPool.lock(instance, until)
+	p.orchPool.Lock(instance, until)
 	return nil
 }
 
@@ -104,10 +106,10 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		return permanent(op, "Invalid lock token")
 	}
 	var ids []string
-	again := poolEntry{key: instance, instance: instance, slot: DispatchSlot(instance), visibleAt: p.nowMs() + max(delay, 0).Milliseconds()}
+	again := candidates.Entry{Key: instance, Instance: instance, Slot: DispatchSlot(instance), VisibleAt: p.nowMs() + max(delay, 0).Milliseconds()}
 	if l, ok := p.locks.getOrch(lockToken); ok {
 		ids = l.messageIDs
-		again.enqueuedAt, again.seq = l.oldestEnqueuedAt, l.oldestSeq
+		again.EnqueuedAt, again.Seq = l.oldestEnqueuedAt, l.oldestSeq
 	} else {
 		raws, err := p.query(ctx, &instance, "SELECT c.id FROM c WHERE c.type = 'orch_queue' AND c.lockToken = @l",
 			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
@@ -137,8 +139,8 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		return mapError(op, err)
 	}
 	p.locks.dropOrch(lockToken)
-	p.orchPool.hint(again)
-	p.orchPool.unlock(instance)
+	p.orchPool.Hint(again)
+	p.orchPool.Unlock(instance)
 	return nil
 }
 

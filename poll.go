@@ -5,8 +5,9 @@ package cdb
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 // DefaultLongPollInterval is how often a fetch with a poll timeout queries
@@ -17,29 +18,6 @@ import (
 // the next query, at most this long after the previous one.
 const DefaultLongPollInterval = 250 * time.Millisecond
 
-// notifier wakes long-polling fetches when this process writes to a queue.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func newNotifier() *notifier { return &notifier{ch: make(chan struct{})} }
-
-// wait returns a channel closed at the next notify.
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ch
-}
-
-// notify wakes every waiter.
-func (n *notifier) notify() {
-	n.mu.Lock()
-	close(n.ch)
-	n.ch = make(chan struct{})
-	n.mu.Unlock()
-}
-
 // longPoll runs attempt until it finds work, fails, or pollTimeout passes
 // (duroxide's long-polling contract: a provider may wait up to the poll
 // timeout; with a zero timeout it tries once and returns at once). The
@@ -48,10 +26,10 @@ func (n *notifier) notify() {
 // pool. Between attempts it sleeps for the poll interval, until a known
 // candidate of pool becomes visible, or until this process writes to the
 // queue.
-func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool *candidatePool, attempt func(ctx context.Context, final bool) (bool, error)) error {
+func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool *candidates.Pool, attempt func(ctx context.Context, final bool) (bool, error)) error {
 	deadline := time.Now().Add(pollTimeout)
 	for {
-		woken := pool.wake.wait()
+		woken := pool.Wake().Wait()
 		final := pollTimeout <= 0 || !time.Now().Before(deadline)
 		found, err := attempt(ctx, final)
 		if err != nil || found || final {
@@ -59,7 +37,7 @@ func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool
 		}
 		wait := min(time.Until(deadline), p.pollInterval)
 		now := p.nowMs()
-		if at, ok := pool.nextChange(now); ok {
+		if at, ok := pool.NextChange(now); ok {
 			wait = min(wait, time.Duration(at-now)*time.Millisecond)
 		}
 		p.traceFetch(pollWait)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 )
 
@@ -56,8 +57,8 @@ type Provider struct {
 	metrics *providerMetrics
 	// orchPool and workPool are this process's candidates of the two
 	// queues (pool.go).
-	orchPool     *candidatePool
-	workPool     *candidatePool
+	orchPool     *candidates.Pool
+	workPool     *candidates.Pool
 	pollInterval time.Duration
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
@@ -102,12 +103,11 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
-		orchPool:     newCandidatePool(cfg.LongPollInterval),
-		workPool:     newCandidatePool(cfg.LongPollInterval),
 		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
-	p.orchPool.clock, p.workPool.clock = p.nowMs, p.nowMs
+	p.orchPool = candidates.New(cfg.LongPollInterval, DispatchSlot, p.nowMs)
+	p.workPool = candidates.New(cfg.LongPollInterval, DispatchSlot, p.nowMs)
 	if cfg.HeldHistoryEvents > 0 {
 		p.held = newHeldHistories(cfg.HeldHistoryEvents)
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 // Session affinity (duroxide-cdb's architecture notes §8). A session document lives
@@ -31,7 +32,7 @@ import (
 // one (1 point read). It returns nil when another worker owns the session,
 // and otherwise also the session as the claim writes it (without its new
 // ETag).
-func (p *Provider) sessionClaimOp(ctx context.Context, c workCandidate, owned *workCandidate, session *duroxide.SessionFetchConfig, nowMs int64) (*batchOp, workCandidate, error) {
+func (p *Provider) sessionClaimOp(ctx context.Context, c candidates.Row, owned *candidates.Row, session *duroxide.SessionFetchConfig, nowMs int64) (*batchOp, candidates.Row, error) {
 	sid := *c.SessionID
 	doc := sessionDoc{
 		ID: sessionDocID(sid), InstanceID: c.InstanceID, Type: typeSession, DispatchSlot: int(DispatchSlot(c.InstanceID)),
@@ -45,20 +46,20 @@ func (p *Provider) sessionClaimOp(ctx context.Context, c workCandidate, owned *w
 		var cur sessionDoc
 		e, found, err := p.readDoc(ctx, c.InstanceID, doc.ID, &cur)
 		if err != nil {
-			return nil, workCandidate{}, err
+			return nil, candidates.Row{}, err
 		}
 		if found {
 			if cur.LockedUntil > nowMs && cur.OwnerID != session.OwnerID {
-				return nil, workCandidate{}, nil
+				return nil, candidates.Row{}, nil
 			}
 			doc.CreatedAt, etag = cur.CreatedAt, e
 		}
 	}
-	row := workCandidate{ID: doc.ID, InstanceID: doc.InstanceID, Type: typeSession, SessionID: &doc.SessionID, OwnerID: doc.OwnerID,
+	row := candidates.Row{ID: doc.ID, InstanceID: doc.InstanceID, Type: typeSession, SessionID: &doc.SessionID, OwnerID: doc.OwnerID,
 		LockedUntil: doc.LockedUntil, CreatedAt: doc.CreatedAt, DispatchSlot: doc.DispatchSlot}
 	body, err := json.Marshal(doc)
 	if err != nil {
-		return nil, workCandidate{}, err
+		return nil, candidates.Row{}, err
 	}
 	if etag == "" {
 		op := createOp(doc.ID, body)
@@ -77,7 +78,7 @@ func (p *Provider) touchSession(ctx context.Context, instance, sessionID string)
 	po.AppendSet("/lastActivity", now)
 	etag, err := p.patchDoc(ctx, instance, sessionDocID(sessionID), po, idempotentWrite)
 	if err == nil {
-		p.workPool.sessionWritten(instance, sessionID, etag, 0)
+		p.workPool.SessionWritten(instance, sessionID, etag, 0)
 	} else if !isStatus(err, http.StatusPreconditionFailed) && !isStatus(err, http.StatusNotFound) {
 		p.log.Debug("session last-activity update failed", zap.String("instance", instance), zap.Error(err))
 	}
@@ -124,7 +125,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 		po.AppendSet("/lockedUntil", until)
 		etag, err := p.patchDoc(ctx, s.InstanceID, s.ID, po, idempotentWrite)
 		if err == nil {
-			p.workPool.sessionWritten(s.InstanceID, s.SessionID, etag, until)
+			p.workPool.SessionWritten(s.InstanceID, s.SessionID, etag, until)
 		}
 		if err := countWrite(&n, err); err != nil {
 			return n, mapError(op, err)
@@ -156,14 +157,14 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 	}
 	pending := map[[2]string]bool{}
 	for _, raw := range pendingRaws {
-		var w workCandidate
+		var w candidates.Row
 		if json.Unmarshal(raw, &w) == nil && w.SessionID != nil {
 			pending[[2]string{w.InstanceID, *w.SessionID}] = true
 		}
 	}
 	n := 0
 	for _, raw := range raws {
-		var s workCandidate
+		var s candidates.Row
 		if json.Unmarshal(raw, &s) != nil || s.SessionID == nil || pending[[2]string{s.InstanceID, *s.SessionID}] {
 			continue
 		}
@@ -194,11 +195,11 @@ func countWrite(n *int, err error) error {
 // the session this process knew changed since (another of its updates,
 // or another process's) is tried once more with the session read again, so
 // that a session's items keep their order.
-func (p *Provider) lockSessionItem(ctx context.Context, c poolEntry, po azcosmos.PatchOperations, session *duroxide.SessionFetchConfig, now int64) ([]azcosmos.TransactionalBatchResult, error) {
-	key := [2]string{c.instance, *c.sessionID}
-	cand := workCandidate{ID: c.id, InstanceID: c.instance, SessionID: c.sessionID}
-	var owned *workCandidate
-	if s, ok := p.workPool.session(key); ok && s.LockedUntil > now && s.OwnerID == session.OwnerID {
+func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po azcosmos.PatchOperations, session *duroxide.SessionFetchConfig, now int64) ([]azcosmos.TransactionalBatchResult, error) {
+	key := [2]string{c.Instance, *c.SessionID}
+	cand := candidates.Row{ID: c.ID, InstanceID: c.Instance, SessionID: c.SessionID}
+	var owned *candidates.Row
+	if s, ok := p.workPool.Session(key); ok && s.LockedUntil > now && s.OwnerID == session.OwnerID {
 		owned = &s
 	}
 	for {
@@ -206,17 +207,17 @@ func (p *Provider) lockSessionItem(ctx context.Context, c poolEntry, po azcosmos
 		if err != nil || claim == nil {
 			return nil, err
 		}
-		results, err := p.runBatch(ctx, c.instance, []batchOp{patchOp(c.id, po, ""), *claim}, write, true)
+		results, err := p.runBatch(ctx, c.Instance, []batchOp{patchOp(c.ID, po, ""), *claim}, write, true)
 		if err == nil {
 			claimed.ETag = string(results[1].ETag)
-			p.workPool.setSession(claimed)
+			p.workPool.SetSession(claimed)
 			return results, nil
 		}
 		bf, isBatch := asBatchFailure(err)
 		if !isBatch && !isAmbiguous(err) {
 			return nil, err
 		}
-		p.workPool.forgetSession(key)
+		p.workPool.ForgetSession(key)
 		if isBatch && bf.Index == 1 && owned != nil {
 			owned = nil // the session changed since this process saw it
 			continue

@@ -15,25 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
-
-// workCandidate is a row of the work-item candidate query: a worker-queue
-// message or an active session.
-type workCandidate struct {
-	ID           string  `json:"id"`
-	InstanceID   string  `json:"instanceId"`
-	Type         string  `json:"type"`
-	EnqueuedAt   int64   `json:"enqueuedAt"`
-	Seq          string  `json:"seq"`
-	VisibleAt    int64   `json:"visibleAt"`
-	Tag          *string `json:"tag"`
-	ETag         string  `json:"_etag"`
-	SessionID    *string `json:"sessionId"`
-	OwnerID      string  `json:"ownerId"`
-	LockedUntil  int64   `json:"lockedUntil"`
-	CreatedAt    int64   `json:"createdAt"`
-	DispatchSlot int     `json:"dispatchSlot"`
-}
 
 // FetchWorkItem locks the oldest visible worker-queue message that the tag
 // filter accepts and, with session routing, whose session is unowned,
@@ -86,19 +69,19 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 // fetchWorkOnce is one attempt: it tries the candidates of a lease's
 // slots, and of other leases when its own has none.
 func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter, tagClause string, tagParams []azcosmos.QueryParameter, final bool) (*duroxide.LockedWorkItem, error) {
-	accept := func(e *poolEntry) bool {
-		return tagFilter.Matches(e.tag) && (session != nil || e.sessionID == nil)
+	accept := func(e *candidates.Entry) bool {
+		return tagFilter.Matches(e.Tag) && (session != nil || e.SessionID == nil)
 	}
 	var owner *string
 	if session != nil {
 		owner = &session.OwnerID
 	}
 	var locked *duroxide.LockedWorkItem
-	err := p.acrossLeases(ctx, p.workerLeases, p.workPool, workViewSuffix(tagFilter, session), "", accept, func(lease *SlotLease, v *poolView) (bool, error) {
+	err := p.acrossLeases(ctx, p.workerLeases, p.workPool, workViewSuffix(tagFilter, session), "", accept, func(lease *SlotLease, v *candidates.View) (bool, error) {
 		p.traceFetch(workAttempt)
 		return p.tryCandidates(p.workPool, v, "", owner, accept, final, func(all bool) error {
 			return p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, all)
-		}, func(c poolEntry) (bool, bool, error) {
+		}, func(c candidates.Entry) (bool, bool, error) {
 			var err error
 			locked, err = p.tryLockWork(ctx, c, session, lockTimeout)
 			// Whether it was locked now or by another worker, or its
@@ -120,7 +103,7 @@ func workLockCondition(nowMs int64) string {
 // tryLockWork locks candidate message c (and claims its session); it
 // returns nil, nil when another fetch won, the message is gone, or its
 // session belongs to another worker.
-func (p *Provider) tryLockWork(ctx context.Context, c poolEntry, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, error) {
+func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, error) {
 	now := p.nowMs()
 	lockID := newLockID()
 	until := now + lockTimeout.Milliseconds()
@@ -133,9 +116,9 @@ func (p *Provider) tryLockWork(ctx context.Context, c poolEntry, session *duroxi
 	var body []byte
 	var etag string
 	p.traceFetch(workPatch)
-	if c.sessionID == nil {
+	if c.SessionID == nil {
 		err := p.retry.do(ctx, write, func(ctx context.Context) error {
-			resp, err := p.container.PatchItem(ctx, pk(c.instance), c.id, po, &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
+			resp, err := p.container.PatchItem(ctx, pk(c.Instance), c.ID, po, &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
 			if err != nil {
 				return err
 			}
@@ -168,9 +151,9 @@ func (p *Provider) tryLockWork(ctx context.Context, c poolEntry, session *duroxi
 		// and report it, so the runtime's poison handling can see it.
 		return nil, permanent("fetch_work_item", fmt.Sprintf("worker-queue message %s of instance %q: %v", d.ID, d.InstanceID, err))
 	}
-	token := workerLockToken(c.instance, c.id, lockID)
-	p.workPool.lockedMessage(c.instance, c.id, until)
-	p.locks.putWorker(token, &workerLock{instance: c.instance, docID: c.id, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
+	token := workerLockToken(c.Instance, c.ID, lockID)
+	p.workPool.LockedMessage(c.Instance, c.ID, until)
+	p.locks.putWorker(token, &workerLock{instance: c.Instance, docID: c.ID, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
 		enqueuedAt: d.EnqueuedAt, seq: d.Seq, tag: d.Tag}, now)
 	p.traceFetch(workFound)
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
@@ -197,7 +180,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	}
 	var ops []batchOp
 	var intent *intentDoc
-	var queued *poolEntry
+	var queued *candidates.Entry
 	if completion != nil {
 		switch completion.Kind.(type) {
 		case duroxide.ActivityCompletedItem, duroxide.ActivityFailedItem:
@@ -278,7 +261,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	}
 	p.locks.dropWorker(lockToken)
 	if queued != nil {
-		p.orchPool.hint(*queued)
+		p.orchPool.Hint(*queued)
 	}
 	if intent != nil {
 		if err := p.deliverIntent(ctx, *intent, quickRetrier.withClosed(p.stop)); err != nil {
@@ -389,8 +372,8 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		return mapError(op, err)
 	}
 	if l, ok := p.locks.getWorker(lockToken); ok {
-		p.workPool.hint(poolEntry{key: workKey(instance, docID), instance: instance, id: docID, slot: DispatchSlot(instance), worker: true,
-			visibleAt: visibleAt, enqueuedAt: l.enqueuedAt, seq: l.seq, sessionID: l.sessionID, tag: l.tag})
+		p.workPool.Hint(candidates.Entry{Key: candidates.WorkKey(instance, docID), Instance: instance, ID: docID, Slot: DispatchSlot(instance), Worker: true,
+			VisibleAt: visibleAt, EnqueuedAt: l.enqueuedAt, Seq: l.seq, SessionID: l.sessionID, Tag: l.tag})
 	}
 	p.locks.dropWorker(lockToken)
 	return nil

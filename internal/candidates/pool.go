@@ -1,16 +1,19 @@
-// Candidate pool: the in-memory view of queue messages ready to fetch, per
-// lease view, with instance holds, skips and sessions.
-
-package cdb
+// Package candidates is the provider's in-memory knowledge of the queue
+// messages ready to fetch: a Pool per queue (orchestrator, worker) of the
+// candidates each lease's slots offer, the instance holds (locks, skips),
+// the sessions last seen, and the Notifier that wakes waiting fetches.
+// It makes most fetches need no candidate query and hands each candidate
+// to one fetch at a time; it is never a source of truth (every candidate
+// is checked by the write that locks it). The provider (package cdb) feeds
+// it from its candidate queries, its own writes and the change feed.
+package candidates
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
 
-// candidatePool is what this process knows about one queue's candidates,
+// Pool is what this process knows about one queue's candidates,
 // so that most fetches need no candidate query: the rows of the last
 // candidate query of each lease's slots (a "view"), kept for
 // LongPollInterval, plus the messages this process itself wrote since
@@ -26,12 +29,12 @@ import (
 // at most LongPollInterval after the previous one (a fetch with a zero poll
 // timeout, or at the end of its poll timeout, that finds nothing in the
 // pool always queries).
-type candidatePool struct {
+type Pool struct {
 	mu  sync.Mutex
 	ttl time.Duration
 	gen uint64
 	// views are keyed by lease (and, for the worker queue, filter).
-	views map[string]*poolView
+	views map[string]*View
 	// claimed holds the keys a fetch is trying now, with the generation of
 	// the entry it took.
 	claimed map[string]uint64
@@ -44,69 +47,71 @@ type candidatePool struct {
 	// as last seen) expires; skipped, until when its messages are not worth
 	// trying (they wait for a start, or the capability filter excludes
 	// it). Orchestrator queue only.
-	locked  map[string]instanceHold
-	skipped map[string]instanceHold
+	locked  map[string]Hold
+	skipped map[string]Hold
 	// execs is the current execution of instances, as last seen, for
 	// reading the history with the instance's state.
 	execs map[string]uint64
 	// sessions are the active sessions the last candidate queries saw
 	// (worker queue, session routing).
-	sessions map[[2]string]workCandidate
-	// known is, per message (workKey of its instance and id), until when
+	sessions map[[2]string]Row
+	// known is, per message (WorkKey of its instance and id), until when
 	// (ms) the change feed's copy of it tells this process nothing new:
 	// it wrote the message, a candidate query returned it, or it locked it
-	// (see echo).
+	// (see Echo).
 	known map[string]int64
 	// clock is the provider's clock, in ms since the Unix epoch.
 	clock func() int64
-	wake  *notifier
+	wake  *Notifier
+	// slotOf is the dispatch slot of an instance.
+	slotOf func(string) uint8
 }
 
-// instanceHold is a time (ms) until which an instance is not tried, and
+// Hold is a time (ms) until which an instance is not tried, and
 // its dispatch slot; a skip's scope says which fetches it applies to (""
 // for all, or a capability filter's scope).
-type instanceHold struct {
-	until int64
-	slot  uint8
-	scope string
+type Hold struct {
+	Until int64
+	Slot  uint8
+	Scope string
 }
 
-// poolEntry is one candidate: on the orchestrator queue an instance with
+// Entry is one candidate: on the orchestrator queue an instance with
 // messages (the earliest visibility and the oldest message among those
 // known), on the worker queue one message.
-type poolEntry struct {
-	key        string
-	instance   string
-	id         string
-	slot       uint8
-	visibleAt  int64
-	enqueuedAt int64
-	seq        string
+type Entry struct {
+	Key        string
+	Instance   string
+	ID         string
+	Slot       uint8
+	VisibleAt  int64
+	EnqueuedAt int64
+	Seq        string
 	// worker is true for a worker-queue message.
-	worker bool
+	Worker bool
 	// Worker queue only: the message's session and tag.
-	sessionID *string
-	tag       *string
+	SessionID *string
+	Tag       *string
 	gen       uint64
 }
 
 // before orders entries by enqueue time, then sequence key.
-func (e *poolEntry) before(o *poolEntry) bool {
-	if e.enqueuedAt != o.enqueuedAt {
-		return e.enqueuedAt < o.enqueuedAt
+func (e *Entry) before(o *Entry) bool {
+	if e.EnqueuedAt != o.EnqueuedAt {
+		return e.EnqueuedAt < o.EnqueuedAt
 	}
-	return e.seq < o.seq
+	return e.Seq < o.Seq
 }
 
-// workKey is the pool key of a worker-queue message (ids are unique per
+// WorkKey is the pool key of a worker-queue message (ids are unique per
 // partition only).
-func workKey(instance, id string) string { return instance + "\x00" + id }
+func WorkKey(instance, id string) string { return instance + "\x00" + id }
 
-// poolView is the candidates of one lease's slots (and filter).
-type poolView struct {
-	slots   [NumDispatchSlots]bool
-	covers  func(*poolEntry) bool
-	entries map[string]*poolEntry
+// View is the candidates of one lease's slots (and filter).
+type View struct {
+	slots   [NumSlots]bool
+	covers  func(*Entry) bool
+	entries map[string]*Entry
 	// queried is when the last candidate query of the view started (zero:
 	// never); partial, that it stopped at a full page, so the view may
 	// miss candidates.
@@ -127,48 +132,36 @@ const (
 	maxInstanceHints = 65_536
 )
 
-func newCandidatePool(ttl time.Duration) *candidatePool {
-	return &candidatePool{
-		ttl: ttl, views: map[string]*poolView{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
-		locked: map[string]instanceHold{}, skipped: map[string]instanceHold{}, execs: map[string]uint64{},
-		sessions: map[[2]string]workCandidate{}, known: map[string]int64{}, wake: newNotifier(),
-		clock: func() int64 { return time.Now().UnixMilli() },
+// New returns an empty pool whose views stay fresh for ttl (the
+// provider's LongPollInterval); slotOf is the dispatch slot of an instance
+// and clock the provider's clock in ms since the Unix epoch.
+func New(ttl time.Duration, slotOf func(instance string) uint8, clock func() int64) *Pool {
+	return &Pool{slotOf: slotOf,
+		ttl: ttl, views: map[string]*View{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
+		locked: map[string]Hold{}, skipped: map[string]Hold{}, execs: map[string]uint64{},
+		sessions: map[[2]string]Row{}, known: map[string]int64{}, wake: NewNotifier(), clock: clock,
 	}
 }
 
-// leaseKey names a lease's slot set.
-func leaseKey(l *SlotLease) string {
-	if l == nil || l.All || len(l.Slots) == 0 {
-		return "all"
-	}
-	var b strings.Builder
-	for i, s := range l.Slots {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(int(s)))
-	}
-	return b.String()
-}
-
-// view returns the view named key, creating it for lease's slots and
-// covers (nil: every message of the slots) when missing.
-func (p *candidatePool) view(key string, l *SlotLease, covers func(*poolEntry) bool) *poolView {
+// View returns the view named key, creating it for a lease's slots (all,
+// or the given ones) and covers (nil: every message of the slots) when
+// missing.
+func (p *Pool) View(key string, all bool, slots []uint8, covers func(*Entry) bool) *View {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if v, ok := p.views[key]; ok {
 		return v
 	}
 	if len(p.views) >= maxPoolViews {
-		p.views = map[string]*poolView{}
+		p.views = map[string]*View{}
 	}
-	v := &poolView{covers: covers, entries: map[string]*poolEntry{}}
-	if l == nil || l.All || len(l.Slots) == 0 {
+	v := &View{covers: covers, entries: map[string]*Entry{}}
+	if all || len(slots) == 0 {
 		for i := range v.slots {
 			v.slots[i] = true
 		}
 	} else {
-		for _, s := range l.Slots {
+		for _, s := range slots {
 			v.slots[s] = true
 		}
 	}
@@ -176,59 +169,59 @@ func (p *candidatePool) view(key string, l *SlotLease, covers func(*poolEntry) b
 	return v
 }
 
-// fresh reports whether v's last query is recent and complete enough that
+// Fresh reports whether v's last query is recent and complete enough that
 // an empty view means no work.
-func (p *candidatePool) fresh(v *poolView) bool {
+func (p *Pool) Fresh(v *View) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !v.queried.IsZero() && !v.partial && time.Since(v.queried) < p.ttl
 }
 
-// partial reports whether v's last query stopped at a full page.
-func (p *candidatePool) partial(v *poolView) bool {
+// Partial reports whether v's last query stopped at a full page.
+func (p *Pool) Partial(v *View) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return v.partial
 }
 
-// stale reports whether v should be queried before it is used.
-func (p *candidatePool) stale(v *poolView) bool {
+// Stale reports whether v should be queried before it is used.
+func (p *Pool) Stale(v *View) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return v.queried.IsZero() || time.Since(v.queried) >= p.ttl
 }
 
-// beginRefresh marks a candidate query of v as started and returns the
+// BeginRefresh marks a candidate query of v as started and returns the
 // generation it started at.
-func (p *candidatePool) beginRefresh() uint64 {
+func (p *Pool) BeginRefresh() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.inflight++
 	return p.gen
 }
 
-// abortRefresh ends a candidate query that failed.
-func (p *candidatePool) abortRefresh() {
+// AbortRefresh ends a candidate query that failed.
+func (p *Pool) AbortRefresh() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endRefreshLocked()
 }
 
-func (p *candidatePool) endRefreshLocked() {
+func (p *Pool) endRefreshLocked() {
 	p.inflight--
 	if p.inflight == 0 {
 		clear(p.changed)
 	}
 }
 
-// refreshed replaces v's entries with rows, the candidate query that
+// Refreshed replaces v's entries with rows, the candidate query that
 // started at generation start and time at (nowMs on the provider's clock)
 // returned, except for keys this process changed since it started and for
 // entries not yet visible then (the query cannot see them). locks are the
 // instances of v's slots the query saw locked (orchestrator queue), and
 // sessions the active sessions it saw (worker queue, session routing; nil
 // otherwise).
-func (p *candidatePool) refreshed(v *poolView, start uint64, at time.Time, nowMs int64, rows []poolEntry, partial bool, locks map[string]instanceHold, sessions []workCandidate) {
+func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows []Entry, partial bool, locks map[string]Hold, sessions []Row) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.endRefreshLocked()
@@ -239,26 +232,26 @@ func (p *candidatePool) refreshed(v *poolView, start uint64, at time.Time, nowMs
 		return busy || p.changed[key] > start
 	}
 	for key, e := range v.entries {
-		if !newer(key) && e.visibleAt <= nowMs {
+		if !newer(key) && e.VisibleAt <= nowMs {
 			delete(v.entries, key)
 		}
 	}
 	for i := range rows {
 		r := rows[i]
-		p.knowLocked(r.instance, r.id, nowMs)
-		if newer(r.key) || len(v.entries) >= maxViewEntries {
+		p.knowLocked(r.Instance, r.ID, nowMs)
+		if newer(r.Key) || len(v.entries) >= maxViewEntries {
 			continue
 		}
 		r.gen = start
-		if cur, ok := v.entries[r.key]; ok {
+		if cur, ok := v.entries[r.Key]; ok {
 			mergeEntry(cur, &r)
 			continue
 		}
-		v.entries[r.key] = &r
+		v.entries[r.Key] = &r
 	}
 	if locks != nil {
 		for inst, h := range p.locked {
-			if v.slots[h.slot] && !newer(inst) {
+			if v.slots[h.Slot] && !newer(inst) {
 				delete(p.locked, inst)
 			}
 		}
@@ -282,7 +275,7 @@ func (p *candidatePool) refreshed(v *poolView, start uint64, at time.Time, nowMs
 		}
 	}
 	for inst, h := range p.skipped {
-		if h.until <= nowMs {
+		if h.Until <= nowMs {
 			delete(p.skipped, inst)
 		}
 	}
@@ -297,26 +290,26 @@ func sessionKey(k [2]string) string { return "session\x00" + k[0] + "\x00" + k[1
 
 // mergeEntry folds another sighting of the same key into cur: the earliest
 // visibility and the oldest message win.
-func mergeEntry(cur, e *poolEntry) {
-	cur.visibleAt = min(cur.visibleAt, e.visibleAt)
+func mergeEntry(cur, e *Entry) {
+	cur.VisibleAt = min(cur.VisibleAt, e.VisibleAt)
 	if e.before(cur) {
-		cur.enqueuedAt, cur.seq = e.enqueuedAt, e.seq
+		cur.EnqueuedAt, cur.Seq = e.EnqueuedAt, e.Seq
 	}
 	cur.gen = max(cur.gen, e.gen)
-	if cur.sessionID == nil {
-		cur.sessionID, cur.tag = e.sessionID, e.tag
+	if cur.SessionID == nil {
+		cur.SessionID, cur.Tag = e.SessionID, e.Tag
 	}
 }
 
-// pick takes the oldest entry of v that is visible at nowMs, not claimed,
+// Pick takes the oldest entry of v that is visible at nowMs, not claimed,
 // not held (locked, or skipped for fetches of scope), accepted by accept
 // (nil: any) and, for a message with a session, that owner (nil: nobody)
 // may take: the session is not active under another owner as last seen.
 // It claims the entry; ok is false when there is none.
-func (p *candidatePool) pick(v *poolView, nowMs int64, scope string, owner *string, accept func(*poolEntry) bool) (poolEntry, bool) {
+func (p *Pool) Pick(v *View, nowMs int64, scope string, owner *string, accept func(*Entry) bool) (Entry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var best *poolEntry
+	var best *Entry
 	for key, e := range v.entries {
 		if !p.eligibleLocked(key, e, nowMs, scope) || (accept != nil && !accept(e)) || !p.sessionAllowsLocked(e, owner, nowMs) {
 			continue
@@ -326,45 +319,45 @@ func (p *candidatePool) pick(v *poolView, nowMs int64, scope string, owner *stri
 		}
 	}
 	if best == nil {
-		return poolEntry{}, false
+		return Entry{}, false
 	}
-	p.claimed[best.key] = best.gen
+	p.claimed[best.Key] = best.gen
 	return *best, true
 }
 
 // sessionAllowsLocked reports whether owner may take e as far as its
-// session goes.
-func (p *candidatePool) sessionAllowsLocked(e *poolEntry, owner *string, nowMs int64) bool {
-	if e.sessionID == nil {
+// Session goes.
+func (p *Pool) sessionAllowsLocked(e *Entry, owner *string, nowMs int64) bool {
+	if e.SessionID == nil {
 		return true
 	}
 	if owner == nil {
 		return false
 	}
-	s, ok := p.sessions[[2]string{e.instance, *e.sessionID}]
+	s, ok := p.sessions[[2]string{e.Instance, *e.SessionID}]
 	return !ok || s.LockedUntil <= nowMs || s.OwnerID == *owner
 }
 
 // eligibleLocked reports whether e could be taken at nowMs by a fetch of
 // scope: visible, not claimed, its instance neither locked nor skipped for
 // that scope.
-func (p *candidatePool) eligibleLocked(key string, e *poolEntry, nowMs int64, scope string) bool {
-	if e.visibleAt > nowMs {
+func (p *Pool) eligibleLocked(key string, e *Entry, nowMs int64, scope string) bool {
+	if e.VisibleAt > nowMs {
 		return false
 	}
 	if _, busy := p.claimed[key]; busy {
 		return false
 	}
-	if s := p.skipped[e.instance]; s.until > nowMs && (s.scope == "" || s.scope == scope) {
+	if s := p.skipped[e.Instance]; s.Until > nowMs && (s.Scope == "" || s.Scope == scope) {
 		return false
 	}
-	return p.locked[e.instance].until <= nowMs
+	return p.locked[e.Instance].Until <= nowMs
 }
 
-// eligibleElsewhere reports whether a view other than v holds an entry a
+// EligibleElsewhere reports whether a view other than v holds an entry a
 // fetch could take at nowMs (a fetch whose lease has nothing then tries
 // another lease).
-func (p *candidatePool) eligibleElsewhere(v *poolView, nowMs int64, scope string) bool {
+func (p *Pool) EligibleElsewhere(v *View, nowMs int64, scope string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range p.views {
@@ -380,26 +373,26 @@ func (p *candidatePool) eligibleElsewhere(v *poolView, nowMs int64, scope string
 	return false
 }
 
-// release ends the claim on e. With drop, e is forgotten (it was locked,
+// Release ends the claim on e. With drop, e is forgotten (it was locked,
 // or has nothing left to lock) unless a hint renewed it since it was
 // picked.
-func (p *candidatePool) release(e poolEntry, drop bool) {
+func (p *Pool) Release(e Entry, drop bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.claimed, e.key)
+	delete(p.claimed, e.Key)
 	if !drop {
 		return
 	}
 	for _, v := range p.views {
-		if cur, ok := v.entries[e.key]; ok && cur.gen <= e.gen {
-			delete(v.entries, e.key)
+		if cur, ok := v.entries[e.Key]; ok && cur.gen <= e.gen {
+			delete(v.entries, e.Key)
 		}
 	}
-	p.touchLocked(e.key)
+	p.touchLocked(e.Key)
 }
 
 // touchLocked records a local change of key.
-func (p *candidatePool) touchLocked(key string) {
+func (p *Pool) touchLocked(key string) {
 	p.gen++
 	if p.inflight > 0 {
 		p.changed[key] = p.gen
@@ -414,24 +407,24 @@ const knownEchoGraceMs = 10_000
 
 // knowLocked records that this process knows message id of instance
 // until untilMs plus knownEchoGraceMs.
-func (p *candidatePool) knowLocked(instance, id string, untilMs int64) {
+func (p *Pool) knowLocked(instance, id string, untilMs int64) {
 	if id == "" {
 		return
 	}
-	k := workKey(instance, id)
+	k := WorkKey(instance, id)
 	putBounded(p.known, k, max(p.known[k], untilMs+knownEchoGraceMs))
 }
 
-// lockedMessage records that this process locked message id of instance
+// LockedMessage records that this process locked message id of instance
 // until untilMs: its copies on the change feed are older than the lock, or
 // echoes of its ack.
-func (p *candidatePool) lockedMessage(instance, id string, untilMs int64) {
+func (p *Pool) LockedMessage(instance, id string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.knowLocked(instance, id, untilMs)
 }
 
-// echo is hint for a message copy the change feed delivered, which may be
+// Echo is Hint for a message copy the change feed delivered, which may be
 // older than what this process knows. A copy of a message this process
 // already knows (it wrote it, a query returned it, it locked it) is
 // ignored, and a copy that shows a lock (another process's) is a
@@ -439,34 +432,34 @@ func (p *candidatePool) lockedMessage(instance, id string, untilMs int64) {
 // a work item this process already ran would cost a failed lock request (a
 // lost race), the echo of an orchestrator message already consumed a state
 // query, and both would wake every waiting fetch.
-func (p *candidatePool) echo(e poolEntry, lockedUntil, nowMs int64) {
+func (p *Pool) Echo(e Entry, lockedUntil, nowMs int64) {
 	p.mu.Lock()
-	until, known := p.known[workKey(e.instance, e.id)]
+	until, known := p.known[WorkKey(e.Instance, e.ID)]
 	p.mu.Unlock()
 	if known && until > nowMs {
 		return
 	}
-	e.visibleAt = max(e.visibleAt, lockedUntil)
-	p.hint(e)
+	e.VisibleAt = max(e.VisibleAt, lockedUntil)
+	p.Hint(e)
 }
 
-// hint adds a message this process wrote (or made visible again) to the
+// Hint adds a message this process wrote (or made visible again) to the
 // views that cover it and wakes waiting fetches. An orchestrator-queue
 // message ends its instance's wait for a start.
-func (p *candidatePool) hint(e poolEntry) {
+func (p *Pool) Hint(e Entry) {
 	p.mu.Lock()
-	p.knowLocked(e.instance, e.id, p.clock())
-	p.touchLocked(e.key)
+	p.knowLocked(e.Instance, e.ID, p.clock())
+	p.touchLocked(e.Key)
 	e.gen = p.gen
-	if s, ok := p.skipped[e.instance]; ok && s.scope == "" && !e.worker {
+	if s, ok := p.skipped[e.Instance]; ok && s.Scope == "" && !e.Worker {
 		// The new message may be the start its messages waited for.
-		delete(p.skipped, e.instance)
+		delete(p.skipped, e.Instance)
 	}
 	for _, v := range p.views {
-		if !v.slots[e.slot] || (v.covers != nil && !v.covers(&e)) {
+		if !v.slots[e.Slot] || (v.covers != nil && !v.covers(&e)) {
 			continue
 		}
-		if cur, ok := v.entries[e.key]; ok {
+		if cur, ok := v.entries[e.Key]; ok {
 			mergeEntry(cur, &e)
 			cur.gen = e.gen
 			continue
@@ -476,10 +469,10 @@ func (p *candidatePool) hint(e poolEntry) {
 			continue
 		}
 		c := e
-		v.entries[e.key] = &c
+		v.entries[e.Key] = &c
 	}
 	p.mu.Unlock()
-	p.wake.notify()
+	p.wake.Notify()
 }
 
 // putBounded sets m[k] = v, first emptying m when it holds
@@ -491,65 +484,65 @@ func putBounded[V any](m map[string]V, k string, v V) {
 	m[k] = v
 }
 
-// lock records that instance is locked until untilMs (by this process, or
-// as a read found it); unlock that this process released its lock (which
-// also ends the instance's skips).
-func (p *candidatePool) lock(instance string, untilMs int64) {
+// Lock records that instance is locked until untilMs (by this process, or
+// as a read found it).
+func (p *Pool) Lock(instance string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	putBounded(p.locked, instance, instanceHold{until: untilMs, slot: DispatchSlot(instance)})
+	putBounded(p.locked, instance, Hold{Until: untilMs, Slot: p.slotOf(instance)})
 	p.touchLocked(instance)
 }
 
-func (p *candidatePool) unlock(instance string) {
+// Unlock records that this process released its lock on instance (which
+// also ends the instance's skips) and wakes waiting fetches.
+func (p *Pool) Unlock(instance string) {
 	p.mu.Lock()
 	delete(p.locked, instance)
 	delete(p.skipped, instance) // the turn may have changed what held it back
 	p.touchLocked(instance)
 	p.mu.Unlock()
-	p.wake.notify()
+	p.wake.Notify()
 }
 
-// skip records that instance is not worth trying before untilMs for the
+// Skip records that instance is not worth trying before untilMs for the
 // fetches of scope ("": all of them).
-func (p *candidatePool) skip(instance string, untilMs int64, scope string) {
+func (p *Pool) Skip(instance string, untilMs int64, scope string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	putBounded(p.skipped, instance, instanceHold{until: untilMs, slot: DispatchSlot(instance), scope: scope})
+	putBounded(p.skipped, instance, Hold{Until: untilMs, Slot: p.slotOf(instance), Scope: scope})
 }
 
-// unskip clears instance's skip.
-func (p *candidatePool) unskip(instance string) {
+// Unskip clears instance's skip.
+func (p *Pool) Unskip(instance string) {
 	p.mu.Lock()
 	delete(p.skipped, instance)
 	p.mu.Unlock()
 }
 
-// setExec records instance's current execution.
-func (p *candidatePool) setExec(instance string, executionID uint64) {
+// SetExec records instance's current execution.
+func (p *Pool) SetExec(instance string, executionID uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	putBounded(p.execs, instance, executionID)
 }
 
-// exec returns instance's current execution as last seen, or 0.
-func (p *candidatePool) exec(instance string) uint64 {
+// Exec returns instance's current execution as last seen, or 0.
+func (p *Pool) Exec(instance string) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.execs[instance]
 }
 
-// session returns the active session k as the last query saw it.
-func (p *candidatePool) session(k [2]string) (workCandidate, bool) {
+// Session returns the active session k as the last query saw it.
+func (p *Pool) Session(k [2]string) (Row, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.sessions[k]
 	return s, ok
 }
 
-// setSession records a session this process just claimed; forgetSession
-// forgets one whose claim failed.
-func (p *candidatePool) setSession(s workCandidate) {
+// SetSession records a session this process just claimed.
+func (p *Pool) SetSession(s Row) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := [2]string{s.InstanceID, *s.SessionID}
@@ -557,9 +550,9 @@ func (p *candidatePool) setSession(s workCandidate) {
 	p.touchLocked(sessionKey(k))
 }
 
-// sessionWritten records a session's new ETag (and, when untilMs is not
+// SessionWritten records a session's new ETag (and, when untilMs is not
 // 0, its new lock expiry) after this process updated it, if it is known.
-func (p *candidatePool) sessionWritten(instance, sessionID, etag string, untilMs int64) {
+func (p *Pool) SessionWritten(instance, sessionID, etag string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := [2]string{instance, sessionID}
@@ -575,17 +568,19 @@ func (p *candidatePool) sessionWritten(instance, sessionID, etag string, untilMs
 	p.touchLocked(sessionKey(k))
 }
 
-func (p *candidatePool) forgetSession(k [2]string) {
+// ForgetSession forgets session k (instance, session id), whose claim
+// failed.
+func (p *Pool) ForgetSession(k [2]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.sessions, k)
 	p.touchLocked(sessionKey(k))
 }
 
-// nextChange returns the earliest time (ms) after nowMs at which an entry
+// NextChange returns the earliest time (ms) after nowMs at which an entry
 // becomes visible or a hold on an instance with an entry ends; ok is false
 // when nothing is pending.
-func (p *candidatePool) nextChange(nowMs int64) (atMs int64, ok bool) {
+func (p *Pool) NextChange(nowMs int64) (atMs int64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	consider := func(t int64) {
@@ -595,21 +590,21 @@ func (p *candidatePool) nextChange(nowMs int64) (atMs int64, ok bool) {
 	}
 	for _, v := range p.views {
 		for _, e := range v.entries {
-			consider(e.visibleAt)
-			consider(p.locked[e.instance].until)
-			consider(p.skipped[e.instance].until)
+			consider(e.VisibleAt)
+			consider(p.locked[e.Instance].Until)
+			consider(p.skipped[e.Instance].Until)
 		}
 	}
 	return atMs, ok
 }
 
-// forgetInstance drops everything known about instance (it was deleted).
-func (p *candidatePool) forgetInstance(instance string) {
+// ForgetInstance drops everything known about instance (it was deleted).
+func (p *Pool) ForgetInstance(instance string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, v := range p.views {
 		for key, e := range v.entries {
-			if e.instance == instance {
+			if e.Instance == instance {
 				delete(v.entries, key)
 				p.touchLocked(key)
 			}
@@ -625,3 +620,7 @@ func (p *candidatePool) forgetInstance(instance string) {
 	}
 	p.touchLocked(instance)
 }
+
+// Wake returns the pool's Notifier, notified when an entry is added or a
+// hold ends: what a waiting fetch waits on.
+func (p *Pool) Wake() *Notifier { return p.wake }
