@@ -1,15 +1,12 @@
 package cdb_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	"github.com/stretchr/testify/require"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/cdbtest"
@@ -72,19 +69,13 @@ func startProvider(t testing.TB, cfg cdb.Config) *cdb.Provider {
 // runs on the emulator even when COSMOS_ENDPOINT is set.
 func newPrivateProvider(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, *emulator.Server) {
 	t.Helper()
-	s, err := emulator.Start(emulator.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	cfg := cdb.Config{Endpoint: s.Endpoint(), Key: s.Key(), Container: "private", ClientOptions: clientOptions(s)}
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{})
+	cfg := a.Config()
+	cfg.Container = "private"
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := cdb.New(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p, s
+	return a.NewProvider(t, cfg), a.Emulator()
 }
 
 // clientOptions returns client options that reach emulator s.

@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/stretchr/testify/require"
@@ -181,16 +182,15 @@ func (h *hookTransport) setHook(f func(*http.Request)) {
 // cluster is one container of a private emulator that several providers
 // share.
 type cluster struct {
+	account   *cdbtest.Account
 	emu       *emulator.Server
 	container string
 }
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
-	s, err := emulator.Start(emulator.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return &cluster{emu: s, container: "shared"}
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{})
+	return &cluster{account: a, emu: a.Emulator(), container: "shared"}
 }
 
 // process starts a provider on the cluster's container with its own client
@@ -199,19 +199,13 @@ func newCluster(t testing.TB) *cluster {
 func (c *cluster) process(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, *hookTransport) {
 	t.Helper()
 	tr := &hookTransport{inner: c.emu.HTTPClient()}
-	cfg := cdb.Config{
-		Endpoint: c.emu.Endpoint(), Key: c.emu.Key(), Container: c.container, DisableReconciler: true,
-		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}},
-	}
+	cfg := c.account.Config()
+	cfg.Container, cfg.DisableReconciler = c.container, true
+	cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}}
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := cdb.New(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p, tr
+	return c.account.NewProvider(t, cfg), tr
 }
 
 // isDocCreate reports whether req creates a document (a plain POST to the

@@ -54,12 +54,7 @@ func Open() (*Account, error) {
 		}
 		return a, nil
 	}
-	srv, err := emulator.Start(emulator.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("cdbtest: start the embedded emulator: %w", err)
-	}
-	a.emu, a.endpoint, a.key = srv, srv.Endpoint(), srv.Key()
-	return a, nil
+	return OpenEmulator(emulator.Options{})
 }
 
 // TB is the part of testing.TB the helpers use (*testing.T, *testing.B and
@@ -71,6 +66,34 @@ type TB interface {
 	Fatalf(format string, args ...any)
 	// Cleanup registers f to run when the test ends (testing.TB.Cleanup).
 	Cleanup(f func())
+}
+
+// OpenEmulator returns an Account on a newly started embedded emulator
+// with opts (simulated latency, several physical partitions, TLS, ...),
+// whatever the environment says: for tests that need the emulator's own
+// features (its request counters, fault injection, a private server). The
+// caller must Close it. It fails when the emulator cannot start (an invalid
+// option, no loopback port).
+func OpenEmulator(opts emulator.Options) (*Account, error) {
+	srv, err := emulator.Start(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cdbtest: start the embedded emulator: %w", err)
+	}
+	return &Account{database: DefaultDatabase, emu: srv, endpoint: srv.Endpoint(), key: srv.Key()}, nil
+}
+
+// NewEmulatorAccount is OpenEmulator for a test: it fails the test when
+// the emulator cannot start (returning nil if tb's Fatalf returns) and
+// closes the account when the test ends.
+func NewEmulatorAccount(tb TB, opts emulator.Options) *Account {
+	tb.Helper()
+	a, err := OpenEmulator(opts)
+	if err != nil {
+		tb.Fatalf("%v", err)
+		return nil
+	}
+	tb.Cleanup(func() { _ = a.Close() })
+	return a
 }
 
 // NewAccount is Open for a test: it fails the test when the account cannot

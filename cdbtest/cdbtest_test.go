@@ -132,3 +132,21 @@ func TestClientReachesTheAccount(t *testing.T) {
 	_, err = c.CreateDatabase(context.Background(), azcosmos.DatabaseProperties{ID: "client-db"}, nil)
 	require.NoError(t, err)
 }
+
+func TestEmulatorAccountTakesTheEmulatorsOptionsWhateverTheEnvironment(t *testing.T) {
+	t.Setenv(cdb.EnvEndpoint, "https://an-account.documents.azure.com:443/")
+	t.Setenv(cdb.EnvKey, "a2V5")
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{PhysicalPartitions: 3})
+	require.NotNil(t, a.Emulator(), "an emulator account ignores COSMOS_ENDPOINT")
+	p := a.NewProvider(t, a.Config())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ranges, err := p.Container().ReadFeedRanges(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, ranges, 3, "the emulator was started with 3 physical partitions")
+
+	rt := &recordingT{}
+	require.Nil(t, cdbtest.NewEmulatorAccount(rt, emulator.Options{Key: "not base64!"}))
+	require.Len(t, rt.fatal, 1, "an invalid option fails the test")
+	require.Contains(t, rt.fatal[0], "cdbtest: start the embedded emulator")
+}

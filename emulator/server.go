@@ -45,6 +45,10 @@ import (
 // emulator uses it unless Options.Key says otherwise.
 const WellKnownKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
+// MaxPhysicalPartitions is the most physical partitions Options can start
+// a container with (cdb-emulator's -partitions takes the same range).
+const MaxPhysicalPartitions = 64
+
 // Options configure Start. The zero value serves plain HTTP on a random
 // loopback port with WellKnownKey.
 type Options struct {
@@ -59,8 +63,9 @@ type Options struct {
 	Key string
 	// PhysicalPartitions is the number of physical partitions (partition
 	// key ranges, the SDKs' feed ranges) each new container starts with,
-	// splitting the effective partition key space evenly; default 1.
-	// Server.SplitPartitionKeyRange adds more at run time.
+	// splitting the effective partition key space evenly: 1 to
+	// MaxPhysicalPartitions, 0 for the default 1 (Start refuses anything
+	// else). Server.SplitPartitionKeyRange adds more at run time.
 	PhysicalPartitions int
 	// Latency is added to every request (see Latency); zero adds none.
 	Latency Latency
@@ -128,6 +133,9 @@ func Start(opts Options) (*Server, error) {
 	keyRaw, err := base64.StdEncoding.DecodeString(opts.Key)
 	if err != nil {
 		return nil, fmt.Errorf("emulator: key is not valid base64: %w", err)
+	}
+	if opts.PhysicalPartitions < 0 || opts.PhysicalPartitions > MaxPhysicalPartitions {
+		return nil, fmt.Errorf("emulator: PhysicalPartitions %d is outside 1..%d (0 for the default 1)", opts.PhysicalPartitions, MaxPhysicalPartitions)
 	}
 	s := &Server{
 		key:         opts.Key,

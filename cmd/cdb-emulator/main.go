@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	key := fs.String("key", emulator.WellKnownKey, "master key (base64)")
 	certOut := fs.String("cert-out", "", "write the self-signed TLS certificate (PEM) to this file")
 	latencyText := fs.String("latency", "", "simulated per-request latency, e.g. 5ms or 5ms±2ms (also 5ms+-2ms): half before the request is applied, half before the answer")
-	partitions := fs.Int("partitions", 1, "physical partitions (partition key ranges) of each new container, 1 to 64")
+	partitions := fs.Int("partitions", 1, "physical partitions (partition key ranges) of each new container, 1 to 64 (emulator.MaxPhysicalPartitions)")
 	var faults []emulator.FaultRule
 	fs.Func("fault", "inject a fault rule, e.g. op=Batch,kind=TooManyRequests,retry-after=100ms,probability=0.1 (repeatable; keys: kind, op, pk, id, times, probability, seed, retry-after, delay)", func(spec string) error {
 		r, err := emulator.ParseFaultRule(spec)
@@ -76,8 +76,8 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if *partitions < 1 || *partitions > 64 {
-		return fmt.Errorf("-partitions %d is outside 1..64", *partitions)
+	if *partitions < 1 || *partitions > emulator.MaxPhysicalPartitions {
+		return fmt.Errorf("-partitions %d is outside 1..%d", *partitions, emulator.MaxPhysicalPartitions)
 	}
 	latency, err := emulator.ParseLatency(*latencyText)
 	if err != nil {

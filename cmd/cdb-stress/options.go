@@ -158,7 +158,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		} else {
 			mp.dispatchers = d[0]
 		}
-		if mp.orchestrations <= 0 || mp.chaosEvery <= 0 || mp.timeout <= 0 || mp.partitions < 1 || mp.partitions > 64 {
+		if mp.orchestrations <= 0 || mp.chaosEvery <= 0 || mp.timeout <= 0 || mp.partitions < 1 || mp.partitions > emulator.MaxPhysicalPartitions {
 			errs = append(errs, errors.New("-orchestrations, -chaos-every and -mp-timeout must be positive, -partitions 1..64"))
 		}
 		o.mp = mp
