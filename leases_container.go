@@ -360,6 +360,10 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 		}
 		if len(claimed) > 0 {
 			owned.set(append(append([]int(nil), mine...), claimed...))
+			// Waiting fetches query the new slots now rather than at their
+			// next poll: a dead owner's messages are served within the
+			// takeover's heartbeat.
+			c.p.poolOf(q).Wake().Notify()
 		}
 	}
 	if d := owned.count() - before; d != 0 {
