@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -19,14 +20,29 @@ import (
 // dispatcher) follows the container (internal/changefeed): every queue
 // message another process writes becomes a candidate of this process's
 // pool and wakes its waiting fetches at once, instead of at their next
-// candidate query. Waiting fetches then query again only every
-// 4 × LongPollInterval as a safety net, so an idle process costs one
-// change-feed read per ChangeFeedInterval (one request per physical
-// partition) plus that fallback.
+// candidate query. While the reader is healthy, waiting fetches query
+// again only every 10 s as a safety net (every 4 × LongPollInterval while
+// its reads fail), so an idle process costs one change-feed read per
+// ChangeFeedInterval (one request per physical partition) plus that
+// fallback and the fetches' final query at the end of each poll timeout.
 
 // changeFeedFallbackFactor multiplies LongPollInterval into the fallback
-// poll of waiting fetches when the change feed wakes them.
-const changeFeedFallbackFactor = 4
+// poll of waiting fetches when the change feed wakes them but its reader is
+// not healthy (its reads fail); while it is healthy they query only every
+// changeFeedHealthyFallback, as a safety net.
+const (
+	changeFeedFallbackFactor  = 4
+	changeFeedHealthyFallback = 10 * time.Second
+)
+
+// fallbackPoll is how long a waiting fetch sleeps before it queries again
+// when nothing wakes it.
+func (p *Provider) fallbackPoll() time.Duration {
+	if p.feed != nil && p.feed.Healthy() {
+		return changeFeedHealthyFallback
+	}
+	return p.pollInterval
+}
 
 // startChangeFeed starts the reader; it fails when its first read fails.
 func (p *Provider) startChangeFeed(ctx context.Context) error {

@@ -144,9 +144,11 @@ type Config struct {
 	// messages written by other processes wake this process's waiting
 	// fetches within about ChangeFeedInterval instead of at their next
 	// candidate query, and waiting fetches fall back to querying only
-	// every 4 × LongPollInterval. Provider.Changes exposes the reader to
-	// other code. Default off (every waiting fetch polls every
-	// LongPollInterval).
+	// every 10 s while the reader's reads succeed (every
+	// 4 × LongPollInterval while they fail); status watches then cover
+	// other processes too (Provider.WatchesAllProcesses).
+	// Provider.Changes exposes the reader to other code. Default off
+	// (every waiting fetch polls every LongPollInterval).
 	ChangeFeedWakeups bool
 	// ChangeFeedInterval is how often the reader reads the change feed
 	// while nothing changes (one request per physical partition per read);

@@ -35,7 +35,7 @@ func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool
 		if err != nil || found || final {
 			return err
 		}
-		wait := min(time.Until(deadline), p.pollInterval)
+		wait := min(time.Until(deadline), p.fallbackPoll())
 		now := p.nowMs()
 		if at, ok := pool.NextChange(now); ok {
 			wait = min(wait, time.Duration(at-now)*time.Millisecond)

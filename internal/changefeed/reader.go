@@ -66,8 +66,10 @@ type Reader struct {
 	mu      sync.Mutex
 	changed chan struct{}
 
-	reads   atomic.Int64
-	docs    atomic.Int64
+	reads atomic.Int64
+	docs  atomic.Int64
+	// lastOK is when the last read succeeded (Unix nanoseconds).
+	lastOK  atomic.Int64
 	started atomic.Bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -92,6 +94,7 @@ func (r *Reader) Start(ctx context.Context) error {
 		return err
 	}
 	r.started.Store(true)
+	r.lastOK.Store(time.Now().UnixNano())
 	go r.loop(cont)
 	return nil
 }
@@ -143,6 +146,7 @@ func (r *Reader) loop(cont string) {
 			}
 			wait = max(wait, retryAfter(err))
 		default:
+			r.lastOK.Store(time.Now().UnixNano())
 			if resp.ContinuationToken != "" {
 				cont = resp.ContinuationToken
 			}
@@ -168,6 +172,22 @@ func (r *Reader) loop(cont string) {
 		case <-t.C:
 		}
 	}
+}
+
+// Healthy reports whether the reader runs and its last read succeeded
+// within the last three Intervals (plus the time a read takes): while it
+// does, every change written since is delivered within about an Interval,
+// and code that waits on it may stop polling for itself.
+func (r *Reader) Healthy() bool {
+	if !r.started.Load() {
+		return false
+	}
+	select {
+	case <-r.done:
+		return false
+	default:
+	}
+	return time.Since(time.Unix(0, r.lastOK.Load())) < 3*r.opts.Interval+time.Second
 }
 
 // retryAfter is the delay a throttled answer asks for, or zero.
