@@ -14,7 +14,11 @@ import (
 // rejects older or newer signatures with 403.
 const maxClockSkew = 15 * time.Minute
 
-// authorize checks the master-key signature of rq. It returns nil when the
+// authorize checks the authorization of rq: a master-key signature
+// (type=master), or a Microsoft Entra ID token (type=aad), which the
+// emulator, like the official one, accepts without checking its issuer or
+// signature (it has no tenant to ask) once it is a well-formed JWT; the
+// date must be within maxClockSkew either way. It returns nil when the
 // request is authorized, otherwise the service's 401 (bad or missing token)
 // or 403 (date outside the allowed skew) answer.
 func (s *Server) authorize(rq *request) *response {
@@ -45,15 +49,23 @@ func (s *Server) authorize(rq *request) *response {
 		}
 	}
 	payload := strings.ToLower(r.Method) + "\n" + rq.resType + "\n" + rq.resLink + "\n" + strings.ToLower(date) + "\n\n"
-	if !strings.EqualFold(typ, "master") || ver != "1.0" || sig == "" {
+	switch {
+	case ver != "1.0" || sig == "":
 		return unauthorized(payload)
-	}
-	got, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil {
-		return unauthorized(payload)
-	}
-	var sum [sha256.Size]byte
-	if !hmac.Equal(got, s.macs.sign(sum[:0], payload)) {
+	case strings.EqualFold(typ, "aad"):
+		if !wellFormedJWT(sig) {
+			return errorResponse(http.StatusUnauthorized, 0, "The Microsoft Entra ID token in the authorization header is not a well-formed JWT.")
+		}
+	case strings.EqualFold(typ, "master"):
+		got, err := base64.StdEncoding.DecodeString(sig)
+		if err != nil {
+			return unauthorized(payload)
+		}
+		var sum [sha256.Size]byte
+		if !hmac.Equal(got, s.macs.sign(sum[:0], payload)) {
+			return unauthorized(payload)
+		}
+	default:
 		return unauthorized(payload)
 	}
 	t, err := s.dates.parse(date)
@@ -66,6 +78,21 @@ func (s *Server) authorize(rq *request) *response {
 				t.UTC().Format(http.TimeFormat)+", current server time: "+s.now().UTC().Format(http.TimeFormat)+").")
 	}
 	return nil
+}
+
+// wellFormedJWT reports whether token is three base64url segments whose
+// first is a JSON object (a JWT's header).
+func wellFormedJWT(token string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || parts[1] == "" {
+		return false
+	}
+	header, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[0], "="))
+	if err != nil {
+		return false
+	}
+	v, err := parseJSON(header)
+	return err == nil && v.k == kObject
 }
 
 func unauthorized(payload string) *response {

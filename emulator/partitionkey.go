@@ -83,26 +83,18 @@ func (c *container) pkOf(doc value) []value {
 	return out
 }
 
-// Partition key value limits: 2,048 bytes for large (version 2) partition
-// keys; 100 bytes for version 1, whose hash only covers the first 100 bytes
-// of a string, so longer values that share a prefix would share a logical
-// partition on the service (and collide on ids).
-const (
-	maxPKBytesLarge = 2048
-	maxPKBytesV1    = 100
-)
+// maxPKBytes is the longest partition key string the service accepts
+// (2,048 bytes). A version 1 key (what the REST API creates when no
+// version is sent) is accepted up to the same size, as the service does:
+// the service hashes only its first 100 bytes, so longer values sharing a
+// prefix share a logical partition there; the emulator keeps them apart
+// (emulator/README.md, "The strict side").
+const maxPKBytes = 2048
 
-// checkPKLength refuses partition key strings over the container's limit.
+// checkPKLength refuses partition key strings over maxPKBytes.
 func (c *container) checkPKLength(comps []value) *response {
-	limit := maxPKBytesV1
-	if c.pkLarge {
-		limit = maxPKBytesLarge
-	}
 	for _, v := range comps {
-		if v.k == kString && len(v.s) > limit {
-			if !c.pkLarge {
-				return badRequest("The partition key value is longer than 100 bytes. Containers created without a large (version 2) partition key only hash the first 100 bytes, so distinct values could share a logical partition; create the container with partition key version 2.")
-			}
+		if v.k == kString && len(v.s) > maxPKBytes {
 			return badRequest("The partition key value exceeds the maximum size of 2048 bytes.")
 		}
 	}
