@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
@@ -94,14 +95,15 @@ func runMultiProcess(ctx context.Context, o mpOptions, args []string, record str
 	endpoint, key := os.Getenv(cdb.EnvEndpoint), os.Getenv(cdb.EnvKey)
 	var emu *emulator.Server
 	if endpoint == "" {
-		var err error
-		emu, err = emulator.Start(emulator.Options{PhysicalPartitions: o.partitions, Latency: o.latency})
+		// An emulator server the children reach over loopback, from the
+		// test kit.
+		acct, err := cdbtest.OpenEmulator(emulator.Options{PhysicalPartitions: o.partitions, Latency: o.latency})
 		if err != nil {
 			fmt.Fprintln(stderr, "cdb-stress:", err)
 			return exitFailures
 		}
-		defer emu.Close()
-		endpoint, key = emu.Endpoint(), emu.Key()
+		defer acct.Close()
+		emu, endpoint, key = acct.Emulator(), acct.Endpoint(), acct.Key()
 	}
 	self, err := os.Executable()
 	if err != nil {

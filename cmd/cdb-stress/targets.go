@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
@@ -139,11 +140,15 @@ func (r *cdbRun) factory() stress.StressProviderFactory {
 		var emu *emulator.Server
 		r.transport.inner = http.DefaultClient
 		if cfg.Endpoint == "" {
-			var err error
-			if emu, err = emulator.Start(emulator.Options{Latency: r.latency}); err != nil {
-				return nil, fmt.Errorf("start the embedded emulator: %w", err)
+			// A fresh emulator per run from the test kit, with the run's
+			// simulated latency.
+			acct, err := cdbtest.OpenEmulator(emulator.Options{Latency: r.latency})
+			if err != nil {
+				return nil, err
 			}
-			cfg.Endpoint, cfg.Key, cfg.Container = emu.Endpoint(), emu.Key(), "stress"
+			emu = acct.Emulator()
+			base := acct.Config()
+			cfg.Endpoint, cfg.Key, cfg.Database, cfg.Container = base.Endpoint, base.Key, base.Database, "stress"
 			r.transport.inner = emu.HTTPClient()
 		} else {
 			// A shared account: every run gets a container of its own (the

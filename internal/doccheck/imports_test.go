@@ -57,10 +57,10 @@ var importRules = []importRule{
 	{pkg: "cdbtest", code: []string{".", "emulator", "duroxide"}, tests: []string{"cdbtest", "duroxide/runtime"},
 		external: []string{azure, "github.com/google/uuid"}},
 	// Commands. cdb-stress runs the runtime on cdb and, for comparison, on
-	// the in-memory reference provider; cdb-admin's tests create the
-	// instances they inspect with the runtime.
+	// the in-memory reference provider, on emulators from the test kit;
+	// cdb-admin's tests create the instances they inspect with the runtime.
 	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
-	{pkg: "cmd/cdb-stress", code: []string{".", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
+	{pkg: "cmd/cdb-stress", code: []string{".", "cdbtest", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
 		external: []string{azure, "github.com/google/uuid"}},
 	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
