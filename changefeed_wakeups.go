@@ -94,7 +94,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			// A copy showing no lock ends the lock this process saw
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).
-			if now := p.nowMs(); d.LockedUntil <= now && !p.locks.holdsInstance(d.InstanceID, now) {
+			if now := p.nowMs(); d.LockedUntil <= now && !p.locks.HoldsInstance(d.InstanceID, now) {
 				p.orchPool.Unlock(d.InstanceID)
 			}
 		}

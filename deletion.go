@@ -186,7 +186,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		if exists[id] {
 			res.InstancesDeleted++
 		}
-		p.locks.dropInstance(id)
+		p.locks.DropInstance(id)
 		p.statusWatches.changed(id)
 		p.orchPool.ForgetInstance(id)
 		p.workPool.ForgetInstance(id)

@@ -140,7 +140,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	in.lockID = lockID
 
 	now := p.nowMs()
-	l, cached := p.locks.getOrch(lockToken)
+	l, cached := p.locks.Orch(lockToken)
 	lock := &l
 	if !cached || !l.doc.lockedBy(lockID, now) {
 		if lock, err = p.loadOrchLock(ctx, instance, lockID); err != nil {
@@ -203,7 +203,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			return permanent(op, "Instance lock expired or was taken by another dispatcher")
 		}
 	}
-	p.locks.dropOrch(lockToken)
+	p.locks.DropOrch(lockToken)
 	p.held.extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
 	p.orchPool.SetExec(instance, executionID)
 	for _, e := range plan.queued {

@@ -362,7 +362,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		}
 		item.ExecutionID = duroxide.InitialExecutionID
 	}
-	p.locks.putOrch(token, &orchLock{
+	p.locks.PutOrch(token, &orchLock{
 		instance: instance, lockID: lockID, doc: doc, messageIDs: ids,
 		kvStore: st.kvStore, kvDelta: st.kvDelta, lockedUntil: lockedUntil,
 		oldestEnqueuedAt: visible[0].EnqueuedAt, oldestSeq: visible[0].Seq,

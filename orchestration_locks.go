@@ -68,7 +68,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	po.SetCondition(lockCondition(lockID, now))
 	po.AppendSet("/lockedUntil", until)
 	ops := []batchOp{patchOp(instanceDocID, po, "")}
-	if l, ok := p.locks.getOrch(lockToken); ok {
+	if l, ok := p.locks.Orch(lockToken); ok {
 		for _, id := range l.messageIDs {
 			var mo azcosmos.PatchOperations
 			mo.AppendSet("/lockedUntil", until)
@@ -82,7 +82,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if err != nil {
 		return mapError(op, err)
 	}
-	p.locks.updateOrch(lockToken, func(l *orchLock) {
+	p.locks.UpdateOrch(lockToken, func(l *orchLock) {
 		l.doc.LockedUntil, l.lockedUntil, l.doc.ETag = until, until, string(results[0].ETag)
 	})
 	p.orchPool.Lock(instance, until)
@@ -107,7 +107,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	}
 	var ids []string
 	again := candidates.Entry{Key: instance, Instance: instance, Slot: DispatchSlot(instance), VisibleAt: p.nowMs() + max(delay, 0).Milliseconds()}
-	if l, ok := p.locks.getOrch(lockToken); ok {
+	if l, ok := p.locks.Orch(lockToken); ok {
 		ids = l.messageIDs
 		again.EnqueuedAt, again.Seq = l.oldestEnqueuedAt, l.oldestSeq
 	} else {
@@ -138,7 +138,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	if err != nil {
 		return mapError(op, err)
 	}
-	p.locks.dropOrch(lockToken)
+	p.locks.DropOrch(lockToken)
 	p.orchPool.Hint(again)
 	p.orchPool.Unlock(instance)
 	return nil

@@ -153,7 +153,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 	}
 	token := workerLockToken(c.Instance, c.ID, lockID)
 	p.workPool.LockedMessage(c.Instance, c.ID, until)
-	p.locks.putWorker(token, &workerLock{instance: c.Instance, docID: c.ID, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
+	p.locks.PutWorker(token, &workerLock{instance: c.Instance, docID: c.ID, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
 		enqueuedAt: d.EnqueuedAt, seq: d.Seq, tag: d.Tag}, now)
 	p.traceFetch(workFound)
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
@@ -207,7 +207,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			ops = append(ops, createOp(intent.ID, b))
 		}
 	}
-	l, cached := p.locks.getWorker(lockToken)
+	l, cached := p.locks.Worker(lockToken)
 	for attempt := 0; ; attempt++ {
 		now := p.nowMs()
 		if !cached || l.lockedUntil <= now {
@@ -259,7 +259,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 		cached = false
 	}
-	p.locks.dropWorker(lockToken)
+	p.locks.DropWorker(lockToken)
 	if queued != nil {
 		p.orchPool.Hint(*queued)
 	}
@@ -314,7 +314,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if err := json.Unmarshal(body, &d); err != nil {
 		return duroxide.ExecutionState{}, mapError(op, err)
 	}
-	p.locks.updateWorker(lockToken, func(l *workerLock) { l.etag, l.lockedUntil = etag, until })
+	p.locks.UpdateWorker(lockToken, func(l *workerLock) { l.etag, l.lockedUntil = etag, until })
 	if d.SessionID != nil {
 		p.touchSession(ctx, instance, *d.SessionID)
 	}
@@ -371,10 +371,10 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	if err != nil {
 		return mapError(op, err)
 	}
-	if l, ok := p.locks.getWorker(lockToken); ok {
+	if l, ok := p.locks.Worker(lockToken); ok {
 		p.workPool.Hint(candidates.Entry{Key: candidates.WorkKey(instance, docID), Instance: instance, ID: docID, Slot: DispatchSlot(instance), Worker: true,
 			VisibleAt: visibleAt, EnqueuedAt: l.enqueuedAt, Seq: l.seq, SessionID: l.sessionID, Tag: l.tag})
 	}
-	p.locks.dropWorker(lockToken)
+	p.locks.DropWorker(lockToken)
 	return nil
 }
