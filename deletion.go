@@ -414,15 +414,5 @@ func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter duroxide.Inst
 	if err != nil {
 		return duroxide.PruneResult{}, mapError("prune_executions_bulk", err)
 	}
-	var total duroxide.PruneResult
-	for _, id := range ids {
-		res, err := p.PruneExecutions(ctx, id, options)
-		if err != nil {
-			return total, err
-		}
-		total.InstancesProcessed += res.InstancesProcessed
-		total.ExecutionsDeleted += res.ExecutionsDeleted
-		total.EventsDeleted += res.EventsDeleted
-	}
-	return total, nil
+	return duroxide.PruneEach(ctx, p, ids, options)
 }

@@ -179,6 +179,13 @@ type PruneResult struct {
 	EventsDeleted      uint64 // history events removed
 }
 
+// Add accumulates o into r (for bulk operations).
+func (r *PruneResult) Add(o PruneResult) {
+	r.InstancesProcessed += o.InstancesProcessed
+	r.ExecutionsDeleted += o.ExecutionsDeleted
+	r.EventsDeleted += o.EventsDeleted
+}
+
 // InstanceTree is a root instance and all its descendants (duroxide's
 // InstanceTree); AllIDs includes RootID.
 type InstanceTree struct {
@@ -261,6 +268,26 @@ func DeleteTrees(ctx context.Context, admin ProviderAdmin, roots []string) (Dele
 			return total, err
 		}
 		res, err := admin.DeleteInstancesAtomic(ctx, tree.AllIDs, true)
+		if err != nil {
+			return total, err
+		}
+		total.Add(res)
+	}
+	return total, nil
+}
+
+// PruneEach prunes the executions of each of instances with options, as a
+// provider's PruneExecutionsBulk does for the instances its filter
+// selected (duroxide's bulk prune): admin.PruneExecutions per instance, in
+// order. It returns the counts summed over the instances pruned so far and
+// the first error as it is. A nil admin is a permanent *ProviderError.
+func PruneEach(ctx context.Context, admin ProviderAdmin, instances []string, options PruneOptions) (PruneResult, error) {
+	var total PruneResult
+	if admin == nil {
+		return total, errNilAdmin("prune_executions_bulk")
+	}
+	for _, id := range instances {
+		res, err := admin.PruneExecutions(ctx, id, options)
 		if err != nil {
 			return total, err
 		}

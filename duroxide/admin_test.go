@@ -18,6 +18,7 @@ type fakeAdmin struct {
 	failParent   bool
 	deleted      [][]string // arguments of each DeleteInstancesAtomic call
 	forced       []bool
+	pruned       []string // instances of each PruneExecutions call
 }
 
 func (f *fakeAdmin) ListChildren(_ context.Context, instance string) ([]string, error) {
@@ -49,6 +50,14 @@ func (f *fakeAdmin) DeleteInstancesAtomic(_ context.Context, ids []string, force
 	f.deleted = append(f.deleted, ids)
 	f.forced = append(f.forced, force)
 	return DeleteInstanceResult{InstancesDeleted: uint64(len(ids)), EventsDeleted: 10 * uint64(len(ids))}, nil
+}
+
+func (f *fakeAdmin) PruneExecutions(_ context.Context, instance string, _ PruneOptions) (PruneResult, error) {
+	if instance == "fails" {
+		return PruneResult{}, NewRetryableError("prune_executions", "throttled")
+	}
+	f.pruned = append(f.pruned, instance)
+	return PruneResult{InstancesProcessed: 1, ExecutionsDeleted: 2, EventsDeleted: 7}, nil
 }
 
 func newFakeAdmin() *fakeAdmin {
@@ -212,5 +221,25 @@ func TestHelpersRefuseNilAdmin(t *testing.T) {
 	_, err = DeleteTrees(ctx, nil, []string{"root"})
 	if !errors.As(err, &pe) || pe.Retryable || pe.Operation != "delete_instance_bulk" {
 		t.Errorf("DeleteTrees(nil admin): want a permanent delete_instance_bulk ProviderError, got %v", err)
+	}
+}
+
+func TestPruneEachPrunesEveryInstanceAndSumsTheCounts(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeAdmin()
+	res, err := PruneEach(ctx, f, []string{"a", "b"}, PruneOptions{})
+	mustNoError(t, err)
+	if res != (PruneResult{InstancesProcessed: 2, ExecutionsDeleted: 4, EventsDeleted: 14}) {
+		t.Fatalf("PruneEach = %+v", res)
+	}
+	res, err = PruneEach(ctx, f, []string{"c", "fails", "d"}, PruneOptions{})
+	if !IsRetryable(err) || res.InstancesProcessed != 1 {
+		t.Fatalf("PruneEach stops at the first error with what it pruned: %+v, %v", res, err)
+	}
+	if got := len(f.pruned); got != 3 {
+		t.Fatalf("pruned %d instances, want 3 (a, b, c)", got)
+	}
+	if _, err := PruneEach(ctx, nil, []string{"a"}, PruneOptions{}); IsRetryable(err) || err == nil {
+		t.Fatalf("a nil admin is a permanent error, got %v", err)
 	}
 }

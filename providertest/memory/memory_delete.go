@@ -179,15 +179,5 @@ func (p *MemoryProvider) PruneExecutionsBulk(ctx context.Context, filter duroxid
 	p.mu.Lock()
 	ids := p.selectInstances(filter, func(string, *memExecution) bool { return true })
 	p.mu.Unlock()
-	var total duroxide.PruneResult
-	for _, id := range ids {
-		res, err := p.PruneExecutions(ctx, id, options)
-		if err != nil {
-			return total, err
-		}
-		total.InstancesProcessed += res.InstancesProcessed
-		total.ExecutionsDeleted += res.ExecutionsDeleted
-		total.EventsDeleted += res.EventsDeleted
-	}
-	return total, nil
+	return duroxide.PruneEach(ctx, p, ids, options)
 }
