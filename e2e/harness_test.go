@@ -164,16 +164,10 @@ func fanOutSum(ctx *runtime.OrchestrationContext, n int) (int, error) {
 		}
 		futures = append(futures, f)
 	}
+	values, err := runtime.JoinTyped[int](ctx, futures...)
 	sum := 0
-	for _, r := range ctx.Join(futures...) {
-		if r.Err != nil {
-			return 0, r.Err
-		}
-		v, err := runtime.Decode[int](r.Value)
-		if err != nil {
-			return 0, err
-		}
+	for _, v := range values {
 		sum += v
 	}
-	return sum, nil
+	return sum, err
 }

@@ -170,18 +170,12 @@ func sumOfActivity(activity string, first int) func(*runtime.OrchestrationContex
 			}
 			futures = append(futures, f)
 		}
+		values, err := runtime.JoinTyped[int](ctx, futures...)
 		sum := 0
-		for _, r := range ctx.Join(futures...) {
-			if r.Err != nil {
-				return 0, r.Err
-			}
-			v, err := runtime.Decode[int](r.Value)
-			if err != nil {
-				return 0, err
-			}
+		for _, v := range values {
 			sum += v
 		}
-		return sum, nil
+		return sum, err
 	}
 }
 
@@ -1096,5 +1090,44 @@ func TestRetriedActivitiesRunInParallel(t *testing.T) {
 	defer mu.Unlock()
 	if len(calls) != 4 || !slices.Contains(calls[:2], "a") || !slices.Contains(calls[:2], "b") {
 		t.Fatalf("activity calls %v: want both first attempts before either retry", calls)
+	}
+}
+
+func TestJoinTypedDecodesInOrderAndReturnsTheFirstFailure(t *testing.T) {
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t,
+		runtime.RegisterActivityTyped(reg, "Double", func(_ *runtime.ActivityContext, n int) (int, error) {
+			if n < 0 {
+				return 0, errors.New("negative")
+			}
+			return 2 * n, nil
+		}),
+		runtime.RegisterOrchestrationTyped(reg, "Doubles", func(ctx *runtime.OrchestrationContext, ns []int) ([]int, error) {
+			futures := make([]*runtime.Future, 0, len(ns))
+			for _, n := range ns {
+				f, err := runtime.ScheduleActivityTyped(ctx, "Double", n)
+				if err != nil {
+					return nil, err
+				}
+				futures = append(futures, f)
+			}
+			return runtime.JoinTyped[int](ctx, futures...)
+		}))
+	e.start(reg, fastOptions())
+	if err := runtime.StartOrchestrationTyped(e.ctx, e.client, "doubles", "Doubles", []int{3, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runtime.WaitForOrchestrationTyped[[]int](e.ctx, e.client, "doubles", waitTimeout)
+	if err != nil || len(got) != 3 || got[0] != 6 || got[1] != 2 || got[2] != 4 {
+		t.Fatalf("JoinTyped = %v, %v; want [6 2 4] in the futures' order", got, err)
+	}
+	if err := runtime.StartOrchestrationTyped(e.ctx, e.client, "doubles-fail", "Doubles", []int{1, -1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runtime.WaitForOrchestrationTyped[[]int](e.ctx, e.client, "doubles-fail", waitTimeout)
+	var failed *runtime.OrchestrationFailedError
+	if !errors.As(err, &failed) || !strings.Contains(failed.Error(), "negative") {
+		t.Fatalf("the failed activity's error reaches the orchestration: %v", err)
 	}
 }

@@ -49,6 +49,28 @@ func Await[T any](f *Future) (T, error) {
 	return Decode[T](s)
 }
 
+// JoinTyped waits for all futures, as OrchestrationContext.Join, and
+// decodes their values into T in order (duroxide's join of typed futures):
+// the values of a fan-out in one call. The error is the first failure in
+// the futures' order (a *TaskFailedError for a failed activity or
+// sub-orchestration, a nil future's error) or the first value that does
+// not decode; every future is still waited for, as Join does.
+func JoinTyped[T any](c *OrchestrationContext, futures ...*Future) ([]T, error) {
+	results := c.Join(futures...)
+	out := make([]T, len(results))
+	for i, r := range results {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		v, err := Decode[T](r.Value)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // StartOrchestrationTyped starts instance with input encoded by Encode.
 func StartOrchestrationTyped[In any](ctx context.Context, c *Client, instance, name string, input In) error {
 	s, err := Encode(input)

@@ -29,18 +29,12 @@ func main() {
 				}
 				futures = append(futures, f)
 			}
+			squares, err := runtime.JoinTyped[int](ctx, futures...)
 			sum := 0
-			for _, r := range ctx.Join(futures...) {
-				if r.Err != nil {
-					return 0, r.Err
-				}
-				v, err := runtime.Decode[int](r.Value)
-				if err != nil {
-					return 0, err
-				}
+			for _, v := range squares {
 				sum += v
 			}
-			return sum, nil
+			return sum, err
 		})
 	}
 	setup.Must(err)
