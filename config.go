@@ -97,11 +97,15 @@ type Config struct {
 	WorkerLeases        LeaseProvider
 	// Leases says where the dispatch-slot leases live when
 	// OrchestrationLeases and WorkerLeases are not set: LeasesInProcess
-	// (the default for now: every process queries every slot) or
+	// (the default: every process queries every slot, and a process that
+	// dies or a Provider abandoned without Close strands nothing) or
 	// LeasesInContainer (lease documents in the container's
 	// LeasePartitionKey partition: each process owns a fair share of the
-	// 256 slots of each queue and queries only those; use it when several
-	// processes share the container). Any other value is an error.
+	// 256 slots of each queue and queries only those, so replicas do not
+	// race for the same messages; a dead owner's slots are served again
+	// after LeaseExpiry). Use LeasesInContainer, with ChangeFeedWakeups,
+	// for several replicas under steady load that close their providers on
+	// shutdown (README, "Several replicas"). Any other value is an error.
 	Leases LeaseMode
 	// LeaseHeartbeatInterval is how often a Provider with
 	// LeasesInContainer renews its owner document and rebalances its
