@@ -16,10 +16,13 @@ import (
 )
 
 // Short lease intervals, so that takeover and rebalance happen within a
-// test; the assertions wait for outcomes, never for a time.
+// test; the assertions wait for outcomes, never for a time. The expiry
+// leaves room for a slow machine (the race detector, 8 parallel tests): a
+// heartbeat that takes longer than the expiry makes an owner give up its
+// own slots.
 const (
-	testHeartbeat = 40 * time.Millisecond
-	testExpiry    = 400 * time.Millisecond
+	testHeartbeat = 100 * time.Millisecond
+	testExpiry    = 2 * time.Second
 )
 
 // containerLeaseConfig returns a config with leases in the container and
