@@ -92,6 +92,9 @@ type mpRun struct {
 // runMultiProcess runs every N of o and writes the report; it returns the
 // exit status.
 func runMultiProcess(ctx context.Context, o mpOptions, args []string, record string, stdout, stderr io.Writer) int {
+	// The children's stderr and this process's messages go to stderr from
+	// several goroutines (one copier per child).
+	stderr = &lockedWriter{w: stderr}
 	endpoint, key := os.Getenv(cdb.EnvEndpoint), os.Getenv(cdb.EnvKey)
 	var emu *emulator.Server
 	if endpoint == "" {
@@ -139,6 +142,18 @@ func runMultiProcess(ctx context.Context, o mpOptions, args []string, record str
 		}
 	}
 	return exitOK
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // runProcesses runs one N.
