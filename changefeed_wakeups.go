@@ -68,10 +68,10 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 // whose status or custom status changed wakes the clients waiting on it.
 func (p *Provider) changedDocuments(docs [][]byte) {
 	for _, raw := range docs {
+		// One decode serves both kinds: a queue message's fields, and an
+		// instance document's type, id, lock expiry and status.
 		var d struct {
-			Type                string `json:"type"`
-			InstanceID          string `json:"instanceId"`
-			LockedUntil         int64  `json:"lockedUntil"`
+			queueDoc
 			Status              string `json:"status"`
 			CustomStatusVersion uint64 `json:"customStatusVersion"`
 		}
@@ -80,15 +80,12 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 		}
 		switch d.Type {
 		case typeOrchQueue, typeWorkerQueue:
-			var q queueDoc
-			if json.Unmarshal(raw, &q) == nil {
-				e := queueEntry(&q)
-				pool := p.orchPool
-				if e.Worker {
-					pool = p.workPool
-				}
-				pool.Echo(e, q.LockedUntil, p.nowMs())
+			e := queueEntry(&d.queueDoc)
+			pool := p.orchPool
+			if e.Worker {
+				pool = p.workPool
 			}
+			pool.Echo(e, d.LockedUntil, p.nowMs())
 		case typeInstance:
 			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw

@@ -22,7 +22,6 @@ func closed(ch <-chan struct{}) bool {
 func TestWatchStatusClosesOnTheAckThatCompletesTheInstance(t *testing.T) {
 	t.Parallel()
 	p := newProvider(t, nil)
-	ctx := context.Background()
 	const instance = "watch-complete"
 	w, ok := duroxide.AsStatusWatcher(p)
 	require.True(t, ok, "the provider is a duroxide.StatusWatcher")
@@ -32,12 +31,7 @@ func TestWatchStatusClosesOnTheAckThatCompletesTheInstance(t *testing.T) {
 	startAndAckFirst(t, p, instance)
 	require.False(t, closed(changed), "a running turn changes nothing a status wait looks at")
 
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(instance, "e", "x"), 0))
-	item, err := fetchInstance(ctx, p, instance)
-	require.NoError(t, err)
-	done := duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationCompleted{Output: `"ok"`})
-	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{done}, nil, nil,
-		duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr(`"ok"`)}, nil))
+	completeRunning(t, p, instance)
 	require.True(t, closed(changed), "the completing ack wakes the watcher")
 
 	again, stopAgain := w.WatchStatus(instance)
@@ -62,8 +56,15 @@ func TestWatchStatusClosesOnCustomStatusUpdate(t *testing.T) {
 // it with output "ok", on p.
 func completeInstance(t *testing.T, p duroxide.Provider, instance string) {
 	t.Helper()
-	ctx := context.Background()
 	startAndAckFirst(t, p, instance)
+	completeRunning(t, p, instance)
+}
+
+// completeRunning runs a turn of running instance that completes it with
+// output "ok".
+func completeRunning(t *testing.T, p duroxide.Provider, instance string) {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(instance, "e", "x"), 0))
 	item, err := fetchInstance(ctx, p, instance)
 	require.NoError(t, err)

@@ -290,6 +290,7 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 		pollInterval = maxPollDelay
 	}
 	watch := statusWatch(p, instance)
+	_, most := watchedDelays(p)
 	delay := pollInterval
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -316,7 +317,6 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 			return OrchestrationStatus{}, err
 		}
 		if watch != nil {
-			_, most := watchedDelays(p)
 			delay = max(min(delay*2, most), pollInterval)
 		}
 	}
