@@ -39,6 +39,7 @@ const (
 	opReplace
 	opDelete
 	opPatch
+	opRead
 )
 
 // batchOp is one operation of a transactional batch, kept in this form so
@@ -80,6 +81,10 @@ func deleteOp(id, etag string) batchOp { return batchOp{kind: opDelete, id: id, 
 func patchOp(id string, p azcosmos.PatchOperations, etag string) batchOp {
 	return batchOp{kind: opPatch, id: id, patch: p, ifMatch: etag}
 }
+
+// readOp reads document id in the batch; a missing document fails the
+// batch (404).
+func readOp(id string) batchOp { return batchOp{kind: opRead, id: id} }
 
 // batchFailure is a transactional batch the service refused: Index is the
 // operation that failed and Status its status code (the others report 424).
@@ -129,6 +134,8 @@ func (p *Provider) runBatchWith(ctx context.Context, r retrier, instance string,
 			b.DeleteItem(o.id, opt)
 		case opPatch:
 			b.PatchItem(o.id, o.patch, opt)
+		case opRead:
+			b.ReadItem(o.id, opt)
 		}
 	}
 	var resp azcosmos.TransactionalBatchResponse
@@ -167,6 +174,9 @@ type turnPlan struct {
 	// queued are the candidate-pool entries of the queue documents the
 	// final batch creates, to add to the pool once it committed.
 	queued []candidates.Entry
+	// held is the instance's state once the final batch committed, its
+	// ETag (the answer to the final batch's first operation) excepted.
+	held heldState
 }
 
 // queueWrite is a queue document a turn produces: in its own partition it

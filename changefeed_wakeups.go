@@ -85,7 +85,11 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			if e.Worker {
 				pool = p.workPool
 			}
-			pool.Echo(e, d.LockedUntil, p.nowMs())
+			if pool.Echo(e, d.LockedUntil, p.nowMs()) && !e.Worker {
+				// A message this process did not write: the instance's
+				// next turn reads the partition, to take it too.
+				p.heldStates.saw(e.Instance, e.ID)
+			}
 		case typeInstance:
 			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw

@@ -144,6 +144,20 @@ type Config struct {
 	// 100 MB at 500 bytes per decoded event); negative holds nothing.
 	HeldHistoryEvents int
 
+	// HeldInstanceStates bounds how many instances this process holds the
+	// state of, as it last wrote them (least recently used out first): the
+	// instance document's ETag, execution, history watermark, pinned
+	// version and KV documents' existence, and the ids of at most 32
+	// orchestrator-queue messages it wrote to the instance since. With the
+	// instance's history held too (HeldHistoryEvents), the next fetch of
+	// such an instance is one request, a lock batch conditioned on the
+	// ETag, instead of a query and a batch; a write by another process
+	// fails the condition and the fetch reads the partition. Default
+	// DefaultHeldInstanceStates (10,000: about 3 MB at 300 bytes per
+	// instance, 40 MB if every one held 32 messages); negative holds
+	// nothing.
+	HeldInstanceStates int
+
 	// ChangeFeedWakeups starts one change-feed reader per Provider: queue
 	// messages written by other processes wake this process's waiting
 	// fetches within about ChangeFeedInterval instead of at their next
@@ -208,6 +222,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WorkerConcurrency == 0 {
 		c.WorkerConcurrency = 1
+	}
+	if c.HeldInstanceStates == 0 {
+		c.HeldInstanceStates = DefaultHeldInstanceStates
 	}
 	if c.HeldHistoryEvents == 0 {
 		c.HeldHistoryEvents = DefaultHeldHistoryEvents

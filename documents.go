@@ -130,6 +130,30 @@ func (d *instanceDoc) locked(nowMs int64) bool {
 // exists reports whether the instance was created by an ack.
 func (d *instanceDoc) exists() bool { return d != nil && d.Type == typeInstance }
 
+// hasContext reports whether a turn of the instance has an orchestration
+// to continue (it exists, or an execution was started): without it, a turn
+// needs a start message.
+func (d *instanceDoc) hasContext() bool {
+	return d != nil && (d.exists() || d.CurrentExecutionID > 0)
+}
+
+// decodeInstanceDoc decodes an instance document with its ETag and _rid.
+func decodeInstanceDoc(raw []byte) (*instanceDoc, error) {
+	d := &instanceDoc{}
+	var err error
+	if d.ETag, err = decodeDoc(raw, d); err != nil {
+		return nil, err
+	}
+	var sys struct {
+		RID string `json:"_rid"`
+	}
+	if err := json.Unmarshal(raw, &sys); err != nil {
+		return nil, fmt.Errorf("decode document: %w", err)
+	}
+	d.RID = sys.RID
+	return d, nil
+}
+
 // executionDoc is one execution of an instance, id "exec-<n>": the status
 // and output the runtime's metadata set (the SQLite provider's executions
 // table), its pinned version, and its history watermark.

@@ -35,7 +35,14 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	return p.createQueueDoc(ctx, op, d)
+	if err := p.createQueueDoc(ctx, op, d); err != nil {
+		return err
+	}
+	if s, ok := item.Kind.(duroxide.StartOrchestrationItem); ok {
+		// The instance's first fetch can be its lock batch alone.
+		p.heldStates.startWritten(d.target, heldStartOf(d.entry, s))
+	}
+	return nil
 }
 
 // EnqueueStart stores a client's start of an orchestration, refusing it
@@ -68,15 +75,21 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 	if len(d.doc) > maxItemBytes {
 		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
 	}
-	body, err := json.Marshal(instanceDoc{
+	pending := instanceDoc{
 		ID: instanceDocID, InstanceID: d.target, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(d.target)),
 		OrchestrationName: start.Orchestration, OrchestrationVersion: start.Version, StartMessageID: d.id,
 		CreatedAt: nowMs, UpdatedAt: nowMs,
-	})
+	}
+	body, err := json.Marshal(pending)
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	_, err = p.runBatch(ctx, d.target, []batchOp{createOp(instanceDocID, body), createOp(d.id, d.doc)}, idempotentWrite, false)
+	results, err := p.runBatch(ctx, d.target, []batchOp{createOp(instanceDocID, body), createOp(d.id, d.doc)}, idempotentWrite, false)
+	if err == nil {
+		// The first fetch of the instance needs only its lock batch.
+		m := heldStartOf(d.entry, start)
+		p.heldStates.hold(d.target, heldStateOf(&pending, string(results[0].ETag), false, false), true, &m)
+	}
 	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
 		var cur instanceDoc
 		_, found, rerr := p.readDoc(ctx, d.target, instanceDocID, &cur)

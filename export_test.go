@@ -35,3 +35,13 @@ func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
 	defer o.mu.Unlock()
 	return append([]uint8(nil), o.slots...)
 }
+
+// ForgetHeld makes p forget what it holds of instance (its decoded history
+// and its state), as a process that never ran it: a test that changes the
+// stored history behind p's back (which in production only another
+// process's ack does, changing the instance document too) calls it so
+// that p reads what was stored.
+func ForgetHeld(p *Provider, instance string) {
+	p.held.drop(instance)
+	p.heldStates.drop(instance)
+}

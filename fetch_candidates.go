@@ -120,7 +120,7 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 	pool := p.orchPool
 	start := pool.BeginRefresh()
 	at, now := time.Now(), p.nowMs()
-	q := "SELECT c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
+	q := "SELECT c.id, c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
 		"((c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now) OR " +
 		"(c.type IN ('instance', 'instance_pending') AND c.lockedUntil > @now))" + slotFilter(lease)
 	p.traceFetch(orchCandidateQuery)
@@ -133,6 +133,7 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 	locks := map[string]candidates.Hold{}
 	for _, raw := range raws {
 		var r struct {
+			ID           string `json:"id"`
 			InstanceID   string `json:"instanceId"`
 			Type         string `json:"type"`
 			DispatchSlot int    `json:"dispatchSlot"`
@@ -145,6 +146,7 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 			continue
 		}
 		if r.Type == typeOrchQueue {
+			p.heldStates.saw(r.InstanceID, r.ID)
 			rows = append(rows, candidates.Entry{Key: r.InstanceID, Instance: r.InstanceID, Slot: uint8(r.DispatchSlot),
 				VisibleAt: r.VisibleAt, EnqueuedAt: r.EnqueuedAt, Seq: r.Seq})
 		} else {
@@ -235,16 +237,28 @@ func (p *Provider) hint(e candidates.Entry) {
 	if e.Worker {
 		p.workPool.Hint(e)
 	} else {
+		p.heldStates.wrote(e)
 		p.orchPool.Hint(e)
 	}
 }
 
 // hintDocument is hint for a document's JSON (an outbox delivery); other
-// documents than queue messages are ignored.
+// documents than queue messages are ignored. A delivered start (a
+// sub-orchestration's) is held, so that the child's first fetch can be its
+// lock batch alone.
 func (p *Provider) hintDocument(raw []byte) {
 	var d queueDoc
-	if json.Unmarshal(raw, &d) == nil && d.InstanceID != "" && (d.Type == typeOrchQueue || d.Type == typeWorkerQueue) {
-		p.hint(queueEntry(&d))
+	if json.Unmarshal(raw, &d) != nil || d.InstanceID == "" || (d.Type != typeOrchQueue && d.Type != typeWorkerQueue) {
+		return
+	}
+	e := queueEntry(&d)
+	p.hint(e)
+	if d.Type == typeOrchQueue && p.heldStates != nil {
+		if w, err := decodeWorkItem(d.WorkItem); err == nil {
+			if s, ok := w.Kind.(duroxide.StartOrchestrationItem); ok {
+				p.heldStates.startWritten(d.InstanceID, heldStartOf(e, s))
+			}
+		}
 	}
 }
 

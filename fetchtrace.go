@@ -16,6 +16,12 @@ const (
 	orchCandidateQuery fetchEvent = "orch candidate query"
 	orchStateQuery     fetchEvent = "orch state query"
 	orchLockBatch      fetchEvent = "orch lock batch"
+	// orchHeldLockBatch is the lock batch of an instance whose state this
+	// process holds (the whole fetch); orchHeldRefused, that the service
+	// refused it (another process changed the instance) and the fetch
+	// reads the partition.
+	orchHeldLockBatch  fetchEvent = "orch held lock batch"
+	orchHeldRefused    fetchEvent = "orch held state refused"
 	orchHistoryQuery   fetchEvent = "orch history query"
 	orchSkipLocked     fetchEvent = "orch skip: instance locked"
 	orchSkipNoVisible  fetchEvent = "orch skip: no visible message"
@@ -42,7 +48,7 @@ func (p *Provider) traceFetch(ev fetchEvent) {
 	if p.metrics != nil {
 		p.metrics.fetchEvent(ev)
 	}
-	if ev == orchSkipLockLost || ev == workSkipLockLost {
+	if ev == orchSkipLockLost || ev == workSkipLockLost || ev == orchHeldRefused {
 		p.usage.lockRacesLost.Add(1)
 	}
 	if p.fetchTracer != nil {

@@ -167,7 +167,8 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	if err := p.commitTurn(ctx, instance, plan); err != nil {
+	p.heldStates.drop(instance) // the instance document changes
+	if _, err := p.commitTurn(ctx, instance, plan); err != nil {
 		if _, ok := asBatchFailure(err); ok {
 			return retryable(op, "the execution changed concurrently: "+err.Error())
 		}

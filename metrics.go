@@ -31,7 +31,7 @@ import (
 //	duroxide_cosmosdb_request_duration_seconds   histogram {call, op_kind}   time to the answer of one request
 //	duroxide_cosmosdb_throttled_total            counter   {call, op_kind}   answers with status 429
 //	duroxide_cosmosdb_retries_total              counter   {call, reason}    requests the provider sent again (reason: the status code, or "transport")
-//	duroxide_cosmosdb_lock_races_lost_total      counter   {queue}           fetches that lost the instance or work-item lock to another dispatcher (queue: orchestrator, worker)
+//	duroxide_cosmosdb_lock_races_lost_total      counter   {queue}           fetches that lost the instance or work-item lock to another dispatcher, or whose held instance state another process had changed (queue: orchestrator, worker)
 //	duroxide_cosmosdb_reconciler_deliveries_total counter  (none)            outbox intents delivered by ReconcileOutbox (the reconciler goroutine)
 //	duroxide_cosmosdb_outbox_pending             gauge     (none)            outbox intents not yet delivered
 //	duroxide_cosmosdb_outbox_oldest_age_seconds  gauge     (none)            age of the oldest of them (0 when none)
@@ -224,7 +224,7 @@ func (pm *providerMetrics) retried(ctx context.Context, err error) {
 // fetchEvent counts the fetch steps that are metrics: a lost lock race.
 func (pm *providerMetrics) fetchEvent(ev fetchEvent) {
 	switch ev {
-	case orchSkipLockLost:
+	case orchSkipLockLost, orchHeldRefused:
 		pm.lockRacesLost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("queue", "orchestrator")))
 	case workSkipLockLost:
 		pm.lockRacesLost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("queue", "worker")))

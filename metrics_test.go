@@ -169,7 +169,7 @@ func TestLockRaceMetrics(t *testing.T) {
 	var raced atomic.Bool
 	cdb.SetFetchTracer(a, func(ev string) {
 		switch ev {
-		case "orch lock batch":
+		case "orch lock batch", "orch held lock batch":
 			once.Do(func() {
 				var err error
 				bItem, err = b.FetchOrchestrationItem(ctx, longLock, 0, nil)

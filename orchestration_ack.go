@@ -162,8 +162,12 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		if err != nil {
 			return err
 		}
-		err = p.commitTurn(ctx, instance, plan)
+		var final []azcosmos.TransactionalBatchResult
+		final, err = p.commitTurn(ctx, instance, plan)
 		if err == nil {
+			// The instance's next fetch can be its lock batch alone.
+			plan.held.etag = string(final[0].ETag)
+			p.heldStates.hold(instance, plan.held, false, nil)
 			break
 		}
 		if attempt >= 3 {
@@ -452,18 +456,19 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())
 	}
+	plan.held = heldStateOf(&doc, "", lock.kvStore != nil || kv.storeChanged, lock.kvDelta != nil || kv.deltaChanged)
 	return plan, execIndex, nil
 }
 
-// commitTurn writes the staged batches, then the final one.
-func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPlan) error {
+// commitTurn writes the staged batches, then the final one, whose
+// results it returns.
+func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPlan) ([]azcosmos.TransactionalBatchResult, error) {
 	for _, ops := range plan.staged {
 		if _, err := p.runBatch(ctx, instance, ops, idempotentWrite, false); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	_, err := p.runBatch(ctx, instance, plan.final, write, false)
-	return err
+	return p.runBatch(ctx, instance, plan.final, write, false)
 }
 
 // removeCancelledActivities removes the worker-queue messages of the turn's

@@ -46,7 +46,14 @@ const unknownVersion = "unknown"
 // orchestrator-queue messages and returns its turn (duroxide-cdb's spec §3.1,
 // duroxide-cdb's architecture notes §6.1), or nil when there is none.
 //
-// Requests: 2 when the candidate is known and locked at the first try:
+// Requests: 1 when this process holds the instance's state (it started
+// the instance, or acked its last turn, and wrote the messages to take
+// since; Config.HeldInstanceStates): the lock batch alone, conditioned on
+// the instance document's ETag, which also reads the KV documents and
+// returns the locked messages (lockHeldTurn); a write by another process
+// fails it (1 request lost) and the fetch goes on as below.
+//
+// Otherwise 2 when the candidate is known and locked at the first try:
 //
 //  1. a single-partition query returning the instance document, its
 //     messages, its KV documents and the history documents of the
@@ -188,8 +195,14 @@ func allQueueMessages(items []duroxide.WorkItem) bool {
 // tryLockInstance tries to lock candidate c's instance and build its turn;
 // it returns nil, and no error, when the instance is not available, with
 // drop telling whether the pool should forget the candidate (nothing of it
-// is left to lock).
+// is left to lock). When this process holds the instance's state, the lock
+// batch built from it is the whole fetch (lockHeldTurn); otherwise, or
+// when that batch is refused, the instance's partition is read first.
 func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
+	item, drop, tried, err := p.lockHeldTurn(ctx, c.Instance, lockTimeout, filter)
+	if tried {
+		return item, drop, err
+	}
 	instance := c.Instance
 	execHint := max(p.orchPool.Exec(instance), duroxide.InitialExecutionID)
 	held, heldRID, heldExec, haveHeld := p.held.peek(instance)
@@ -221,16 +234,8 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	if rest {
 		visible = visible[:maxMessagesPerTurn]
 	}
-	items := make([]duroxide.WorkItem, 0, len(visible))
-	for _, m := range visible {
-		w, err := decodeWorkItem(m.WorkItem)
-		if err != nil {
-			p.log.Warn("undecodable orchestrator-queue message; it is consumed with the turn", zap.String("instance", instance), zap.String("id", m.ID), zap.Error(err))
-			continue
-		}
-		items = append(items, w)
-	}
-	hasContext := st.inst != nil && (st.inst.exists() || st.inst.CurrentExecutionID > 0)
+	items := p.decodeTurnMessages(instance, visible)
+	hasContext := st.inst.hasContext()
 	startName, startVersion, hasStart := startOf(items)
 	if !hasContext && !hasStart {
 		if allQueueMessages(items) {
@@ -252,16 +257,11 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	var doc instanceDoc
 	var ops []batchOp
 	if st.inst == nil {
-		doc = instanceDoc{
-			ID: instanceDocID, InstanceID: instance, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(instance)),
-			OrchestrationName: startName, OrchestrationVersion: startVersion,
-			LockToken: strp(lockID), LockedUntil: lockedUntil, CreatedAt: now, UpdatedAt: now,
-		}
-		body, err := json.Marshal(doc)
-		if err != nil {
+		var op batchOp
+		if doc, op, err = pendingLockedDoc(instance, startName, startVersion, lockID, lockedUntil, now); err != nil {
 			return nil, false, err
 		}
-		ops = append(ops, createOp(instanceDocID, body))
+		ops = append(ops, op)
 	} else {
 		doc = *st.inst
 		doc.LockToken, doc.LockedUntil = strp(lockID), lockedUntil
@@ -271,21 +271,24 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		ops = append(ops, patchOp(instanceDocID, po, st.inst.ETag))
 	}
 	attempt := int64(0)
-	ids := make([]string, 0, len(visible))
 	for _, m := range visible {
 		var po azcosmos.PatchOperations
 		po.AppendSet("/lockToken", lockID)
 		po.AppendSet("/lockedUntil", lockedUntil)
 		po.AppendIncrement("/attemptCount", 1)
 		ops = append(ops, patchOp(m.ID, po, ""))
-		ids = append(ids, m.ID)
 		attempt = max(attempt, m.AttemptCount+1)
 	}
 	p.traceFetch(orchLockBatch)
-	results, err := p.runBatch(ctx, instance, ops, write, false)
+	// A created instance document comes back with its _rid, which the
+	// history held after the turn is tied to.
+	results, err := p.runBatch(ctx, instance, ops, write, st.inst == nil)
 	switch {
 	case err == nil:
 		doc.ETag = string(results[0].ETag)
+		if created, derr := decodeInstanceDoc(results[0].ResourceBody); st.inst == nil && derr == nil {
+			doc.RID = created.RID
+		}
 	case isAmbiguous(err):
 		// The lock batch may have committed: it did if the instance
 		// document now carries this lock.
@@ -309,19 +312,91 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		}
 		return nil, false, err
 	}
-	p.orchPool.Lock(instance, lockedUntil)
+	item, err = p.finishTurn(ctx, lockedTurn{
+		instance: instance, lockID: lockID, lockedUntil: lockedUntil, doc: doc, msgs: visible, items: items, attempt: attempt,
+		kvStore: st.kvStore, kvDelta: st.kvDelta, hasContext: hasContext, startName: startName, startVersion: startVersion,
+		execHint: execHint, held: held, heldRID: heldRID, history: st.history,
+	}, now)
+	return item, !rest && item != nil, err
+}
+
+// pendingLockedDoc is the pending instance document a fetch creates, locked,
+// for an instance that has none, and its create operation.
+func pendingLockedDoc(instance, startName string, startVersion *string, lockID string, lockedUntil, now int64) (instanceDoc, batchOp, error) {
+	doc := instanceDoc{
+		ID: instanceDocID, InstanceID: instance, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(instance)),
+		OrchestrationName: startName, OrchestrationVersion: startVersion,
+		LockToken: strp(lockID), LockedUntil: lockedUntil, CreatedAt: now, UpdatedAt: now,
+	}
+	body, err := json.Marshal(doc)
+	return doc, createOp(instanceDocID, body), err
+}
+
+// decodeTurnMessages decodes the work items of a turn's messages; an
+// undecodable one is logged and left out (it is consumed with the turn).
+func (p *Provider) decodeTurnMessages(instance string, msgs []*queueDoc) []duroxide.WorkItem {
+	items := make([]duroxide.WorkItem, 0, len(msgs))
+	for _, m := range msgs {
+		w, err := decodeWorkItem(m.WorkItem)
+		if err != nil {
+			p.log.Warn("undecodable orchestrator-queue message; it is consumed with the turn", zap.String("instance", instance), zap.String("id", m.ID), zap.Error(err))
+			continue
+		}
+		items = append(items, w)
+	}
+	return items
+}
+
+// lockedTurn is an instance this fetch locked, with what its turn is
+// built from.
+type lockedTurn struct {
+	instance    string
+	lockID      string
+	lockedUntil int64
+	// doc is the instance document as locked, with the lock batch's ETag.
+	doc   instanceDoc
+	msgs  []*queueDoc // the locked messages, oldest first
+	items []duroxide.WorkItem
+	// attempt is the turn's attempt count (the highest of the messages').
+	attempt          int64
+	kvStore, kvDelta *kvDoc
+	hasContext       bool
+	startName        string
+	startVersion     *string
+	// execHint is the execution whose history was read with the state
+	// (history), held the events held for it (nil: none), heldRID the
+	// document they belong to.
+	execHint uint64
+	held     []duroxide.Event
+	heldRID  string
+	history  []historyDoc
+}
+
+// finishTurn builds the turn of an instance this fetch locked and records
+// the lock. It returns nil, and no error, when the lock batch's answer was
+// lost and it did not land; a failure after the lock was taken releases it
+// before the error is returned (the contract: an error means no lock is
+// held).
+func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*duroxide.OrchestrationItem, error) {
+	instance, doc := t.instance, t.doc
+	ids := make([]string, len(t.msgs))
+	for i, m := range t.msgs {
+		ids[i] = m.ID
+	}
+	p.orchPool.Lock(instance, t.lockedUntil)
 	p.orchPool.Unskip(instance)
 	for _, id := range ids {
-		p.orchPool.LockedMessage(instance, id, lockedUntil)
+		p.orchPool.LockedMessage(instance, id, t.lockedUntil)
 	}
-	token := orchLockToken(instance, lockID)
+	p.heldStates.locked(instance, ids)
+	token := orchLockToken(instance, t.lockID)
 
-	item = &duroxide.OrchestrationItem{
-		Instance: instance, Messages: items, LockToken: token,
-		AttemptCount: uint32(min(attempt, int64(^uint32(0)))),
-		KVSnapshot:   kvSnapshot(st.kvStore),
+	item := &duroxide.OrchestrationItem{
+		Instance: instance, Messages: t.items, LockToken: token,
+		AttemptCount: uint32(min(t.attempt, int64(^uint32(0)))),
+		KVSnapshot:   kvSnapshot(t.kvStore),
 	}
-	if hasContext {
+	if t.hasContext {
 		item.OrchestrationName = doc.OrchestrationName
 		item.Version = unknownVersion
 		if doc.OrchestrationVersion != nil {
@@ -329,10 +404,11 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		}
 		item.ExecutionID = doc.CurrentExecutionID
 		p.orchPool.SetExec(instance, doc.CurrentExecutionID)
-		if haveHeld && doc.RID != heldRID {
+		held := t.held
+		if held != nil && doc.RID != t.heldRID {
 			held = nil // another document: the instance was deleted and started again
 		}
-		history, herr := p.turnHistory(ctx, instance, &doc, execHint, held, st.history)
+		history, herr := p.turnHistory(ctx, instance, &doc, t.execHint, held, t.history)
 		switch {
 		case herr == nil:
 			item.History = history
@@ -351,24 +427,24 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 			item.KVSnapshot = map[string]duroxide.KvEntry{}
 		default:
 			// Contract: an error means no lock is held.
-			p.releaseAfterFailedFetch(instance, lockID, ids)
-			return nil, false, herr
+			p.releaseAfterFailedFetch(instance, t.lockID, ids)
+			return nil, herr
 		}
 	} else {
-		item.OrchestrationName = startName
+		item.OrchestrationName = t.startName
 		item.Version = unknownVersion
-		if startVersion != nil {
-			item.Version = *startVersion
+		if t.startVersion != nil {
+			item.Version = *t.startVersion
 		}
 		item.ExecutionID = duroxide.InitialExecutionID
 	}
 	p.locks.PutOrch(token, &orchLock{
-		instance: instance, lockID: lockID, doc: doc, messageIDs: ids,
-		kvStore: st.kvStore, kvDelta: st.kvDelta, lockedUntil: lockedUntil,
-		oldestEnqueuedAt: visible[0].EnqueuedAt, oldestSeq: visible[0].Seq,
+		instance: instance, lockID: t.lockID, doc: doc, messageIDs: ids,
+		kvStore: t.kvStore, kvDelta: t.kvDelta, lockedUntil: t.lockedUntil,
+		oldestEnqueuedAt: t.msgs[0].EnqueuedAt, oldestSeq: t.msgs[0].Seq,
 	}, now)
 	p.traceFetch(orchFound)
-	return item, !rest, nil
+	return item, nil
 }
 
 // dropOrphanQueueMessages deletes QueueMessage items of an instance that was

@@ -36,16 +36,7 @@ func parseState(raws [][]byte) (partitionState, error) {
 		var err error
 		switch h.Type {
 		case typeInstance, typeInstancePending:
-			d := &instanceDoc{}
-			d.ETag, err = decodeDoc(raw, d)
-			var sys struct {
-				RID string `json:"_rid"`
-			}
-			if err == nil {
-				err = json.Unmarshal(raw, &sys)
-				d.RID = sys.RID
-			}
-			st.inst = d
+			st.inst, err = decodeInstanceDoc(raw)
 		case typeOrchQueue, typeWorkerQueue:
 			d := &queueDoc{}
 			d.ETag, err = decodeDoc(raw, d)

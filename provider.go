@@ -35,6 +35,9 @@ type Provider struct {
 	// held is the history kept decoded between turns (held_history.go);
 	// nil holds nothing.
 	held *heldHistories
+	// heldStates is the instance states kept for one-request fetches
+	// (held_states.go); nil holds nothing.
+	heldStates *heldStates
 	// newClient builds a fresh client when ownClient (see clientFactory).
 	newClient func() (*azcosmos.Client, error)
 	container *azcosmos.ContainerClient
@@ -110,6 +113,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	p.workPool = candidates.New(cfg.LongPollInterval, DispatchSlot, p.nowMs)
 	if cfg.HeldHistoryEvents > 0 {
 		p.held = newHeldHistories(cfg.HeldHistoryEvents)
+	}
+	if cfg.HeldInstanceStates > 0 {
+		p.heldStates = newHeldStates(cfg.HeldInstanceStates)
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried

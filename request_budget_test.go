@@ -44,20 +44,28 @@ func dataRequests(s *emulator.Server) int64 {
 // hello-world orchestration. With a fresh candidate pool (the candidate
 // query of the warm-up is still trusted, and the orchestration's messages
 // were written by this process) they are the figures the methods' doc
-// comments give: fetch 2, with or without history, ack 1, work-item fetch
-// 1, work-item ack 1, enqueue 1. With a pool that is never fresh (a
+// comments give: an orchestration fetch is 1 request, its lock batch,
+// since this process wrote the start and acked the previous turn (held
+// instance state), ack 1, work-item fetch 1, work-item ack 1, enqueue 1: 7.
+// Without held state (HeldInstanceStates < 0, which stands for a process
+// that did not write the instance last) an orchestration fetch reads the
+// partition first: 2, and 9 in all. With a pool that is never fresh (a
 // LongPollInterval of 1 ns) each fetch makes its candidate query first.
 func TestRequestBudget(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		pollInterval time.Duration
+		heldStates   int
 		fetch, work  int64
 	}{
-		{"fresh pool", time.Hour, 2, 1},
-		{"stale pool", time.Nanosecond, 3, 2},
+		{"held state, fresh pool", time.Hour, 0, 1, 1},
+		{"held state, stale pool", time.Nanosecond, 0, 2, 2},
+		{"no held state, fresh pool", time.Hour, -1, 2, 1},
+		{"no held state, stale pool", time.Nanosecond, -1, 3, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := countHelloWorld(t, c.pollInterval)
+			t.Parallel()
+			got := countHelloWorld(t, c.pollInterval, c.heldStates)
 			want := map[helloStep]int64{
 				stepEnqueue: 1, stepFetchNew: c.fetch, stepAckFirst: 1, stepFetchWork: c.work,
 				stepAckWork: 1, stepFetchAgain: c.fetch, stepAckLast: 1,
@@ -69,10 +77,12 @@ func TestRequestBudget(t *testing.T) {
 }
 
 // countHelloWorld runs a warm-up and a counted hello-world orchestration on
-// a provider with the given LongPollInterval and returns the requests of
-// each counted call.
-func countHelloWorld(t *testing.T, pollInterval time.Duration) map[helloStep]int64 {
-	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler, c.LongPollInterval = true, pollInterval })
+// a provider with the given LongPollInterval and HeldInstanceStates and
+// returns the requests of each counted call.
+func countHelloWorld(t *testing.T, pollInterval time.Duration, heldStates int) map[helloStep]int64 {
+	p, s := newPrivateProvider(t, func(c *cdbConfig) {
+		c.DisableReconciler, c.LongPollInterval, c.HeldInstanceStates = true, pollInterval, heldStates
+	})
 	ctx := context.Background()
 	// Warm the SDK's metadata caches with one orchestration.
 	require.NoError(t, helloWorld(ctx, p, "warm-up", nil))

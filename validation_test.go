@@ -63,7 +63,8 @@ func partitionDocs(ctx context.Context, t testing.TB, p duroxide.Provider, insta
 }
 
 // CorruptInstanceHistory replaces the event data of every history document
-// of instance with text that is not an event.
+// of instance with text that is not an event, as if a newer version had
+// written them.
 func (cosmosFactory) CorruptInstanceHistory(ctx context.Context, t testing.TB, p duroxide.Provider, instance string) {
 	t.Helper()
 	c := p.(*cdb.Provider).Container()
@@ -77,6 +78,10 @@ func (cosmosFactory) CorruptInstanceHistory(ctx context.Context, t testing.TB, p
 		_, err = c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(instance), b, nil)
 		require.NoError(t, err)
 	}
+	// Events this provider decoded and holds are not read again; stored
+	// history changes only with another process's ack, which this one
+	// never decoded.
+	cdb.ForgetHeld(p.(*cdb.Provider), instance)
 }
 
 // MaxAttemptCount returns the highest attempt count among instance's

@@ -261,7 +261,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	}
 	p.locks.DropWorker(lockToken)
 	if queued != nil {
-		p.orchPool.Hint(*queued)
+		p.hint(*queued)
 	}
 	if intent != nil {
 		if err := p.deliverIntent(ctx, *intent, quickRetrier.withClosed(p.stop)); err != nil {

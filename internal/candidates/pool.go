@@ -431,16 +431,18 @@ func (p *Pool) LockedMessage(instance, id string, untilMs int64) {
 // candidate only from that lock's expiry on. Without the two, the echo of
 // a work item this process already ran would cost a failed lock request (a
 // lost race), the echo of an orchestrator message already consumed a state
-// query, and both would wake every waiting fetch.
-func (p *Pool) Echo(e Entry, lockedUntil, nowMs int64) {
+// query, and both would wake every waiting fetch. It reports whether the
+// copy was news to this process (it was hinted).
+func (p *Pool) Echo(e Entry, lockedUntil, nowMs int64) bool {
 	p.mu.Lock()
 	until, known := p.known[WorkKey(e.Instance, e.ID)]
 	p.mu.Unlock()
 	if known && until > nowMs {
-		return
+		return false
 	}
 	e.VisibleAt = max(e.VisibleAt, lockedUntil)
 	p.Hint(e)
+	return true
 }
 
 // Hint adds a message this process wrote (or made visible again) to the

@@ -1,0 +1,172 @@
+// Fetch of an orchestration this process holds the state of: the lock
+// batch alone, built from what this process last wrote to the instance.
+
+package cdb
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// orchMessageLockCondition is the filter predicate a held message's lock
+// patch carries: the document is still an orchestrator-queue message (not
+// the tombstone an ack left), visible and unlocked at nowMs.
+func orchMessageLockCondition(nowMs int64) string {
+	n := strconv.FormatInt(nowMs, 10)
+	return "FROM c WHERE c.type = '" + typeOrchQueue + "' AND c.visibleAt <= " + n + " AND c.lockedUntil <= " + n
+}
+
+// lockHeldTurn locks instance's turn with one request when this process
+// holds the instance's state (heldStates: it started the instance, or
+// acked its last turn, and wrote the messages to take since) and, for an
+// instance with an execution, its whole history (heldHistories). The
+// request is a transactional batch, with content responses, that
+//
+//   - patches the lock onto the instance document, If-Match on the held
+//     ETag (any write by another process since fails it),
+//   - reads the KV documents that exist, and
+//   - locks each held visible message with a filter predicate that it is
+//     still a visible, unlocked orchestrator-queue message,
+//
+// and its responses are the documents the turn is built from. For an
+// instance this process wrote a start to and knows no document of, the
+// batch creates the pending instance document instead (refused when one
+// exists). tried is
+// false, with nothing written, when this process does not hold what the
+// batch needs, and when the service refused the batch (the held state is
+// then forgotten): the caller reads the partition instead. Messages other
+// processes wrote to the instance, which this process does not hold, wait
+// for a later turn; a candidate query or the change feed showing one makes
+// the next fetch read the partition.
+func (p *Provider) lockHeldTurn(ctx context.Context, instance string, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop, tried bool, err error) {
+	now := p.nowMs()
+	st, msgs, ok := p.heldStates.turn(instance, now)
+	if !ok {
+		return nil, false, false, nil
+	}
+	var held []duroxide.Event
+	if st.context {
+		if filter != nil && st.pinned != nil && !compatibleFirstRange(filter, st.pinned) {
+			return nil, false, false, nil // the partition read records the skip
+		}
+		h, rid, exec, ok := p.held.peek(instance)
+		if !ok || rid == "" || rid != st.rid || exec != st.exec || uint64(len(h)) != st.watermark {
+			return nil, false, false, nil
+		}
+		held = h
+	}
+	start, hasStart := heldStart(msgs)
+	if !st.context && !hasStart {
+		return nil, false, false, nil
+	}
+	msgs = msgs[:min(len(msgs), maxMessagesPerTurn)]
+
+	lockID := newLockID()
+	lockedUntil := now + lockTimeout.Milliseconds()
+	var ops []batchOp
+	if st.absent {
+		_, op, err := pendingLockedDoc(instance, start.startName, start.startVersion, lockID, lockedUntil, now)
+		if err != nil {
+			return nil, false, true, err
+		}
+		ops = append(ops, op)
+	} else {
+		var po azcosmos.PatchOperations
+		po.AppendSet("/lockToken", lockID)
+		po.AppendSet("/lockedUntil", lockedUntil)
+		ops = append(ops, patchOp(instanceDocID, po, st.etag))
+	}
+	if st.kvStore {
+		ops = append(ops, readOp(kvStoreDocID))
+	}
+	if st.kvDelta {
+		ops = append(ops, readOp(kvDeltaDocID))
+	}
+	first := len(ops)
+	cond := orchMessageLockCondition(now)
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		var mo azcosmos.PatchOperations
+		mo.SetCondition(cond)
+		mo.AppendSet("/lockToken", lockID)
+		mo.AppendSet("/lockedUntil", lockedUntil)
+		mo.AppendIncrement("/attemptCount", 1)
+		ops = append(ops, patchOp(m.id, mo, ""))
+		ids[i] = m.id
+	}
+	p.traceFetch(orchHeldLockBatch)
+	results, err := p.runBatch(ctx, instance, ops, write, true)
+	if err != nil {
+		p.heldStates.drop(instance)
+		if _, ok := asBatchFailure(err); ok {
+			p.traceFetch(orchHeldRefused)
+			return nil, false, false, nil
+		}
+		if isAmbiguous(err) {
+			// The lock may have landed: release it (conditioned on this
+			// lock, so nothing else is touched) rather than leave the
+			// messages locked until it expires.
+			p.releaseAfterFailedFetch(instance, lockID, ids)
+			return nil, false, true, nil
+		}
+		return nil, false, true, err
+	}
+
+	t := lockedTurn{instance: instance, lockID: lockID, lockedUntil: lockedUntil, hasContext: st.context,
+		execHint: st.exec, held: held, heldRID: st.rid}
+	parsed := func() error {
+		doc, err := decodeInstanceDoc(results[0].ResourceBody)
+		if err != nil {
+			return err
+		}
+		t.doc = *doc
+		t.doc.ETag = string(results[0].ETag)
+		for _, r := range results[1:first] {
+			d := &kvDoc{}
+			if d.ETag, err = decodeDoc(r.ResourceBody, d); err != nil {
+				return err
+			}
+			if d.ID == kvStoreDocID {
+				t.kvStore = d
+			} else {
+				t.kvDelta = d
+			}
+		}
+		for _, r := range results[first:] {
+			m := &queueDoc{}
+			if m.ETag, err = decodeDoc(r.ResourceBody, m); err != nil {
+				return err
+			}
+			t.msgs = append(t.msgs, m)
+			t.attempt = max(t.attempt, m.AttemptCount) // already counted by the batch
+		}
+		return nil
+	}()
+	if parsed != nil {
+		// The service's answer is not what was written: give the lock up.
+		p.heldStates.drop(instance)
+		p.releaseAfterFailedFetch(instance, lockID, ids)
+		return nil, false, true, parsed
+	}
+	t.items = p.decodeTurnMessages(instance, t.msgs)
+	if !t.hasContext {
+		t.startName, t.startVersion, _ = startOf(t.items)
+	}
+	item, err = p.finishTurn(ctx, t, now)
+	return item, item != nil, true, err
+}
+
+// heldStart returns the first start message of msgs.
+func heldStart(msgs []heldMessage) (heldMessage, bool) {
+	for _, m := range msgs {
+		if m.start {
+			return m, true
+		}
+	}
+	return heldMessage{}, false
+}
