@@ -50,8 +50,8 @@ const unknownVersion = "unknown"
 // the instance, or acked its last turn, and wrote the messages to take
 // since; Config.HeldInstanceStates): the lock batch alone, conditioned on
 // the instance document's ETag, which also reads the KV documents and
-// returns the locked messages (lockHeldTurn); a write by another process
-// fails it (1 request lost) and the fetch goes on as below.
+// returns the locked messages; a write by another process fails it (1
+// request lost) and the fetch goes on as below.
 //
 // Otherwise 2 when the candidate is known and locked at the first try:
 //
