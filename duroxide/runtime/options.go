@@ -12,8 +12,9 @@ import (
 
 // Options configures a Runtime (duroxide's RuntimeOptions). A zero field
 // takes the documented default, so Options{} is a valid configuration.
-// Start refuses negative durations (except LongPollTimeout, where negative
-// disables long polling) and a negative MaxSessionsPerRuntime.
+// Start refuses negative durations (except LongPollTimeout and
+// WorkerPrefetchHold, where negative turns the feature off) and a negative
+// MaxSessionsPerRuntime.
 type Options struct {
 	// PollInterval is the minimum duration of one idle polling cycle of a
 	// dispatcher: when a fetch returns no work sooner, the dispatcher sleeps
@@ -46,6 +47,15 @@ type Options struct {
 	OrchestratorLockRenewalBuffer time.Duration
 	// WorkerLockTimeout is the peek-lock duration of an activity. Default: 30s.
 	WorkerLockTimeout time.Duration
+	// WorkerPrefetchHold bounds fetching ahead: while an activity runs, its
+	// worker fetches the next work item, so that the fetch's round trip to
+	// the store overlaps the activity instead of following it; the fetched
+	// item waits, locked, until the activity returns, at most this long,
+	// after which it is abandoned for other workers without counting the
+	// attempt. A worker whose last activity ran longer than this does not
+	// fetch ahead. Default: 250ms; negative turns fetching ahead off (each
+	// fetch then follows the previous activity).
+	WorkerPrefetchHold time.Duration
 	// WorkerLockRenewalBuffer: an activity's lock is renewed at
 	// (timeout - buffer) when the timeout is at least 15s, and at half the
 	// timeout otherwise. Default: 5s.
@@ -144,6 +154,8 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.OrchestratorLockTimeout, 5*time.Second)
 	def(&o.OrchestratorLockRenewalBuffer, 2*time.Second)
 	def(&o.WorkerLockTimeout, 30*time.Second)
+	def(&o.WorkerPrefetchHold, 250*time.Millisecond)
+	o.WorkerPrefetchHold = max(o.WorkerPrefetchHold, 0)
 	def(&o.WorkerLockRenewalBuffer, 5*time.Second)
 	def(&o.ActivityCancellationGracePeriod, 10*time.Second)
 	def(&o.SessionLockTimeout, 30*time.Second)
@@ -172,7 +184,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxSessionsPerRuntime < 0 {
 		return o, fmt.Errorf("runtime: Options.MaxSessionsPerRuntime must not be negative, got %d", o.MaxSessionsPerRuntime)
 	}
-	// Every duration but LongPollTimeout (where negative means "off") must
+	// Every duration but LongPollTimeout and WorkerPrefetchHold (where
+	// negative means "off") must
 	// be positive or zero (the default); a negative interval would, among
 	// other things, panic in time.NewTicker on a runtime goroutine.
 	for _, d := range []struct {

@@ -30,17 +30,22 @@ type inflightActivity struct {
 	cancel context.CancelCauseFunc
 }
 
-// workerLoop is one worker goroutine: fetch an activity, run it, ack its
-// result, until the runtime stops.
+// workerLoop is one worker goroutine: fetch an activity, run it (fetching
+// the next one meanwhile: workPrefetch), ack its result, until the runtime
+// stops.
 func (r *Runtime) workerLoop(workerID, sessionOwner string, sessions *sessionTracker) {
 	acks := newAckPipeline()
-	pollLoop(r, workerID, "work item", func() (*duroxide.LockedWorkItem, error) {
+	prefetch := newWorkPrefetch(r, func() (*duroxide.LockedWorkItem, error) {
 		var session *duroxide.SessionFetchConfig
 		if sessions.distinct() < r.opts.MaxSessionsPerRuntime {
 			session = &duroxide.SessionFetchConfig{OwnerID: sessionOwner, LockTimeout: r.opts.SessionLockTimeout}
 		}
 		return r.provider.FetchWorkItem(r.fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.TagFilter)
-	}, func(locked *duroxide.LockedWorkItem) { r.processWorkItem(workerID, locked, sessions, acks) })
+	})
+	defer prefetch.close()
+	pollLoop(r, workerID, "work item", prefetch.next, func(locked *duroxide.LockedWorkItem) {
+		prefetch.process(func() { r.processWorkItem(workerID, locked, sessions, acks) })
+	})
 }
 
 func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkItem, sessions *sessionTracker, acks *ackPipeline) {
