@@ -86,9 +86,10 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				pool = p.workPool
 			}
 			if pool.Echo(e, d.LockedUntil, p.nowMs()) && !e.Worker {
-				// A message this process did not write: the instance's
-				// next turn reads the partition, to take it too.
-				p.heldStates.saw(e.Instance, e.ID)
+				// Another process's message: the instance's held turn
+				// takes it too, once its lock (if any) has expired.
+				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
+				p.heldStates.message(e)
 			}
 		case typeInstance:
 			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)

@@ -45,3 +45,8 @@ func ForgetHeld(p *Provider, instance string) {
 	p.held.drop(instance)
 	p.heldStates.drop(instance)
 }
+
+// ForgetHeldState makes p forget the state it holds of instance (not its
+// history), as when a message another process wrote made it read the
+// instance's partition.
+func ForgetHeldState(p *Provider, instance string) { p.heldStates.drop(instance) }

@@ -146,9 +146,10 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 			continue
 		}
 		if r.Type == typeOrchQueue {
-			p.heldStates.saw(r.InstanceID, r.ID)
-			rows = append(rows, candidates.Entry{Key: r.InstanceID, Instance: r.InstanceID, Slot: uint8(r.DispatchSlot),
-				VisibleAt: r.VisibleAt, EnqueuedAt: r.EnqueuedAt, Seq: r.Seq})
+			e := candidates.Entry{Key: r.InstanceID, Instance: r.InstanceID, ID: r.ID, Slot: uint8(r.DispatchSlot),
+				VisibleAt: r.VisibleAt, EnqueuedAt: r.EnqueuedAt, Seq: r.Seq}
+			p.heldStates.message(e) // another process's, perhaps: the held turn takes it too
+			rows = append(rows, e)
 		} else {
 			locks[r.InstanceID] = candidates.Hold{Until: r.LockedUntil, Slot: uint8(r.DispatchSlot)}
 		}
@@ -237,7 +238,7 @@ func (p *Provider) hint(e candidates.Entry) {
 	if e.Worker {
 		p.workPool.Hint(e)
 	} else {
-		p.heldStates.wrote(e)
+		p.heldStates.message(e)
 		p.orchPool.Hint(e)
 	}
 }

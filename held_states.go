@@ -48,8 +48,9 @@ type heldState struct {
 	kvStore, kvDelta bool
 }
 
-// heldMessage is an orchestrator-queue message this process wrote (or
-// delivered) to an instance it holds, not locked since.
+// heldMessage is an orchestrator-queue message of an instance this
+// process holds, not locked by it since: one it wrote (or delivered), or
+// one a candidate query or the change feed showed.
 type heldMessage struct {
 	id         string
 	visibleAt  int64
@@ -152,10 +153,14 @@ func (h *heldStates) startWritten(instance string, m heldMessage) {
 	hi.msgs[m.id] = m
 }
 
-// wrote holds a message this process wrote to an orchestrator queue, when
-// it holds the instance (an entry without state included: its messages are
-// needed once the lock held now is acked).
-func (h *heldStates) wrote(e candidates.Entry) {
+// message holds an orchestrator-queue message of an instance this
+// process holds (an entry without state included: its messages are needed
+// once the lock held now is acked): one it wrote, or one a candidate query
+// or the change feed showed, visible and unlocked from e.VisibleAt on. The
+// lock batch checks each message (a filter predicate on its type,
+// visibility and lock) and reads it, so a message known only by its id and
+// timing is locked as well as one this process wrote.
+func (h *heldStates) message(e candidates.Entry) {
 	if h == nil || e.Worker || e.ID == "" {
 		return
 	}
@@ -174,23 +179,6 @@ func (h *heldStates) wrote(e candidates.Entry) {
 	hi.msgs[e.ID] = m
 }
 
-// saw reports a message of instance that another source (a candidate
-// query, the change feed) shows visible and unlocked: when this process
-// does not hold it, someone else wrote it, and the instance's next turn
-// reads the partition so as to take it too.
-func (h *heldStates) saw(instance, id string) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if hi, ok := h.byID[instance]; ok {
-		if _, held := hi.Value.(*heldInstance).msgs[id]; !held {
-			h.dropLocked(instance)
-		}
-	}
-}
-
 // locked records that this process locked instance with messages ids: the
 // held state ends (the lock changed the ETag) until the ack holds the
 // next one, and the messages are no longer pending.
@@ -207,15 +195,18 @@ func (h *heldStates) locked(instance string, ids []string) {
 	}
 }
 
-// turn returns instance's held state and its held messages visible at
-// nowMs, oldest first, when both exist.
-func (h *heldStates) turn(instance string, nowMs int64) (heldState, []heldMessage, bool) {
-	if h == nil {
+// turn returns instance's held state and the messages visible at nowMs,
+// oldest first, when both exist: its held messages and those of c, the
+// candidate-pool entry the fetch picked (which may know messages this
+// process saw before it held the instance). An entry that saw more
+// messages than it lists gives no turn.
+func (h *heldStates) turn(c candidates.Entry, nowMs int64) (heldState, []heldMessage, bool) {
+	if h == nil || c.Overflow {
 		return heldState{}, nil, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	hi := h.entryLocked(instance, false)
+	hi := h.entryLocked(c.Instance, false)
 	if hi == nil || hi.state == nil {
 		return heldState{}, nil, false
 	}
@@ -224,6 +215,16 @@ func (h *heldStates) turn(instance string, nowMs int64) (heldState, []heldMessag
 		if m.visibleAt <= nowMs {
 			msgs = append(msgs, m)
 		}
+	}
+	for _, r := range c.Msgs {
+		if _, held := hi.msgs[r.ID]; !held && r.VisibleAt <= nowMs {
+			// Its enqueue time is not known: it goes first, as the
+			// oldest the entry knows (c.EnqueuedAt) or older.
+			msgs = append(msgs, heldMessage{id: r.ID, visibleAt: r.VisibleAt, enqueuedAt: c.EnqueuedAt, seq: c.Seq})
+		}
+	}
+	if len(msgs) > maxHeldMessages {
+		return heldState{}, nil, false
 	}
 	if len(msgs) == 0 {
 		return heldState{}, nil, false

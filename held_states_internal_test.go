@@ -14,6 +14,12 @@ func heldEntry(instance, id string, enqueuedAt, visibleAt int64) candidates.Entr
 	return candidates.Entry{Key: instance, Instance: instance, ID: id, EnqueuedAt: enqueuedAt, VisibleAt: visibleAt, Seq: id}
 }
 
+// picked is the candidate-pool entry of instance as a fetch picks it,
+// standing for msgs.
+func picked(instance string, msgs ...candidates.MsgRef) candidates.Entry {
+	return candidates.Entry{Key: instance, Instance: instance, Msgs: msgs}
+}
+
 func heldIDs(msgs []heldMessage) []string {
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -25,42 +31,59 @@ func heldIDs(msgs []heldMessage) []string {
 func TestHeldStatesTurnNeedsAStateAndVisibleMessages(t *testing.T) {
 	t.Parallel()
 	h := newHeldStates(10)
-	h.wrote(heldEntry("i", "m0", 1, 1))
-	_, _, ok := h.turn("i", 100)
+	h.message(heldEntry("i", "m0", 1, 1))
+	_, _, ok := h.turn(picked("i"), 100)
 	assert.False(t, ok, "a message of an instance not held is not kept")
 
 	h.hold("i", heldState{etag: "e1", context: true}, false, nil)
-	_, _, ok = h.turn("i", 100)
+	_, _, ok = h.turn(picked("i"), 100)
 	assert.False(t, ok, "no message")
 
-	h.wrote(heldEntry("i", "m2", 20, 20))
-	h.wrote(heldEntry("i", "m1", 10, 10))
-	h.wrote(heldEntry("i", "timer", 5, 500))
-	st, msgs, ok := h.turn("i", 100)
+	h.message(heldEntry("i", "m2", 20, 20))
+	h.message(heldEntry("i", "m1", 10, 10))
+	h.message(heldEntry("i", "timer", 5, 500))
+	st, msgs, ok := h.turn(picked("i"), 100)
 	require.True(t, ok)
 	assert.Equal(t, "e1", st.etag)
 	assert.Equal(t, []string{"m1", "m2"}, heldIDs(msgs), "visible ones, oldest first")
 
 	h.locked("i", []string{"m1", "m2"})
-	_, _, ok = h.turn("i", 1000)
+	_, _, ok = h.turn(picked("i"), 1000)
 	assert.False(t, ok, "the lock ends the held state until the ack holds the next one")
 	h.hold("i", heldState{etag: "e2", context: true}, false, nil)
-	_, msgs, ok = h.turn("i", 1000)
+	_, msgs, ok = h.turn(picked("i"), 1000)
 	require.True(t, ok)
 	assert.Equal(t, []string{"timer"}, heldIDs(msgs), "locked messages are no longer held")
 }
 
-func TestHeldStatesForgetsAnInstanceWithAMessageItDidNotWrite(t *testing.T) {
+func TestHeldStatesTakeInMessagesOthersWrote(t *testing.T) {
 	t.Parallel()
 	h := newHeldStates(10)
 	h.hold("i", heldState{etag: "e", context: true}, false, nil)
-	h.wrote(heldEntry("i", "mine", 1, 1))
-	h.saw("i", "mine")
-	_, _, ok := h.turn("i", 10)
-	assert.True(t, ok, "a held message seen elsewhere changes nothing")
-	h.saw("i", "theirs")
-	_, _, ok = h.turn("i", 10)
-	assert.False(t, ok, "another writer's message: the next turn reads the partition")
+	h.message(heldEntry("i", "mine", 1, 1))
+	h.message(heldEntry("i", "theirs", 2, 50)) // shown locked until 50
+	h.message(heldEntry("other", "x", 1, 1))
+	_, msgs, ok := h.turn(picked("i"), 10)
+	require.True(t, ok)
+	assert.Equal(t, []string{"mine"}, heldIDs(msgs))
+	_, msgs, _ = h.turn(picked("i"), 60)
+	assert.Equal(t, []string{"mine", "theirs"}, heldIDs(msgs), "visible once the other lock expired")
+	_, _, ok = h.turn(picked("other"), 10)
+	assert.False(t, ok, "messages of instances not held are not kept")
+}
+
+func TestHeldStatesTurnTakesThePickedEntrysMessages(t *testing.T) {
+	t.Parallel()
+	h := newHeldStates(10)
+	h.hold("i", heldState{etag: "e", context: true}, false, nil)
+	h.message(heldEntry("i", "held", 5, 5))
+	_, msgs, ok := h.turn(picked("i", candidates.MsgRef{ID: "seen", VisibleAt: 1}, candidates.MsgRef{ID: "timer", VisibleAt: 500}), 10)
+	require.True(t, ok)
+	assert.ElementsMatch(t, []string{"held", "seen"}, heldIDs(msgs), "a message the pool saw before the instance was held is taken too; a future one is not")
+	over := picked("i")
+	over.Overflow = true
+	_, _, ok = h.turn(over, 10)
+	assert.False(t, ok, "an entry that saw more messages than it lists gives no turn")
 }
 
 func TestHeldStatesBounds(t *testing.T) {
@@ -69,17 +92,17 @@ func TestHeldStatesBounds(t *testing.T) {
 	for i := range 3 {
 		inst := fmt.Sprint("i", i)
 		h.hold(inst, heldState{etag: "e", context: true}, false, nil)
-		h.wrote(heldEntry(inst, "m", 1, 1))
+		h.message(heldEntry(inst, "m", 1, 1))
 	}
-	_, _, ok := h.turn("i0", 10)
+	_, _, ok := h.turn(picked("i0"), 10)
 	assert.False(t, ok, "the least recently used instance is out")
-	_, _, ok = h.turn("i2", 10)
+	_, _, ok = h.turn(picked("i2"), 10)
 	assert.True(t, ok)
 
 	for i := range maxHeldMessages {
-		h.wrote(heldEntry("i2", fmt.Sprint("x", i), 1, 1))
+		h.message(heldEntry("i2", fmt.Sprint("x", i), 1, 1))
 	}
-	_, _, ok = h.turn("i2", 10)
+	_, _, ok = h.turn(picked("i2"), 10)
 	assert.False(t, ok, "past maxHeldMessages the instance is forgotten")
 }
 
@@ -87,28 +110,28 @@ func TestHeldStatesStartAndETag(t *testing.T) {
 	t.Parallel()
 	h := newHeldStates(10)
 	h.hold("i", heldState{context: true}, false, nil)
-	_, _, ok := h.turn("i", 10)
+	_, _, ok := h.turn(picked("i"), 10)
 	assert.False(t, ok, "without an ETag nothing can be conditioned")
 
 	h.startWritten("new", heldMessage{id: "s", start: true})
-	st, msgs, ok := h.turn("new", 10)
+	st, msgs, ok := h.turn(picked("new"), 10)
 	require.True(t, ok)
 	assert.True(t, st.absent, "a start to an instance held nowhere is taken to create it")
 	assert.True(t, msgs[0].start)
 
 	h.hold("run", heldState{etag: "e", context: true}, false, nil)
 	h.startWritten("run", heldMessage{id: "s", start: true})
-	st, _, ok = h.turn("run", 10)
+	st, _, ok = h.turn(picked("run"), 10)
 	require.True(t, ok)
 	assert.False(t, st.absent, "a start to a held instance keeps its state")
 
 	h.hold("run", heldState{etag: "e2"}, true, &heldMessage{id: "s2", start: true})
-	_, msgs, _ = h.turn("run", 10)
+	_, msgs, _ = h.turn(picked("run"), 10)
 	assert.Equal(t, []string{"s2"}, heldIDs(msgs), "a fresh start forgets the earlier incarnation's messages")
 
 	var none *heldStates
 	none.hold("i", heldState{etag: "e"}, false, nil)
-	none.wrote(heldEntry("i", "m", 1, 1))
-	_, _, ok = none.turn("i", 10)
+	none.message(heldEntry("i", "m", 1, 1))
+	_, _, ok = none.turn(picked("i"), 10)
 	assert.False(t, ok, "a nil heldStates holds nothing")
 }

@@ -81,7 +81,7 @@ func TestHeldStateIsRefusedAfterAnotherProcessAckedTheInstance(t *testing.T) {
 	assert.Equal(t, []string{"from-a"}, messageNames(item.Messages))
 }
 
-func TestHeldTurnLeavesAnotherProcessesMessageForTheNextTurn(t *testing.T) {
+func TestHeldTurnTakesAnotherProcessesMessageOnceSeen(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a, _ := c.process(t, hourlyPolls)
@@ -102,14 +102,15 @@ func TestHeldTurnLeavesAnotherProcessesMessageForTheNextTurn(t *testing.T) {
 	assert.Equal(t, map[string]int{"orch attempt": 1, "orch held lock batch": 1, "orch found": 1}, got)
 
 	// With nothing left in its pool, a's next fetch queries; the query
-	// shows b's message, which a does not hold: the partition is read.
+	// shows b's message, which a's held turn then takes: b wrote no
+	// instance document, so a's held state still holds.
 	second := ackNextTurn(t, a, inst, []duroxide.Event{externalEvent(inst, 3, "1")})
 	assert.Equal(t, []string{"from-b"}, messageNames(second.Messages))
 	assert.Len(t, second.History, 2)
 	got = steps.take()
 	assert.Equal(t, 1, got["orch candidate query"])
-	assert.Equal(t, 1, got["orch state query"])
-	assert.Zero(t, got["orch held lock batch"])
+	assert.Equal(t, 1, got["orch held lock batch"])
+	assert.Zero(t, got["orch state query"])
 
 	none, err := a.FetchOrchestrationItem(ctx, longLock, 0, nil)
 	require.NoError(t, err)
@@ -212,4 +213,36 @@ func TestHeldStatesOffKeepsTwoRequestFetches(t *testing.T) {
 	assert.Zero(t, got["orch held lock batch"])
 	assert.Equal(t, 2, got["orch state query"])
 	assert.Equal(t, 2, got["orch lock batch"])
+}
+
+func TestHeldTurnTakesTheMessagesItsCandidateStandsFor(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t, func(c *cdb.Config) { c.DisableReconciler, c.LongPollInterval = true, time.Hour })
+	ctx := context.Background()
+	const inst = "held-candidate-messages"
+	steps := traceSteps(p)
+	startAndAckFirst(t, p, inst)
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(inst, "e1", "1"), 0))
+	item, err := fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+
+	// While the turn is locked, the provider loses what it held of the
+	// instance (as when another process's message made it read the
+	// partition), and a message arrives that only the candidate pool
+	// records; the ack then holds the instance again, and one more
+	// message arrives.
+	cdb.ForgetHeldState(p, inst)
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(inst, "e2", "2"), 0))
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{externalEvent(inst, 2, "1")}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, raised(inst, "e3", "3"), 0))
+	steps.take()
+
+	item, err = fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"e2", "e3"}, messageNames(item.Messages), "the held turn takes every message its candidate stands for, in order")
+	assert.Equal(t, 1, steps.take()["orch held lock batch"])
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{externalEvent(inst, 3, "2"), externalEvent(inst, 4, "3")}, nil, nil, duroxide.ExecutionMetadata{}, nil))
+	none, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	assert.Nil(t, none, "nothing is left behind")
 }

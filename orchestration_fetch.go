@@ -199,7 +199,7 @@ func allQueueMessages(items []duroxide.WorkItem) bool {
 // batch built from it is the whole fetch (lockHeldTurn); otherwise, or
 // when that batch is refused, the instance's partition is read first.
 func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop bool, err error) {
-	item, drop, tried, err := p.lockHeldTurn(ctx, c.Instance, lockTimeout, filter)
+	item, drop, tried, err := p.lockHeldTurn(ctx, c, lockTimeout, filter)
 	if tried {
 		return item, drop, err
 	}

@@ -5,12 +5,14 @@ package cdb
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 )
 
 // orchMessageLockCondition is the filter predicate a held message's lock
@@ -39,13 +41,13 @@ func orchMessageLockCondition(nowMs int64) string {
 // exists). tried is
 // false, with nothing written, when this process does not hold what the
 // batch needs, and when the service refused the batch (the held state is
-// then forgotten): the caller reads the partition instead. Messages other
-// processes wrote to the instance, which this process does not hold, wait
-// for a later turn; a candidate query or the change feed showing one makes
-// the next fetch read the partition.
-func (p *Provider) lockHeldTurn(ctx context.Context, instance string, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop, tried bool, err error) {
+// then forgotten): the caller reads the partition instead. The messages
+// are those this process wrote and those its candidate queries and the
+// change feed showed; one it has not seen yet waits for a later turn.
+func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop, tried bool, err error) {
+	instance := c.Instance
 	now := p.nowMs()
-	st, msgs, ok := p.heldStates.turn(instance, now)
+	st, msgs, ok := p.heldStates.turn(c, now)
 	if !ok {
 		return nil, false, false, nil
 	}
@@ -153,6 +155,7 @@ func (p *Provider) lockHeldTurn(ctx context.Context, instance string, lockTimeou
 		p.releaseAfterFailedFetch(instance, lockID, ids)
 		return nil, false, true, parsed
 	}
+	sort.Slice(t.msgs, func(i, j int) bool { return t.msgs[i].before(t.msgs[j]) })
 	t.items = p.decodeTurnMessages(instance, t.msgs)
 	if !t.hasContext {
 		t.startName, t.startVersion, _ = startOf(t.items)

@@ -9,6 +9,7 @@
 package candidates
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -92,7 +93,74 @@ type Entry struct {
 	// Worker queue only: the message's session and tag.
 	SessionID *string
 	Tag       *string
-	gen       uint64
+	// Msgs are, on the orchestrator queue, the messages the entry stands
+	// for as this process saw them (an ID given to Hint, Echo or a
+	// candidate query's row), each with its own visibility, at most
+	// MaxEntryMsgs; Overflow is set when it saw more. A fetch that locks
+	// messages removes them (LockedMessage); one that gives the entry up
+	// keeps those not visible yet (a timer), so that the entry still wakes
+	// a fetch when they become visible.
+	Msgs     []MsgRef
+	Overflow bool
+	gen      uint64
+}
+
+// MsgRef is one orchestrator-queue message of an entry: its id and when it
+// becomes visible (ms since the Unix epoch).
+type MsgRef struct {
+	ID        string
+	VisibleAt int64
+}
+
+// MaxEntryMsgs caps Entry.Msgs.
+const MaxEntryMsgs = 64
+
+// addRef records message ref in e (the latest sighting of an id wins).
+func (e *Entry) addRef(ref MsgRef) {
+	if ref.ID == "" || e.Worker {
+		return
+	}
+	for i := range e.Msgs {
+		if e.Msgs[i].ID == ref.ID {
+			e.Msgs[i].VisibleAt = ref.VisibleAt
+			return
+		}
+	}
+	if len(e.Msgs) >= MaxEntryMsgs {
+		e.Overflow = true
+		return
+	}
+	e.Msgs = append(e.Msgs, ref)
+}
+
+// removeRef removes message id from e.
+func (e *Entry) removeRef(id string) {
+	e.Msgs = slices.DeleteFunc(e.Msgs, func(r MsgRef) bool { return r.ID == id })
+}
+
+// keepFuture keeps, of e's messages, those not visible at nowMs, and
+// reports whether any is left (e's visibility is then the earliest of
+// theirs). An entry that saw more messages than it holds keeps nothing.
+func (e *Entry) keepFuture(nowMs int64) bool {
+	if e.Overflow {
+		return false
+	}
+	e.Msgs = slices.DeleteFunc(e.Msgs, func(r MsgRef) bool { return r.VisibleAt <= nowMs })
+	if len(e.Msgs) == 0 {
+		return false
+	}
+	e.VisibleAt = e.Msgs[0].VisibleAt
+	for _, r := range e.Msgs[1:] {
+		e.VisibleAt = min(e.VisibleAt, r.VisibleAt)
+	}
+	return true
+}
+
+// sighting returns e as a new entry: its own message as its Msgs.
+func sighting(e Entry) Entry {
+	e.Msgs, e.Overflow = nil, false
+	e.addRef(MsgRef{ID: e.ID, VisibleAt: e.VisibleAt})
+	return e
 }
 
 // before orders entries by enqueue time, then sequence key.
@@ -232,12 +300,12 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 		return busy || p.changed[key] > start
 	}
 	for key, e := range v.entries {
-		if !newer(key) && e.VisibleAt <= nowMs {
+		if !newer(key) && e.VisibleAt <= nowMs && !e.keepFuture(nowMs) {
 			delete(v.entries, key)
 		}
 	}
 	for i := range rows {
-		r := rows[i]
+		r := sighting(rows[i])
 		p.knowLocked(r.Instance, r.ID, nowMs)
 		if newer(r.Key) || len(v.entries) >= maxViewEntries {
 			continue
@@ -289,9 +357,13 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 func sessionKey(k [2]string) string { return "session\x00" + k[0] + "\x00" + k[1] }
 
 // mergeEntry folds another sighting of the same key into cur: the earliest
-// visibility and the oldest message win.
+// visibility and the oldest message win, and the messages add up.
 func mergeEntry(cur, e *Entry) {
 	cur.VisibleAt = min(cur.VisibleAt, e.VisibleAt)
+	for _, r := range e.Msgs {
+		cur.addRef(r)
+	}
+	cur.Overflow = cur.Overflow || e.Overflow
 	if e.before(cur) {
 		cur.EnqueuedAt, cur.Seq = e.EnqueuedAt, e.Seq
 	}
@@ -322,7 +394,9 @@ func (p *Pool) Pick(v *View, nowMs int64, scope string, owner *string, accept fu
 		return Entry{}, false
 	}
 	p.claimed[best.Key] = best.gen
-	return *best, true
+	out := *best
+	out.Msgs = slices.Clone(best.Msgs)
+	return out, true
 }
 
 // sessionAllowsLocked reports whether owner may take e as far as its
@@ -375,7 +449,7 @@ func (p *Pool) EligibleElsewhere(v *View, nowMs int64, scope string) bool {
 
 // Release ends the claim on e. With drop, e is forgotten (it was locked,
 // or has nothing left to lock) unless a hint renewed it since it was
-// picked.
+// picked; its messages not visible yet (Entry.Msgs) are kept.
 func (p *Pool) Release(e Entry, drop bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -383,8 +457,9 @@ func (p *Pool) Release(e Entry, drop bool) {
 	if !drop {
 		return
 	}
+	now := p.clock()
 	for _, v := range p.views {
-		if cur, ok := v.entries[e.Key]; ok && cur.gen <= e.gen {
+		if cur, ok := v.entries[e.Key]; ok && cur.gen <= e.gen && !cur.keepFuture(now) {
 			delete(v.entries, e.Key)
 		}
 	}
@@ -417,11 +492,16 @@ func (p *Pool) knowLocked(instance, id string, untilMs int64) {
 
 // LockedMessage records that this process locked message id of instance
 // until untilMs: its copies on the change feed are older than the lock, or
-// echoes of its ack.
+// echoes of its ack; the instance's entries no longer stand for it.
 func (p *Pool) LockedMessage(instance, id string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.knowLocked(instance, id, untilMs)
+	for _, v := range p.views {
+		if e, ok := v.entries[instance]; ok && !e.Worker {
+			e.removeRef(id)
+		}
+	}
 }
 
 // Echo is Hint for a message copy the change feed delivered, which may be
@@ -461,8 +541,9 @@ func (p *Pool) Hint(e Entry) {
 		if !v.slots[e.Slot] || (v.covers != nil && !v.covers(&e)) {
 			continue
 		}
+		s := sighting(e)
 		if cur, ok := v.entries[e.Key]; ok {
-			mergeEntry(cur, &e)
+			mergeEntry(cur, &s)
 			cur.gen = e.gen
 			continue
 		}
@@ -470,8 +551,7 @@ func (p *Pool) Hint(e Entry) {
 			v.partial = true
 			continue
 		}
-		c := e
-		v.entries[e.Key] = &c
+		v.entries[e.Key] = &s
 	}
 	p.mu.Unlock()
 	p.wake.Notify()

@@ -231,3 +231,68 @@ func testSlot(instance string) uint8 {
 	}
 	return instance[0]
 }
+
+// msgEntry is orchEntry for message id of instance, visible at visibleAt.
+func msgEntry(instance, id string, enqueuedAt, visibleAt int64) Entry {
+	e := orchEntry(instance, enqueuedAt)
+	e.ID, e.VisibleAt = id, visibleAt
+	return e
+}
+
+func TestPoolEntryListsItsMessages(t *testing.T) {
+	p, v := testPool(t)
+	p.Hint(msgEntry("a", "m1", 10, 10))
+	p.Hint(msgEntry("a", "m2", 20, 20))
+	p.Hint(msgEntry("a", "m1", 10, 10)) // the same message again
+	c, ok := p.Pick(v, 100, "", nil, nil)
+	require.True(t, ok)
+	assert.Equal(t, []MsgRef{{"m1", 10}, {"m2", 20}}, c.Msgs)
+	assert.False(t, c.Overflow)
+
+	p.LockedMessage("a", "m1", 1_000)
+	p.Release(c, false)
+	c, ok = p.Pick(v, 100, "", nil, nil)
+	require.True(t, ok)
+	assert.Equal(t, []MsgRef{{"m2", 20}}, c.Msgs, "a locked message is no longer one of the entry's")
+	p.Release(c, false)
+
+	for i := range MaxEntryMsgs {
+		p.Hint(msgEntry("b", string(rune('A'+i)), 30, 30))
+	}
+	p.Hint(msgEntry("b", "one too many", 30, 30))
+	c, ok = p.Pick(v, 100, "", nil, func(e *Entry) bool { return e.Instance == "b" })
+	require.True(t, ok)
+	assert.Len(t, c.Msgs, MaxEntryMsgs)
+	assert.True(t, c.Overflow)
+}
+
+func TestPoolDroppedEntryKeepsItsMessagesNotVisibleYet(t *testing.T) {
+	now := int64(100)
+	p := New(time.Hour, testSlot, func() int64 { return now })
+	v := p.View("all", true, nil, nil)
+	p.Hint(msgEntry("a", "event", 10, 10))
+	p.Hint(msgEntry("a", "timer", 20, 5_000))
+	c, ok := p.Pick(v, now, "", nil, nil)
+	require.True(t, ok)
+	p.LockedMessage("a", "event", 1_000)
+	p.Release(c, true) // the turn took what was visible
+	_, ok = p.Pick(v, now, "", nil, nil)
+	assert.False(t, ok, "nothing visible is left")
+	at, ok := p.NextChange(now)
+	require.True(t, ok, "the timer still wakes a fetch")
+	assert.Equal(t, int64(5_000), at)
+	c, ok = p.Pick(v, 5_000, "", nil, nil)
+	require.True(t, ok)
+	assert.Equal(t, []MsgRef{{"timer", 5_000}}, c.Msgs)
+}
+
+func TestPoolRefreshKeepsMessagesNotVisibleYet(t *testing.T) {
+	p, v := testPool(t)
+	p.Hint(msgEntry("a", "event", 10, 10))
+	p.Hint(msgEntry("a", "timer", 20, 5_000))
+	start := p.BeginRefresh()
+	p.Refreshed(v, start, time.Now(), 100, nil, false, nil, nil) // the query saw nothing visible
+	at, ok := p.NextChange(100)
+	require.True(t, ok, "the timer the query could not see is kept")
+	assert.Equal(t, int64(5_000), at)
+}
