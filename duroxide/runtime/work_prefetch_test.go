@@ -12,11 +12,12 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
-// prefetchProvider records the work items fetched while an activity of
-// the test runs, their attempt counts, and the abandons.
+// prefetchProvider records the work items fetched while another one is
+// locked (fetched and not yet acked or abandoned: with one worker, fetched
+// ahead while its activity runs), their attempt counts, and the abandons.
 type prefetchProvider struct {
 	*memory.MemoryProvider
-	running            atomic.Bool
+	locked             atomic.Int32
 	fetchedWhileActive atomic.Int32
 	mu                 sync.Mutex
 	attempts           []uint32
@@ -31,7 +32,7 @@ func newPrefetchProvider(e *env) *prefetchProvider {
 func (p *prefetchProvider) FetchWorkItem(ctx context.Context, lock, poll time.Duration, s *duroxide.SessionFetchConfig, f duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	item, err := p.MemoryProvider.FetchWorkItem(ctx, lock, poll, s, f)
 	if item != nil {
-		if p.running.Load() {
+		if p.locked.Add(1) > 1 {
 			p.fetchedWhileActive.Add(1)
 		}
 		p.mu.Lock()
@@ -41,7 +42,13 @@ func (p *prefetchProvider) FetchWorkItem(ctx context.Context, lock, poll time.Du
 	return item, err
 }
 
+func (p *prefetchProvider) AckWorkItem(ctx context.Context, token string, completion *duroxide.WorkItem) error {
+	p.locked.Add(-1)
+	return p.MemoryProvider.AckWorkItem(ctx, token, completion)
+}
+
 func (p *prefetchProvider) AbandonWorkItem(ctx context.Context, token string, delay time.Duration, ignoreAttempt bool) error {
+	p.locked.Add(-1)
 	p.mu.Lock()
 	p.abandons = append(p.abandons, ignoreAttempt)
 	p.mu.Unlock()
@@ -67,14 +74,12 @@ func pairRegistry(t *testing.T, step runtime.ActivityFunc) *runtime.Registry {
 	return reg
 }
 
-// firstStepWaits returns an activity whose first run marks p running and
-// waits for until (or 10 s) before returning its input.
-func firstStepWaits(p *prefetchProvider, until func() bool) runtime.ActivityFunc {
+// firstStepWaits returns an activity whose first run waits for until (or
+// 10 s) before returning its input.
+func firstStepWaits(until func() bool) runtime.ActivityFunc {
 	var first atomic.Bool
 	return func(_ *runtime.ActivityContext, in string) (string, error) {
 		if first.CompareAndSwap(false, true) {
-			p.running.Store(true)
-			defer p.running.Store(false)
 			deadline := time.Now().Add(10 * time.Second)
 			for !until() && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
@@ -94,7 +99,7 @@ func TestWorkerFetchesTheNextItemWhileAnActivityRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p := newPrefetchProvider(e)
-	startOn(t, e, p, pairRegistry(t, firstStepWaits(p, func() bool { return p.fetchedWhileActive.Load() > 0 })), oneWorker(10*time.Second))
+	startOn(t, e, p, pairRegistry(t, firstStepWaits(func() bool { return p.fetchedWhileActive.Load() > 0 })), oneWorker(10*time.Second))
 	wantOutput(t, e.run("prefetch-1", "Pair", ""), "ab")
 	if p.fetchedWhileActive.Load() != 1 {
 		t.Fatalf("the one worker fetched %d items while its activity ran, want 1", p.fetchedWhileActive.Load())
@@ -115,7 +120,7 @@ func TestWorkItemFetchedAheadIsGivenUpAfterTheHold(t *testing.T) {
 		defer p.mu.Unlock()
 		return len(p.abandons) > 0
 	}
-	startOn(t, e, p, pairRegistry(t, firstStepWaits(p, abandoned)), oneWorker(20*time.Millisecond))
+	startOn(t, e, p, pairRegistry(t, firstStepWaits(abandoned)), oneWorker(20*time.Millisecond))
 	wantOutput(t, e.run("prefetch-2", "Pair", ""), "ab")
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,7 +140,7 @@ func TestWorkerPrefetchOffFetchesAfterTheActivity(t *testing.T) {
 	p := newPrefetchProvider(e)
 	var waited atomic.Int32
 	wait := func() bool { return waited.Add(1) > 50 } // about 50 ms
-	startOn(t, e, p, pairRegistry(t, firstStepWaits(p, wait)), oneWorker(-1))
+	startOn(t, e, p, pairRegistry(t, firstStepWaits(wait)), oneWorker(-1))
 	wantOutput(t, e.run("prefetch-off", "Pair", ""), "ab")
 	if n := p.fetchedWhileActive.Load(); n != 0 {
 		t.Fatalf("with WorkerPrefetchHold < 0 a worker fetched %d items while its activity ran", n)
@@ -147,7 +152,7 @@ func TestShutdownGivesUpTheItemFetchedAhead(t *testing.T) {
 	e := newEnv(t)
 	p := newPrefetchProvider(e)
 	release := make(chan struct{})
-	step := firstStepWaits(p, func() bool {
+	step := firstStepWaits(func() bool {
 		if p.fetchedWhileActive.Load() == 0 {
 			return false
 		}
@@ -161,8 +166,11 @@ func TestShutdownGivesUpTheItemFetchedAhead(t *testing.T) {
 	if err := e.client.StartOrchestration(e.ctx, "prefetch-stop", "Pair", ""); err != nil {
 		t.Fatal(err)
 	}
-	for p.fetchedWhileActive.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); p.fetchedWhileActive.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("the worker did not fetch the second item while the first activity ran")
+		}
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- rt.Shutdown(context.Background()) }()
