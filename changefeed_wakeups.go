@@ -1,4 +1,5 @@
-// Change-feed wake-ups (Config.ChangeFeedWakeups): the change-feed reader
+// Change-feed wake-ups (on unless Config.DisableChangeFeedWakeups): the
+// change-feed reader
 // that hints other processes' queue messages to the candidate pools and
 // wakes waiting fetches.
 
@@ -15,16 +16,18 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 )
 
-// Wake-ups across processes through the change feed. With
-// Config.ChangeFeedWakeups, one change-feed reader per Provider (not per
-// dispatcher) follows the container (internal/changefeed): every queue
+// Wake-ups across processes through the change feed. Unless
+// Config.DisableChangeFeedWakeups, one change-feed reader per Provider
+// (not per dispatcher) follows the container (internal/changefeed): every queue
 // message another process writes becomes a candidate of this process's
 // pool and wakes its waiting fetches at once, instead of at their next
-// candidate query. While the reader is healthy, waiting fetches query
-// again only every 10 s as a safety net (every 4 × LongPollInterval while
-// its reads fail), so an idle process costs one change-feed read per
-// ChangeFeedInterval (one request per physical partition) plus that
-// fallback and the fetches' final query at the end of each poll timeout.
+// candidate query. While the reader is healthy, the answer of a candidate
+// query is trusted for 10 s instead of LongPollInterval, and waiting
+// fetches query again only that often, as a safety net (every
+// 4 × LongPollInterval while its reads fail); a long poll that reaches its
+// deadline trusts such an answer too. So an idle process costs one
+// change-feed read per ChangeFeedInterval (one request per physical
+// partition) plus one candidate query per lease view every 10 s.
 
 // changeFeedFallbackFactor multiplies LongPollInterval into the fallback
 // poll of waiting fetches when the change feed wakes them but its reader is
@@ -35,25 +38,43 @@ const (
 	changeFeedHealthyFallback = 10 * time.Second
 )
 
+// viewLifetime is how long the answer of a candidate query stands for the
+// queue (candidates.Pool's views): while the change-feed reader is
+// healthy, every message written since reaches the pool through it or
+// through this process's own hints, so the answer stands for
+// changeFeedHealthyFallback; otherwise for LongPollInterval.
+func (p *Provider) viewLifetime() time.Duration {
+	if p.feedHealthy() {
+		return changeFeedHealthyFallback
+	}
+	return p.cfg.LongPollInterval
+}
+
+// feedHealthy reports whether the change-feed reader runs and its last
+// read succeeded.
+func (p *Provider) feedHealthy() bool { return p.feed != nil && p.feed.Healthy() }
+
 // fallbackPoll is how long a waiting fetch sleeps before it queries again
 // when nothing wakes it.
 func (p *Provider) fallbackPoll() time.Duration {
-	if p.feed != nil && p.feed.Healthy() {
+	if p.feedHealthy() {
 		return changeFeedHealthyFallback
 	}
 	return p.pollInterval
 }
 
-// startChangeFeed starts the reader; it fails when its first read fails.
+// startChangeFeed starts the reader; it fails when its first read fails
+// after the retries of any read (throttling, 5xx, timeouts).
 func (p *Provider) startChangeFeed(ctx context.Context) error {
 	r := changefeed.New(p.container, changefeed.Options{
 		Interval:    p.cfg.ChangeFeedInterval,
+		Context:     withCall(context.Background(), "change_feed"),
 		OnDocuments: p.changedDocuments,
 		OnError: func(err error) {
 			p.log.Debug("change feed read failed; retrying", zap.Error(err))
 		},
 	})
-	if err := r.Start(ctx); err != nil {
+	if err := p.retry.do(ctx, readRequest, r.Start); err != nil {
 		return fmt.Errorf("cdb: start the change feed reader: %w", err)
 	}
 	p.feed = r
@@ -108,7 +129,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 // waits for another process's writes (a client waiting for an
 // orchestration's completion) takes the channel, checks its state, and
 // waits on the channel (with a timeout of its own). Without
-// Config.ChangeFeedWakeups it returns nil, which blocks forever in a
+// the reader (Config.DisableChangeFeedWakeups) it returns nil, which blocks forever in a
 // select: such code must then poll.
 func (p *Provider) Changes() <-chan struct{} {
 	if p.feed == nil {

@@ -21,7 +21,6 @@ func TestChangeFeedWakesFetchOfAnotherProcess(t *testing.T) {
 	cfg := env.config()
 	cfg.DisableReconciler = true
 	writer := startProvider(t, cfg)
-	cfg.ChangeFeedWakeups = true
 	cfg.ChangeFeedInterval = 10 * time.Millisecond
 	cfg.LongPollInterval = time.Minute
 	waiter := startProvider(t, cfg)
@@ -71,10 +70,10 @@ func TestChangeFeedWakesFetchOfAnotherProcess(t *testing.T) {
 	}
 }
 
-// TestChangesIsNilWithoutTheReader: without ChangeFeedWakeups there is no
-// reader and Changes is nil.
+// TestChangesIsNilWithoutTheReader: with DisableChangeFeedWakeups there
+// is no reader and Changes is nil.
 func TestChangesIsNilWithoutTheReader(t *testing.T) {
 	t.Parallel()
-	p := newProvider(t, nil)
+	p := newProvider(t, func(c *cdb.Config) { c.DisableChangeFeedWakeups = true })
 	assert.Nil(t, p.Changes())
 }

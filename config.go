@@ -103,8 +103,8 @@ type Config struct {
 	// LeasePartitionKey partition: each process owns a fair share of the
 	// 256 slots of each queue and queries only those, so replicas do not
 	// race for the same messages; a dead owner's slots are served again
-	// after LeaseExpiry). Use LeasesInContainer, with ChangeFeedWakeups,
-	// for several replicas under steady load that close their providers on
+	// after LeaseExpiry). Use LeasesInContainer (with the change-feed
+	// wake-ups on, the default) for several replicas under steady load that close their providers on
 	// shutdown (README, "Several replicas"). Any other value is an error.
 	Leases LeaseMode
 	// LeaseHeartbeatInterval is how often a Provider with
@@ -133,6 +133,9 @@ type Config struct {
 	// candidate query is trusted by the fetches of this process:
 	// the bound on how late they see messages other processes wrote;
 	// default DefaultLongPollInterval. Each poll is one query request.
+	// While the change-feed reader (DisableChangeFeedWakeups) is healthy,
+	// an answer is trusted for 10 s instead (the reader hints the messages
+	// written since) and waiting fetches query that often.
 	LongPollInterval time.Duration
 
 	// HeldHistoryEvents bounds the history this process keeps decoded
@@ -158,19 +161,25 @@ type Config struct {
 	// nothing.
 	HeldInstanceStates int
 
-	// ChangeFeedWakeups starts one change-feed reader per Provider: queue
-	// messages written by other processes wake this process's waiting
-	// fetches within about ChangeFeedInterval instead of at their next
-	// candidate query, and waiting fetches fall back to querying only
-	// every 10 s while the reader's reads succeed (every
-	// 4 × LongPollInterval while they fail); status watches then cover
-	// other processes too (Provider.WatchesAllProcesses).
-	// Provider.Changes exposes the reader to other code. Default off
-	// (every waiting fetch polls every LongPollInterval).
-	ChangeFeedWakeups bool
+	// DisableChangeFeedWakeups starts no change-feed reader. By default
+	// each Provider runs one (not one per dispatcher): queue messages
+	// written by other processes wake this process's waiting fetches
+	// within about ChangeFeedInterval instead of at their next candidate
+	// query, a candidate query's answer is trusted, and waiting fetches
+	// query again, only every 10 s while the reader's reads succeed
+	// (LongPollInterval, and every 4 × LongPollInterval for waiting
+	// fetches, while they fail); status watches then cover other
+	// processes too (Provider.WatchesAllProcesses), and Provider.Changes
+	// exposes the reader to other code. An idle process then costs one
+	// change-feed read per ChangeFeedInterval and physical partition
+	// instead of one candidate query per LongPollInterval and lease (README,
+	// "Several replicas"). Disabled, every waiting fetch polls every
+	// LongPollInterval.
+	DisableChangeFeedWakeups bool
 	// ChangeFeedInterval is how often the reader reads the change feed
 	// while nothing changes (one request per physical partition per read);
-	// default 100 ms (internal/changefeed's DefaultInterval).
+	// default 80 ms (internal/changefeed's DefaultInterval: a change is seen
+	// within 100 ms at the 95th percentile, one read per 80 ms while idle).
 	ChangeFeedInterval time.Duration
 
 	// MeterProvider receives the provider's metrics (the Cosmos DB

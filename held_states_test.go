@@ -43,7 +43,11 @@ func (s *fetchSteps) take() map[string]int {
 	return c
 }
 
-func hourlyPolls(c *cdb.Config) { c.LongPollInterval = time.Hour }
+// hourlyPolls makes a process learn of other processes' messages only at
+// its candidate queries (no change feed), whose answers stand for an hour.
+func hourlyPolls(c *cdb.Config) {
+	c.LongPollInterval, c.DisableChangeFeedWakeups = time.Hour, true
+}
 
 // messageNames returns the names of the raised events among items.
 func messageNames(items []duroxide.WorkItem) []string {

@@ -178,7 +178,7 @@ func (c *leaseCoordinator) loop() {
 		if c.frozen.Load() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.expiry)
+		ctx, cancel := context.WithTimeout(withCall(context.Background(), "lease_heartbeat"), c.expiry)
 		if err := c.beat(ctx); err != nil {
 			c.p.log.Warn("lease heartbeat failed", zap.Error(err))
 		}
@@ -194,13 +194,14 @@ func (c *leaseCoordinator) renewedWithin() bool {
 	return !c.lastRenew.IsZero() && time.Since(c.lastRenew) < c.expiry
 }
 
-// beat renews the owner document, reads every lease document (1 query),
+// beat renews the owner document, reads every lease document (1 query of
+// one page: the 512 slot documents and the owners fit in one 4 MB page),
 // judges which owners live, and rebalances both queues.
 func (c *leaseCoordinator) beat(ctx context.Context) error {
 	if err := c.renew(ctx); err != nil {
 		return err
 	}
-	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type IN ('"+leaseOwnerType+"', '"+leaseSlotType+"')", nil, queryOpts{})
+	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type IN ('"+leaseOwnerType+"', '"+leaseSlotType+"')", nil, queryOpts{pageSize: -1})
 	if err != nil {
 		return err
 	}
@@ -403,7 +404,7 @@ func (c *leaseCoordinator) close(ctx context.Context) {
 	for _, o := range c.queues {
 		o.set(nil)
 	}
-	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{})
+	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{pageSize: -1})
 	if err == nil {
 		var ops []batchOp
 		for _, raw := range raws {

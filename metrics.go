@@ -39,7 +39,10 @@ import (
 //
 // call is the provider method in duroxide's snake_case name
 // ("fetch_orchestration_item"; "new" for New's database and container
-// creation, "" for requests outside any method); op_kind is the Cosmos DB
+// creation), or the provider's own machinery ("change_feed",
+// "lease_heartbeat", "reconcile_outbox", "close"), or "sdk" for the
+// requests the azcosmos SDK makes on its own (its partition key range
+// cache's background refresh, op_kind Metadata); op_kind is the Cosmos DB
 // operation: ReadItem, CreateItem, UpsertItem, ReplaceItem, PatchItem,
 // DeleteItem, Batch, Query, ChangeFeed, ReadFeed or Metadata. The two
 // outbox gauges run one cross-partition query per collection (5 s
@@ -190,10 +193,13 @@ func withCall(ctx context.Context, call string) context.Context {
 	return context.WithValue(ctx, callKey{}, call)
 }
 
-// callOf returns the provider method ctx belongs to, "" when none.
+// callOf returns the provider method ctx belongs to, "sdk" when none (a
+// request the SDK makes on a context of its own).
 func callOf(ctx context.Context) string {
-	c, _ := ctx.Value(callKey{}).(string)
-	return c
+	if c, ok := ctx.Value(callKey{}).(string); ok {
+		return c
+	}
+	return "sdk"
 }
 
 // request records one answered Cosmos DB request of req that took elapsed.

@@ -145,7 +145,10 @@ func TestRequestMetrics(t *testing.T) {
 	assert.Equal(t, int64(2), c.intSum(t, "duroxide_cosmosdb_requests_total", "call", "ack_orchestration_item", "op_kind", "Batch"),
 		"hello-world's two turns: one batch each (README: Cosmos DB requests per call)")
 	assert.Positive(t, c.intSum(t, "duroxide_cosmosdb_requests_total", "call", "new", "op_kind", "Metadata"), "New's database and container creation")
-	assert.Zero(t, c.intSum(t, "duroxide_cosmosdb_requests_total", "call", ""), "every request belongs to a provider call")
+	assert.Zero(t, c.intSum(t, "duroxide_cosmosdb_requests_total", "call", ""), "every request is labelled")
+	assert.Equal(t, c.intSum(t, "duroxide_cosmosdb_requests_total", "call", "sdk", "op_kind", "Metadata"),
+		c.intSum(t, "duroxide_cosmosdb_requests_total", "call", "sdk"),
+		"only the SDK's own metadata lookups belong to no provider call")
 }
 
 // TestLockRaceMetrics makes provider a lose the instance lock and the work

@@ -71,10 +71,12 @@ const unknownVersion = "unknown"
 // process wrote since. 1 more request, a cross-partition query of the
 // lease's slots for visible, unlocked messages and for locked instances
 // (whose messages are then not tried), is made when the pool's view of the
-// slots is older than LongPollInterval, or when it offers nothing to a
-// fetch that must answer now (a zero poll timeout, or the end of the poll
-// timeout); a fetch that is still waiting trusts an empty, recent view, so
-// messages written by other processes are seen within LongPollInterval. 1
+// slots is older than LongPollInterval (10 s while a healthy change feed
+// hints other processes' messages, Config.DisableChangeFeedWakeups), or when it
+// offers nothing to a fetch that must answer now (a zero poll timeout, or
+// the end of the poll timeout without a healthy change feed); a fetch that
+// is still waiting trusts an empty, recent view, so messages written by
+// other processes are seen within LongPollInterval (ChangeFeedInterval). 1
 // more, a history query, when the instance is on another execution than
 // the one read with its state (or that read missed events). A candidate
 // that cannot be locked (it is locked, its messages wait for a start,

@@ -20,19 +20,22 @@ const DefaultLongPollInterval = 250 * time.Millisecond
 
 // longPoll runs attempt until it finds work, fails, or pollTimeout passes
 // (duroxide's long-polling contract: a provider may wait up to the poll
-// timeout; with a zero timeout it tries once and returns at once). The
-// last attempt, at the deadline (the only one with a zero timeout), is
-// final: it must look at the queue rather than trust an empty candidate
-// pool. Between attempts it sleeps for the poll interval, until a known
+// timeout; with a zero timeout it tries once and returns at once). An
+// attempt told final must look at the queue rather than trust an empty
+// candidate pool: the only attempt of a zero timeout, and the last one, at
+// the deadline, unless the change-feed reader is healthy (then the pool
+// has every message written since its last query, and the query would
+// cost one request per lease view at the end of every poll timeout of an
+// idle process). Between attempts it sleeps for the poll interval, until a known
 // candidate of pool becomes visible, or until this process writes to the
 // queue.
 func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool *candidates.Pool, attempt func(ctx context.Context, final bool) (bool, error)) error {
 	deadline := time.Now().Add(pollTimeout)
 	for {
 		woken := pool.Wake().Wait()
-		final := pollTimeout <= 0 || !time.Now().Before(deadline)
-		found, err := attempt(ctx, final)
-		if err != nil || found || final {
+		last := pollTimeout <= 0 || !time.Now().Before(deadline)
+		found, err := attempt(ctx, pollTimeout <= 0 || (last && !p.feedHealthy()))
+		if err != nil || found || last {
 			return err
 		}
 		wait := min(time.Until(deadline), p.fallbackPoll())

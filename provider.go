@@ -49,7 +49,7 @@ type Provider struct {
 	// leases, with LeasesInContainer, owns this process's share of the
 	// slots (leases_container.go); nil otherwise.
 	leases *leaseCoordinator
-	// feed, with ChangeFeedWakeups, reads the change feed
+	// feed, unless DisableChangeFeedWakeups, reads the change feed
 	// (changefeed_wakeups.go); nil otherwise.
 	feed *changefeed.Reader
 
@@ -109,8 +109,8 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
-	p.orchPool = candidates.New(cfg.LongPollInterval, DispatchSlot, p.nowMs)
-	p.workPool = candidates.New(cfg.LongPollInterval, DispatchSlot, p.nowMs)
+	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
+	p.workPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	if cfg.HeldHistoryEvents > 0 {
 		p.held = newHeldHistories(cfg.HeldHistoryEvents)
 	}
@@ -161,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 			p.workerLeases = p.leases.queues[1]
 		}
 	}
-	if cfg.ChangeFeedWakeups {
+	if !cfg.DisableChangeFeedWakeups {
 		if err := p.startChangeFeed(ctx); err != nil {
 			if p.leases != nil {
 				p.leases.close(ctx)
@@ -191,7 +191,7 @@ func (p *Provider) Close() error {
 			p.feed.Close()
 		}
 		if p.leases != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LeaseExpiry)
+			ctx, cancel := context.WithTimeout(withCall(context.Background(), "close"), p.cfg.LeaseExpiry)
 			p.leases.close(ctx)
 			cancel()
 		}

@@ -24,10 +24,9 @@ import (
 
 // replicaConfig is the configuration README recommends for several
 // replicas under load, at the default intervals: leases in the container
-// and change-feed wake-ups.
+// (and the change-feed wake-ups, on by default).
 func replicaConfig(cfg cdb.Config) cdb.Config {
 	cfg.Leases = cdb.LeasesInContainer
-	cfg.ChangeFeedWakeups = true
 	return cfg
 }
 
@@ -50,12 +49,34 @@ func waitForPollWait() (func(string), func()) {
 // BenchmarkCrossProcessWakeup measures, at the default intervals, the time
 // from one process's enqueue of a start to another, idle process's
 // orchestration fetch returning it (the waiter uses replicaConfig; the
-// writer only writes). Reported: p50-ms and p95-ms.
+// writer only writes), with the default configuration and with
+// replicaConfig. Reported: p50-ms and p95-ms.
 func BenchmarkCrossProcessWakeup(b *testing.B) {
-	cfg := env.config()
-	cfg.DisableReconciler = true
-	writer := startProvider(b, cfg)
-	waiter := startProvider(b, replicaConfig(cfg))
+	for _, mode := range configModes[:2] {
+		b.Run(mode.name, func(b *testing.B) {
+			cfg := env.config()
+			cfg.DisableReconciler = true
+			writer := startProvider(b, cfg)
+			benchmarkWakeup(b, writer, startProvider(b, mode.adjust(cfg)))
+		})
+	}
+}
+
+// configModes are the configurations the benchmarks compare: the
+// default, replicaConfig, and the default without the change feed (every
+// waiting fetch polls every LongPollInterval).
+var configModes = []struct {
+	name   string
+	adjust func(cdb.Config) cdb.Config
+}{
+	{"default", func(c cdb.Config) cdb.Config { return c }},
+	{"replicas", replicaConfig},
+	{"polling", func(c cdb.Config) cdb.Config { c.DisableChangeFeedWakeups = true; return c }},
+}
+
+// benchmarkWakeup measures how soon waiter's waiting fetch returns the
+// start writer enqueues.
+func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
 	tracer, waitIdle := waitForPollWait()
 	cdb.SetFetchTracer(waiter, tracer)
 	ctx := context.Background()
@@ -95,16 +116,9 @@ func BenchmarkCrossProcessWakeup(b *testing.B) {
 // BenchmarkIdleProcessRequests measures the requests per second of a
 // process with nothing to do anywhere: a provider whose two orchestration
 // and two worker dispatchers wait in long-polling fetches, as a runtime's
-// do, for one second per iteration, with the default configuration and
-// with replicaConfig.
+// do, for one second per iteration, in each of configModes.
 func BenchmarkIdleProcessRequests(b *testing.B) {
-	for _, mode := range []struct {
-		name   string
-		adjust func(cdb.Config) cdb.Config
-	}{
-		{"default", func(c cdb.Config) cdb.Config { return c }},
-		{"replicas", replicaConfig},
-	} {
+	for _, mode := range configModes {
 		b.Run(mode.name, func(b *testing.B) {
 			cfg := env.config()
 			cfg.DisableReconciler = true

@@ -84,7 +84,7 @@ func (s *statusWatches) observed(instance, status string, customVersion uint64) 
 // WatchStatus implements duroxide.StatusWatcher: the channel closes when
 // this Provider acks a turn of instance that completes, fails or continues
 // it as new, or updates its custom status, or deletes it; with
-// Config.ChangeFeedWakeups also when the change feed shows another
+// the change-feed reader also when the change feed shows another
 // process's such change (see WatchesAllProcesses). Without the change feed,
 // changes made by other processes do not close it; the runtime's client
 // keeps a capped backoff poll for them. Memory: one small entry per watched
@@ -94,7 +94,7 @@ func (p *Provider) WatchStatus(instance string) (changed <-chan struct{}, stop f
 }
 
 // WatchesAllProcesses implements duroxide.AllProcessesStatusWatcher: true
-// while the change-feed reader (Config.ChangeFeedWakeups) runs, whose
+// while the change-feed reader (Config.DisableChangeFeedWakeups) runs, whose
 // copies of instance documents close the watches of other processes'
 // status changes too.
 func (p *Provider) WatchesAllProcesses() bool { return p.feed != nil }

@@ -77,8 +77,9 @@ func TestWatchStatusSeesAnotherProcessesCompletionThroughTheChangeFeed(t *testin
 	t.Parallel()
 	cfg := env.config()
 	cfg.DisableReconciler = true
+	cfg.DisableChangeFeedWakeups = true
 	other := startProvider(t, cfg)
-	cfg.ChangeFeedWakeups = true
+	cfg.DisableChangeFeedWakeups = false
 	cfg.ChangeFeedInterval = 10 * time.Millisecond
 	waiter := startProvider(t, cfg)
 	require.True(t, waiter.WatchesAllProcesses(), "with the change feed the watches cover every process")

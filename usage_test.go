@@ -44,9 +44,10 @@ func TestUsageCountsEveryResponseCharge(t *testing.T) {
 // BenchmarkHelloWorldRequestCharge reports the request units of one
 // hello-world orchestration (start, one activity, complete) as the
 // provider read them from the embedded emulator's answers (its cost model
-// is an estimate: emulator/README.md).
+// is an estimate: emulator/README.md), without the change-feed reader,
+// whose reads are a cost per process and second, not per orchestration.
 func BenchmarkHelloWorldRequestCharge(b *testing.B) {
-	p, _ := newPrivateProvider(b, func(c *cdbConfig) { c.DisableReconciler = true })
+	p, _ := newPrivateProvider(b, func(c *cdbConfig) { c.DisableReconciler, c.DisableChangeFeedWakeups = true, true })
 	ctx := context.Background()
 	require.NoError(b, helloWorld(ctx, p, "warm-up", nil))
 	before := p.Usage()

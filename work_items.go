@@ -37,11 +37,12 @@ import (
 // item). 1 more request, a cross-partition query of the lease's slots for
 // visible, unlocked messages matching the filters (and, with session
 // routing, the active sessions, to skip items other workers own), is made
-// when the pool's view is older than LongPollInterval, or when it offers
+// when the pool's view is older than LongPollInterval (10 s while a
+// healthy change feed hints other processes' messages), or when it offers
 // nothing to a fetch that must answer now (a zero poll timeout, or the end
-// of the poll timeout); a fetch that is still waiting trusts an empty,
-// recent view, so messages written by other processes are seen within
-// LongPollInterval. A candidate another process took costs 1 request and
+// of the poll timeout without a healthy change feed); a fetch that is
+// still waiting trusts an empty, recent view, so messages written by other
+// processes are seen within LongPollInterval (ChangeFeedInterval). A candidate another process took costs 1 request and
 // the next one is tried, up to 4; when the view holds no usable candidate
 // and its last query stopped at a full page, every page is read. With a
 // positive pollTimeout the fetch waits for this process's writes, the

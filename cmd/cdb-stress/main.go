@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // writes the report and records it when asked; it returns the exit status.
 func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
 	cdbT := newCDBTarget(o.latency)
-	cdbT.env.ChangeFeedWakeups = o.changeFeed
+	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
 	var targets []target
 	for _, p := range o.providers {
 		if p == providerMemory {

@@ -47,7 +47,7 @@ type mpOptions struct {
 	timeout    time.Duration
 	partitions int
 	// leases and changeFeed are the children's Config.Leases and
-	// Config.ChangeFeedWakeups.
+	// change-feed wake-ups (Config.DisableChangeFeedWakeups when false).
 	leases     cdb.LeaseMode
 	changeFeed bool
 	// latency is the embedded emulator's simulated per-request latency.
@@ -165,7 +165,7 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	// This process is only a client: leases in process (it never
 	// fetches), no reconciler.
 	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed)
-	pcfg.Leases, pcfg.ChangeFeedWakeups, pcfg.DisableReconciler = cdb.LeasesInProcess, false, true
+	pcfg.Leases, pcfg.DisableChangeFeedWakeups, pcfg.DisableReconciler = cdb.LeasesInProcess, true, true
 	p, err := cdb.New(ctx, pcfg)
 	if err != nil {
 		return mpResult{}, err

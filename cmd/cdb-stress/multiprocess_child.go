@@ -96,7 +96,7 @@ func mpProviderConfig(endpoint, key, database, container string, leases cdb.Leas
 	return cdb.Config{
 		Endpoint: endpoint, Key: key, Database: database, Container: container,
 		Leases: leases, LeaseHeartbeatInterval: mpLeaseHeartbeat, LeaseExpiry: mpLeaseExpiry,
-		ChangeFeedWakeups: changeFeed,
+		DisableChangeFeedWakeups: !changeFeed,
 	}
 }
 

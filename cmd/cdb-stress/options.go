@@ -33,7 +33,7 @@ type options struct {
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
 	// changeFeed is -change-feed: the cdb runs use change-feed wake-ups
-	// (outside the multi-process mode only when the flag is given).
+	// (the provider's default; -change-feed=false disables them).
 	changeFeed bool
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
@@ -90,7 +90,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	mpTimeout := fs.Duration("mp-timeout", 2*time.Minute, "multi-process mode: longest wait for all orchestrations of one process count")
 	partitions := fs.Int("partitions", 4, "multi-process mode: physical partitions of the embedded emulator")
 	leases := fs.String("leases", string(cdb.LeasesInContainer), "multi-process mode: where the dispatch-slot leases live, in-process or container (cdb.Config.Leases)")
-	changeFeed := fs.Bool("change-feed", true, "change-feed wake-ups (cdb.Config.ChangeFeedWakeups): in every process of the multi-process mode (on unless -change-feed=false); for the cdb runs of the other modes only when given")
+	changeFeed := fs.Bool("change-feed", true, "change-feed wake-ups in every cdb provider (the default; -change-feed=false sets cdb.Config.DisableChangeFeedWakeups)")
 	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
@@ -108,7 +108,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		waitTimeout: *wait, pollInterval: *poll, progress: *progress, record: *record, profiles: prof, set: map[string]bool{},
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	o.changeFeed = *changeFeed && (*processes != "" || o.set["change-feed"])
+	o.changeFeed = *changeFeed
 	var errs []error
 	var ok bool
 	if o.scenarios, ok = scenarioAliases[*scenario]; !ok {

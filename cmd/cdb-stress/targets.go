@@ -106,7 +106,9 @@ func (t cdbTarget) store() string {
 		if !t.latency.IsZero() {
 			s += ", simulated latency " + t.latency.String() + " per request"
 		}
-		if t.env.ChangeFeedWakeups {
+		if t.env.DisableChangeFeedWakeups {
+			s += ", no change-feed wake-ups"
+		} else {
 			s += ", change-feed wake-ups"
 		}
 		return s

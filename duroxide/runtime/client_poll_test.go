@@ -367,7 +367,7 @@ func (a statusCountingAdmin) GetInstanceStatus(ctx context.Context, instance str
 // read): no backoff poll, no history read, no separate custom status read.
 func TestWaitOnAWatcherOfAllProcessesReadsOnlyAtStartAndEnd(t *testing.T) {
 	t.Parallel()
-	raw := cdbtest.NewProvider(t, cdbtest.WithConfig(func(c *cdb.Config) { c.ChangeFeedWakeups = true }))
+	raw := cdbtest.NewProvider(t)
 	require.True(t, raw.WatchesAllProcesses())
 	counter := &statusCallCounter{Provider: raw, raw: raw}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -16,8 +16,8 @@ import (
 
 // Pool is what this process knows about one queue's candidates,
 // so that most fetches need no candidate query: the rows of the last
-// candidate query of each lease's slots (a "view"), kept for
-// LongPollInterval, plus the messages this process itself wrote since
+// candidate query of each lease's slots (a "view"), kept for the view
+// lifetime New is given, plus the messages this process itself wrote since
 // (hints: an enqueue, a turn's queue documents, a work item's completion,
 // an outbox delivery, an abandon). Fetches of this process take candidates
 // from it one at a time, so two of them never try the same one.
@@ -27,12 +27,12 @@ import (
 // the work item lock's filter predicate on visibility and lock), so a stale
 // entry costs a request, never a wrong answer. What it changes is when a
 // fetch sees messages other processes wrote: at the next candidate query,
-// at most LongPollInterval after the previous one (a fetch with a zero poll
-// timeout, or at the end of its poll timeout, that finds nothing in the
-// pool always queries).
+// at most the view lifetime after the previous one (a fetch that must
+// answer now and finds nothing in the pool always queries), or when the
+// provider's change-feed reader hints them.
 type Pool struct {
 	mu  sync.Mutex
-	ttl time.Duration
+	ttl func() time.Duration
 	gen uint64
 	// views are keyed by lease (and, for the worker queue, filter).
 	views map[string]*View
@@ -42,7 +42,12 @@ type Pool struct {
 	// changed records, while a candidate query is in flight, the keys this
 	// process changed (and when), so that the query's older rows do not
 	// overwrite them.
-	changed  map[string]uint64
+	changed map[string]uint64
+	// removed holds, of those, the keys whose entries this process gave up
+	// (it locked their messages, or the instance was deleted): the
+	// query's rows of them are older than what this process knows. Rows
+	// of keys that were only added to (a hint, a change-feed copy) merge.
+	removed  map[string]uint64
 	inflight int
 	// locked is, per instance, when its lock (this process's or another's,
 	// as last seen) expires; skipped, until when its messages are not worth
@@ -200,12 +205,14 @@ const (
 	maxInstanceHints = 65_536
 )
 
-// New returns an empty pool whose views stay fresh for ttl (the
-// provider's LongPollInterval); slotOf is the dispatch slot of an instance
-// and clock the provider's clock in ms since the Unix epoch.
-func New(ttl time.Duration, slotOf func(instance string) uint8, clock func() int64) *Pool {
+// New returns an empty pool whose views stay fresh for ttl() after their
+// last query (the provider's LongPollInterval, or longer while a healthy
+// change feed delivers other processes' writes); slotOf is the dispatch
+// slot of an instance and clock the provider's clock in ms since the Unix
+// epoch.
+func New(ttl func() time.Duration, slotOf func(instance string) uint8, clock func() int64) *Pool {
 	return &Pool{slotOf: slotOf,
-		ttl: ttl, views: map[string]*View{}, claimed: map[string]uint64{}, changed: map[string]uint64{},
+		ttl: ttl, views: map[string]*View{}, claimed: map[string]uint64{}, changed: map[string]uint64{}, removed: map[string]uint64{},
 		locked: map[string]Hold{}, skipped: map[string]Hold{}, execs: map[string]uint64{},
 		sessions: map[[2]string]Row{}, known: map[string]int64{}, wake: NewNotifier(), clock: clock,
 	}
@@ -242,7 +249,7 @@ func (p *Pool) View(key string, all bool, slots []uint8, covers func(*Entry) boo
 func (p *Pool) Fresh(v *View) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !v.queried.IsZero() && !v.partial && time.Since(v.queried) < p.ttl
+	return !v.queried.IsZero() && !v.partial && time.Since(v.queried) < p.ttl()
 }
 
 // Partial reports whether v's last query stopped at a full page.
@@ -256,7 +263,7 @@ func (p *Pool) Partial(v *View) bool {
 func (p *Pool) Stale(v *View) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return v.queried.IsZero() || time.Since(v.queried) >= p.ttl
+	return v.queried.IsZero() || time.Since(v.queried) >= p.ttl()
 }
 
 // BeginRefresh marks a candidate query of v as started and returns the
@@ -279,13 +286,18 @@ func (p *Pool) endRefreshLocked() {
 	p.inflight--
 	if p.inflight == 0 {
 		clear(p.changed)
+		clear(p.removed)
 	}
 }
 
 // Refreshed replaces v's entries with rows, the candidate query that
 // started at generation start and time at (nowMs on the provider's clock)
-// returned, except for keys this process changed since it started and for
-// entries not yet visible then (the query cannot see them). locks are the
+// returned, except that entries this process added to since it started
+// (hints, change-feed copies) or claimed, and entries not yet visible then
+// (the query cannot see them), are kept, the rows merging into them, and
+// that rows of keys this process gave up since (it locked their messages)
+// are dropped; locks taken or released since keep this process's view of
+// them. locks are the
 // instances of v's slots the query saw locked (orchestrator queue), and
 // sessions the active sessions it saw (worker queue, session routing; nil
 // otherwise).
@@ -307,11 +319,13 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 	for i := range rows {
 		r := sighting(rows[i])
 		p.knowLocked(r.Instance, r.ID, nowMs)
-		if newer(r.Key) || len(v.entries) >= maxViewEntries {
+		if _, busy := p.claimed[r.Key]; busy || p.removed[r.Key] > start || len(v.entries) >= maxViewEntries {
 			continue
 		}
 		r.gen = start
 		if cur, ok := v.entries[r.Key]; ok {
+			// Kept, or added to since the query started (a hint, a
+			// change-feed copy): the row adds its message.
 			mergeEntry(cur, &r)
 			continue
 		}
@@ -319,12 +333,12 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 	}
 	if locks != nil {
 		for inst, h := range p.locked {
-			if v.slots[h.Slot] && !newer(inst) {
+			if v.slots[h.Slot] && !newer(lockKey(inst)) {
 				delete(p.locked, inst)
 			}
 		}
 		for inst, h := range locks {
-			if !newer(inst) {
+			if !newer(lockKey(inst)) {
 				p.locked[inst] = h
 			}
 		}
@@ -352,6 +366,12 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 	}
 	v.partial = partial || len(v.entries) >= maxViewEntries
 }
+
+// lockKey is the changed-map key of an instance's lock: a lock taken or
+// released during a candidate query outdates the query's view of the lock,
+// not its rows of the instance's messages (a change-feed copy that shows
+// the lock released must not cost the instance its candidate).
+func lockKey(instance string) string { return "lock\x00" + instance }
 
 // sessionKey is the changed-map key of a session.
 func sessionKey(k [2]string) string { return "session\x00" + k[0] + "\x00" + k[1] }
@@ -463,7 +483,7 @@ func (p *Pool) Release(e Entry, drop bool) {
 			delete(v.entries, e.Key)
 		}
 	}
-	p.touchLocked(e.Key)
+	p.removeLocked(e.Key)
 }
 
 // touchLocked records a local change of key.
@@ -471,6 +491,14 @@ func (p *Pool) touchLocked(key string) {
 	p.gen++
 	if p.inflight > 0 {
 		p.changed[key] = p.gen
+	}
+}
+
+// removeLocked records that this process gave key's entry up.
+func (p *Pool) removeLocked(key string) {
+	p.touchLocked(key)
+	if p.inflight > 0 {
+		p.removed[key] = p.gen
 	}
 }
 
@@ -572,7 +600,7 @@ func (p *Pool) Lock(instance string, untilMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	putBounded(p.locked, instance, Hold{Until: untilMs, Slot: p.slotOf(instance)})
-	p.touchLocked(instance)
+	p.touchLocked(lockKey(instance))
 }
 
 // Unlock records that this process released its lock on instance (which
@@ -581,7 +609,7 @@ func (p *Pool) Unlock(instance string) {
 	p.mu.Lock()
 	delete(p.locked, instance)
 	delete(p.skipped, instance) // the turn may have changed what held it back
-	p.touchLocked(instance)
+	p.touchLocked(lockKey(instance))
 	p.mu.Unlock()
 	p.wake.Notify()
 }
@@ -688,7 +716,7 @@ func (p *Pool) ForgetInstance(instance string) {
 		for key, e := range v.entries {
 			if e.Instance == instance {
 				delete(v.entries, key)
-				p.touchLocked(key)
+				p.removeLocked(key)
 			}
 		}
 	}
@@ -700,7 +728,8 @@ func (p *Pool) ForgetInstance(instance string) {
 			delete(p.sessions, k)
 		}
 	}
-	p.touchLocked(instance)
+	p.removeLocked(instance)
+	p.touchLocked(lockKey(instance))
 }
 
 // Wake returns the pool's Notifier, notified when an entry is added or a

@@ -17,7 +17,7 @@ import (
 // testPool returns a pool with one view of every slot.
 func testPool(t *testing.T) (*Pool, *View) {
 	t.Helper()
-	p := New(time.Hour, testSlot, func() int64 { return 0 })
+	p := New(hour, testSlot, func() int64 { return 0 })
 	return p, p.View("all", true, nil, nil)
 }
 
@@ -90,6 +90,38 @@ func TestPoolRefreshKeepsWhatChangedWhileItRan(t *testing.T) {
 	assert.Equal(t, []string{"foreign", "new"}, got,
 		"the query's rows replace the old entries, except the one this process locked and the one it wrote since")
 	assert.True(t, p.Fresh(v))
+}
+
+// TestPoolRefreshRowMergesIntoWhatWasAddedWhileItRan: a change-feed copy
+// of a message locked elsewhere (visible only at that lock's expiry) and a
+// copy of the instance document showing its lock released, both arriving
+// while the query ran, do not cost the instance the visible message the
+// query returned (a fetch with a zero poll timeout found nothing then).
+func TestPoolRefreshRowMergesIntoWhatWasAddedWhileItRan(t *testing.T) {
+	t.Parallel()
+	p, v := testPool(t)
+	start := p.BeginRefresh()
+	p.Echo(msgEntry("i", "locked-elsewhere", 10, 10), 60_000, 100)
+	p.Unlock("i")
+	p.Refreshed(v, start, time.Now(), 100, []Entry{msgEntry("i", "visible", 20, 20)}, false, map[string]Hold{}, nil)
+	c, ok := p.Pick(v, 100, "", nil, nil)
+	require.True(t, ok, "the query's visible message makes the instance a candidate")
+	assert.Equal(t, "i", c.Instance)
+	assert.ElementsMatch(t, []MsgRef{{ID: "locked-elsewhere", VisibleAt: 60_000}, {ID: "visible", VisibleAt: 20}}, c.Msgs)
+}
+
+func TestPoolViewLifetimeIsReadAtEachCheck(t *testing.T) {
+	t.Parallel()
+	ttl := time.Hour
+	p := New(func() time.Duration { return ttl }, testSlot, func() int64 { return 0 })
+	v := p.View("all", true, nil, nil)
+	assert.True(t, p.Stale(v), "a view never queried is stale")
+	p.Refreshed(v, p.BeginRefresh(), time.Now().Add(-time.Second), 0, nil, false, map[string]Hold{}, nil)
+	assert.True(t, p.Fresh(v))
+	assert.False(t, p.Stale(v))
+	ttl = 500 * time.Millisecond // the change feed stopped being healthy
+	assert.False(t, p.Fresh(v), "a query 1 s old is older than the new lifetime")
+	assert.True(t, p.Stale(v))
 }
 
 func TestPoolRefreshRecordsLockedInstances(t *testing.T) {
@@ -167,7 +199,7 @@ func TestPoolSessionOwnership(t *testing.T) {
 }
 
 func TestPoolViewsAreBounded(t *testing.T) {
-	p := New(time.Hour, testSlot, func() int64 { return 0 })
+	p := New(hour, testSlot, func() int64 { return 0 })
 	for i := 0; i < 3*maxPoolViews; i++ {
 		p.View(string(rune('a'+i%26))+string(rune(i)), false, []uint8{uint8(i)}, nil)
 	}
@@ -223,6 +255,9 @@ func TestPoolEchoShowingAnotherLockWaitsForItsExpiry(t *testing.T) {
 	assert.Equal(t, "m2", c.ID)
 }
 
+// hour is a view lifetime for the tests that must not see views expire.
+func hour() time.Duration { return time.Hour }
+
 // testSlot is a dispatch slot function for the tests (the provider's is
 // cdb.DispatchSlot): the first byte of the instance id.
 func testSlot(instance string) uint8 {
@@ -268,7 +303,7 @@ func TestPoolEntryListsItsMessages(t *testing.T) {
 
 func TestPoolDroppedEntryKeepsItsMessagesNotVisibleYet(t *testing.T) {
 	now := int64(100)
-	p := New(time.Hour, testSlot, func() int64 { return now })
+	p := New(hour, testSlot, func() int64 { return now })
 	v := p.View("all", true, nil, nil)
 	p.Hint(msgEntry("a", "event", 10, 10))
 	p.Hint(msgEntry("a", "timer", 20, 5_000))

@@ -37,8 +37,11 @@ import (
 )
 
 // DefaultInterval is how often an idle Reader reads the feed when
-// Options.Interval is zero.
-const DefaultInterval = 100 * time.Millisecond
+// Options.Interval is zero: 80 ms, so that a change is delivered within
+// 100 ms at the 95th percentile also with a real account's 5 to 10 ms per
+// read (a change waits up to one interval for the next read, then the
+// read's own latency).
+const DefaultInterval = 80 * time.Millisecond
 
 // pageSize is the most documents one read asks for; a read that gets that
 // many reads again at once.
@@ -46,8 +49,10 @@ const pageSize = 1000
 
 // Options configure a Reader.
 type Options struct {
-	// Interval is the pause between reads that found nothing; default
-	// DefaultInterval.
+	// Interval is the time from the start of one read to the start of
+	// the next while reads find less than a full page (after a failed
+	// read: from its end, or the service's retry-after if longer);
+	// default DefaultInterval.
 	Interval time.Duration
 	// OnDocuments, when set, receives every page of changed documents
 	// (JSON, with system properties), on the reader's goroutine, before
@@ -55,6 +60,10 @@ type Options struct {
 	OnDocuments func(docs [][]byte)
 	// OnError, when set, is told every failed read (the reader goes on).
 	OnError func(err error)
+	// Context, when set, gives the values (not the deadline or
+	// cancellation: Stop ends the reads) of the context of every read
+	// after Start's, such as the caller's request labels.
+	Context context.Context
 }
 
 // Reader follows a container's change feed from the moment Start was
@@ -124,7 +133,11 @@ func (r *Reader) position(ctx context.Context) (string, error) {
 
 func (r *Reader) loop(cont string) {
 	defer close(r.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	base := context.Background()
+	if r.opts.Context != nil {
+		base = context.WithoutCancel(r.opts.Context)
+	}
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	go func() {
 		select {
@@ -134,6 +147,10 @@ func (r *Reader) loop(cont string) {
 		}
 	}()
 	for {
+		// Reads start every Interval (the time a read and its documents'
+		// handling took is part of the pause), so a change waits at most
+		// one Interval for the read that sees it.
+		began := time.Now()
 		wait := r.opts.Interval
 		r.reads.Add(1)
 		resp, err := r.container.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{Continuation: &cont, MaxItemCount: pageSize})
@@ -161,7 +178,10 @@ func (r *Reader) loop(cont string) {
 				}
 			}
 		}
-		if wait == 0 {
+		if err == nil {
+			wait -= time.Since(began)
+		}
+		if wait <= 0 {
 			continue
 		}
 		t := time.NewTimer(wait)
