@@ -77,3 +77,42 @@ func TestChangesIsNilWithoutTheReader(t *testing.T) {
 	p := newProvider(t, func(c *cdb.Config) { c.DisableChangeFeedWakeups = true })
 	assert.Nil(t, p.Changes())
 }
+
+// TestIdleLongPollTrustsThePoolWhileTheChangeFeedIsHealthy: with the
+// change-feed reader healthy, a long poll that finds nothing makes no
+// candidate query while its view is younger than 10 s (the reader hints
+// every message written since), not even at its deadline; without the
+// reader it queries at the start, every LongPollInterval and at the
+// deadline.
+func TestIdleLongPollTrustsThePoolWhileTheChangeFeedIsHealthy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		disable bool
+	}{{"change feed", false}, {"polling", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := newProvider(t, func(cfg *cdb.Config) {
+				cfg.DisableReconciler, cfg.DisableChangeFeedWakeups = true, c.disable
+				cfg.LongPollInterval = 50 * time.Millisecond
+				cfg.ChangeFeedInterval = time.Second // healthy for 3 s after each read, however slow the machine
+			})
+			steps := traceSteps(p)
+			ctx := context.Background()
+			item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			require.NoError(t, err)
+			require.Nil(t, item)
+			require.Equal(t, 1, steps.take()["orch candidate query"], "a fetch with a new view queries")
+
+			item, err = p.FetchOrchestrationItem(ctx, longLock, 300*time.Millisecond, nil)
+			require.NoError(t, err)
+			require.Nil(t, item)
+			queries := steps.take()["orch candidate query"]
+			if c.disable {
+				assert.GreaterOrEqual(t, queries, 2, "polling: the stale view at the start, the polls and the deadline")
+			} else {
+				assert.Zero(t, queries, "the change feed's healthy reader stands for the queries")
+			}
+		})
+	}
+}
