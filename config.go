@@ -176,6 +176,13 @@ type Config struct {
 	// "Several replicas"). Disabled, every waiting fetch polls every
 	// LongPollInterval.
 	DisableChangeFeedWakeups bool
+	// ChangeFeedWakeups turned the change-feed reader on when it was off by
+	// default. Setting it true changes nothing; with
+	// DisableChangeFeedWakeups it is an error.
+	//
+	// Deprecated: the change-feed wake-ups are on by default; use
+	// DisableChangeFeedWakeups to turn them off.
+	ChangeFeedWakeups bool
 	// ChangeFeedInterval is how often the reader reads the change feed
 	// while nothing changes (one request per physical partition per read);
 	// default 80 ms (internal/changefeed's DefaultInterval: a change is seen
@@ -305,6 +312,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ChangeFeedInterval < 0 {
 		errs = append(errs, fmt.Errorf("ChangeFeedInterval %v is negative", c.ChangeFeedInterval))
+	}
+	if c.ChangeFeedWakeups && c.DisableChangeFeedWakeups {
+		errs = append(errs, errors.New("ChangeFeedWakeups (deprecated) and DisableChangeFeedWakeups are both set"))
 	}
 	if c.Leases != LeasesInProcess && c.Leases != LeasesInContainer {
 		errs = append(errs, fmt.Errorf("the Leases mode %q is neither %q nor %q", c.Leases, LeasesInProcess, LeasesInContainer))

@@ -57,6 +57,7 @@ func TestConfigInvalid(t *testing.T) {
 		{Config{Endpoint: "https://a/", Key: "k", ReconcilerInterval: -time.Second}, "ReconcilerInterval"},
 		{Config{Endpoint: "https://a/", Key: "k", ReconcilerAgeThreshold: -time.Second}, "ReconcilerAgeThreshold"},
 		{Config{Endpoint: "https://a/", Key: "k", LongPollInterval: -time.Second}, "LongPollInterval"},
+		{Config{Endpoint: "https://a/", Key: "k", ChangeFeedWakeups: true, DisableChangeFeedWakeups: true}, "DisableChangeFeedWakeups are both set"},
 	}
 	for _, c := range cases {
 		_, err := c.cfg.withDefaults()
@@ -64,6 +65,15 @@ func TestConfigInvalid(t *testing.T) {
 		assert.Contains(t, err.Error(), c.want)
 		assert.Contains(t, err.Error(), "cdb: invalid config")
 	}
+}
+
+// TestDeprecatedChangeFeedWakeupsIsAccepted: programs written when the
+// wake-ups were off by default still build and get them.
+func TestDeprecatedChangeFeedWakeupsIsAccepted(t *testing.T) {
+	t.Parallel()
+	c, err := Config{Endpoint: "https://a/", Key: "k", ChangeFeedWakeups: true}.withDefaults()
+	require.NoError(t, err)
+	assert.False(t, c.DisableChangeFeedWakeups)
 }
 
 // TestNewRejectsInvalidConfig checks that New reports a bad config without

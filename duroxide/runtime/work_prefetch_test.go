@@ -12,27 +12,42 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
-// prefetchProvider records the work items fetched while another one is
-// locked (fetched and not yet acked or abandoned: with one worker, fetched
-// ahead while its activity runs), their attempt counts, and the abandons.
+// prefetchProvider records the work items fetched ahead (with one worker:
+// fetched before the activity of the previous item returned, which the
+// activities of the test count in finished), their attempt counts, and the
+// abandons.
 type prefetchProvider struct {
 	*memory.MemoryProvider
-	locked             atomic.Int32
+	// fetched counts the items fetched and not abandoned, finished the
+	// activities that returned.
+	fetched, finished  atomic.Int32
 	fetchedWhileActive atomic.Int32
 	mu                 sync.Mutex
 	attempts           []uint32
 	abandons           []bool // ignoreAttempt of each abandon
 	abandoned          chan struct{}
+	// stopping is closed when an orchestration fetch returns on a
+	// cancelled context: the runtime's Shutdown has begun.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 func newPrefetchProvider(e *env) *prefetchProvider {
-	return &prefetchProvider{MemoryProvider: e.provider, abandoned: make(chan struct{}, 16)}
+	return &prefetchProvider{MemoryProvider: e.provider, abandoned: make(chan struct{}, 16), stopping: make(chan struct{})}
+}
+
+func (p *prefetchProvider) FetchOrchestrationItem(ctx context.Context, lock, poll time.Duration, f *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
+	item, err := p.MemoryProvider.FetchOrchestrationItem(ctx, lock, poll, f)
+	if ctx.Err() != nil {
+		p.stoppingOnce.Do(func() { close(p.stopping) })
+	}
+	return item, err
 }
 
 func (p *prefetchProvider) FetchWorkItem(ctx context.Context, lock, poll time.Duration, s *duroxide.SessionFetchConfig, f duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	item, err := p.MemoryProvider.FetchWorkItem(ctx, lock, poll, s, f)
 	if item != nil {
-		if p.locked.Add(1) > 1 {
+		if n := p.fetched.Add(1); p.finished.Load() < n-1 {
 			p.fetchedWhileActive.Add(1)
 		}
 		p.mu.Lock()
@@ -42,13 +57,8 @@ func (p *prefetchProvider) FetchWorkItem(ctx context.Context, lock, poll time.Du
 	return item, err
 }
 
-func (p *prefetchProvider) AckWorkItem(ctx context.Context, token string, completion *duroxide.WorkItem) error {
-	p.locked.Add(-1)
-	return p.MemoryProvider.AckWorkItem(ctx, token, completion)
-}
-
 func (p *prefetchProvider) AbandonWorkItem(ctx context.Context, token string, delay time.Duration, ignoreAttempt bool) error {
-	p.locked.Add(-1)
+	p.fetched.Add(-1) // its activity never runs: fetching it again is no fetch ahead
 	p.mu.Lock()
 	p.abandons = append(p.abandons, ignoreAttempt)
 	p.mu.Unlock()
@@ -74,11 +84,13 @@ func pairRegistry(t *testing.T, step runtime.ActivityFunc) *runtime.Registry {
 	return reg
 }
 
-// firstStepWaits returns an activity whose first run waits for until (or
-// 10 s) before returning its input.
-func firstStepWaits(until func() bool) runtime.ActivityFunc {
+// firstStepWaits returns an activity, counted in p.finished when it
+// returns, whose first run waits for until (or 10 s) before returning its
+// input.
+func firstStepWaits(p *prefetchProvider, until func() bool) runtime.ActivityFunc {
 	var first atomic.Bool
 	return func(_ *runtime.ActivityContext, in string) (string, error) {
+		defer p.finished.Add(1)
 		if first.CompareAndSwap(false, true) {
 			deadline := time.Now().Add(10 * time.Second)
 			for !until() && time.Now().Before(deadline) {
@@ -99,7 +111,7 @@ func TestWorkerFetchesTheNextItemWhileAnActivityRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p := newPrefetchProvider(e)
-	startOn(t, e, p, pairRegistry(t, firstStepWaits(func() bool { return p.fetchedWhileActive.Load() > 0 })), oneWorker(10*time.Second))
+	startOn(t, e, p, pairRegistry(t, firstStepWaits(p, func() bool { return p.fetchedWhileActive.Load() > 0 })), oneWorker(10*time.Second))
 	wantOutput(t, e.run("prefetch-1", "Pair", ""), "ab")
 	if p.fetchedWhileActive.Load() != 1 {
 		t.Fatalf("the one worker fetched %d items while its activity ran, want 1", p.fetchedWhileActive.Load())
@@ -120,7 +132,7 @@ func TestWorkItemFetchedAheadIsGivenUpAfterTheHold(t *testing.T) {
 		defer p.mu.Unlock()
 		return len(p.abandons) > 0
 	}
-	startOn(t, e, p, pairRegistry(t, firstStepWaits(abandoned)), oneWorker(20*time.Millisecond))
+	startOn(t, e, p, pairRegistry(t, firstStepWaits(p, abandoned)), oneWorker(20*time.Millisecond))
 	wantOutput(t, e.run("prefetch-2", "Pair", ""), "ab")
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -140,7 +152,7 @@ func TestWorkerPrefetchOffFetchesAfterTheActivity(t *testing.T) {
 	p := newPrefetchProvider(e)
 	var waited atomic.Int32
 	wait := func() bool { return waited.Add(1) > 50 } // about 50 ms
-	startOn(t, e, p, pairRegistry(t, firstStepWaits(wait)), oneWorker(-1))
+	startOn(t, e, p, pairRegistry(t, firstStepWaits(p, wait)), oneWorker(-1))
 	wantOutput(t, e.run("prefetch-off", "Pair", ""), "ab")
 	if n := p.fetchedWhileActive.Load(); n != 0 {
 		t.Fatalf("with WorkerPrefetchHold < 0 a worker fetched %d items while its activity ran", n)
@@ -152,7 +164,7 @@ func TestShutdownGivesUpTheItemFetchedAhead(t *testing.T) {
 	e := newEnv(t)
 	p := newPrefetchProvider(e)
 	release := make(chan struct{})
-	step := firstStepWaits(func() bool {
+	step := firstStepWaits(p, func() bool {
 		if p.fetchedWhileActive.Load() == 0 {
 			return false
 		}
@@ -174,6 +186,12 @@ func TestShutdownGivesUpTheItemFetchedAhead(t *testing.T) {
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- rt.Shutdown(context.Background()) }()
+	select { // the activity returns once the runtime is stopping
+	case <-p.stopping:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("Shutdown did not cancel the orchestration dispatcher's fetch")
+	}
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
