@@ -186,10 +186,11 @@ type View struct {
 	covers  func(*Entry) bool
 	entries map[string]*Entry
 	// queried is when the last candidate query of the view started (zero:
-	// never); partial, that it stopped at a full page, so the view may
-	// miss candidates.
-	queried time.Time
-	partial bool
+	// never), queriedMs the same on the provider's clock; partial, that it
+	// stopped at a full page, so the view may miss candidates.
+	queried   time.Time
+	queriedMs int64
+	partial   bool
 }
 
 // Bounds that keep the pool small whatever the load.
@@ -259,11 +260,24 @@ func (p *Pool) Partial(v *View) bool {
 	return v.partial
 }
 
-// Stale reports whether v should be queried before it is used.
+// Stale reports whether v should be queried before it is used: it never
+// was, its last query is older than the view lifetime, or a lock on an
+// instance of its slots (this process's or another's, as last seen) has
+// expired since: its messages are visible again, and nothing was written
+// to say so.
 func (p *Pool) Stale(v *View) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return v.queried.IsZero() || time.Since(v.queried) >= p.ttl()
+	if v.queried.IsZero() || time.Since(v.queried) >= p.ttl() {
+		return true
+	}
+	now := p.clock()
+	for _, h := range p.locked {
+		if v.slots[h.Slot] && h.Until > v.queriedMs && h.Until <= now {
+			return true
+		}
+	}
+	return false
 }
 
 // BeginRefresh marks a candidate query of v as started and returns the
@@ -362,7 +376,7 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 		}
 	}
 	if at.After(v.queried) {
-		v.queried = at
+		v.queried, v.queriedMs = at, nowMs
 	}
 	v.partial = partial || len(v.entries) >= maxViewEntries
 }
@@ -688,8 +702,9 @@ func (p *Pool) ForgetSession(k [2]string) {
 }
 
 // NextChange returns the earliest time (ms) after nowMs at which an entry
-// becomes visible or a hold on an instance with an entry ends; ok is false
-// when nothing is pending.
+// becomes visible, a hold on an instance with an entry ends, or a lock on
+// any instance expires (which makes its view stale); ok is false when
+// nothing is pending.
 func (p *Pool) NextChange(nowMs int64) (atMs int64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -704,6 +719,9 @@ func (p *Pool) NextChange(nowMs int64) (atMs int64, ok bool) {
 			consider(p.locked[e.Instance].Until)
 			consider(p.skipped[e.Instance].Until)
 		}
+	}
+	for _, h := range p.locked {
+		consider(h.Until)
 	}
 	return atMs, ok
 }

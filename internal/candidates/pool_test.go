@@ -110,6 +110,30 @@ func TestPoolRefreshRowMergesIntoWhatWasAddedWhileItRan(t *testing.T) {
 	assert.ElementsMatch(t, []MsgRef{{ID: "locked-elsewhere", VisibleAt: 60_000}, {ID: "visible", VisibleAt: 20}}, c.Msgs)
 }
 
+// TestPoolExpiredLockMakesTheViewStale: a lock the query saw (another
+// process's, which may have died) expires without a write; the view is
+// stale from then on, and a waiting fetch is woken then, so its messages
+// are queried at once instead of when the view's lifetime ends.
+func TestPoolExpiredLockMakesTheViewStale(t *testing.T) {
+	t.Parallel()
+	var now int64 = 100
+	p := New(hour, testSlot, func() int64 { return now })
+	v := p.View("all", true, nil, nil)
+	p.Refreshed(v, p.BeginRefresh(), time.Now(), 100, nil, false, map[string]Hold{"held": {Until: 500, Slot: testSlot("held")}}, nil)
+	assert.False(t, p.Stale(v))
+	at, ok := p.NextChange(now)
+	require.True(t, ok, "the lock's expiry is a change to wake for")
+	assert.Equal(t, int64(500), at)
+	now = 500
+	assert.True(t, p.Stale(v), "the lock expired since the query")
+	p.Refreshed(v, p.BeginRefresh(), time.Now(), now, nil, false, map[string]Hold{}, nil)
+	assert.False(t, p.Stale(v), "queried after the expiry")
+	p.Lock("mine", 900) // this process's lock, released by its ack
+	p.Unlock("mine")
+	now = 1_000
+	assert.False(t, p.Stale(v), "a released lock does not expire")
+}
+
 func TestPoolViewLifetimeIsReadAtEachCheck(t *testing.T) {
 	t.Parallel()
 	ttl := time.Hour
