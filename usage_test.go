@@ -24,10 +24,12 @@ func emulatorTotals(s *emulator.Server) (requests int64, charge float64) {
 // request charge of every answer: on a private emulator, whose only client
 // is the provider, Usage equals what the emulator charged, from New's
 // database and container creation to a hello-world orchestration, a
-// throttled request included.
+// throttled request included. The change-feed reader is off: Close cancels
+// its read in flight, which the emulator counts and the provider never
+// gets an answer to.
 func TestUsageCountsEveryResponseCharge(t *testing.T) {
 	t.Parallel()
-	p, s := newPrivateProvider(t, nil)
+	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableChangeFeedWakeups = true })
 	ctx := context.Background()
 	s.InjectFault(emulator.FaultRule{Op: emulator.OpCreateItem, Times: 1, Fault: emulator.TooManyRequests(0)})
 	require.NoError(t, helloWorld(ctx, p, "usage-1", nil))
