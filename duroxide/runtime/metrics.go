@@ -267,14 +267,14 @@ func (m *runtimeMetrics) orchestrationFetched() func() {
 func (m *runtimeMetrics) workItemFetched() { m.workFetched.Add(context.Background(), 1) }
 
 // turnCommitted records what a committed turn did: starts, completions,
-// failures, continue-as-new, sub-orchestration results, poison, and the
-// turn count of the execution.
-func (m *runtimeMetrics) turnCommitted(item *duroxide.OrchestrationItem, d turnDecision) {
+// failures, continue-as-new, sub-orchestration results, poison; turns is
+// the execution's turn count with this turn (countTurn, taken before the
+// ack).
+func (m *runtimeMetrics) turnCommitted(item *duroxide.OrchestrationItem, d turnDecision, turns int64) {
 	ctx := context.Background()
 	name, version := item.OrchestrationName, item.Version
 	delta := d.ack.historyDelta
 	key := executionKey{item.Instance, d.ack.executionID}
-	turns := m.countTurn(key)
 	if d.poison {
 		m.orchPoison.Add(ctx, 1)
 	}
@@ -416,8 +416,11 @@ func turnBucket(turns int64) string {
 	return "50+"
 }
 
-// countTurn counts one committed turn of key's execution and returns the
-// count so far.
+// countTurn counts one turn of key's execution about to be committed and
+// returns the count so far. It is called before the ack: the ack releases
+// the instance, and the next turn (on another dispatcher) may commit and
+// complete the execution before this dispatcher records its own turn;
+// uncountTurn takes the count back when the ack fails.
 func (m *runtimeMetrics) countTurn(key executionKey) int64 {
 	m.turnsMu.Lock()
 	defer m.turnsMu.Unlock()
@@ -426,6 +429,17 @@ func (m *runtimeMetrics) countTurn(key executionKey) int64 {
 	}
 	m.turns[key]++
 	return m.turns[key]
+}
+
+// uncountTurn takes back countTurn for a turn whose ack failed.
+func (m *runtimeMetrics) uncountTurn(key executionKey) {
+	m.turnsMu.Lock()
+	defer m.turnsMu.Unlock()
+	if m.turns[key] > 1 {
+		m.turns[key]--
+	} else {
+		delete(m.turns, key)
+	}
 }
 
 // forget drops the turn counter of an execution that ended.

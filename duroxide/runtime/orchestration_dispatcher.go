@@ -66,9 +66,13 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 	if d.poison {
 		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
 	}
+	key := executionKey{item.Instance, d.ack.executionID}
+	turns := r.metrics.countTurn(key)
 	err := r.ackWithRetry(turnCtx, item.LockToken, d.ack)
 	if err == nil {
-		r.metrics.turnCommitted(item, d)
+		r.metrics.turnCommitted(item, d, turns)
+	} else {
+		r.metrics.uncountTurn(key)
 	}
 	if err == nil || r.runCtx.Err() != nil {
 		return
@@ -81,9 +85,12 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 	h := newHistoryManager(item.History)
 	h.appendNew(item.Instance, d.ack.executionID, nil, duroxide.OrchestrationFailed{Details: pe.ToInfrastructureError()})
 	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, metadata: computeMetadata(h.delta)}
+	turns = r.metrics.countTurn(key)
 	err2 := r.ackWithRetry(turnCtx, item.LockToken, failure)
 	if err2 == nil {
-		r.metrics.turnCommitted(item, turnDecision{ack: failure})
+		r.metrics.turnCommitted(item, turnDecision{ack: failure}, turns)
+	} else {
+		r.metrics.uncountTurn(key)
 	}
 	if err2 != nil && r.runCtx.Err() == nil {
 		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)
