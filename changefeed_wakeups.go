@@ -1,7 +1,6 @@
 // Change-feed wake-ups (on unless Config.DisableChangeFeedWakeups): the
-// change-feed reader
-// that hints other processes' queue messages to the candidate pools and
-// wakes waiting fetches.
+// change-feed reader that hints other processes' queue messages to the
+// candidate pools and wakes waiting fetches.
 
 package cdb
 
@@ -18,8 +17,8 @@ import (
 
 // Wake-ups across processes through the change feed. Unless
 // Config.DisableChangeFeedWakeups, one change-feed reader per Provider
-// (not per dispatcher) follows the container (internal/changefeed): every queue
-// message another process writes becomes a candidate of this process's
+// (not per dispatcher) follows the container (internal/changefeed): every
+// queue message another process writes becomes a candidate of this process's
 // pool and wakes its waiting fetches at once, instead of at their next
 // candidate query. While the reader is healthy, the answer of a candidate
 // query is trusted for 10 s instead of LongPollInterval, and waiting
@@ -128,9 +127,9 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 // delivers documents written to the container (by any process): code that
 // waits for another process's writes (a client waiting for an
 // orchestration's completion) takes the channel, checks its state, and
-// waits on the channel (with a timeout of its own). Without
-// the reader (Config.DisableChangeFeedWakeups) it returns nil, which blocks forever in a
-// select: such code must then poll.
+// waits on the channel (with a timeout of its own). Without the reader
+// (Config.DisableChangeFeedWakeups) it returns nil, which blocks forever
+// in a select: such code must then poll.
 func (p *Provider) Changes() <-chan struct{} {
 	if p.feed == nil {
 		return nil

@@ -61,7 +61,7 @@ type Options struct {
 	// OnError, when set, is told every failed read (the reader goes on).
 	OnError func(err error)
 	// Context, when set, gives the values (not the deadline or
-	// cancellation: Stop ends the reads) of the context of every read
+	// cancellation: Close ends the reads) of the context of every read
 	// after Start's, such as the caller's request labels.
 	Context context.Context
 }
