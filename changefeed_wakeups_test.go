@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // TestChangeFeedWakesFetchOfAnotherProcess: a provider whose waiting
@@ -115,4 +117,27 @@ func TestIdleLongPollTrustsThePoolWhileTheChangeFeedIsHealthy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNewWithoutTheChangeFeedWhenItsFirstReadFails: an account that
+// refuses change-feed reads (here: every read throttled, past the
+// retries) still gets a working provider, which polls for other
+// processes' messages instead of being woken.
+func TestNewWithoutTheChangeFeedWhenItsFirstReadFails(t *testing.T) {
+	t.Parallel()
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{})
+	a.Emulator().InjectFault(emulator.FaultRule{Op: emulator.OpChangeFeed, Fault: emulator.TooManyRequests(time.Millisecond)})
+	cfg := a.Config()
+	cfg.DisableReconciler, cfg.LongPollInterval = true, 20*time.Millisecond
+	writer := a.NewProvider(t, cfg)
+	waiter := a.NewProvider(t, cfg)
+	assert.Nil(t, waiter.Changes(), "no change-feed reader")
+	assert.False(t, waiter.WatchesAllProcesses())
+
+	ctx := context.Background()
+	require.NoError(t, writer.EnqueueForOrchestrator(ctx, startItem("polled"), 0))
+	item, err := waiter.FetchOrchestrationItem(ctx, longLock, 10*time.Second, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "the waiting fetch's polls found the other provider's message")
+	assert.Equal(t, "polled", item.Instance)
 }

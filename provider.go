@@ -81,8 +81,12 @@ var (
 // when they are missing (partition key /instanceId, large partition keys,
 // the indexing policy of duroxide-cdb's spec §2.3 with the paths this
 // provider adds, per-item time to live for tombstones; a 409 means one
-// exists), and starts the outbox reconciler. An invalid cfg is an error
-// naming every bad field; nothing is contacted then.
+// exists), and starts the outbox reconciler and, unless
+// DisableChangeFeedWakeups, the change-feed reader. An invalid cfg is an
+// error naming every bad field; nothing is contacted then. A change-feed
+// reader whose first read fails (after the retries of any read) is logged
+// as a warning and left out: the provider then polls as with
+// DisableChangeFeedWakeups (Changes returns nil).
 //
 // Contacting the account is retried with a backoff from 500 ms doubling to
 // at most 5 s, each retry logged, at most 10 tries (about 30 s): throttling
@@ -163,12 +167,19 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	if !cfg.DisableChangeFeedWakeups {
 		if err := p.startChangeFeed(ctx); err != nil {
-			if p.leases != nil {
-				p.leases.close(ctx)
+			if ctx.Err() != nil {
+				if p.leases != nil {
+					p.leases.close(ctx)
+				}
+				p.metrics.close()
+				p.closeClient()
+				return nil, err
 			}
-			p.metrics.close()
-			p.closeClient()
-			return nil, err
+			// The wake-ups are an optimisation: an account that refuses
+			// change-feed reads (a data-plane role without
+			// readChangeFeed, an emulator without the change feed) still
+			// gets a working provider, whose fetches poll.
+			p.log.Warn("change-feed wake-ups unavailable; waiting fetches poll every LongPollInterval", zap.Error(err))
 		}
 	}
 	p.metrics.registerGauges(p)
