@@ -50,3 +50,8 @@ func ForgetHeld(p *Provider, instance string) {
 // history), as when a message another process wrote made it read the
 // instance's partition.
 func ForgetHeldState(p *Provider, instance string) { p.heldStates.drop(instance) }
+
+// LeaseHeartbeat runs one heartbeat of p's container leases now (renewal,
+// lease read, rebalance), as its heartbeat goroutine does; p must use
+// LeasesInContainer.
+func LeaseHeartbeat(ctx context.Context, p *Provider) error { return p.leases.beat(ctx) }

@@ -13,6 +13,7 @@ import (
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // Short lease intervals, so that takeover and rebalance happen within a
@@ -206,4 +207,19 @@ func TestContainerLeasesConfigRejectsBadIntervals(t *testing.T) {
 	cfg.Leases = "cluster"
 	_, err = cdb.New(context.Background(), cfg)
 	require.ErrorContains(t, err, "Leases")
+}
+
+// TestContainerLeasesHeartbeatIsTwoRequests: while nothing moves, a
+// heartbeat renews the owner document and reads every lease document in
+// one page (the 512 slot documents and the owners): 2 requests.
+func TestContainerLeasesHeartbeatIsTwoRequests(t *testing.T) {
+	t.Parallel()
+	p, emu := newPrivateProvider(t, func(c *cdb.Config) {
+		c.Leases, c.DisableReconciler, c.DisableChangeFeedWakeups = cdb.LeasesInContainer, true, true
+		c.LeaseHeartbeatInterval, c.LeaseExpiry = time.Hour, 3*time.Hour // only the test's heartbeat runs
+	})
+	emu.ResetCounters()
+	require.NoError(t, cdb.LeaseHeartbeat(context.Background(), p))
+	assert.Equal(t, int64(2), dataRequests(emu), "renewal and one page of lease documents")
+	assert.Equal(t, int64(1), emu.Counters()[emulator.OpQuery].Requests)
 }
