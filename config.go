@@ -104,8 +104,9 @@ type Config struct {
 	// 256 slots of each queue and queries only those, so replicas do not
 	// race for the same messages; a dead owner's slots are served again
 	// after LeaseExpiry). Use LeasesInContainer (with the change-feed
-	// wake-ups on, the default) for several replicas under steady load that close their providers on
-	// shutdown (README, "Several replicas"). Any other value is an error.
+	// wake-ups on, the default) for several replicas under steady load
+	// that close their providers on shutdown (README, "Several replicas").
+	// Any other value is an error.
 	Leases LeaseMode
 	// LeaseHeartbeatInterval is how often a Provider with
 	// LeasesInContainer renews its owner document and rebalances its

@@ -58,8 +58,8 @@ func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool 
 
 // tryCandidates tries to lock the candidates of view v, oldest first, up
 // to maxCandidatesPerFetch, and reports whether one was locked. It queries
-// (refresh) first when v is older than the pool's view lifetime
-// (Provider.viewLifetime); when v offers
+// (refresh) first when v is stale (older than the pool's view lifetime,
+// Provider.viewLifetime, or a known lock expired since); when v offers
 // nothing, it queries all pages if v's last query stopped at a full page,
 // and one page if it has not queried yet and the fetch must answer now
 // (final) or v is not fresh. scope is the fetch's skip scope (see

@@ -71,9 +71,9 @@ const unknownVersion = "unknown"
 // process wrote since. 1 more request, a cross-partition query of the
 // lease's slots for visible, unlocked messages and for locked instances
 // (whose messages are then not tried), is made when the pool's view of the
-// slots is older than LongPollInterval (10 s while a healthy change feed
-// hints other processes' messages, Config.DisableChangeFeedWakeups), or when it
-// offers nothing to a fetch that must answer now (a zero poll timeout, or
+// slots is older than LongPollInterval (10 s while the change-feed reader
+// is healthy and hints other processes' messages), or when it offers
+// nothing to a fetch that must answer now (a zero poll timeout, or
 // the end of the poll timeout without a healthy change feed); a fetch that
 // is still waiting trusts an empty, recent view, so messages written by
 // other processes are seen within LongPollInterval (ChangeFeedInterval). 1

@@ -26,9 +26,9 @@ const DefaultLongPollInterval = 250 * time.Millisecond
 // the deadline, unless the change-feed reader is healthy (then the pool
 // has every message written since its last query, and the query would
 // cost one request per lease view at the end of every poll timeout of an
-// idle process). Between attempts it sleeps for the poll interval, until a known
-// candidate of pool becomes visible, or until this process writes to the
-// queue.
+// idle process). Between attempts it sleeps for the poll interval, until
+// a known candidate of pool becomes visible, or until this process writes
+// to the queue.
 func (p *Provider) longPoll(ctx context.Context, pollTimeout time.Duration, pool *candidates.Pool, attempt func(ctx context.Context, final bool) (bool, error)) error {
 	deadline := time.Now().Add(pollTimeout)
 	for {

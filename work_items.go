@@ -42,7 +42,8 @@ import (
 // nothing to a fetch that must answer now (a zero poll timeout, or the end
 // of the poll timeout without a healthy change feed); a fetch that is
 // still waiting trusts an empty, recent view, so messages written by other
-// processes are seen within LongPollInterval (ChangeFeedInterval). A candidate another process took costs 1 request and
+// processes are seen within LongPollInterval (ChangeFeedInterval). A
+// candidate another process took costs 1 request and
 // the next one is tried, up to 4; when the view holds no usable candidate
 // and its last query stopped at a full page, every page is read. With a
 // positive pollTimeout the fetch waits for this process's writes, the

@@ -417,9 +417,7 @@ func turnBucket(turns int64) string {
 }
 
 // countTurn counts one turn of key's execution about to be committed and
-// returns the count so far. It is called before the ack: the ack releases
-// the instance, and the next turn (on another dispatcher) may commit and
-// complete the execution before this dispatcher records its own turn;
+// returns the count so far (Runtime.ackCounted says why before the ack);
 // uncountTurn takes the count back when the ack fails.
 func (m *runtimeMetrics) countTurn(key executionKey) int64 {
 	m.turnsMu.Lock()

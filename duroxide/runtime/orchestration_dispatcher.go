@@ -66,14 +66,7 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 	if d.poison {
 		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
 	}
-	key := executionKey{item.Instance, d.ack.executionID}
-	turns := r.metrics.countTurn(key)
-	err := r.ackWithRetry(turnCtx, item.LockToken, d.ack)
-	if err == nil {
-		r.metrics.turnCommitted(item, d, turns)
-	} else {
-		r.metrics.uncountTurn(key)
-	}
+	err := r.ackCounted(turnCtx, item, d)
 	if err == nil || r.runCtx.Err() != nil {
 		return
 	}
@@ -85,17 +78,28 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 	h := newHistoryManager(item.History)
 	h.appendNew(item.Instance, d.ack.executionID, nil, duroxide.OrchestrationFailed{Details: pe.ToInfrastructureError()})
 	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, metadata: computeMetadata(h.delta)}
-	turns = r.metrics.countTurn(key)
-	err2 := r.ackWithRetry(turnCtx, item.LockToken, failure)
-	if err2 == nil {
-		r.metrics.turnCommitted(item, turnDecision{ack: failure}, turns)
-	} else {
-		r.metrics.uncountTurn(key)
-	}
+	err2 := r.ackCounted(turnCtx, item, turnDecision{ack: failure})
 	if err2 != nil && r.runCtx.Err() == nil {
 		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)
 		_ = r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, abandonOnFailed, false)
 	}
+}
+
+// ackCounted commits turn d of item (ackWithRetry) and records it in the
+// metrics. The turn is counted before the ack: the ack releases the
+// instance, and its next turn (on another dispatcher) may commit and
+// complete the execution before this one is recorded; a failed ack takes
+// the count back.
+func (r *Runtime) ackCounted(ctx context.Context, item *duroxide.OrchestrationItem, d turnDecision) error {
+	key := executionKey{item.Instance, d.ack.executionID}
+	turns := r.metrics.countTurn(key)
+	err := r.ackWithRetry(ctx, item.LockToken, d.ack)
+	if err != nil {
+		r.metrics.uncountTurn(key)
+		return err
+	}
+	r.metrics.turnCommitted(item, d, turns)
+	return nil
 }
 
 // ackWithRetry commits a turn, retrying retryable failures; after the last

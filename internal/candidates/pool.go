@@ -702,9 +702,9 @@ func (p *Pool) ForgetSession(k [2]string) {
 }
 
 // NextChange returns the earliest time (ms) after nowMs at which an entry
-// becomes visible, a hold on an instance with an entry ends, or a lock on
-// any instance expires (which makes its view stale); ok is false when
-// nothing is pending.
+// becomes visible, a skip of an instance with an entry ends, or a lock on
+// any instance expires (which makes its entries eligible, and its view
+// stale); ok is false when nothing is pending.
 func (p *Pool) NextChange(nowMs int64) (atMs int64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -716,7 +716,6 @@ func (p *Pool) NextChange(nowMs int64) (atMs int64, ok bool) {
 	for _, v := range p.views {
 		for _, e := range v.entries {
 			consider(e.VisibleAt)
-			consider(p.locked[e.Instance].Until)
 			consider(p.skipped[e.Instance].Until)
 		}
 	}
