@@ -25,6 +25,15 @@ func InstanceInfoFromExecution(ctx context.Context, p *Provider, instance string
 // LeasesInContainer.
 func FreezeLeases(p *Provider, frozen bool) { p.leases.frozen.Store(frozen) }
 
+// ServeLeaseQueues makes p serve both queues as if a fetch of each always
+// ran: its heartbeats register it and claim its share without a fetch (for
+// tests of the rebalancing itself); p must use LeasesInContainer.
+func ServeLeaseQueues(p *Provider) {
+	for _, o := range p.leases.queues {
+		o.pinned.Store(true)
+	}
+}
+
 // OwnedLeaseSlots returns the slots of queue ("orch" or "work") p owns now.
 func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
 	o := p.leases.queues[0]
@@ -55,3 +64,9 @@ func ForgetHeldState(p *Provider, instance string) { p.heldStates.drop(instance)
 // lease read, rebalance), as its heartbeat goroutine does; p must use
 // LeasesInContainer.
 func LeaseHeartbeat(ctx context.Context, p *Provider) error { return p.leases.beat(ctx) }
+
+// LeaseDocumentCount returns how many documents p's lease partition holds.
+func LeaseDocumentCount(ctx context.Context, p *Provider) (int, error) {
+	raws, err := p.query(ctx, leasePartition(), "SELECT * FROM c", nil, queryOpts{pageSize: -1})
+	return len(raws), err
+}

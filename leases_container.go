@@ -7,9 +7,9 @@ package cdb
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -37,10 +37,26 @@ import (
 //     on the ETag that was read (If-Match), so two processes never both
 //     win the same slot.
 //
-// Liveness is judged by observation, never by comparing clocks: a process
-// considers another owner dead when that owner's document keeps the same
-// ETag for LeaseExpiry on its own clock; it may then take the dead owner's
-// slots (and delete its owner document). A Provider whose own renewal is
+// A Provider takes part only in the queues it serves: it registers (writes
+// its owner document, which lists the queues it fetches from) at the first
+// fetch of a queue, and gives a queue's slots up at the first heartbeat
+// that finds no fetch of that queue since the previous heartbeat (its
+// dispatchers stopped, or all of them are busy with long activities); when
+// it serves neither queue it deletes its owner document and its heartbeat
+// sends nothing. So a process that only starts orchestrations and reads
+// their status (a web front end) never holds slots, and a Provider whose
+// runtime stopped without Close strands its slots for at most two
+// heartbeats.
+//
+// Liveness is judged by observation, never by comparing clocks of two
+// processes: a process considers another owner dead when that owner's
+// document keeps the same ETag for LeaseExpiry on its own clock; it may
+// then take the dead owner's slots (and delete its owner document). An
+// owner seen for the first time is taken to have last renewed when the
+// service's timestamp (_ts, the server's clock, whole seconds) of its
+// document says, measured against this process's own owner document just
+// written, less a second: a process restarted after a crash waits only for
+// the rest of its predecessor's expiry. A Provider whose own renewal is
 // LeaseExpiry old (its process was frozen, or throttled for that long)
 // stops handing out slots until it has renewed and read the slot documents
 // again. Instance locks stay ETag-based, so even a process that still
@@ -101,7 +117,16 @@ type leaseDoc struct {
 	Queue      string `json:"queue,omitempty"`
 	Slot       int    `json:"slot"`
 	Beat       int64  `json:"beat,omitempty"`
-	ETag       string `json:"_etag,omitempty"`
+	// Queues lists the queues (leaseQueues names) an owner serves;
+	// absent (an owner written before the field existed) means both.
+	Queues []string `json:"queues,omitempty"`
+	ETag   string   `json:"_etag,omitempty"`
+	Ts     int64    `json:"_ts,omitempty"`
+}
+
+// serves reports whether owner document d serves queue q.
+func (d leaseDoc) serves(q int) bool {
+	return d.Queues == nil || slices.Contains(d.Queues, leaseQueues[q])
 }
 
 // leasePartition returns LeasePartitionKey as Provider.query takes it.
@@ -111,7 +136,7 @@ func slotDocID(queue string, slot int) string { return fmt.Sprintf("slot-%s-%03d
 
 // body is the document as written (no system properties).
 func (d leaseDoc) body() []byte {
-	d.ETag = ""
+	d.ETag, d.Ts = "", 0
 	b, _ := json.Marshal(d)
 	return b
 }
@@ -132,8 +157,14 @@ type leaseCoordinator struct {
 	expiry    time.Duration
 	queues    [2]*ownedSlots
 
+	// beatMu serializes heartbeats (the goroutine's and those a first
+	// fetch runs) and guards prevBeat and activationFailed.
+	beatMu           sync.Mutex
+	prevBeat         time.Time
+	activationFailed time.Time
+
 	mu        sync.Mutex // guards the fields below
-	ownerETag string
+	ownerETag string     // "" while this Provider is not registered
 	lastRenew time.Time
 	seen      map[string]observedOwner
 	live      int
@@ -144,9 +175,9 @@ type leaseCoordinator struct {
 	done   chan struct{}
 }
 
-// newLeaseCoordinator registers this Provider as an owner and claims its
-// first share (one heartbeat), then starts the heartbeat goroutine.
-func newLeaseCoordinator(ctx context.Context, p *Provider) (*leaseCoordinator, error) {
+// newLeaseCoordinator starts the heartbeat goroutine; it sends nothing
+// until the first fetch.
+func newLeaseCoordinator(p *Provider) *leaseCoordinator {
 	c := &leaseCoordinator{
 		p:         p,
 		owner:     uuid.NewString(),
@@ -158,11 +189,39 @@ func newLeaseCoordinator(ctx context.Context, p *Provider) (*leaseCoordinator, e
 	}
 	c.queues[0] = newOwnedSlots(c, p.cfg.OrchestrationConcurrency)
 	c.queues[1] = newOwnedSlots(c, p.cfg.WorkerConcurrency)
-	if err := c.beat(ctx); err != nil {
-		return nil, fmt.Errorf("cdb: claim dispatch-slot leases: %w", err)
-	}
 	go c.loop()
-	return c, nil
+	return c
+}
+
+// fetchStarted notes a fetch of queue q (0 orchestrations, 1 work items)
+// and returns the function that notes its end. The first fetch of a queue
+// this Provider does not serve yet runs a heartbeat at once, which
+// registers it and claims its share, so that the fetch queries slots; if
+// that heartbeat fails the fetch goes on with what is owned (nothing) and
+// the heartbeat goroutine tries again, and further fetches do not try
+// for one heartbeat interval.
+func (c *leaseCoordinator) fetchStarted(ctx context.Context, q int) func() {
+	o := c.queues[q]
+	o.fetches.Add(1)
+	if !o.serving.Load() && !c.frozen.Load() {
+		c.activate(ctx, q)
+	}
+	return func() {
+		o.lastFetch.Store(time.Now().UnixNano())
+		o.fetches.Add(-1)
+	}
+}
+
+func (c *leaseCoordinator) activate(ctx context.Context, q int) {
+	c.beatMu.Lock()
+	defer c.beatMu.Unlock()
+	if c.queues[q].serving.Load() || time.Since(c.activationFailed) < c.heartbeat {
+		return
+	}
+	if err := c.beatLocked(withCall(ctx, "lease_heartbeat")); err != nil {
+		c.activationFailed = time.Now()
+		c.p.log.Warn("claiming dispatch-slot leases at the first fetch failed; the heartbeat retries", zap.Error(err))
+	}
 }
 
 func (c *leaseCoordinator) loop() {
@@ -194,11 +253,29 @@ func (c *leaseCoordinator) renewedWithin() bool {
 	return !c.lastRenew.IsZero() && time.Since(c.lastRenew) < c.expiry
 }
 
-// beat renews the owner document, reads every lease document (1 query of
-// one page: the 512 slot documents and the owners fit in one 4 MB page),
-// judges which owners live, and rebalances both queues.
+// beat runs one heartbeat: when this Provider serves a queue (a fetch of
+// it runs, or ran since the previous heartbeat) it renews the owner
+// document, reads every lease document (1 query of one page: the 512 slot
+// documents and the owners fit in one 4 MB page), judges which owners
+// live, and rebalances both queues (a queue it does not serve gets a share
+// of 0); when it serves neither it releases its slots and owner document,
+// or sends nothing if it holds none.
 func (c *leaseCoordinator) beat(ctx context.Context) error {
-	if err := c.renew(ctx); err != nil {
+	c.beatMu.Lock()
+	defer c.beatMu.Unlock()
+	return c.beatLocked(ctx)
+}
+
+func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
+	var want [2]bool
+	for q, o := range c.queues {
+		want[q] = o.wanted(c.prevBeat)
+	}
+	c.prevBeat = time.Now()
+	if !want[0] && !want[1] {
+		return c.release(ctx)
+	}
+	if err := c.renew(ctx, want); err != nil {
 		return err
 	}
 	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type IN ('"+leaseOwnerType+"', '"+leaseSlotType+"')", nil, queryOpts{pageSize: -1})
@@ -207,11 +284,8 @@ func (c *leaseCoordinator) beat(ctx context.Context) error {
 	}
 	now := time.Now()
 	slots := [2]map[int]leaseDoc{{}, {}}
-	live := []string{c.owner}
-	liveSet := map[string]bool{c.owner: true}
-	present := map[string]bool{}
-	var dead []leaseDoc
-	c.mu.Lock()
+	var owners []leaseDoc
+	var serverNow int64 // _ts of this owner's document, just written
 	for _, raw := range raws {
 		var d leaseDoc
 		if err := json.Unmarshal(raw, &d); err != nil {
@@ -226,19 +300,43 @@ func (c *leaseCoordinator) beat(ctx context.Context) error {
 			}
 		case leaseOwnerType:
 			if d.Owner == c.owner {
+				serverNow = d.Ts
 				continue
 			}
-			present[d.Owner] = true
-			o, ok := c.seen[d.Owner]
-			if !ok || o.etag != d.ETag {
-				o = observedOwner{etag: d.ETag, changed: now}
-				c.seen[d.Owner] = o
+			owners = append(owners, d)
+		}
+	}
+	// live[q] are the live owners serving queue q (this one when it
+	// does), liveSet every live owner: a live owner's slot is never taken.
+	var live [2][]string
+	liveSet := map[string]bool{c.owner: true}
+	for q := range live {
+		if want[q] {
+			live[q] = []string{c.owner}
+		}
+	}
+	present := map[string]bool{}
+	var dead []leaseDoc
+	c.mu.Lock()
+	for _, d := range owners {
+		present[d.Owner] = true
+		o, ok := c.seen[d.Owner]
+		if !ok || o.etag != d.ETag {
+			changed := now
+			if age := serverNow - d.Ts - 1; !ok && d.Ts > 0 && serverNow > 0 && age > 0 {
+				changed = now.Add(-time.Duration(age) * time.Second)
 			}
-			if now.Sub(o.changed) < c.expiry {
-				live = append(live, d.Owner)
-				liveSet[d.Owner] = true
-			} else {
-				dead = append(dead, d)
+			o = observedOwner{etag: d.ETag, changed: changed}
+			c.seen[d.Owner] = o
+		}
+		if now.Sub(o.changed) >= c.expiry {
+			dead = append(dead, d)
+			continue
+		}
+		liveSet[d.Owner] = true
+		for q := range live {
+			if d.serves(q) {
+				live[q] = append(live[q], d.Owner)
 			}
 		}
 	}
@@ -247,36 +345,42 @@ func (c *leaseCoordinator) beat(ctx context.Context) error {
 			delete(c.seen, o)
 		}
 	}
-	c.live = len(live)
+	c.live = len(liveSet)
 	c.mu.Unlock()
 	for _, d := range dead {
 		// Best effort: the owner document of a dead owner goes; if it
 		// renewed meanwhile, the If-Match fails and it stays.
 		_ = c.p.deleteDoc(ctx, LeasePartitionKey, d.ID, d.ETag)
 	}
-	sort.Strings(live)
-	idx := sort.SearchStrings(live, c.owner)
-	share := NumDispatchSlots / len(live)
-	if idx < NumDispatchSlots%len(live) {
-		share++
-	}
-	var errs []error
 	for q := range leaseQueues {
-		if err := c.balance(ctx, q, slots[q], liveSet, share, idx); err != nil {
-			errs = append(errs, err)
+		share, idx := 0, 0
+		if want[q] {
+			sort.Strings(live[q])
+			idx = sort.SearchStrings(live[q], c.owner)
+			share = NumDispatchSlots / len(live[q])
+			if idx < NumDispatchSlots%len(live[q]) {
+				share++
+			}
 		}
+		c.balance(ctx, q, slots[q], liveSet, share, idx, len(live[q]))
+		c.queues[q].serving.Store(want[q])
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // renew replaces the owner document under If-Match on its last ETag; when
 // the document is gone or changed (another process judged this one dead
 // and deleted it), it is created again.
-func (c *leaseCoordinator) renew(ctx context.Context) error {
+func (c *leaseCoordinator) renew(ctx context.Context, want [2]bool) error {
 	c.mu.Lock()
 	etag := c.ownerETag
 	c.mu.Unlock()
 	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: LeasePartitionKey, Type: leaseOwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli()}
+	for q, name := range leaseQueues {
+		if want[q] {
+			doc.Queues = append(doc.Queues, name)
+		}
+	}
 	var resp azcosmos.ItemResponse
 	err := c.p.retry.do(ctx, idempotentWrite, func(ctx context.Context) error {
 		var err error
@@ -305,8 +409,11 @@ func (c *leaseCoordinator) renew(ctx context.Context) error {
 // balance makes this owner hold share slots of queue q: it adopts what the
 // documents say it owns, gives up slots above its share, and claims free
 // slots or slots of dead owners below it (never a live owner's slot: that
-// owner gives it up itself at its next heartbeat).
-func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, share, idx int) error {
+// owner gives it up itself at its next heartbeat). idx is this owner's
+// place among the serving owners of q, sharers how many they are. A slot
+// it fails to give up or claim (another process changed the document) is
+// tried again at the next heartbeat.
+func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, share, idx, sharers int) {
 	name := leaseQueues[q]
 	var mine []int
 	for s := 0; s < NumDispatchSlots; s++ {
@@ -333,7 +440,7 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 		want := share - len(mine)
 		// Start where this owner's share would begin, so that owners
 		// claiming at the same time mostly want different slots.
-		start := (idx * NumDispatchSlots / max(1, len(live))) % NumDispatchSlots
+		start := (idx * NumDispatchSlots / max(1, sharers)) % NumDispatchSlots
 		var ops []batchOp
 		var opSlots []int
 		for pass := 0; pass < 2 && len(ops) < want; pass++ {
@@ -370,7 +477,6 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 	if d := owned.count() - before; d != 0 {
 		c.moves.Add(int64(abs(d)))
 	}
-	return nil
 }
 
 // applyEach runs ops in transactional batches of up to 100 (one request
@@ -401,8 +507,27 @@ func (c *leaseCoordinator) applyEach(ctx context.Context, ops []batchOp) []bool 
 func (c *leaseCoordinator) close(ctx context.Context) {
 	close(c.stop)
 	<-c.done
+	c.beatMu.Lock()
+	defer c.beatMu.Unlock()
+	_ = c.release(ctx)
+}
+
+// release gives up every slot this owner holds and deletes its owner
+// document: it no longer serves either queue. Slots whose release fails
+// stay with the owner document gone, and the others take them after the
+// expiry. The caller holds beatMu.
+func (c *leaseCoordinator) release(ctx context.Context) error {
+	c.mu.Lock()
+	registered := c.ownerETag != ""
+	c.mu.Unlock()
+	held := false
 	for _, o := range c.queues {
+		held = held || o.count() > 0
 		o.set(nil)
+		o.serving.Store(false)
+	}
+	if !registered && !held {
+		return nil // never registered, or released already
 	}
 	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{pageSize: -1})
 	if err == nil {
@@ -416,7 +541,13 @@ func (c *leaseCoordinator) close(ctx context.Context) {
 		}
 		c.applyEach(ctx, ops)
 	}
-	_ = c.p.deleteDoc(ctx, LeasePartitionKey, "owner-"+c.owner, "")
+	c.mu.Lock()
+	c.ownerETag = ""
+	c.mu.Unlock()
+	if err2 := c.p.deleteDoc(ctx, LeasePartitionKey, "owner-"+c.owner, ""); err == nil && err2 != nil && !isStatus(err2, http.StatusNotFound) {
+		err = err2
+	}
+	return err
 }
 
 // ownedSlots is one queue's share of this process: the LeaseProvider its
@@ -425,6 +556,11 @@ func (c *leaseCoordinator) close(ctx context.Context) {
 type ownedSlots struct {
 	c    *leaseCoordinator
 	free chan int
+
+	fetches   atomic.Int32 // fetches of the queue in progress
+	lastFetch atomic.Int64 // when the last one ended (Unix ns)
+	serving   atomic.Bool  // the last heartbeat claimed a share of the queue
+	pinned    atomic.Bool  // test hook: served as if a fetch always ran
 
 	mu    sync.Mutex
 	slots []uint8
@@ -454,6 +590,16 @@ func (o *ownedSlots) set(slots []int) {
 	o.mu.Lock()
 	o.slots = s
 	o.mu.Unlock()
+}
+
+// wanted reports whether this Provider serves the queue: a fetch of it
+// runs, or one ended after prev (the previous heartbeat).
+func (o *ownedSlots) wanted(prev time.Time) bool {
+	if o.pinned.Load() || o.fetches.Load() > 0 {
+		return true
+	}
+	last := o.lastFetch.Load()
+	return last != 0 && (prev.IsZero() || last >= prev.UnixNano())
 }
 
 func (o *ownedSlots) count() int {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,8 +29,10 @@ const (
 
 // containerLeaseConfig returns a config with leases in the container and
 // short intervals, on a fresh container.
-func containerLeaseConfig() cdb.Config {
-	cfg := env.config()
+func containerLeaseConfig() cdb.Config { return containerLeaseConfigOn(env.config()) }
+
+// containerLeaseConfigOn sets container leases with short intervals on cfg.
+func containerLeaseConfigOn(cfg cdb.Config) cdb.Config {
 	cfg.DisableReconciler = true
 	cfg.Leases = cdb.LeasesInContainer
 	cfg.LeaseHeartbeatInterval = testHeartbeat
@@ -41,6 +44,44 @@ func containerLeaseConfig() cdb.Config {
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, what)
+}
+
+// startServingProvider starts a provider with container leases that
+// serves both queues from its first heartbeat, as if its dispatchers
+// fetched (cdb.ServeLeaseQueues).
+func startServingProvider(t *testing.T, cfg cdb.Config) *cdb.Provider {
+	t.Helper()
+	p := startProvider(t, cfg)
+	cdb.ServeLeaseQueues(p)
+	return p
+}
+
+// keepFetching runs an idle dispatcher of each queue on p (fetches with a
+// short poll timeout, one after another) until the returned function is
+// called (or the test ends); it returns once both loops stopped. The test
+// enqueues nothing those fetches could take.
+func keepFetching(t *testing.T, p *cdb.Provider) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	loop := func(fetch func() error) {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if err := fetch(); err != nil && ctx.Err() == nil {
+				t.Errorf("idle fetch: %v", err)
+				return
+			}
+		}
+	}
+	wg.Add(2)
+	go loop(func() error { _, err := p.FetchOrchestrationItem(ctx, longLock, 50*time.Millisecond, nil); return err })
+	go loop(func() error {
+		_, err := p.FetchWorkItem(ctx, longLock, 50*time.Millisecond, nil, duroxide.TagFilter{})
+		return err
+	})
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
 }
 
 // owned returns the slots p owns in both queues.
@@ -72,19 +113,88 @@ func disjointCover(want int, ps ...*cdb.Provider) bool {
 	return true
 }
 
-// TestContainerLeasesSingleOwnerHoldsEverySlot checks that a lone
-// provider owns all 256 slots of both queues as soon as New returns and
-// runs a turn with them.
-func TestContainerLeasesSingleOwnerHoldsEverySlot(t *testing.T) {
+// TestContainerLeasesClaimedAtTheFirstFetchOfAQueue checks that a lone
+// provider holds no slot and sends no lease request until it fetches, that
+// its first orchestration fetch claims all 256 orchestration slots before
+// it queries (a zero-timeout fetch finds the waiting turn) and no worker
+// slot, and that its first work-item fetch claims the worker slots.
+func TestContainerLeasesClaimedAtTheFirstFetchOfAQueue(t *testing.T) {
 	t.Parallel()
-	p := startProvider(t, containerLeaseConfig())
-	orch, work := owned(p)
-	assert.Len(t, orch, cdb.NumDispatchSlots)
-	assert.Len(t, work, cdb.NumDispatchSlots)
+	p, emu := newPrivateProvider(t, func(c *cdb.Config) {
+		*c = containerLeaseConfigOn(*c)
+		c.DisableChangeFeedWakeups = true
+	})
 	ctx := context.Background()
 	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("solo"), 0))
-	_, err := fetchInstance(ctx, p, "solo")
+	require.NoError(t, cdb.LeaseHeartbeat(ctx, p))
+	orch, work := owned(p)
+	assert.Empty(t, orch, "no slot before a fetch")
+	assert.Empty(t, work)
+	assert.Zero(t, leaseDocuments(t, p), "no owner document before a fetch")
+
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
 	require.NoError(t, err)
+	require.NotNil(t, item, "the first fetch claims the slots before it queries")
+	assert.Equal(t, "solo", item.Instance)
+	orch, work = owned(p)
+	assert.Len(t, orch, cdb.NumDispatchSlots)
+	assert.Empty(t, work, "no worker fetch yet")
+	_, err = p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilter{})
+	require.NoError(t, err)
+	_, work = owned(p)
+	assert.Len(t, work, cdb.NumDispatchSlots)
+	assert.Positive(t, emu.Counters()[emulator.OpBatch].Requests)
+}
+
+// TestContainerLeasesClientOnlyProviderHoldsNoSlot: a provider that only
+// starts orchestrations (a web front end) beside one that fetches never
+// takes a share, so everything it starts is served by the other.
+func TestContainerLeasesClientOnlyProviderHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	worker := startProvider(t, cfg)
+	client := startProvider(t, cfg)
+	ctx := context.Background()
+	for i := range 20 {
+		require.NoError(t, client.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("front-%d", i)), 0))
+	}
+	served := map[string]bool{}
+	eventually(t, "the fetching provider serves every start", func() bool {
+		item, err := worker.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		require.NoError(t, err)
+		if item != nil {
+			served[item.Instance] = true
+		}
+		return len(served) == 20
+	})
+	require.NoError(t, cdb.LeaseHeartbeat(ctx, client))
+	orch, work := owned(client)
+	assert.Empty(t, orch, "a provider that never fetches holds no slot")
+	assert.Empty(t, work)
+	orch, _ = owned(worker)
+	assert.Len(t, orch, cdb.NumDispatchSlots)
+}
+
+// TestContainerLeasesProviderThatStopsFetchingGivesItsSlotsUp: of two
+// providers sharing the slots, the one whose fetches stop (a runtime
+// stopped without Close) gives its slots up within two heartbeats and
+// deletes its owner document, and the other takes all of them without
+// waiting for the expiry.
+func TestContainerLeasesProviderThatStopsFetchingGivesItsSlotsUp(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	cfg.LeaseExpiry = time.Hour // only a release can move slots here
+	steady := startServingProvider(t, cfg)
+	stopped := startProvider(t, cfg)
+	stopFetching := keepFetching(t, stopped)
+	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, steady, stopped) })
+	stopFetching()
+	eventually(t, "the provider that stopped fetching gives everything up", func() bool {
+		return disjointCover(cdb.NumDispatchSlots, steady)
+	})
+	orch, work := owned(stopped)
+	assert.Empty(t, orch)
+	assert.Empty(t, work)
 }
 
 // TestContainerLeasesRebalanceOnJoinAndRelease checks that a second
@@ -95,12 +205,13 @@ func TestContainerLeasesRebalanceOnJoinAndRelease(t *testing.T) {
 	t.Parallel()
 	cfg := containerLeaseConfig()
 	cfg.LeaseExpiry = time.Hour // only Close can free slots here
-	a := startProvider(t, cfg)
-	b := startProvider(t, cfg)
+	a := startServingProvider(t, cfg)
+	b := startServingProvider(t, cfg)
 	eventually(t, "two owners split the slots 128/128", func() bool { return disjointCover(128, a, b) })
 
 	c, err := cdb.New(context.Background(), cfg)
 	require.NoError(t, err)
+	cdb.ServeLeaseQueues(c)
 	eventually(t, "three owners split the slots 86/85/85", func() bool {
 		sizes := []int{}
 		for _, p := range []*cdb.Provider{a, b, c} {
@@ -125,8 +236,8 @@ func TestContainerLeasesRebalanceOnJoinAndRelease(t *testing.T) {
 func TestContainerLeasesTakeoverOnExpiry(t *testing.T) {
 	t.Parallel()
 	cfg := containerLeaseConfig()
-	a := startProvider(t, cfg)
-	b := startProvider(t, cfg)
+	a := startServingProvider(t, cfg)
+	b := startServingProvider(t, cfg)
 	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
 
 	cdb.FreezeLeases(a, true)
@@ -153,8 +264,8 @@ func TestContainerLeasesTakeoverOnExpiry(t *testing.T) {
 func TestContainerLeasesFrozenOwnerCannotCommitTwice(t *testing.T) {
 	t.Parallel()
 	cfg := containerLeaseConfig()
-	a := startProvider(t, cfg)
-	b := startProvider(t, cfg)
+	a := startServingProvider(t, cfg)
+	b := startServingProvider(t, cfg)
 	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
 	aSlots, _ := owned(a)
 	instance := ""
@@ -216,10 +327,40 @@ func TestContainerLeasesHeartbeatIsTwoRequests(t *testing.T) {
 	t.Parallel()
 	p, emu := newPrivateProvider(t, func(c *cdb.Config) {
 		c.Leases, c.DisableReconciler, c.DisableChangeFeedWakeups = cdb.LeasesInContainer, true, true
-		c.LeaseHeartbeatInterval, c.LeaseExpiry = time.Hour, 3*time.Hour // only the test's heartbeat runs
+		c.LeaseHeartbeatInterval, c.LeaseExpiry = time.Hour, 3*time.Hour // only the test's heartbeats run
 	})
+	cdb.ServeLeaseQueues(p)
+	require.NoError(t, cdb.LeaseHeartbeat(context.Background(), p)) // registers and claims
 	emu.ResetCounters()
 	require.NoError(t, cdb.LeaseHeartbeat(context.Background(), p))
 	assert.Equal(t, int64(2), dataRequests(emu), "renewal and one page of lease documents")
 	assert.Equal(t, int64(1), emu.Counters()[emulator.OpQuery].Requests)
+}
+
+// leaseDocuments counts the documents in p's lease partition.
+func leaseDocuments(t *testing.T, p *cdb.Provider) int {
+	t.Helper()
+	n, err := cdb.LeaseDocumentCount(context.Background(), p)
+	require.NoError(t, err)
+	return n
+}
+
+// TestContainerLeasesRestartedProcessTakesOverAStaleOwnerAtOnce: a
+// provider that starts after its predecessor stopped renewing (a process
+// killed and restarted) judges the predecessor's age by the service's
+// timestamps of the two owner documents, so it takes the slots at its
+// first heartbeat when the predecessor's renewal is older than the expiry,
+// instead of watching the document for another expiry.
+func TestContainerLeasesRestartedProcessTakesOverAStaleOwnerAtOnce(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	crashed := startServingProvider(t, cfg)
+	require.NoError(t, cdb.LeaseHeartbeat(context.Background(), crashed))
+	cdb.FreezeLeases(crashed, true)
+	time.Sleep(testExpiry + 2*time.Second) // _ts has whole seconds
+	restarted := startServingProvider(t, cfg)
+	require.NoError(t, cdb.LeaseHeartbeat(context.Background(), restarted))
+	orch, work := owned(restarted)
+	assert.Len(t, orch, cdb.NumDispatchSlots)
+	assert.Len(t, work, cdb.NumDispatchSlots)
 }

@@ -302,9 +302,10 @@ func TestSlotsOwnedGaugeFollowsContainerLeases(t *testing.T) {
 	m1, m2 := newMeter(t), newMeter(t)
 	c1, c2 := cfg, cfg
 	c1.MeterProvider, c2.MeterProvider = m1.mp, m2.mp
-	startProvider(t, c1)
+	p1 := startServingProvider(t, c1)
+	require.NoError(t, cdb.LeaseHeartbeat(context.Background(), p1))
 	assert.Equal(t, map[string]int64{"orchestrator": 256, "worker": 256}, slotsOwned(t, m1.collect(t)))
-	startProvider(t, c2)
+	startServingProvider(t, c2)
 	half := map[string]int64{"orchestrator": 128, "worker": 128}
 	eventually(t, "the slots are shared", func() bool {
 		return assert.ObjectsAreEqual(half, slotsOwned(t, m1.collect(t))) && assert.ObjectsAreEqual(half, slotsOwned(t, m2.collect(t)))

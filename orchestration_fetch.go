@@ -95,6 +95,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
 	}
+	defer p.fetchStarted(ctx, 0)()
 	var item *duroxide.OrchestrationItem
 	err := p.longPoll(ctx, pollTimeout, p.orchPool, func(ctx context.Context, final bool) (bool, error) {
 		var err error

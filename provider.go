@@ -153,11 +153,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("cdb: container client: %w", err)
 	}
 	if inContainer {
-		if p.leases, err = newLeaseCoordinator(ctx, p); err != nil {
-			p.metrics.close()
-			p.closeClient()
-			return nil, err
-		}
+		p.leases = newLeaseCoordinator(p)
 		if p.orchLeases == nil {
 			p.orchLeases = p.leases.queues[0]
 		}
@@ -188,6 +184,17 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		go p.reconcileLoop()
 	}
 	return p, nil
+}
+
+// fetchStarted notes that a fetch of queue q (0 orchestrations, 1 work
+// items) starts and returns the function that notes its end: with
+// LeasesInContainer, a Provider claims slots of the queues it fetches from
+// (leaseCoordinator.fetchStarted).
+func (p *Provider) fetchStarted(ctx context.Context, q int) func() {
+	if p.leases == nil {
+		return func() {}
+	}
+	return p.leases.fetchStarted(ctx, q)
 }
 
 // Close stops the reconciler and waits for it; intents still pending stay

@@ -56,6 +56,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	if !ok {
 		return nil, nil // TagFilterNone: this worker processes no activities
 	}
+	defer p.fetchStarted(ctx, 1)()
 	var locked *duroxide.LockedWorkItem
 	err := p.longPoll(ctx, pollTimeout, p.workPool, func(ctx context.Context, final bool) (bool, error) {
 		var err error
