@@ -96,17 +96,17 @@ type Config struct {
 	OrchestrationLeases LeaseProvider
 	WorkerLeases        LeaseProvider
 	// Leases says where the dispatch-slot leases live when
-	// OrchestrationLeases and WorkerLeases are not set: LeasesInProcess
-	// (the default: every process queries every slot, and a process that
-	// dies or a Provider abandoned without Close strands nothing) or
-	// LeasesInContainer (lease documents in the container's
-	// LeasePartitionKey partition: each process owns a fair share of the
-	// 256 slots of each queue and queries only those, so replicas do not
-	// race for the same messages; a dead owner's slots are served again
-	// after LeaseExpiry). Use LeasesInContainer (with the change-feed
-	// wake-ups on, the default) for several replicas under steady load
-	// that close their providers on shutdown (README, "Several replicas").
-	// Any other value is an error.
+	// OrchestrationLeases and WorkerLeases are not set. LeasesInContainer
+	// (the default): lease documents in the container's LeasePartitionKey
+	// partition; each process that fetches from a queue owns a fair share
+	// of its 256 slots and queries only those, so replicas do not race for
+	// the same messages; a process claims a queue's share at its first
+	// fetch of it and gives it up when it stops fetching or closes; the
+	// slots of a process that died are queried by the others after two
+	// missed heartbeats and taken after LeaseExpiry. LeasesInProcess:
+	// every process queries every slot (one process alone pays no lease
+	// requests; several race for each message). README, "Several
+	// replicas", says why the default. Any other value is an error.
 	Leases LeaseMode
 	// LeaseHeartbeatInterval is how often a Provider with
 	// LeasesInContainer renews its owner document and rebalances its
@@ -259,7 +259,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ChangeFeedInterval = changefeed.DefaultInterval
 	}
 	if c.Leases == "" {
-		c.Leases = LeasesInProcess
+		c.Leases = LeasesInContainer
 	}
 	if c.LeaseHeartbeatInterval == 0 {
 		c.LeaseHeartbeatInterval = DefaultLeaseHeartbeatInterval

@@ -195,12 +195,15 @@ func newCluster(t testing.TB) *cluster {
 
 // process starts a provider on the cluster's container with its own client
 // (whose requests go through the returned hookTransport). The reconciler is
-// off unless adjust turns it on.
+// off unless adjust turns it on. Its leases are in-process, so that every
+// process can fetch every instance: the tests of a cluster make a given
+// process fetch a given instance (the container leases, which split the
+// slots, have their own tests).
 func (c *cluster) process(t testing.TB, adjust func(*cdb.Config)) (*cdb.Provider, *hookTransport) {
 	t.Helper()
 	tr := &hookTransport{inner: c.emu.HTTPClient()}
 	cfg := c.account.Config()
-	cfg.Container, cfg.DisableReconciler = c.container, true
+	cfg.Container, cfg.DisableReconciler, cfg.Leases = c.container, true, cdb.LeasesInProcess
 	cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}}
 	if adjust != nil {
 		adjust(&cfg)

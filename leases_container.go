@@ -71,9 +71,10 @@ const (
 	// slots, so several processes race for the same candidates (safe,
 	// because locking is ETag-based, but each lost race costs requests).
 	LeasesInProcess LeaseMode = "in-process"
-	// LeasesInContainer coordinates processes through lease documents in
-	// the container: each Provider owns a fair share of the slots of each
-	// queue and queries only those.
+	// LeasesInContainer (the default) coordinates processes through lease
+	// documents in the container: each Provider that fetches from a queue
+	// owns a fair share of its slots and queries only those (and the slots
+	// of owners that missed two heartbeats).
 	LeasesInContainer LeaseMode = "container"
 )
 
@@ -120,8 +121,11 @@ type leaseDoc struct {
 	// Queues lists the queues (leaseQueues names) an owner serves;
 	// absent (an owner written before the field existed) means both.
 	Queues []string `json:"queues,omitempty"`
-	ETag   string   `json:"_etag,omitempty"`
-	Ts     int64    `json:"_ts,omitempty"`
+	// HeartbeatMs is the owner's LeaseHeartbeatInterval (ms), so that a
+	// process with a shorter one does not suspect it (suspectAfter).
+	HeartbeatMs int64  `json:"heartbeatMs,omitempty"`
+	ETag        string `json:"_etag,omitempty"`
+	Ts          int64  `json:"_ts,omitempty"`
 }
 
 // serves reports whether owner document d serves queue q.
@@ -158,10 +162,9 @@ type leaseCoordinator struct {
 	queues    [2]*ownedSlots
 
 	// beatMu serializes heartbeats (the goroutine's and those a first
-	// fetch runs) and guards prevBeat and activationFailed.
-	beatMu           sync.Mutex
-	prevBeat         time.Time
-	activationFailed time.Time
+	// fetch runs) and guards prevBeat.
+	beatMu   sync.Mutex
+	prevBeat time.Time
 
 	mu        sync.Mutex // guards the fields below
 	ownerETag string     // "" while this Provider is not registered
@@ -196,32 +199,29 @@ func newLeaseCoordinator(p *Provider) *leaseCoordinator {
 // fetchStarted notes a fetch of queue q (0 orchestrations, 1 work items)
 // and returns the function that notes its end. The first fetch of a queue
 // this Provider does not serve yet runs a heartbeat at once, which
-// registers it and claims its share, so that the fetch queries slots; if
-// that heartbeat fails the fetch goes on with what is owned (nothing) and
-// the heartbeat goroutine tries again, and further fetches do not try
-// for one heartbeat interval.
-func (c *leaseCoordinator) fetchStarted(ctx context.Context, q int) func() {
+// registers it and claims its share, so that the fetch queries slots; when
+// that heartbeat fails (after the retries of any write) the fetch fails
+// with its error, and the next fetch tries again.
+func (c *leaseCoordinator) fetchStarted(ctx context.Context, q int) (func(), error) {
 	o := c.queues[q]
 	o.fetches.Add(1)
-	if !o.serving.Load() && !c.frozen.Load() {
-		c.activate(ctx, q)
-	}
-	return func() {
+	done := func() {
 		o.lastFetch.Store(time.Now().UnixNano())
 		o.fetches.Add(-1)
 	}
-}
-
-func (c *leaseCoordinator) activate(ctx context.Context, q int) {
-	c.beatMu.Lock()
-	defer c.beatMu.Unlock()
-	if c.queues[q].serving.Load() || time.Since(c.activationFailed) < c.heartbeat {
-		return
+	if !o.serving.Load() && !c.frozen.Load() {
+		c.beatMu.Lock()
+		var err error
+		if !o.serving.Load() {
+			err = c.beatLocked(withCall(ctx, "lease_heartbeat"))
+		}
+		c.beatMu.Unlock()
+		if err != nil {
+			done()
+			return nil, fmt.Errorf("claim dispatch-slot leases: %w", err)
+		}
 	}
-	if err := c.beatLocked(withCall(ctx, "lease_heartbeat")); err != nil {
-		c.activationFailed = time.Now()
-		c.p.log.Warn("claiming dispatch-slot leases at the first fetch failed; the heartbeat retries", zap.Error(err))
-	}
+	return done, nil
 }
 
 func (c *leaseCoordinator) loop() {
@@ -243,6 +243,14 @@ func (c *leaseCoordinator) loop() {
 		}
 		cancel()
 	}
+}
+
+// suspectAfter is how long another owner's document d must stay unchanged
+// before this Provider also queries that owner's slots: two heartbeats
+// (the longer of the two owners'), two renewals missed (see
+// ownedSlots.suspect).
+func (c *leaseCoordinator) suspectAfter(d leaseDoc) time.Duration {
+	return 2 * max(c.heartbeat, time.Duration(d.HeartbeatMs)*time.Millisecond)
 }
 
 // renewedWithin reports whether this owner's last renewal is younger than
@@ -316,6 +324,7 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 		}
 	}
 	present := map[string]bool{}
+	suspect := map[string]bool{}
 	var dead []leaseDoc
 	c.mu.Lock()
 	for _, d := range owners {
@@ -332,6 +341,9 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 		if now.Sub(o.changed) >= c.expiry {
 			dead = append(dead, d)
 			continue
+		}
+		if now.Sub(o.changed) >= c.suspectAfter(d) {
+			suspect[d.Owner] = true
 		}
 		liveSet[d.Owner] = true
 		for q := range live {
@@ -363,6 +375,17 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 			}
 		}
 		c.balance(ctx, q, slots[q], liveSet, share, idx, len(live[q]))
+		var extra []int
+		if want[q] {
+			for s, d := range slots[q] {
+				if suspect[d.Owner] {
+					extra = append(extra, s)
+				}
+			}
+		}
+		if c.queues[q].setSuspect(extra) {
+			c.p.poolOf(q).Wake().Notify()
+		}
 		c.queues[q].serving.Store(want[q])
 	}
 	return nil
@@ -375,7 +398,7 @@ func (c *leaseCoordinator) renew(ctx context.Context, want [2]bool) error {
 	c.mu.Lock()
 	etag := c.ownerETag
 	c.mu.Unlock()
-	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: LeasePartitionKey, Type: leaseOwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli()}
+	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: LeasePartitionKey, Type: leaseOwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli(), HeartbeatMs: c.heartbeat.Milliseconds()}
 	for q, name := range leaseQueues {
 		if want[q] {
 			doc.Queues = append(doc.Queues, name)
@@ -462,7 +485,7 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 			}
 		}
 		for i, ok := range c.applyEach(ctx, ops) {
-			if ok {
+			if ok || c.ownsSlot(ctx, name, opSlots[i]) {
 				claimed = append(claimed, opSlots[i])
 			}
 		}
@@ -477,6 +500,15 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 	if d := owned.count() - before; d != 0 {
 		c.moves.Add(int64(abs(d)))
 	}
+}
+
+// ownsSlot reads the slot document of a claim that failed: when the claim
+// was applied and only its answer was lost (the retry then found the
+// document changed, by this claim), the document names this owner.
+func (c *leaseCoordinator) ownsSlot(ctx context.Context, queue string, slot int) bool {
+	var d leaseDoc
+	_, found, err := c.p.readDoc(ctx, LeasePartitionKey, slotDocID(queue, slot), &d)
+	return err == nil && found && d.Owner == c.owner
 }
 
 // applyEach runs ops in transactional batches of up to 100 (one request
@@ -524,6 +556,7 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 	for _, o := range c.queues {
 		held = held || o.count() > 0
 		o.set(nil)
+		o.setSuspect(nil)
 		o.serving.Store(false)
 	}
 	if !registered && !held {
@@ -563,7 +596,15 @@ type ownedSlots struct {
 	pinned    atomic.Bool  // test hook: served as if a fetch always ran
 
 	mu    sync.Mutex
-	slots []uint8
+	slots []uint8 // owned, sorted
+	// suspect are the slots of owners whose documents stayed unchanged for
+	// two heartbeats but not yet for the expiry (a process that crashed,
+	// or one frozen or slow): this Provider queries them too, racing with
+	// the other live owners and perhaps the owner itself (safe: locks are
+	// ETag-based), so that a crashed process's messages wait about two
+	// heartbeats rather than the whole expiry. They are claimed at the
+	// expiry, or dropped when the owner renews. Sorted.
+	suspect []uint8
 }
 
 var (
@@ -602,6 +643,26 @@ func (o *ownedSlots) wanted(prev time.Time) bool {
 	return last != 0 && (prev.IsZero() || last >= prev.UnixNano())
 }
 
+// setSuspect replaces the suspect slots and reports whether a slot was
+// added (waiting fetches should query).
+func (o *ownedSlots) setSuspect(slots []int) bool {
+	s := make([]uint8, 0, len(slots))
+	for _, v := range slots {
+		s = append(s, uint8(v))
+	}
+	slices.Sort(s)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	added := false
+	for _, v := range s {
+		if _, found := slices.BinarySearch(o.suspect, v); !found {
+			added = true
+		}
+	}
+	o.suspect = s
+	return added
+}
+
 func (o *ownedSlots) count() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -611,11 +672,11 @@ func (o *ownedSlots) count() int {
 // OwnedSlots returns how many slots of the queue this process owns now.
 func (o *ownedSlots) OwnedSlots() int { return o.count() }
 
-// Acquire takes a free lane and returns its share of the owned slots: the
-// owned slots at positions i, i+lanes, ... An empty lease (no slot, All
-// false) means this lane has nothing to query now: the process owns no
-// slot yet, owns fewer slots than it has lanes, or its own renewal is
-// older than the expiry.
+// Acquire takes a free lane and returns its share of the owned slots and
+// of the suspect slots: those at positions i, i+lanes, ... of each. An
+// empty lease (no slot, All false) means this lane has nothing to query
+// now: the process owns no slot yet, owns fewer slots than it has lanes,
+// or its own renewal is older than the expiry.
 func (o *ownedSlots) Acquire(ctx context.Context) (*SlotLease, error) {
 	var lane int
 	select {
@@ -630,7 +691,11 @@ func (o *ownedSlots) Acquire(ctx context.Context) (*SlotLease, error) {
 		for i := lane; i < len(o.slots); i += lanes {
 			slots = append(slots, o.slots[i])
 		}
+		for i := lane; i < len(o.suspect); i += lanes {
+			slots = append(slots, o.suspect[i])
+		}
 		o.mu.Unlock()
+		slices.Sort(slots)
 	}
 	return &SlotLease{Slots: slots, All: len(slots) == NumDispatchSlots, release: func() { o.free <- lane }}, nil
 }

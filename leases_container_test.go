@@ -364,3 +364,36 @@ func TestContainerLeasesRestartedProcessTakesOverAStaleOwnerAtOnce(t *testing.T)
 	assert.Len(t, orch, cdb.NumDispatchSlots)
 	assert.Len(t, work, cdb.NumDispatchSlots)
 }
+
+// TestContainerLeasesSuspectOwnersSlotsAreServedBeforeTheExpiry: when an
+// owner stops renewing (frozen here; a crash looks the same), the other
+// owner queries its slots after two missed heartbeats, long before the
+// expiry lets it take them, and fetches a message waiting there; when the
+// owner renews again it still holds its slots.
+func TestContainerLeasesSuspectOwnersSlotsAreServedBeforeTheExpiry(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	cfg.LeaseExpiry = time.Hour // no takeover in this test
+	a := startServingProvider(t, cfg)
+	b := startServingProvider(t, cfg)
+	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
+	aSlots, _ := owned(a)
+	instance := ""
+	for i := 0; instance == ""; i++ {
+		if id := fmt.Sprintf("suspect-%d", i); slices.Contains(aSlots, cdb.DispatchSlot(id)) {
+			instance = id
+		}
+	}
+	ctx := context.Background()
+	cdb.FreezeLeases(a, true)
+	require.NoError(t, a.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := b.FetchOrchestrationItem(ctx, longLock, 10*time.Second, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "b serves the slots of an owner that missed two heartbeats")
+	assert.Equal(t, instance, item.Instance)
+	bSlots, _ := owned(b)
+	assert.NotContains(t, bSlots, cdb.DispatchSlot(instance), "the slot is not taken before the expiry")
+
+	cdb.FreezeLeases(a, false)
+	eventually(t, "a keeps its share", func() bool { return disjointCover(128, a, b) })
+}

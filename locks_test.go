@@ -21,6 +21,7 @@ import (
 func TestLocksWorkAcrossProcesses(t *testing.T) {
 	cfg := env.config()
 	cfg.DisableReconciler = true
+	cfg.Leases = cdb.LeasesInProcess // both processes may take every instance
 	p1 := startProvider(t, cfg)
 	p2 := startProvider(t, cfg)
 	ctx := context.Background()

@@ -160,6 +160,7 @@ func TestLockRaceMetrics(t *testing.T) {
 	m := newMeter(t)
 	cfg := env.config()
 	cfg.DisableReconciler = true
+	cfg.Leases = cdb.LeasesInProcess // both processes may take every instance
 	b := startProvider(t, cfg)
 	cfg.MeterProvider = m.mp
 	a := startProvider(t, cfg)
@@ -268,7 +269,7 @@ type plainLeases struct{ cdb.LeaseProvider }
 func TestSlotsOwnedGauge(t *testing.T) {
 	t.Parallel()
 	m := newMeter(t)
-	newProvider(t, func(c *cdbConfig) { c.DisableReconciler, c.MeterProvider = true, m.mp })
+	newProvider(t, func(c *cdbConfig) { c.DisableReconciler, c.MeterProvider, c.Leases = true, m.mp, cdb.LeasesInProcess })
 	assert.Equal(t, map[string]int64{"orchestrator": 256, "worker": 256}, slotsOwned(t, m.collect(t)))
 
 	m2 := newMeter(t)

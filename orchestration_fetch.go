@@ -95,9 +95,13 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
 	}
-	defer p.fetchStarted(ctx, 0)()
+	done, err := p.fetchStarted(ctx, 0)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	defer done()
 	var item *duroxide.OrchestrationItem
-	err := p.longPoll(ctx, pollTimeout, p.orchPool, func(ctx context.Context, final bool) (bool, error) {
+	err = p.longPoll(ctx, pollTimeout, p.orchPool, func(ctx context.Context, final bool) (bool, error) {
 		var err error
 		item, err = p.fetchOrchestrationOnce(ctx, lockTimeout, filter, final)
 		return item != nil, err

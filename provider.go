@@ -189,10 +189,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // fetchStarted notes that a fetch of queue q (0 orchestrations, 1 work
 // items) starts and returns the function that notes its end: with
 // LeasesInContainer, a Provider claims slots of the queues it fetches from
-// (leaseCoordinator.fetchStarted).
-func (p *Provider) fetchStarted(ctx context.Context, q int) func() {
+// (leaseCoordinator.fetchStarted), and the error is that of the claim.
+func (p *Provider) fetchStarted(ctx context.Context, q int) (func(), error) {
 	if p.leases == nil {
-		return func() {}
+		return func() {}, nil
 	}
 	return p.leases.fetchStarted(ctx, q)
 }

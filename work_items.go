@@ -56,9 +56,13 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	if !ok {
 		return nil, nil // TagFilterNone: this worker processes no activities
 	}
-	defer p.fetchStarted(ctx, 1)()
+	done, err := p.fetchStarted(ctx, 1)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	defer done()
 	var locked *duroxide.LockedWorkItem
-	err := p.longPoll(ctx, pollTimeout, p.workPool, func(ctx context.Context, final bool) (bool, error) {
+	err = p.longPoll(ctx, pollTimeout, p.workPool, func(ctx context.Context, final bool) (bool, error) {
 		var err error
 		locked, err = p.fetchWorkOnce(ctx, lockTimeout, session, tagFilter, tagClause, tagParams, final)
 		return locked != nil, err

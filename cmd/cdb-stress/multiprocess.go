@@ -162,10 +162,11 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	if db := os.Getenv(cdb.EnvDatabase); db != "" {
 		database = db
 	}
-	// This process is only a client: leases in process (it never
-	// fetches), no reconciler.
+	// This process is only a client, with the children's lease mode (a
+	// Provider that never fetches claims no slot), no change feed, no
+	// reconciler.
 	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed)
-	pcfg.Leases, pcfg.DisableChangeFeedWakeups, pcfg.DisableReconciler = cdb.LeasesInProcess, true, true
+	pcfg.DisableChangeFeedWakeups, pcfg.DisableReconciler = true, true
 	p, err := cdb.New(ctx, pcfg)
 	if err != nil {
 		return mpResult{}, err
