@@ -111,6 +111,10 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
 				p.heldStates.message(e)
 			}
+		case leaseSlotType, leaseOwnerType:
+			if p.leases != nil && d.InstanceID == LeasePartitionKey {
+				p.leases.observed(raw)
+			}
 		case typeInstance:
 			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw

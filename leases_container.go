@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,6 +151,7 @@ func (d leaseDoc) body() []byte {
 type observedOwner struct {
 	etag    string
 	changed time.Time
+	queues  string // the queues it serves, as its document lists them
 }
 
 // leaseCoordinator keeps this Provider's share of the slots of both
@@ -174,9 +176,20 @@ type leaseCoordinator struct {
 
 	moves  atomic.Int64
 	frozen atomic.Bool // test hook: the heartbeat skips its work
-	stop   chan struct{}
-	done   chan struct{}
+	// kick asks the heartbeat goroutine for a heartbeat now: the change
+	// feed showed a slot another owner released, or an owner that joined
+	// or changed its queues (leaseCoordinator.observed).
+	kick     chan struct{}
+	lastBeat atomic.Int64 // when the last heartbeat ended (Unix ns)
+	stop     chan struct{}
+	done     chan struct{}
 }
+
+// minKickGap is the least time from one heartbeat to the next that a
+// change-feed observation asks for; it keeps a provider's own lease
+// writes, which its reader sees too, from running more than one extra
+// heartbeat.
+const minKickGap = 100 * time.Millisecond
 
 // newLeaseCoordinator starts the heartbeat goroutine; it sends nothing
 // until the first fetch.
@@ -187,6 +200,7 @@ func newLeaseCoordinator(p *Provider) *leaseCoordinator {
 		heartbeat: p.cfg.LeaseHeartbeatInterval,
 		expiry:    p.cfg.LeaseExpiry,
 		seen:      map[string]observedOwner{},
+		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -233,6 +247,14 @@ func (c *leaseCoordinator) loop() {
 		case <-c.stop:
 			return
 		case <-t.C:
+		case <-c.kick:
+			if wait := minKickGap - time.Since(time.Unix(0, c.lastBeat.Load())); wait > 0 {
+				select {
+				case <-c.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
 		if c.frozen.Load() {
 			continue
@@ -242,6 +264,41 @@ func (c *leaseCoordinator) loop() {
 			c.p.log.Warn("lease heartbeat failed", zap.Error(err))
 		}
 		cancel()
+	}
+}
+
+// observed takes a lease document the change-feed reader delivered and
+// asks for a heartbeat now when it changes this Provider's share: a slot
+// of a queue it serves was released (another process closed, stopped
+// fetching or gave slots up to rebalance), or an owner joined or changed
+// the queues it serves (this one may have to give slots up). So slots
+// move within a few change-feed intervals rather than at the next
+// heartbeats. Renewals of known owners ask for nothing.
+func (c *leaseCoordinator) observed(raw []byte) {
+	var d leaseDoc
+	if json.Unmarshal(raw, &d) != nil {
+		return
+	}
+	kick := false
+	switch d.Type {
+	case leaseSlotType:
+		for q, name := range leaseQueues {
+			kick = kick || (d.Queue == name && d.Owner == "" && c.queues[q].serving.Load())
+		}
+	case leaseOwnerType:
+		if d.Owner == c.owner || !(c.queues[0].serving.Load() || c.queues[1].serving.Load()) {
+			return
+		}
+		c.mu.Lock()
+		o, known := c.seen[d.Owner]
+		c.mu.Unlock()
+		kick = !known || o.queues != strings.Join(d.Queues, ",")
+	}
+	if kick {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -271,6 +328,7 @@ func (c *leaseCoordinator) renewedWithin() bool {
 func (c *leaseCoordinator) beat(ctx context.Context) error {
 	c.beatMu.Lock()
 	defer c.beatMu.Unlock()
+	defer func() { c.lastBeat.Store(time.Now().UnixNano()) }()
 	return c.beatLocked(ctx)
 }
 
@@ -335,7 +393,7 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 			if age := serverNow - d.Ts - 1; !ok && d.Ts > 0 && serverNow > 0 && age > 0 {
 				changed = now.Add(-time.Duration(age) * time.Second)
 			}
-			o = observedOwner{etag: d.ETag, changed: changed}
+			o = observedOwner{etag: d.ETag, changed: changed, queues: strings.Join(d.Queues, ",")}
 			c.seen[d.Owner] = o
 		}
 		if now.Sub(o.changed) >= c.expiry {

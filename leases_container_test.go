@@ -397,3 +397,25 @@ func TestContainerLeasesSuspectOwnersSlotsAreServedBeforeTheExpiry(t *testing.T)
 	cdb.FreezeLeases(a, false)
 	eventually(t, "a keeps its share", func() bool { return disjointCover(128, a, b) })
 }
+
+// TestContainerLeasesMoveWhenTheChangeFeedShowsAJoinOrARelease: with
+// heartbeats an hour apart, slots still move at once: the owner that sees
+// a newcomer's owner document in the change feed gives half its slots up,
+// the newcomer that sees them released claims them, and when the newcomer
+// closes, the other claims its slots back.
+func TestContainerLeasesMoveWhenTheChangeFeedShowsAJoinOrARelease(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	cfg.LeaseHeartbeatInterval, cfg.LeaseExpiry = time.Hour, 3*time.Hour // no heartbeat runs by itself
+	ctx := context.Background()
+	a := startServingProvider(t, cfg)
+	require.NoError(t, cdb.LeaseHeartbeat(ctx, a))
+	require.True(t, disjointCover(cdb.NumDispatchSlots, a))
+	b, err := cdb.New(ctx, cfg)
+	require.NoError(t, err)
+	cdb.ServeLeaseQueues(b)
+	require.NoError(t, cdb.LeaseHeartbeat(ctx, b)) // registers; every slot is a's
+	eventually(t, "the two split the slots without a heartbeat tick", func() bool { return disjointCover(128, a, b) })
+	require.NoError(t, b.Close())
+	eventually(t, "a takes b's released slots", func() bool { return disjointCover(cdb.NumDispatchSlots, a) })
+}
