@@ -41,7 +41,7 @@ import (
 // A Provider takes part only in the queues it serves: it registers (writes
 // its owner document, which lists the queues it fetches from) at the first
 // fetch of a queue, and gives a queue's slots up at the first heartbeat
-// that finds no fetch of that queue since the previous heartbeat (its
+// that finds no fetch of that queue for a heartbeat interval (its
 // dispatchers stopped, or all of them are busy with long activities); when
 // it serves neither queue it deletes its owner document and its heartbeat
 // sends nothing. So a process that only starts orchestrations and reads
@@ -163,10 +163,9 @@ type leaseCoordinator struct {
 	expiry    time.Duration
 	queues    [2]*ownedSlots
 
-	// beatMu serializes heartbeats (the goroutine's and those a first
-	// fetch runs) and guards prevBeat.
-	beatMu   sync.Mutex
-	prevBeat time.Time
+	// beatMu serializes heartbeats (the goroutine's, those a first fetch
+	// runs and those the change feed asks for).
+	beatMu sync.Mutex
 
 	mu        sync.Mutex // guards the fields below
 	ownerETag string     // "" while this Provider is not registered
@@ -319,7 +318,7 @@ func (c *leaseCoordinator) renewedWithin() bool {
 }
 
 // beat runs one heartbeat: when this Provider serves a queue (a fetch of
-// it runs, or ran since the previous heartbeat) it renews the owner
+// it runs, or ended less than a heartbeat interval ago) it renews the owner
 // document, reads every lease document (1 query of one page: the 512 slot
 // documents and the owners fit in one 4 MB page), judges which owners
 // live, and rebalances both queues (a queue it does not serve gets a share
@@ -335,9 +334,8 @@ func (c *leaseCoordinator) beat(ctx context.Context) error {
 func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 	var want [2]bool
 	for q, o := range c.queues {
-		want[q] = o.wanted(c.prevBeat)
+		want[q] = o.wanted(c.heartbeat)
 	}
-	c.prevBeat = time.Now()
 	if !want[0] && !want[1] {
 		return c.release(ctx)
 	}
@@ -692,13 +690,13 @@ func (o *ownedSlots) set(slots []int) {
 }
 
 // wanted reports whether this Provider serves the queue: a fetch of it
-// runs, or one ended after prev (the previous heartbeat).
-func (o *ownedSlots) wanted(prev time.Time) bool {
+// runs, or one ended within the last window (a heartbeat interval).
+func (o *ownedSlots) wanted(window time.Duration) bool {
 	if o.pinned.Load() || o.fetches.Load() > 0 {
 		return true
 	}
 	last := o.lastFetch.Load()
-	return last != 0 && (prev.IsZero() || last >= prev.UnixNano())
+	return last != 0 && time.Since(time.Unix(0, last)) < window
 }
 
 // setSuspect replaces the suspect slots and reports whether a slot was

@@ -419,3 +419,23 @@ func TestContainerLeasesMoveWhenTheChangeFeedShowsAJoinOrARelease(t *testing.T) 
 	require.NoError(t, b.Close())
 	eventually(t, "a takes b's released slots", func() bool { return disjointCover(cdb.NumDispatchSlots, a) })
 }
+
+// TestContainerLeasesHeartbeatsInQuickSuccessionKeepARecentFetchersShare:
+// heartbeats the change feed asks for can follow each other closely; a
+// provider whose last fetch ended less than a heartbeat interval ago (its
+// worker runs an activity) keeps its share through them.
+func TestContainerLeasesHeartbeatsInQuickSuccessionKeepARecentFetchersShare(t *testing.T) {
+	t.Parallel()
+	p, _ := newPrivateProvider(t, func(c *cdb.Config) {
+		*c = containerLeaseConfigOn(*c)
+		c.LeaseHeartbeatInterval, c.LeaseExpiry = time.Hour, 3*time.Hour // only the test's heartbeats run
+	})
+	ctx := context.Background()
+	_, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilter{})
+	require.NoError(t, err)
+	for range 3 {
+		require.NoError(t, cdb.LeaseHeartbeat(ctx, p))
+	}
+	_, work := owned(p)
+	assert.Len(t, work, cdb.NumDispatchSlots)
+}
