@@ -84,6 +84,26 @@ func keepFetching(t *testing.T, p *cdb.Provider) (stop func()) {
 	return stop
 }
 
+// servingPair starts two providers on cfg that serve both queues and
+// waits until they split the slots 128/128.
+func servingPair(t *testing.T, cfg cdb.Config) (a, b *cdb.Provider) {
+	t.Helper()
+	a, b = startServingProvider(t, cfg), startServingProvider(t, cfg)
+	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
+	return a, b
+}
+
+// idInSlots returns an instance id starting with prefix whose dispatch
+// slot is one of p's orchestration slots.
+func idInSlots(prefix string, p *cdb.Provider) string {
+	slots := cdb.OwnedLeaseSlots(p, "orch")
+	for i := 0; ; i++ {
+		if id := fmt.Sprintf("%s-%d", prefix, i); slices.Contains(slots, cdb.DispatchSlot(id)) {
+			return id
+		}
+	}
+}
+
 // owned returns the slots p owns in both queues.
 func owned(p *cdb.Provider) (orch, work []uint8) {
 	return cdb.OwnedLeaseSlots(p, "orch"), cdb.OwnedLeaseSlots(p, "work")
@@ -205,9 +225,7 @@ func TestContainerLeasesRebalanceOnJoinAndRelease(t *testing.T) {
 	t.Parallel()
 	cfg := containerLeaseConfig()
 	cfg.LeaseExpiry = time.Hour // only Close can free slots here
-	a := startServingProvider(t, cfg)
-	b := startServingProvider(t, cfg)
-	eventually(t, "two owners split the slots 128/128", func() bool { return disjointCover(128, a, b) })
+	a, b := servingPair(t, cfg)
 
 	c, err := cdb.New(context.Background(), cfg)
 	require.NoError(t, err)
@@ -236,9 +254,7 @@ func TestContainerLeasesRebalanceOnJoinAndRelease(t *testing.T) {
 func TestContainerLeasesTakeoverOnExpiry(t *testing.T) {
 	t.Parallel()
 	cfg := containerLeaseConfig()
-	a := startServingProvider(t, cfg)
-	b := startServingProvider(t, cfg)
-	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
+	a, b := servingPair(t, cfg)
 
 	cdb.FreezeLeases(a, true)
 	eventually(t, "b takes over every slot", func() bool {
@@ -264,16 +280,8 @@ func TestContainerLeasesTakeoverOnExpiry(t *testing.T) {
 func TestContainerLeasesFrozenOwnerCannotCommitTwice(t *testing.T) {
 	t.Parallel()
 	cfg := containerLeaseConfig()
-	a := startServingProvider(t, cfg)
-	b := startServingProvider(t, cfg)
-	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
-	aSlots, _ := owned(a)
-	instance := ""
-	for i := 0; instance == ""; i++ {
-		if id := fmt.Sprintf("frozen-%d", i); slices.Contains(aSlots, cdb.DispatchSlot(id)) {
-			instance = id
-		}
-	}
+	a, b := servingPair(t, cfg)
+	instance := idInSlots("frozen", a)
 	ctx := context.Background()
 	require.NoError(t, b.EnqueueForOrchestrator(ctx, startItem(instance), 0))
 	const lock = 300 * time.Millisecond
@@ -374,16 +382,8 @@ func TestContainerLeasesSuspectOwnersSlotsAreServedBeforeTheExpiry(t *testing.T)
 	t.Parallel()
 	cfg := containerLeaseConfig()
 	cfg.LeaseExpiry = time.Hour // no takeover in this test
-	a := startServingProvider(t, cfg)
-	b := startServingProvider(t, cfg)
-	eventually(t, "two owners split the slots", func() bool { return disjointCover(128, a, b) })
-	aSlots, _ := owned(a)
-	instance := ""
-	for i := 0; instance == ""; i++ {
-		if id := fmt.Sprintf("suspect-%d", i); slices.Contains(aSlots, cdb.DispatchSlot(id)) {
-			instance = id
-		}
-	}
+	a, b := servingPair(t, cfg)
+	instance := idInSlots("suspect", a)
 	ctx := context.Background()
 	cdb.FreezeLeases(a, true)
 	require.NoError(t, a.EnqueueForOrchestrator(ctx, startItem(instance), 0))
