@@ -25,6 +25,18 @@ func InstanceInfoFromExecution(ctx context.Context, p *Provider, instance string
 // LeasesInContainer.
 func FreezeLeases(p *Provider, frozen bool) { p.leases.frozen.Store(frozen) }
 
+// SuspectLeaseSlots returns the slots of queue ("orch" or "work") of
+// suspect owners that p queries now besides its own.
+func SuspectLeaseSlots(p *Provider, queue string) []uint8 {
+	o := p.leases.queues[0]
+	if queue == "work" {
+		o = p.leases.queues[1]
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]uint8(nil), o.suspect...)
+}
+
 // ServeLeaseQueues makes p serve both queues as if a fetch of each always
 // ran: its heartbeats register it and claim its share without a fetch (for
 // tests of the rebalancing itself); p must use LeasesInContainer.

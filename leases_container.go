@@ -164,8 +164,9 @@ type leaseCoordinator struct {
 	queues    [2]*ownedSlots
 
 	// beatMu serializes heartbeats (the goroutine's, those a first fetch
-	// runs and those the change feed asks for).
+	// runs and those the change feed asks for) and guards closed.
 	beatMu sync.Mutex
+	closed bool // close ran: a fetch racing with Close registers nothing
 
 	mu        sync.Mutex // guards the fields below
 	ownerETag string     // "" while this Provider is not registered
@@ -332,6 +333,9 @@ func (c *leaseCoordinator) beat(ctx context.Context) error {
 }
 
 func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
+	if c.closed {
+		return errClosed
+	}
 	var want [2]bool
 	for q, o := range c.queues {
 		want[q] = o.wanted(c.heartbeat)
@@ -431,10 +435,21 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 			}
 		}
 		c.balance(ctx, q, slots[q], liveSet, share, idx, len(live[q]))
+		// The suspect owners' slots are split among the owners serving q
+		// that are not suspect: slot s goes to the (s mod n)-th of them by
+		// id, so that processes that agree on who is healthy query
+		// disjoint slots whichever slots are suspect.
 		var extra []int
 		if want[q] {
+			var healthy []string
+			for _, o := range live[q] {
+				if !suspect[o] {
+					healthy = append(healthy, o)
+				}
+			}
+			mine := sort.SearchStrings(healthy, c.owner) // live[q] is sorted
 			for s, d := range slots[q] {
-				if suspect[d.Owner] {
+				if suspect[d.Owner] && s%len(healthy) == mine {
 					extra = append(extra, s)
 				}
 			}
@@ -597,6 +612,7 @@ func (c *leaseCoordinator) close(ctx context.Context) {
 	<-c.done
 	c.beatMu.Lock()
 	defer c.beatMu.Unlock()
+	c.closed = true
 	_ = c.release(ctx)
 }
 
@@ -653,13 +669,14 @@ type ownedSlots struct {
 
 	mu    sync.Mutex
 	slots []uint8 // owned, sorted
-	// suspect are the slots of owners whose documents stayed unchanged for
-	// two heartbeats but not yet for the expiry (a process that crashed,
-	// or one frozen or slow): this Provider queries them too, racing with
-	// the other live owners and perhaps the owner itself (safe: locks are
-	// ETag-based), so that a crashed process's messages wait about two
-	// heartbeats rather than the whole expiry. They are claimed at the
-	// expiry, or dropped when the owner renews. Sorted.
+	// suspect are this Provider's part of the slots of owners whose
+	// documents stayed unchanged for two heartbeats but not yet for the
+	// expiry (a process that crashed, or one frozen or slow): it queries
+	// them too (racing perhaps with the owner itself, or with a process
+	// that judges differently who is healthy: safe, locks are ETag-based),
+	// so that a crashed process's messages wait about two heartbeats
+	// rather than the whole expiry. They are claimed at the expiry, or
+	// dropped when the owner renews. Sorted.
 	suspect []uint8
 }
 

@@ -439,3 +439,34 @@ func TestContainerLeasesHeartbeatsInQuickSuccessionKeepARecentFetchersShare(t *t
 	_, work := owned(p)
 	assert.Len(t, work, cdb.NumDispatchSlots)
 }
+
+// TestContainerLeasesSuspectSlotsAreSplitAmongTheHealthyOwners: of three
+// owners, when one stops renewing the two others query disjoint halves of
+// its slots (each slot by one of them), not all of them each.
+func TestContainerLeasesSuspectSlotsAreSplitAmongTheHealthyOwners(t *testing.T) {
+	t.Parallel()
+	cfg := containerLeaseConfig()
+	cfg.LeaseExpiry = time.Hour // no takeover in this test
+	ps := []*cdb.Provider{startServingProvider(t, cfg), startServingProvider(t, cfg), startServingProvider(t, cfg)}
+	eventually(t, "three owners split the slots", func() bool {
+		for _, p := range ps {
+			if o, w := owned(p); len(o) < 85 || len(w) < 85 {
+				return false
+			}
+		}
+		return true
+	})
+	frozen, a, b := ps[0], ps[1], ps[2]
+	lost, _ := owned(frozen)
+	cdb.FreezeLeases(frozen, true)
+	eventually(t, "the two healthy owners split the frozen one's slots", func() bool {
+		sa, sb := cdb.SuspectLeaseSlots(a, "orch"), cdb.SuspectLeaseSlots(b, "orch")
+		union := append(append([]uint8(nil), sa...), sb...)
+		slices.Sort(union)
+		return len(sa) > 0 && len(sb) > 0 && slices.Equal(union, lost)
+	})
+	cdb.FreezeLeases(frozen, false)
+	eventually(t, "nothing is suspect once it renews", func() bool {
+		return len(cdb.SuspectLeaseSlots(a, "orch")) == 0 && len(cdb.SuspectLeaseSlots(b, "orch")) == 0
+	})
+}
