@@ -23,7 +23,7 @@ import (
 // heartbeat that takes longer than the expiry makes an owner give up its
 // own slots.
 const (
-	testHeartbeat = 100 * time.Millisecond
+	testHeartbeat = 200 * time.Millisecond
 	testExpiry    = 2 * time.Second
 )
 
@@ -40,10 +40,11 @@ func containerLeaseConfigOn(cfg cdb.Config) cdb.Config {
 	return cfg
 }
 
-// eventually waits (up to 20 s) until cond holds.
+// eventually waits (up to 60 s: a slow machine, the race detector) until
+// cond holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, what)
+	require.Eventually(t, cond, time.Minute, 10*time.Millisecond, what)
 }
 
 // startServingProvider starts a provider with container leases that
