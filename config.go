@@ -110,8 +110,10 @@ type Config struct {
 	Leases LeaseMode
 	// LeaseHeartbeatInterval is how often a Provider with
 	// LeasesInContainer renews its owner document and rebalances its
-	// share (two requests, more when slots move); default
-	// DefaultLeaseHeartbeatInterval.
+	// share while it fetches (two requests, more when slots move; none
+	// while it fetches from neither queue); an owner whose document stays
+	// unchanged at two of another's heartbeats is suspect, and its slots
+	// are queried by the others. Default DefaultLeaseHeartbeatInterval.
 	LeaseHeartbeatInterval time.Duration
 	// LeaseExpiry is how long another owner's document must stay unchanged
 	// before this Provider takes that owner's slots; at least twice
