@@ -28,13 +28,19 @@ func FreezeLeases(p *Provider, frozen bool) { p.leases.frozen.Store(frozen) }
 // SuspectLeaseSlots returns the slots of queue ("orch" or "work") of
 // suspect owners that p queries now besides its own.
 func SuspectLeaseSlots(p *Provider, queue string) []uint8 {
+	return leaseSlotsOf(p, queue, func(o *ownedSlots) []uint8 { return o.suspect })
+}
+
+// leaseSlotsOf returns a copy of what pick returns of p's queue ("orch"
+// or "work"), under the queue's lock.
+func leaseSlotsOf(p *Provider, queue string, pick func(*ownedSlots) []uint8) []uint8 {
 	o := p.leases.queues[0]
 	if queue == "work" {
 		o = p.leases.queues[1]
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]uint8(nil), o.suspect...)
+	return append([]uint8(nil), pick(o)...)
 }
 
 // ServeLeaseQueues makes p serve both queues as if a fetch of each always
@@ -48,13 +54,7 @@ func ServeLeaseQueues(p *Provider) {
 
 // OwnedLeaseSlots returns the slots of queue ("orch" or "work") p owns now.
 func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
-	o := p.leases.queues[0]
-	if queue == "work" {
-		o = p.leases.queues[1]
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]uint8(nil), o.slots...)
+	return leaseSlotsOf(p, queue, func(o *ownedSlots) []uint8 { return o.slots })
 }
 
 // ForgetHeld makes p forget what it holds of instance (its decoded history
