@@ -69,6 +69,7 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 		Interval:    p.cfg.ChangeFeedInterval,
 		Context:     withCall(context.Background(), "change_feed"),
 		OnDocuments: p.changedDocuments,
+		Stretch:     p.idle.stretch,
 		OnError: func(err error) {
 			p.log.Debug("change feed read failed; retrying", zap.Error(err))
 		},

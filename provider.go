@@ -28,6 +28,9 @@ const (
 // goroutines. Create it with New; Close stops its reconciler.
 type Provider struct {
 	cfg Config
+	// idle paces the change-feed reader of an idle process
+	// (idle_pacing.go).
+	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
 	statusWatches statusWatches
 	client        *azcosmos.Client

@@ -64,6 +64,12 @@ type Options struct {
 	// cancellation: Close ends the reads) of the context of every read
 	// after Start's, such as the caller's request labels.
 	Context context.Context
+	// Stretch, when set, is asked after every read that found nothing:
+	// the pause before the next read is Interval times its answer (1
+	// when it answers less). The provider lengthens an idle reader's
+	// pauses to repay its other idle requests, so that an idle process
+	// stays within one request per Interval.
+	Stretch func() float64
 }
 
 // Reader follows a container's change feed from the moment Start was
@@ -179,6 +185,9 @@ func (r *Reader) loop(cont string) {
 			}
 		}
 		if err == nil {
+			if len(resp.Items) == 0 && r.opts.Stretch != nil {
+				wait = time.Duration(float64(wait) * max(1, r.opts.Stretch()))
+			}
 			wait -= time.Since(began)
 		}
 		if wait <= 0 {

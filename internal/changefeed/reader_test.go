@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,4 +163,22 @@ func TestReaderCloseStops(t *testing.T) {
 	reads := r.Reads()
 	time.Sleep(3 * changefeed.DefaultInterval)
 	assert.Equal(t, reads, r.Reads(), "no read after Close")
+}
+
+// TestReaderStretchLengthensThePauseAfterAnEmptyRead: with Stretch asking
+// for 1,000 intervals, the reader makes its first read after Start (empty)
+// and then waits, where an unstretched reader at the same 5 ms interval
+// reads dozens of times in the same 300 ms.
+func TestReaderStretchLengthensThePauseAfterAnEmptyRead(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t, 1)
+	var asked atomic.Int64
+	r := changefeed.New(c, changefeed.Options{Interval: 5 * time.Millisecond, Stretch: func() float64 { asked.Add(1); return 1000 }})
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(r.Close)
+	require.Eventually(t, func() bool { return asked.Load() == 1 }, 10*time.Second, time.Millisecond, "the first empty read asks for the stretch")
+	reads := r.Reads()
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, reads, r.Reads(), "no read during the stretched pause")
+	assert.Equal(t, int64(1), asked.Load())
 }
