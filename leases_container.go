@@ -172,7 +172,6 @@ type leaseCoordinator struct {
 	ownerETag string     // "" while this Provider is not registered
 	lastRenew time.Time
 	seen      map[string]observedOwner
-	live      int
 
 	moves  atomic.Int64
 	frozen atomic.Bool // test hook: the heartbeat skips its work
@@ -328,7 +327,6 @@ func (c *leaseCoordinator) renewedWithin() bool {
 func (c *leaseCoordinator) beat(ctx context.Context) error {
 	c.beatMu.Lock()
 	defer c.beatMu.Unlock()
-	defer func() { c.lastBeat.Store(time.Now().UnixNano()) }()
 	return c.beatLocked(ctx)
 }
 
@@ -336,6 +334,7 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 	if c.closed {
 		return errClosed
 	}
+	defer func() { c.lastBeat.Store(time.Now().UnixNano()) }()
 	var want [2]bool
 	for q, o := range c.queues {
 		want[q] = o.wanted(c.heartbeat)
@@ -418,7 +417,6 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 			delete(c.seen, o)
 		}
 	}
-	c.live = len(liveSet)
 	c.mu.Unlock()
 	for _, d := range dead {
 		// Best effort: the owner document of a dead owner goes; if it
@@ -556,8 +554,13 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 				opSlots = append(opSlots, s)
 			}
 		}
-		for i, ok := range c.applyEach(ctx, ops) {
-			if ok || c.ownsSlot(ctx, name, opSlots[i]) {
+		applied := c.applyEach(ctx, ops)
+		var mineNow map[int]bool // read once, when a claim failed
+		for i, ok := range applied {
+			if !ok && mineNow == nil {
+				mineNow = c.ownedSlotsOf(ctx, name)
+			}
+			if ok || mineNow[opSlots[i]] {
 				claimed = append(claimed, opSlots[i])
 			}
 		}
@@ -574,13 +577,40 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 	}
 }
 
-// ownsSlot reads the slot document of a claim that failed: when the claim
-// was applied and only its answer was lost (the retry then found the
-// document changed, by this claim), the document names this owner.
-func (c *leaseCoordinator) ownsSlot(ctx context.Context, queue string, slot int) bool {
-	var d leaseDoc
-	_, found, err := c.p.readDoc(ctx, LeasePartitionKey, slotDocID(queue, slot), &d)
-	return err == nil && found && d.Owner == c.owner
+// ownedSlotsOf returns the slots of queue whose documents name this
+// owner (one query), after claims failed: a claim that was applied and
+// whose answer was lost (the retry then found the document changed, by
+// this claim) is this owner's all the same. nil (none) when the query
+// fails.
+func (c *leaseCoordinator) ownedSlotsOf(ctx context.Context, queue string) map[int]bool {
+	docs, err := c.ownedSlotDocs(ctx)
+	if err != nil {
+		return map[int]bool{}
+	}
+	slots := map[int]bool{}
+	for _, d := range docs {
+		if d.Queue == queue {
+			slots[d.Slot] = true
+		}
+	}
+	return slots
+}
+
+// ownedSlotDocs returns the slot documents, of both queues, that name this
+// owner (one query of one page).
+func (c *leaseCoordinator) ownedSlotDocs(ctx context.Context) ([]leaseDoc, error) {
+	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{pageSize: -1})
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]leaseDoc, 0, len(raws))
+	for _, raw := range raws {
+		var d leaseDoc
+		if json.Unmarshal(raw, &d) == nil {
+			docs = append(docs, d)
+		}
+	}
+	return docs, nil
 }
 
 // applyEach runs ops in transactional batches of up to 100 (one request
@@ -635,15 +665,12 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 	if !registered && !held {
 		return nil // never registered, or released already
 	}
-	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{pageSize: -1})
+	docs, err := c.ownedSlotDocs(ctx)
 	if err == nil {
-		var ops []batchOp
-		for _, raw := range raws {
-			var d leaseDoc
-			if json.Unmarshal(raw, &d) == nil {
-				d.Owner = ""
-				ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
-			}
+		ops := make([]batchOp, 0, len(docs))
+		for _, d := range docs {
+			d.Owner = ""
+			ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
 		}
 		c.applyEach(ctx, ops)
 	}

@@ -471,3 +471,26 @@ func TestContainerLeasesSuspectSlotsAreSplitAmongTheHealthyOwners(t *testing.T) 
 		return len(cdb.SuspectLeaseSlots(a, "orch")) == 0 && len(cdb.SuspectLeaseSlots(b, "orch")) == 0
 	})
 }
+
+// TestContainerLeasesClaimWhoseAnswerWasLostIsKept: the first claim batch
+// is applied and its answer lost (the retry finds the documents changed,
+// by the claim itself); the provider reads its slots back and serves them
+// at once, so its zero-timeout first fetch finds the waiting turn.
+func TestContainerLeasesClaimWhoseAnswerWasLostIsKept(t *testing.T) {
+	t.Parallel()
+	p, emu := newPrivateProvider(t, func(c *cdb.Config) {
+		*c = containerLeaseConfigOn(*c)
+		c.LeaseHeartbeatInterval, c.LeaseExpiry = time.Hour, 3*time.Hour // only the first fetch claims
+	})
+	ctx := context.Background()
+	// DispatchSlot("lost-answer") is among the first batch's 100 slots.
+	require.Less(t, int(cdb.DispatchSlot("lost-answer")), 100)
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("lost-answer"), 0))
+	key := cdb.LeasePartitionKey
+	emu.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Times: 1, Fault: emulator.ApplyThenDrop()})
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "the claimed slots are served although the claim's answer was lost")
+	orch, _ := owned(p)
+	assert.Len(t, orch, cdb.NumDispatchSlots)
+}
