@@ -503,7 +503,7 @@ func (e *replayEngine) convertEmitted(ctx *OrchestrationContext, emitted []token
 	defer ctx.mu.Unlock()
 	for _, ta := range emitted {
 		id := e.nextEventID
-		a := ta.action.withEventID(id)
+		a := ta.action.withEventID(id, e.executionID)
 		ctx.state.bindToken(ta.token, id)
 		switch a.kind {
 		case actStartSubOrchestration:
