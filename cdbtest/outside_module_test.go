@@ -175,16 +175,21 @@ func moduleDownloadFailure(out string) string {
 
 func TestModuleDownloadFailuresAreToldFromOtherGoCommandErrors(t *testing.T) {
 	t.Parallel()
-	for out, want := range map[string]string{
-		"go: github.com/go-logr/stdr@v1.2.2 requires\n\tgithub.com/go-logr/logr@v1.2.2: module lookup disabled by GOPROXY=off\n":                                                                                     "github.com/go-logr/logr@v1.2.2: module lookup disabled by GOPROXY=off",
-		"go: downloading github.com/google/uuid v1.6.0\ngo: github.com/google/uuid@v1.6.0: Get \"https://proxy.golang.org/github.com/google/uuid/@v/v1.6.0.mod\": dial tcp: lookup proxy.golang.org: no such host\n": "go: github.com/google/uuid@v1.6.0: Get \"https://proxy.golang.org/github.com/google/uuid/@v/v1.6.0.mod\": dial tcp: lookup proxy.golang.org: no such host",
-		"go: example.com/m@v1.0.0: Get \"http://127.0.0.1:1/example.com/m/@v/v1.0.0.mod\": dial tcp 127.0.0.1:1: connect: connection refused\n":                                                                      "go: example.com/m@v1.0.0: Get \"http://127.0.0.1:1/example.com/m/@v/v1.0.0.mod\": dial tcp 127.0.0.1:1: connect: connection refused",
-		"go: example.com/shop imports\n\texample.com/absent: cannot find module providing package example.com/absent\n":                                                                                              "",
-		"# example.com/shop\n./shop_test.go:9:2: undefined: runtime.Missing\n":                                                                                                                                       "",
-		"go: errors parsing go.mod:\ngo.mod:3: unknown directive: requir\n":                                                                                                                                          "",
+	const (
+		offLine     = "github.com/go-logr/logr@v1.2.2: module lookup disabled by GOPROXY=off"
+		noHostLine  = `go: github.com/google/uuid@v1.6.0: Get "https://proxy.golang.org/github.com/google/uuid/@v/v1.6.0.mod": dial tcp: lookup proxy.golang.org: no such host`
+		refusedLine = `go: example.com/m@v1.0.0: Get "http://127.0.0.1:1/example.com/m/@v/v1.0.0.mod": dial tcp 127.0.0.1:1: connect: connection refused`
+	)
+	for _, c := range []struct{ out, want string }{
+		{"go: github.com/go-logr/stdr@v1.2.2 requires\n\t" + offLine + "\n", offLine},
+		{"go: downloading github.com/google/uuid v1.6.0\n" + noHostLine + "\n", noHostLine},
+		{refusedLine + "\n", refusedLine},
+		{"go: example.com/shop imports\n\texample.com/absent: cannot find module providing package example.com/absent\n", ""},
+		{"# example.com/shop\n./shop_test.go:9:2: undefined: runtime.Missing\n", ""},
+		{"go: errors parsing go.mod:\ngo.mod:3: unknown directive: requir\n", ""},
 	} {
-		if got := moduleDownloadFailure(out); got != want {
-			t.Errorf("moduleDownloadFailure(%q) = %q, want %q", out, got, want)
+		if got := moduleDownloadFailure(c.out); got != c.want {
+			t.Errorf("moduleDownloadFailure(%q) = %q, want %q", c.out, got, c.want)
 		}
 	}
 }
