@@ -157,10 +157,10 @@ type workItemReader struct {
 	// orchestration to run (duroxide's Some(orchestration_name)); name may
 	// still be "", which then resolves to nothing like any unregistered
 	// name.
-	named          bool
-	name           string
-	input          string
-	version        *string
+	named             bool
+	name              string
+	input             string
+	version           *string
 	parentInstance    *string
 	parentID          *uint64
 	parentExecutionID *uint64
