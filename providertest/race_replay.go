@@ -74,12 +74,6 @@ func seedTurn(t testing.TB, p duroxide.Provider, instance string, history []duro
 	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1, history, nil, orchItems, md, nil), "seed ack")
 }
 
-// stamped returns ev with its duroxide_version set to stamp.
-func stamped(ev duroxide.Event, stamp string) duroxide.Event {
-	ev.DuroxideVersion = stamp
-	return ev
-}
-
 // started returns event 1 of execution 1: OrchestrationStarted of name
 // 1.0.0 with input and no parent.
 func started(instance, name, input string) duroxide.Event {
