@@ -99,9 +99,9 @@ type parentRef struct {
 	execution *uint64 // nil when the start was written before 0.1.30
 }
 
-// executionID returns the parent execution a child's completion goes to:
+// resolveExecution returns the parent execution a child's completion goes to:
 // the recorded one, or (for starts written before 0.1.30) what read finds.
-func (p parentRef) executionID(read parentExecutionFunc, child string) uint64 {
+func (p parentRef) resolveExecution(read parentExecutionFunc, child string) uint64 {
 	if p.execution != nil {
 		return *p.execution
 	}
