@@ -64,9 +64,9 @@ func instanceInfo(ctx context.Context, admin duroxide.ProviderAdmin, id string) 
 		return info, nil
 	}
 	if execs, lerr := admin.ListExecutions(ctx, id); lerr == nil && len(execs) == 0 {
-		return info, notFoundf("instance %q not found (cdb-admin list shows the instances)", id)
+		return info, notFoundf("instance %s not found (cdb-admin list shows the instances)", quoteIfNeeded(id))
 	}
-	return info, fmt.Errorf("read instance %q: %w", id, err)
+	return info, fmt.Errorf("read instance %s: %w", quoteIfNeeded(id), err)
 }
 
 // oneInstance is the start of the commands on one instance: it checks that

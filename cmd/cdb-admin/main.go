@@ -9,7 +9,8 @@
 // Commands:
 //
 //	list     [-status Running|Completed|Failed|ContinuedAsNew] [-limit N]
-//	         instances, newest first, with name, status and times
+//	         instances, newest first, with name, status and times (ids
+//	         and names longer than 40 characters cut with "…" unless -v)
 //	show     <instance>
 //	         status, output, custom status, parent and every execution
 //	history  <instance> [-execution N]
@@ -37,7 +38,16 @@
 //	-ca-cert FILE     trust this PEM certificate (cdb-emulator -cert-out)
 //	-insecure         skip TLS verification (local emulators only)
 //	-v                report the Cosmos DB requests and request units the
-//	                  command cost, on stderr
+//	                  command cost, on stderr; print long ids whole in
+//	                  list's table
+//
+// Tables and messages print an instance id or a name as it is, or quoted
+// in Go syntax ("trailing ", "tab\there") when it is empty, begins or ends
+// with white space, or holds a control character, a double quote, a rune
+// that is not printable or bytes that are not UTF-8; -json prints ids as
+// they are. history prints each event's identifying fields (name, version,
+// instance, key) first and cuts longer values (inputs, results) at 40
+// characters with "…".
 //
 // A time T is RFC 3339 ("2026-01-31T00:00:00Z") or a Go duration meaning
 // that long ago ("720h"). cdb-admin never creates a database or container:

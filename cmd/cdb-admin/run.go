@@ -57,7 +57,7 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", c.timeout, "give up after this long")
 	fs.StringVar(&c.caCert, "ca-cert", c.caCert, "trust this PEM certificate (cdb-emulator -cert-out)")
 	fs.BoolVar(&c.insecure, "insecure", c.insecure, "skip TLS certificate verification (local emulators only)")
-	fs.BoolVar(&c.verbose, "v", c.verbose, "report the Cosmos DB requests and request units (RU) the command cost, on stderr")
+	fs.BoolVar(&c.verbose, "v", c.verbose, "report the Cosmos DB requests and request units (RU) the command cost, on stderr; print long ids whole in tables")
 }
 
 // cliError is an error with the exit status it ends the command with.
