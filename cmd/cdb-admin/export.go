@@ -64,8 +64,12 @@ export, is shortened to the first 100 bytes of the encoded id, "~" and 16
 hex digits of the id's SHA-256. The id in the document is always exact.
 
 Without ids: every instance, or only those with -status, or whose id
-starts with -prefix (with both, those that match both). Each execution
-is read whole; a Running instance is exported as it is at that moment.`
+starts with -prefix (with both, those that match both). Named ids are
+all checked first: an unknown one writes nothing (exit status 3). Each
+execution is read whole; a Running instance is exported as it is at that
+moment. -timeout bounds the whole export: raise it for many instances. A
+failure stops the export and says how many instances were exported
+before it.`
 
 // exportCommand writes the histories of instances to files:
 // ListInstances or ListInstancesByStatus to select (unless ids are
@@ -119,14 +123,14 @@ var exportCommand = command{
 			for _, id := range ids { // one instance in memory at a time
 				doc, err := readExport(ctx, p, id)
 				if err != nil {
-					return err
+					return fmt.Errorf("%w (%d instance(s) exported before it)", err, len(out))
 				}
 				if len(doc.Executions) == 0 {
 					continue // deleted since the listing
 				}
 				file := filepath.Join(*dir, names[id])
 				if err := writeExport(file, doc); err != nil {
-					return err
+					return fmt.Errorf("%w (%d instance(s) exported before it)", err, len(out))
 				}
 				events := 0
 				for _, e := range doc.Executions {
@@ -201,7 +205,7 @@ func writeExport(file string, doc exportDocument) error {
 		return failedf("export: write %s: %v", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), file); err != nil {
-		return failedf("export: %v", err)
+		return failedf("export %s: %v", quoteIfNeeded(doc.InstanceID), err)
 	}
 	return nil
 }

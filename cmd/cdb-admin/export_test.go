@@ -128,6 +128,17 @@ func TestExportChecksEveryIDBeforeWritingAny(t *testing.T) {
 	assert.NoDirExists(t, dir)
 }
 
+func TestExportStopsAtAFailureAndSaysHowManyWereExported(t *testing.T) {
+	f := sharedFixture(t)
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "hello-1.json"), 0o755), "a directory where hello-1's file goes")
+	r := f.admin("", "export", "-o", dir, helloID, failID, parentID)
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "export hello-1: rename ")
+	assert.Contains(t, r.stderr, "(1 instance(s) exported before it)")
+	assert.Equal(t, []string{"fail-1.json", "hello-1.json"}, filesIn(t, dir), "fail-1 first, in id order; no temporary file left")
+}
+
 func TestExportFileNamesAreValidAndDistinctForAnyID(t *testing.T) {
 	t.Parallel()
 	for id, want := range map[string]string{
