@@ -51,8 +51,13 @@ var errShutdown = errors.New("runtime: shutting down")
 // Start validates opts, starts the dispatchers on provider and returns the
 // running Runtime. A nil provider is ErrNilProvider; the registry may not
 // be nil either; invalid opts are an error naming the field (see Options).
-// ctx bounds the runtime's life: when it is cancelled every goroutine stops
-// at once without releasing its locks.
+// ctx bounds the runtime's life: when it is cancelled the runtime shuts down
+// gracefully, as Shutdown does with a context of Options.ShutdownGracePeriod
+// (it stops fetching, lets in-flight turns and activities finish within the
+// grace period, then cancels and abandons the rest so that another runtime
+// takes them at once). Shutdown may still be called, for example to wait
+// for that; values of ctx reach the provider calls, its cancellation does
+// not cut them short.
 func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, opts Options) (*Runtime, error) {
 	if provider == nil {
 		return nil, fmt.Errorf("runtime: Start: %w", ErrNilProvider)
@@ -68,7 +73,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	fetchCtx, cancelFetch := context.WithCancel(runCtx)
 	r := &Runtime{
 		provider: provider, registry: registry, opts: o, id: newRuntimeID(), logger: o.Logger,
@@ -105,7 +110,27 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 		}
 		r.spawn(func() { r.sessionManager(owners) })
 	}
+	go r.shutdownWhenDone(ctx)
 	return r, nil
+}
+
+// shutdownWhenDone shuts the runtime down gracefully when ctx, the context
+// given to Start, is cancelled; it returns at once when Shutdown ran first.
+// It is not one of the runtime's goroutines (Shutdown waits for those).
+func (r *Runtime) shutdownWhenDone(ctx context.Context) {
+	select {
+	case <-r.stopping:
+		return
+	case <-ctx.Done():
+	}
+	grace := r.opts.ShutdownGracePeriod
+	r.logger.Info("runtime context cancelled; shutting down", "runtime_id", r.id, "grace_period", grace, "cause", context.Cause(ctx))
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := r.Shutdown(sctx); err != nil {
+		r.logger.Warn("shutdown after the runtime context was cancelled did not finish in the grace period; in-flight work was abandoned",
+			"runtime_id", r.id, "error", err)
+	}
 }
 
 func (r *Runtime) spawn(f func()) {
