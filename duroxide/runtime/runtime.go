@@ -41,6 +41,7 @@ type Runtime struct {
 	inflight map[*inflightActivity]struct{}
 
 	metrics *runtimeMetrics // metrics.go
+	health  healthByQueue   // store_health.go
 	tracing *runtimeTracing // tracing.go
 }
 
@@ -82,6 +83,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	}
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
+	r.health = healthByQueue{logger: r.logger, queues: map[string]*storeHealth{}}
 	r.tracing = newRuntimeTracing(o.TracerProvider)
 	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
 	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
@@ -231,6 +233,7 @@ func (r *Runtime) idle(d time.Duration) {
 // one waits out the rest of the poll interval.
 func pollLoop[T any](r *Runtime, workerID, what string, fetch func() (*T, error), process func(*T)) {
 	consecutiveErrors := 0
+	health := r.health.of(what)
 	for !r.isStopping() {
 		start := time.Now()
 		item, err := fetch()
@@ -239,11 +242,13 @@ func pollLoop[T any](r *Runtime, workerID, what string, fetch func() (*T, error)
 				return
 			}
 			consecutiveErrors++
-			r.logger.Warn("error fetching "+what, "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
-			r.idle(fetchBackoff(err, consecutiveErrors))
+			backoff := fetchBackoff(consecutiveErrors)
+			health.failed(workerID, what, err, backoff)
+			r.idle(backoff)
 			continue
 		}
 		consecutiveErrors = 0
+		health.ok()
 		if item == nil {
 			r.idle(r.opts.PollInterval - time.Since(start))
 			continue
@@ -268,13 +273,12 @@ func every(ctx context.Context, interval time.Duration, tick func() bool) {
 	}
 }
 
-// fetchBackoff is duroxide's backoff after a failed fetch: 100ms * 2^n up
-// to 3s for retryable errors, 100ms for permanent ones.
-func fetchBackoff(err error, consecutive int) time.Duration {
-	if !duroxide.IsRetryable(err) {
-		return 100 * time.Millisecond
-	}
-	return min(100*time.Millisecond*time.Duration(uint64(1)<<min(consecutive, 5)), 3*time.Second)
+// fetchBackoff is the wait after the consecutive-th failed fetch in a row:
+// 100 ms doubling to 3 s, for every kind of error. duroxide waits a flat
+// 100 ms after a permanent error, which during a permanent outage (a
+// deleted container) is ten fetches a second per dispatcher.
+func fetchBackoff(consecutive int) time.Duration {
+	return min(100*time.Millisecond*time.Duration(uint64(1)<<min(consecutive-1, 5)), 3*time.Second)
 }
 
 // parentExecutionID returns the parent's execution that scheduled child as
