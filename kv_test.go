@@ -12,6 +12,9 @@ func kvEvent(kind duroxide.EventKind) duroxide.Event { return duroxide.Event{Eve
 
 func sp(s string) *string { return &s }
 
+// rootTable is a KV table held in its root alone.
+func rootTable(entries map[string]kvValue) kvTable { return kvTable{root: &kvDoc{Entries: entries}} }
+
 // TestApplyKVEvents checks the materialization of KV events: set, clear,
 // clear-all over the store, and the merge at the end of an execution.
 func TestApplyKVEvents(t *testing.T) {
@@ -24,23 +27,23 @@ func TestApplyKVEvents(t *testing.T) {
 	}, 1, 100, false)
 	assert.True(t, turn.deltaChanged)
 	assert.False(t, turn.storeChanged)
-	assert.Equal(t, map[string]string{"b": "2", "c": "3"}, kvView(&kvDoc{Entries: turn.store}, &kvDoc{Entries: turn.delta}))
+	assert.Equal(t, map[string]string{"b": "2", "c": "3"}, kvView(kvState{store: rootTable(turn.store), delta: rootTable(turn.delta)}))
 	assert.Equal(t, map[string]duroxide.KvEntry{"a": {Value: "1", LastUpdatedAtMs: 5}, "b": {Value: "2", LastUpdatedAtMs: 5}},
-		kvSnapshot(&kvDoc{Entries: turn.store}), "the snapshot is the store, not the current execution's changes")
+		kvSnapshot(rootTable(turn.store)), "the snapshot is the store, not the current execution's changes")
 	assert.Equal(t, "1", *store["a"].Value, "inputs are not modified")
 
 	turn = applyKVEvents(turn.store, turn.delta, []duroxide.Event{kvEvent(duroxide.KeyValuesCleared{}), kvEvent(duroxide.KeyValueSet{Key: "d", Value: "4", LastUpdatedAtMs: 9})}, 1, 200, false)
-	assert.Equal(t, map[string]string{"d": "4"}, kvView(&kvDoc{Entries: turn.store}, &kvDoc{Entries: turn.delta}))
+	assert.Equal(t, map[string]string{"d": "4"}, kvView(kvState{store: rootTable(turn.store), delta: rootTable(turn.delta)}))
 	assert.Equal(t, uint64(200), turn.delta["b"].LastUpdatedAtMs, "tombstones are stamped with the ack time")
 
 	turn = applyKVEvents(turn.store, turn.delta, nil, 1, 300, true)
 	assert.True(t, turn.storeChanged)
 	assert.Empty(t, turn.delta, "the delta is merged at the end of the execution")
-	assert.Equal(t, map[string]duroxide.KvEntry{"d": {Value: "4", LastUpdatedAtMs: 9}}, kvSnapshot(&kvDoc{Entries: turn.store}))
+	assert.Equal(t, map[string]duroxide.KvEntry{"d": {Value: "4", LastUpdatedAtMs: 9}}, kvSnapshot(rootTable(turn.store)))
 
 	turn = applyKVEvents(nil, nil, nil, 2, 400, true)
 	assert.False(t, turn.storeChanged || turn.deltaChanged, "nothing to write")
-	assert.Empty(t, kvView(nil, nil))
+	assert.Empty(t, kvView(kvState{}))
 }
 
 // TestIsTerminalStatus checks which statuses end an execution.

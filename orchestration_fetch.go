@@ -321,7 +321,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	}
 	item, err = p.finishTurn(ctx, lockedTurn{
 		instance: instance, lockID: lockID, lockedUntil: lockedUntil, doc: doc, msgs: visible, items: items, attempt: attempt,
-		kvStore: st.kvStore, kvDelta: st.kvDelta, hasContext: hasContext, startName: startName, startVersion: startVersion,
+		kv: st.kv, hasContext: hasContext, startName: startName, startVersion: startVersion,
 		execHint: execHint, held: held, heldRID: heldRID, history: st.history,
 	}, now)
 	return item, !rest && item != nil, err
@@ -365,11 +365,11 @@ type lockedTurn struct {
 	msgs  []*queueDoc // the locked messages, oldest first
 	items []duroxide.WorkItem
 	// attempt is the turn's attempt count (the highest of the messages').
-	attempt          int64
-	kvStore, kvDelta *kvDoc
-	hasContext       bool
-	startName        string
-	startVersion     *string
+	attempt      int64
+	kv           kvState
+	hasContext   bool
+	startName    string
+	startVersion *string
 	// execHint is the execution whose history was read with the state
 	// (history), held the events held for it (nil: none), heldRID the
 	// document they belong to.
@@ -401,7 +401,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	item := &duroxide.OrchestrationItem{
 		Instance: instance, Messages: t.items, LockToken: token,
 		AttemptCount: uint32(min(t.attempt, int64(^uint32(0)))),
-		KVSnapshot:   kvSnapshot(t.kvStore),
+		KVSnapshot:   kvSnapshot(t.kv.store),
 	}
 	if t.hasContext {
 		item.OrchestrationName = doc.OrchestrationName
@@ -447,7 +447,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	}
 	p.locks.PutOrch(token, &orchLock{
 		instance: instance, lockID: t.lockID, doc: doc, messageIDs: ids,
-		kvStore: t.kvStore, kvDelta: t.kvDelta, lockedUntil: t.lockedUntil,
+		kv: t.kv, lockedUntil: t.lockedUntil,
 		oldestEnqueuedAt: t.msgs[0].EnqueuedAt, oldestSeq: t.msgs[0].Seq,
 	}, now)
 	p.traceFetch(orchFound)

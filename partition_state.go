@@ -15,8 +15,7 @@ type partitionState struct {
 	inst       *instanceDoc
 	msgs       []*queueDoc
 	workers    []*queueDoc
-	kvStore    *kvDoc
-	kvDelta    *kvDoc
+	kv         kvState
 	executions []*executionDoc
 	history    []historyDoc
 	sessions   []*sessionDoc
@@ -28,6 +27,7 @@ type partitionState struct {
 // orchestrator-queue messages come out in enqueue order.
 func parseState(raws [][]byte) (partitionState, error) {
 	var st partitionState
+	kvDocs := map[string]*kvDoc{}
 	for _, raw := range raws {
 		var h docHeader
 		if err := json.Unmarshal(raw, &h); err != nil {
@@ -48,11 +48,7 @@ func parseState(raws [][]byte) (partitionState, error) {
 		case typeKV:
 			d := &kvDoc{}
 			d.ETag, err = decodeDoc(raw, d)
-			if d.ID == kvStoreDocID {
-				st.kvStore = d
-			} else {
-				st.kvDelta = d
-			}
+			kvDocs[d.ID] = d
 		case typeExecution:
 			d := &executionDoc{}
 			d.ETag, err = decodeDoc(raw, d)
@@ -73,6 +69,12 @@ func parseState(raws [][]byte) (partitionState, error) {
 			st.other = append(st.other, h)
 		}
 		if err != nil {
+			return st, err
+		}
+	}
+	if len(kvDocs) > 0 {
+		var err error
+		if st.kv, err = resolveKV(kvDocs); err != nil {
 			return st, err
 		}
 	}

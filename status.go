@@ -55,7 +55,7 @@ func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duro
 		stats.HistoryEventCount++
 		stats.HistorySizeBytes += uint64(len(h.EventData))
 	}
-	for _, v := range kvView(st.kvStore, st.kvDelta) {
+	for _, v := range kvView(st.kv) {
 		stats.KVUserKeyCount++
 		stats.KVTotalValueBytes += uint64(len(v))
 	}
