@@ -27,7 +27,7 @@ import (
 // A turn's KV writes commit atomically the way large turns' history does.
 // When they fit in the turn's final batch (beside the instance document,
 // whose If-Match makes the batch the commit), the changed root and pages
-// are upserted there, in place. When they do not, every page the turn
+// are upserted there, in place. When they do not (a batch holds 2 MB), every page the turn
 // writes gets a new id, derived from the turn's lock: those pages are
 // staged by batches of their own before the final batch, invisible until
 // the final batch replaces the roots that name them; the pages the new
@@ -43,12 +43,13 @@ import (
 // roots in its lock batch, as before pages existed.
 
 const (
-	// kvRootBytes caps the entries a root holds itself, in bytes of JSON,
-	// so that both roots fit the final batch with the instance document.
-	kvRootBytes = 1 << 20
+	// kvRootBytes caps the entries a root holds itself, in bytes of JSON:
+	// as much as a page, so that every table the 0.1.26 limits allowed
+	// (100 keys of 16 KiB) stays in its root.
+	kvRootBytes = kvPageBytes
 	// kvPageBytes caps the entries of one page, in bytes of JSON, below
 	// the 2 MB item limit with room for the document's other fields.
-	kvPageBytes = 1_500_000
+	kvPageBytes = 1_700_000
 	// kvEntryOverheadBytes is what an entry adds to a document besides its
 	// key and value (field names, execution id, timestamp, punctuation).
 	kvEntryOverheadBytes = 80

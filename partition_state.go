@@ -46,9 +46,17 @@ func parseState(raws [][]byte) (partitionState, error) {
 				st.workers = append(st.workers, d)
 			}
 		case typeKV:
-			d := &kvDoc{}
-			d.ETag, err = decodeDoc(raw, d)
-			kvDocs[d.ID] = d
+			// One pass: KV documents can be megabytes.
+			var d struct {
+				kvDoc
+				SysETag string `json:"_etag"`
+			}
+			if err = json.Unmarshal(raw, &d); err != nil {
+				err = fmt.Errorf("decode document: %w", err)
+				break
+			}
+			d.ETag = d.SysETag
+			kvDocs[d.ID] = &d.kvDoc
 		case typeExecution:
 			d := &executionDoc{}
 			d.ETag, err = decodeDoc(raw, d)
