@@ -88,12 +88,18 @@ const unknownVersion = "unknown"
 // LongPollInterval), until work appears or the timeout passes. An
 // undecodable history is returned in HistoryError with the lock held; a
 // failure after the lock was taken releases it before the error is
-// returned.
+// returned. A fetch never returns a lock that has expired: a lock timeout
+// under 1 ms finds nothing, and a turn whose lock expired while it was
+// read (a lock timeout shorter than the fetch's requests) is released,
+// without counting the attempt, and not returned.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	ctx = withCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
+	}
+	if lockTimeout.Milliseconds() <= 0 {
+		return nil, nil // a lock that would have expired on return
 	}
 	done, err := p.fetchStarted(ctx, 0)
 	if err != nil {
@@ -444,6 +450,12 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 			item.Version = *t.startVersion
 		}
 		item.ExecutionID = duroxide.InitialExecutionID
+	}
+	if p.nowMs() >= t.lockedUntil {
+		// The lock expired while the turn was read: never hand it out.
+		p.traceFetch(orchSkipLockLost)
+		p.releaseAfterFailedFetch(instance, t.lockID, ids)
+		return nil, nil
 	}
 	p.locks.PutOrch(token, &orchLock{
 		instance: instance, lockID: t.lockID, doc: doc, messageIDs: ids,
