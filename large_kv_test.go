@@ -16,14 +16,14 @@ import (
 )
 
 // kvLimitValues returns duroxide.MaxKVKeys values of duroxide.MaxKVValueBytes
-// each, named by generation gen. The first five are control characters,
+// each, named by generation gen. The first two are control characters,
 // which JSON escapes to six bytes each (about 384 KiB per value stored).
 func kvLimitValues(gen string) map[string]string {
 	out := map[string]string{}
 	for i := range duroxide.MaxKVKeys {
 		prefix := fmt.Sprintf("%s-%03d-", gen, i)
 		fill := string(rune('a' + i%26))
-		if i < 5 {
+		if i < 2 {
 			fill = "\x01"
 		}
 		out[fmt.Sprintf("key-%03d", i)] = prefix + strings.Repeat(fill, duroxide.MaxKVValueBytes-len(prefix))
@@ -177,7 +177,13 @@ func TestKVAtTheLimits(t *testing.T) {
 	rule = finalBatch
 	rule.Fault = emulator.TooManyRequests(time.Millisecond)
 	remove = s.InjectFault(rule)
-	require.Error(t, p.AckOrchestrationItem(ctx, item.LockToken, 2, kvSetEvents(inst, 2, 152, kvLimitValues("c")), nil, nil, runningMetadata(), nil))
+	dead := map[string]string{}
+	for k, v := range kvLimitValues("c") {
+		if k < "key-040" {
+			dead[k] = v // 2.6 MB: more than the final batch holds
+		}
+	}
+	require.Error(t, p.AckOrchestrationItem(ctx, item.LockToken, 2, kvSetEvents(inst, 2, 152, dead), nil, nil, runningMetadata(), nil))
 	remove()
 	orphans, _ = kvDocLayout(ctx, t, p, inst)
 	require.NotEmpty(t, orphans, "the dead turn staged pages")
