@@ -106,7 +106,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 //     is never read),
 //   - upserts the KV documents when KV events or the end of the execution
 //     changed them (a table's root, and its pages when it outgrew the
-//     root: kv_pages.go),
+//     root),
 //   - creates the worker and orchestrator queue documents of this instance
 //     (timers invisible until they fire), and
 //   - creates outbox intents for the documents of other instances.
