@@ -164,7 +164,7 @@ func (s *Server) handleQuery(rq *request) *response {
 		return resp
 	}
 	if headerBool(rq.r, queryPlanHeader) {
-		return planResponse(qr.q, qr.params)
+		return planResponse(qr.q, qr.params, compositeAggregates(rq.r))
 	}
 	size, resp := pageSize(rq.r)
 	if resp != nil {
@@ -197,7 +197,7 @@ func (s *Server) handleQuery(rq *request) *response {
 			pkKey = &key
 		} else {
 			if qr.q.needsQueryPlan() {
-				return crossPartitionNotServable(qr.q, qr.params)
+				return crossPartitionNotServable(qr.q, qr.params, compositeAggregates(rq.r))
 			}
 			crossPartition = true
 		}

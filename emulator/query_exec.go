@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // maxResponseBytes is the service's cap on one page of results (4 MB).
@@ -79,9 +80,19 @@ type contToken struct {
 	I    int      `json:"i,omitempty"`
 }
 
+// queryHash ties a continuation token to its query. An ORDER BY token
+// resumes after its sort keys whatever the filter, and the SDKs rely on
+// that: resuming a cross-partition ORDER BY, they rewrite the WHERE clause
+// of the plan's query (the filter placeholder becomes "c.n > 1" and the
+// like, @azure/cosmos's OrderByQueryRangeStrategy) and send the range's
+// continuation with it. So for ORDER BY the WHERE text is left out.
 func queryHash(q *query) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(q.text))
+	text := q.text
+	if q.mode() == modeOrdered && q.src.where != "" {
+		text = strings.Replace(text, q.src.where, "", 1)
+	}
+	h.Write([]byte(text))
 	return h.Sum64()
 }
 

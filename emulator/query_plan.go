@@ -66,9 +66,29 @@ type planRange struct {
 // aggregateTypes maps aggregate functions to the plan's names.
 var aggregateTypes = map[string]string{"COUNT": "Count", "SUM": "Sum", "MIN": "Min", "MAX": "Max", "AVG": "Average"}
 
-// planResponse answers a query plan request for q.
-func planResponse(q *query, params map[string]value) *response {
-	plan, resp := q.plan(params)
+// supportedFeaturesHeader lists the query features a client's merge code
+// supports (@azure/cosmos sends every QueryFeature it knows; the Python SDK
+// 3.x sends none).
+const supportedFeaturesHeader = "x-ms-cosmos-supported-query-features"
+
+// compositeAggregates reports whether the client declares the
+// CompositeAggregate feature: only then does the gateway answer MIN and MAX
+// partials as {"min"/"max": ..., "count": ...} objects; older clients (the
+// Python SDK 3.x, whose MaxAggregator compares the partials themselves) get
+// the bare value, {"item": MAX(...)}.
+func compositeAggregates(r *http.Request) bool {
+	for _, f := range strings.Split(r.Header.Get(supportedFeaturesHeader), ",") {
+		if strings.EqualFold(strings.TrimSpace(f), "CompositeAggregate") {
+			return true
+		}
+	}
+	return false
+}
+
+// planResponse answers a query plan request for q; composite is
+// compositeAggregates of the request.
+func planResponse(q *query, params map[string]value, composite bool) *response {
+	plan, resp := q.plan(params, composite)
 	if resp != nil {
 		return resp
 	}
@@ -77,11 +97,12 @@ func planResponse(q *query, params map[string]value) *response {
 }
 
 // crossPartitionNotServable is the gateway's answer to a cross-partition
-// query it cannot serve, with q's plan in additionalErrorInfo.
-func crossPartitionNotServable(q *query, params map[string]value) *response {
+// query it cannot serve, with q's plan in additionalErrorInfo; composite is
+// compositeAggregates of the request.
+func crossPartitionNotServable(q *query, params map[string]value, composite bool) *response {
 	resp := errorResponse(http.StatusBadRequest, 1004,
 		"The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message.")
-	if plan, bad := q.plan(params); bad == nil {
+	if plan, bad := q.plan(params, composite); bad == nil {
 		b, _ := json.Marshal(plan)
 		resp.errInfo = string(b)
 	}
@@ -89,8 +110,9 @@ func crossPartitionNotServable(q *query, params map[string]value) *response {
 }
 
 // plan builds q's query plan, or refuses a query the emulator cannot plan
-// with 400 and a message saying so.
-func (q *query) plan(params map[string]value) (queryPlan, *response) {
+// with 400 and a message saying so. composite selects the MIN and MAX
+// partials (compositeAggregates).
+func (q *query) plan(params map[string]value, composite bool) (queryPlan, *response) {
 	info := planInfo{DistinctType: "None", OrderBy: []string{}, OrderByExpressions: []string{}, GroupByExpressions: []string{},
 		GroupByAliases: []string{}, Aggregates: []string{}, GroupByAliasToAggregateType: map[string]*string{}}
 	plan := queryPlan{Version: 2, QueryRanges: []planRange{{Min: "", Max: "FF", IsMinInclusive: true}}}
@@ -133,7 +155,7 @@ func (q *query) plan(params map[string]value) (queryPlan, *response) {
 	case grouped && (q.distinct || q.top != nil || q.offset != nil):
 		return plan, notPlanned("DISTINCT, TOP or OFFSET LIMIT with GROUP BY or aggregates")
 	case grouped:
-		rewritten, resp := q.groupedQuery(&info)
+		rewritten, resp := q.groupedQuery(&info, composite)
 		if resp != nil {
 			return plan, resp
 		}
@@ -178,7 +200,7 @@ func (q *query) plan(params map[string]value) (queryPlan, *response) {
 
 // groupedQuery returns the select part of the rewritten query of an
 // aggregate or GROUP BY query and fills info's aggregate fields.
-func (q *query) groupedQuery(info *planInfo) (string, *response) {
+func (q *query) groupedQuery(info *planInfo, composite bool) (string, *response) {
 	groupItems := make([]string, len(q.src.groupBy))
 	for i, g := range q.src.groupBy {
 		groupItems[i] = `{"item": ` + g + `}`
@@ -188,7 +210,7 @@ func (q *query) groupedQuery(info *planInfo) (string, *response) {
 	if q.value != nil {
 		if call, ok := q.value.(callExpr); ok && isAggregate(call.name) {
 			info.Aggregates = append(info.Aggregates, aggregateTypes[call.name])
-			wrapped := "[" + aggregatePartial(call.name, q.src.value) + "]"
+			wrapped := "[" + aggregatePartial(call.name, q.src.value, composite) + "]"
 			if len(q.groupBy) == 0 {
 				return "SELECT VALUE " + wrapped, nil
 			}
@@ -208,7 +230,7 @@ func (q *query) groupedQuery(info *planInfo) (string, *response) {
 		if call, ok := it.e.(callExpr); ok && isAggregate(call.name) {
 			t := aggregateTypes[call.name]
 			info.GroupByAliasToAggregateType[name] = &t
-			text = aggregatePartial(call.name, text)
+			text = aggregatePartial(call.name, text, composite)
 		} else if hasAggregate(it.e) {
 			return "", notPlanned("an aggregate inside a larger select expression")
 		} else {
@@ -221,15 +243,18 @@ func (q *query) groupedQuery(info *planInfo) (string, *response) {
 
 // aggregatePartial is the per-range form of aggregate call text (e.g.
 // "MAX(c.n)") that the SDK's aggregators merge: {"item": ...} holds the
-// count or sum; MIN and MAX carry their count, AVG its sum and count.
-func aggregatePartial(name, call string) string {
+// count or sum; MIN and MAX carry their count when composite (else they are
+// the bare value), AVG its sum and count.
+func aggregatePartial(name, call string, composite bool) string {
 	args := call[strings.IndexByte(call, '(')+1 : strings.LastIndexByte(call, ')')]
-	switch name {
-	case "MIN":
+	switch {
+	case (name == "MIN" || name == "MAX") && !composite:
+		return `{"item": ` + call + `}`
+	case name == "MIN":
 		return `{"item": {"min": MIN(` + args + `), "count": COUNT(` + args + `)}}`
-	case "MAX":
+	case name == "MAX":
 		return `{"item": {"max": MAX(` + args + `), "count": COUNT(` + args + `)}}`
-	case "AVG":
+	case name == "AVG":
 		return `{"item": {"sum": SUM(` + args + `), "count": COUNT(` + args + `)}}`
 	}
 	return `{"item": ` + call + `}`

@@ -19,11 +19,17 @@ import (
 // merge the rows by the plan. The Node SDK scenario "query-plan"
 // (emulator/conformance) runs the same protocol through @azure/cosmos.
 
-// planFor asks the emulator for q's plan on container coll.
+// nodeQueryFeatures is the supported-query-features header @azure/cosmos
+// 4.10.1 sends with a plan request (every QueryFeature it knows).
+const nodeQueryFeatures = "NonValueAggregate,Aggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top,CompositeAggregate,GroupBy,MultipleAggregates,NonStreamingOrderBy,ListAndSetAggregate,CountIf,HybridSearch,WeightedRankFusion,HybridSearchSkipOrderByRewrite"
+
+// planFor asks the emulator for q's plan on container coll, as @azure/cosmos
+// asks.
 func (e *env) planFor(coll, q string) (int, queryPlan, []byte) {
 	e.t.Helper()
 	st, _, body := e.raw(http.MethodPost, "dbs/db/colls/"+coll+"/docs", []byte(`{"query":`+strconv.Quote(q)+`}`), map[string]string{
-		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", queryPlanHeader: "True"})
+		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", queryPlanHeader: "True",
+		supportedFeaturesHeader: nodeQueryFeatures})
 	var plan queryPlan
 	if st == http.StatusOK {
 		require.NoError(e.t, json.Unmarshal(body, &plan), "%s", body)
@@ -200,4 +206,90 @@ func TestQueryPlanRefusesWhatItCannotPlan(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, st, q)
 		assert.Contains(t, string(body), "does not plan cross-partition queries with", q)
 	}
+}
+
+// TestPlanForClientsWithoutCompositeAggregatesHasBareMinMax checks the plan
+// the Python SDK 3.x gets in the 400/1004 refusal (it sends no supported
+// query features): MIN and MAX partials are the bare values its aggregators
+// compare, so SELECT VALUE MAX(c.n) merges to the maximum, not to an object.
+func TestPlanForClientsWithoutCompositeAggregatesHasBareMinMax(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{PhysicalPartitions: 2})
+	seedPlanDocs(t, e)
+	for _, tc := range []struct {
+		query string
+		want  float64
+		merge func(a, b float64) float64
+	}{
+		{"SELECT VALUE MAX(c.n) FROM c", 8, func(a, b float64) float64 { return max(a, b) }},
+		{"SELECT VALUE MIN(c.n) FROM c", 0, func(a, b float64) float64 { return min(a, b) }},
+	} {
+		st, _, body := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":`+strconv.Quote(tc.query)+`}`), map[string]string{
+			"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", "x-ms-documentdb-query-enablecrosspartition": "True"})
+		require.Equal(t, http.StatusBadRequest, st, "%s", body)
+		var refusal struct{ AdditionalErrorInfo string }
+		require.NoError(t, json.Unmarshal(body, &refusal), "%s", body)
+		var plan queryPlan
+		require.NoError(t, json.Unmarshal([]byte(refusal.AdditionalErrorInfo), &plan), "%s", body)
+		var merged *float64
+		for _, r := range []string{"0", "1"} {
+			for _, row := range e.onRange("plan", plan.QueryInfo.RewrittenQuery, r) {
+				var x []struct{ Item *float64 }
+				require.NoError(t, json.Unmarshal(row, &x), "%s", row)
+				require.Len(t, x, 1)
+				require.NotNil(t, x[0].Item, "a bare number per range, not an object: %s", row)
+				if merged == nil {
+					merged = x[0].Item
+				} else {
+					m := tc.merge(*merged, *x[0].Item)
+					merged = &m
+				}
+			}
+		}
+		require.NotNil(t, merged, tc.query)
+		assert.Equal(t, tc.want, *merged, tc.query)
+
+		// With CompositeAggregate declared, the partials carry their count.
+		_, plan, _ = e.planFor("plan", tc.query)
+		assert.Contains(t, plan.QueryInfo.RewrittenQuery, `"count": COUNT(c.n)`, tc.query)
+	}
+}
+
+// TestOrderByContinuationSurvivesTheResumeFilter checks what @azure/cosmos
+// 4.10 does to resume a cross-partition ORDER BY (enableQueryControl): it
+// sends the plan's query with the filter placeholder replaced by a resume
+// filter ("c.n > 1") together with the range's continuation, which the
+// service accepts.
+func TestOrderByContinuationSurvivesTheResumeFilter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seedPlanDocs(t, e)
+	_, plan, _ := e.planFor("plan", "SELECT VALUE c.n FROM c ORDER BY c.n")
+	page := func(filter, token string) ([]json.RawMessage, string) {
+		h := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True",
+			"x-ms-documentdb-partitionkeyrangeid": "0", "x-ms-max-item-count": "2"}
+		if token != "" {
+			h["x-ms-continuation"] = token
+		}
+		text := strings.ReplaceAll(plan.QueryInfo.RewrittenQuery, orderByFilterPlaceholder, filter)
+		st, hdr, body := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":`+strconv.Quote(text)+`}`), h)
+		require.Equal(t, http.StatusOK, st, "%s", body)
+		var p struct{ Documents []json.RawMessage }
+		require.NoError(t, json.Unmarshal(body, &p))
+		return p.Documents, hdr.Get("x-ms-continuation")
+	}
+	first, token := page("true", "")
+	require.Len(t, first, 2)
+	require.NotEmpty(t, token)
+	rest, _ := page("c.n > 1", token)
+	require.NotEmpty(t, rest)
+	var x struct{ Payload float64 }
+	require.NoError(t, json.Unmarshal(rest[0], &x))
+	assert.Equal(t, 2.0, x.Payload)
+
+	// Another query's token is still refused.
+	h := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True",
+		"x-ms-documentdb-partitionkeyrangeid": "0", "x-ms-continuation": token}
+	st, _, body := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":"SELECT * FROM c ORDER BY c.id"}`), h)
+	assert.Equal(t, http.StatusBadRequest, st, "%s", body)
 }

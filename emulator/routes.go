@@ -55,8 +55,8 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		return OpDatabase, methodNotAllowed
 	}
 	if !strings.EqualFold(segs[2], "colls") {
-		if kind, ok := notEmulatedKinds[strings.ToLower(segs[2])]; ok {
-			return OpOther, notEmulated(kind)
+		if strings.EqualFold(segs[2], "users") {
+			return OpOther, s.handleUsers
 		}
 		return OpOther, unsupportedResource
 	}
@@ -93,8 +93,8 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		return OpPKRanges, unsupportedResource
 	case "docs":
 	default:
-		if kind, ok := notEmulatedKinds[strings.ToLower(segs[4])]; ok {
-			return OpOther, notEmulated(kind)
+		if _, ok := scriptKinds[strings.ToLower(segs[4])]; ok {
+			return OpOther, s.scriptRoute(rq)
 		}
 		return OpOther, unsupportedResource
 	}

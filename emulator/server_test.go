@@ -60,13 +60,6 @@ func TestUnknownPathsAndMethods(t *testing.T) {
 	status, _, body := e.raw(http.MethodGet, "dbs/db/colls/c/attachments", nil, nil)
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, string(body), `"code":"NotFound"`)
-	// Resource kinds the emulator does not implement are refused with 501,
-	// never a 404 a client could take for "container not found".
-	for _, path := range []string{"dbs/db/users", "dbs/db/colls/c/sprocs", "dbs/db/colls/c/triggers", "dbs/db/colls/c/udfs"} {
-		status, _, body = e.raw(http.MethodGet, path, nil, nil)
-		assert.Equal(t, http.StatusNotImplemented, status, path)
-		assert.Contains(t, string(body), `"code":"NotImplemented"`, path)
-	}
 	status, _, _ = e.raw(http.MethodPut, "dbs", nil, nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, status)
 	status, _, _ = e.raw(http.MethodPost, "dbs", []byte(`not json`), nil)

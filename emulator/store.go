@@ -70,6 +70,9 @@ type container struct {
 	// unique are the paths of each unique key of the container's unique
 	// key policy (unique_keys.go).
 	unique [][][]string
+	// scripts are the container's stored procedures, triggers and
+	// user-defined functions (scripts.go).
+	scripts scriptSet
 }
 
 // partition is one logical partition: the documents sharing a partition key.

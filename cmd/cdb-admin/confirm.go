@@ -39,10 +39,15 @@ func parseWhen(flagName, s string, now time.Time) (uint64, error) {
 	return uint64(now.Add(-d).UnixMilli()), nil
 }
 
-// describeIDs names up to five ids, then how many more there are.
+// describeIDs names up to five ids (quoteIfNeeded), then how many more
+// there are.
 func describeIDs(ids []string) string {
-	if len(ids) <= 5 {
-		return strings.Join(ids, ", ")
+	shown := make([]string, min(len(ids), 5))
+	for i := range shown {
+		shown[i] = quoteIfNeeded(ids[i])
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ids[:5], ", "), len(ids)-5)
+	if len(ids) <= 5 {
+		return strings.Join(shown, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(shown, ", "), len(ids)-5)
 }

@@ -97,11 +97,11 @@ func deleteIDs(ctx context.Context, s *session, ids []string, force, yes bool) e
 			return err
 		}
 		if info.ParentInstanceID != nil {
-			return failedf("%q is a sub-orchestration of %q: delete its root instead; nothing was deleted", id, *info.ParentInstanceID)
+			return failedf("%s is a sub-orchestration of %s: delete its root instead; nothing was deleted", quoteIfNeeded(id), quoteIfNeeded(*info.ParentInstanceID))
 		}
 		tree, err := p.GetInstanceTree(ctx, id)
 		if err != nil {
-			return fmt.Errorf("read the instance tree of %q: %w", id, err)
+			return fmt.Errorf("read the instance tree of %s: %w", quoteIfNeeded(id), err)
 		}
 		all = append(all, tree.AllIDs...)
 	}
@@ -113,7 +113,7 @@ func deleteIDs(ctx context.Context, s *session, ids []string, force, yes bool) e
 				return err
 			}
 			if info.Status == "Running" {
-				return failedf("%q is Running: cancel it and wait for it to end, or pass -force; nothing was deleted", id)
+				return failedf("%s is Running: cancel it and wait for it to end, or pass -force; nothing was deleted", quoteIfNeeded(id))
 			}
 		}
 	}

@@ -2,13 +2,15 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -33,11 +35,11 @@ var historyCommand = command{
 			if exec == 0 {
 				exec = info.CurrentExecutionID
 			} else if _, err := p.GetExecutionInfo(ctx, id, exec); err != nil {
-				return notFoundf("instance %q has no execution %d (cdb-admin show %s lists its executions)", id, exec, id)
+				return notFoundf("instance %s has no execution %d (cdb-admin show lists its executions)", quoteIfNeeded(id), exec)
 			}
 			events, err := p.ReadHistoryWithExecutionID(ctx, id, exec)
 			if err != nil {
-				return fmt.Errorf("read the history of %q execution %d: %w", id, exec, err)
+				return fmt.Errorf("read the history of %s execution %d: %w", quoteIfNeeded(id), exec, err)
 			}
 			if s.flags.json {
 				if events == nil {
@@ -53,7 +55,7 @@ var historyCommand = command{
 				}
 				rows[i] = []string{strconv.FormatUint(e.EventID, 10), source, formatMs(e.TimestampMs), string(e.Type()), truncate(eventDetail(e), 2*cellWidth)}
 			}
-			fmt.Fprintf(s.io.stdout, "%s, execution %d: %d events\n", id, exec, len(events))
+			fmt.Fprintf(s.io.stdout, "%s, execution %d: %d events\n", quoteIfNeeded(id), exec, len(events))
 			return printTable(s.io.stdout, []string{"ID", "SOURCE", "TIME", "TYPE", "DETAIL"}, rows)
 		}
 	},
@@ -66,8 +68,20 @@ var commonEventFields = map[string]bool{
 	"timestamp_ms": true, "duroxide_version": true, "type": true,
 }
 
+// leadingEventFields are the fields that name what an event is about,
+// printed first in this order so that a long input or result cut off at
+// the end of the row never hides them.
+var leadingEventFields = []string{"name", "version", "instance", "key"}
+
+// detailValueWidth is the widest one field's value is printed in an
+// event's detail; longer values (inputs, results, payloads) are cut with
+// "…". -json prints them whole.
+const detailValueWidth = 40
+
 // eventDetail renders an event's kind-specific fields as "name=value"
-// pairs in name order, the values as their JSON (strings quoted).
+// pairs, the values as their JSON (strings quoted, so control characters
+// are escaped), each cut to detailValueWidth: first the leadingEventFields,
+// then the others in name order.
 func eventDetail(e duroxide.Event) string {
 	raw, err := json.Marshal(e)
 	if err != nil {
@@ -83,7 +97,15 @@ func eventDetail(e duroxide.Event) string {
 			names = append(names, k)
 		}
 	}
-	sort.Strings(names)
+	rank := func(name string) int {
+		if i := slices.Index(leadingEventFields, name); i >= 0 {
+			return i
+		}
+		return len(leadingEventFields)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
+	})
 	parts := make([]string, len(names))
 	for i, k := range names {
 		var b bytes.Buffer
@@ -91,7 +113,32 @@ func eventDetail(e duroxide.Event) string {
 			b.Reset()
 			b.Write(fields[k])
 		}
-		parts[i] = k + "=" + b.String()
+		parts[i] = k + "=" + cutJSON(b.String(), detailValueWidth)
 	}
 	return strings.Join(parts, " ")
+}
+
+// cutJSON cuts a compact JSON value to n runes with "…". A string is cut
+// between its characters, never inside an escape, and keeps its closing
+// quote ("abc…").
+func cutJSON(v string, n int) string {
+	if utf8.RuneCountInString(v) <= n {
+		return v
+	}
+	var s string
+	if json.Unmarshal([]byte(v), &s) != nil { // an object, an array
+		return string([]rune(v)[:n-1]) + "…"
+	}
+	cut := `"`
+	for end := 0; end < len(s); {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+		b, _ := json.Marshal(s[:end])
+		next := strings.TrimSuffix(string(b), `"`)
+		if utf8.RuneCountInString(next)+2 > n {
+			break
+		}
+		cut = next
+	}
+	return cut + `…"`
 }

@@ -44,14 +44,34 @@ type executionJSON struct {
 // statuses are the instance statuses duroxide's providers store.
 var statuses = []string{"Running", "Completed", "Failed", "ContinuedAsNew"}
 
-// parseStatus returns the canonical spelling of a status given in any case.
+// parseStatus returns the canonical spelling of a status given in any case
+// ("" for "": any status).
 func parseStatus(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
 	for _, st := range statuses {
 		if strings.EqualFold(s, st) {
 			return st, nil
 		}
 	}
 	return "", usagef("unknown status %q (one of %s)", s, strings.Join(statuses, ", "))
+}
+
+// listInstances returns the ids of the instances with status (every
+// instance when ""): ListInstances or ListInstancesByStatus.
+func listInstances(ctx context.Context, admin duroxide.ProviderAdmin, status string) ([]string, error) {
+	var ids []string
+	var err error
+	if status == "" {
+		ids, err = admin.ListInstances(ctx)
+	} else {
+		ids, err = admin.ListInstancesByStatus(ctx, status)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	return ids, nil
 }
 
 // instanceInfo returns the instance's metadata; an instance that does not
@@ -64,9 +84,9 @@ func instanceInfo(ctx context.Context, admin duroxide.ProviderAdmin, id string) 
 		return info, nil
 	}
 	if execs, lerr := admin.ListExecutions(ctx, id); lerr == nil && len(execs) == 0 {
-		return info, notFoundf("instance %q not found (cdb-admin list shows the instances)", id)
+		return info, notFoundf("instance %s not found (cdb-admin list shows the instances)", quoteIfNeeded(id))
 	}
-	return info, fmt.Errorf("read instance %q: %w", id, err)
+	return info, fmt.Errorf("read instance %s: %w", quoteIfNeeded(id), err)
 }
 
 // oneInstance is the start of the commands on one instance: it checks that

@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"strconv"
 )
 
 // listCommand lists instances, newest first, with their name, status,
 // execution and times: ListInstances or ListInstancesByStatus, then
-// GetInstanceInfo per instance (one point read each).
+// GetInstanceInfo per instance (one point read each). Long ids and names
+// are cut in the table (idCell) unless -v.
 var listCommand = command{
 	name:     "list",
 	synopsis: "[-status Running|Completed|Failed|ContinuedAsNew] [-limit N]",
-	summary:  "instances, newest first, with name, status and times",
+	summary:  "instances, newest first, with name, status and times (-v: long ids whole)",
 	setup: func(fs *flag.FlagSet) action {
 		status := fs.String("status", "", "only instances with this status")
 		limit := fs.Int("limit", 0, "print at most N instances (0: all)")
@@ -24,26 +24,17 @@ var listCommand = command{
 			if *limit < 0 {
 				return usagef("list: -limit must not be negative, not %d", *limit)
 			}
-			want := ""
-			if *status != "" {
-				st, err := parseStatus(*status)
-				if err != nil {
-					return err
-				}
-				want = st
+			want, err := parseStatus(*status)
+			if err != nil {
+				return err
 			}
 			p, err := s.provider(ctx)
 			if err != nil {
 				return err
 			}
-			var ids []string
-			if want == "" {
-				ids, err = p.ListInstances(ctx)
-			} else {
-				ids, err = p.ListInstancesByStatus(ctx, want)
-			}
+			ids, err := listInstances(ctx, p, want)
 			if err != nil {
-				return fmt.Errorf("list instances: %w", err)
+				return err
 			}
 			if *limit > 0 && len(ids) > *limit {
 				ids = ids[:*limit]
@@ -62,13 +53,14 @@ var listCommand = command{
 			if s.flags.json {
 				return printJSON(s.io.stdout, rows)
 			}
+			whole := s.flags.verbose
 			table := make([][]string, len(rows))
 			for i, r := range rows {
 				parent := "-"
 				if r.ParentInstanceID != nil {
-					parent = *r.ParentInstanceID
+					parent = idCell(*r.ParentInstanceID, whole)
 				}
-				table[i] = []string{r.InstanceID, orDash(r.OrchestrationName), r.Status,
+				table[i] = []string{idCell(r.InstanceID, whole), nameCell(r.OrchestrationName, whole), r.Status,
 					strconv.FormatUint(r.CurrentExecutionID, 10), formatMs(r.CreatedAt), formatMs(r.UpdatedAt), parent}
 			}
 			return printTable(s.io.stdout, []string{"INSTANCE", "ORCHESTRATION", "STATUS", "EXECUTION", "CREATED", "UPDATED", "PARENT"}, table)

@@ -9,7 +9,8 @@
 // Commands:
 //
 //	list     [-status Running|Completed|Failed|ContinuedAsNew] [-limit N]
-//	         instances, newest first, with name, status and times
+//	         instances, newest first, with name, status and times (ids
+//	         and names longer than 40 characters cut with "…" unless -v)
 //	show     <instance>
 //	         status, output, custom status, parent and every execution
 //	history  <instance> [-execution N]
@@ -25,6 +26,24 @@
 //	         deletes Running instances
 //	prune    <instance>... | -all  [-keep-last N] [-completed-before T] [-yes]
 //	         delete old executions (never the current one)
+//	export   [-o DIR] <instance>... | [-o DIR] [-status S] [-prefix P]
+//	         write the histories of the instances named, or of every
+//	         instance (with -status, -prefix: those that match), to DIR
+//	         (default: the current directory), one JSON file per instance
+//
+// export's file for an instance is one JSON document with every execution
+// still stored, in ascending order, each event in duroxide's serde JSON
+// (what history -json prints):
+//
+//	{"instance_id": "orders/42",
+//	 "executions": [
+//	   {"execution_id": 1, "events": [<event>, ...]},
+//	   {"execution_id": 2, "events": [...]}]}
+//
+// Its name is the id with every byte other than an ASCII letter, a digit,
+// '-', '_' (and '.' after the first byte) written as %XX, then ".json"
+// (orders/42: orders%2F42.json); cdb-admin export -h gives the details
+// (Windows device names, long ids, ids that differ only in letter case).
 //
 // Flags, accepted before or after the command:
 //
@@ -37,7 +56,16 @@
 //	-ca-cert FILE     trust this PEM certificate (cdb-emulator -cert-out)
 //	-insecure         skip TLS verification (local emulators only)
 //	-v                report the Cosmos DB requests and request units the
-//	                  command cost, on stderr
+//	                  command cost, on stderr; print long ids whole in
+//	                  list's table
+//
+// Tables and messages print an instance id or a name as it is, or quoted
+// in Go syntax ("trailing ", "tab\there") when it is empty, begins or ends
+// with white space, or holds a control character, a double quote, a rune
+// that is not printable or bytes that are not UTF-8; -json prints ids as
+// they are. history prints each event's identifying fields (name, version,
+// instance, key) first and cuts longer values (inputs, results) at 40
+// characters with "…".
 //
 // A time T is RFC 3339 ("2026-01-31T00:00:00Z") or a Go duration meaning
 // that long ago ("720h"). cdb-admin never creates a database or container:

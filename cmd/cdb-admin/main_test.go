@@ -38,8 +38,10 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if readOnly != nil {
-		_ = readOnly.p.Close()
+	for _, f := range []*fixture{readOnly, oddOnes} {
+		if f != nil {
+			_ = f.p.Close()
+		}
 	}
 	if account != nil {
 		_ = account.Close()
@@ -86,16 +88,40 @@ func seed(t *testing.T) *fixture {
 // seedOpen is seed without closing the provider at the end of t.
 func seedOpen(t *testing.T) *fixture {
 	t.Helper()
+	f := openFixture(t)
+	f.runWorkload([]start{
+		{helloID, "Hello", "World"}, {failID, "Fails", "x"}, {parentID, "Parent", "Child"},
+		{waitID, "Waiter", ""}, {eternalID, "Eternal", "1"},
+	})
+	return f
+}
+
+// openFixture creates an empty container of the shared account in
+// cdb-admin's default database (so that its commands need no -database)
+// and opens a provider on it, not closed at the end of t.
+func openFixture(t *testing.T) *fixture {
+	t.Helper()
 	srv := server(t)
 	f := &fixture{t: t, srv: srv, container: "admin-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]}
-	ctx := context.Background()
 	cfg := srv.Config()
-	// cdb-admin's default database, so that its commands need no -database.
 	cfg.Database, cfg.Container, cfg.LongPollInterval = cdb.DefaultDatabase, f.container, 20*time.Millisecond
-	p, err := cdb.New(ctx, cfg)
+	p, err := cdb.New(context.Background(), cfg)
 	require.NoError(t, err)
 	f.p = p
+	return f
+}
 
+// start is an orchestration runWorkload starts.
+type start struct{ id, name, in string }
+
+// runWorkload starts the orchestrations (of the registry below) and runs
+// them to their known state: every one ends except Waiter's, which waits
+// for an event after setting its custom status. Then it stops the runtime,
+// so nothing changes while cdb-admin looks.
+func (f *fixture) runWorkload(starts []start) {
+	t := f.t
+	t.Helper()
+	ctx := context.Background()
 	reg := runtime.NewRegistry()
 	require.NoError(t, reg.RegisterActivity("Greet", func(_ *runtime.ActivityContext, name string) (string, error) {
 		return "Hello, " + name + "!", nil
@@ -119,6 +145,9 @@ func seedOpen(t *testing.T) *fixture {
 		ctx.SetCustomStatus("waiting for approval")
 		return ctx.ScheduleWait("approve").Get()
 	}))
+	require.NoError(t, reg.RegisterOrchestration(tabbedName, func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		return ctx.ScheduleActivity("Greet", in).Get()
+	}))
 	require.NoError(t, reg.RegisterOrchestration("Eternal", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		n, _ := strconv.Atoi(in)
 		if n < 3 {
@@ -126,25 +155,24 @@ func seedOpen(t *testing.T) *fixture {
 		}
 		return "done at " + in, nil
 	}))
-	rt, err := runtime.Start(ctx, p, reg, runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond})
+	rt, err := runtime.Start(ctx, f.p, reg, runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond})
 	require.NoError(t, err)
-	client := runtime.NewClient(p)
-	for _, s := range []struct{ id, name, in string }{
-		{helloID, "Hello", "World"}, {failID, "Fails", "x"}, {parentID, "Parent", "Child"},
-		{waitID, "Waiter", ""}, {eternalID, "Eternal", "1"},
-	} {
+	client := runtime.NewClient(f.p)
+	for _, s := range starts {
 		require.NoError(t, client.StartOrchestration(ctx, s.id, s.name, s.in))
 	}
-	for _, id := range []string{helloID, failID, parentID, eternalID} {
-		st, err := client.WaitForOrchestration(ctx, id, 30*time.Second)
+	for _, s := range starts {
+		if s.name == "Waiter" {
+			st, err := client.WaitForStatusChange(ctx, s.id, 0, 5*time.Millisecond, 30*time.Second)
+			require.NoError(t, err)
+			require.NotNil(t, st.CustomStatus)
+			continue
+		}
+		st, err := client.WaitForOrchestration(ctx, s.id, 30*time.Second)
 		require.NoError(t, err)
-		require.True(t, st.IsTerminal(), "%s: %v", id, st.Kind)
+		require.True(t, st.IsTerminal(), "%s: %v", s.id, st.Kind)
 	}
-	st, err := client.WaitForStatusChange(ctx, waitID, 0, 5*time.Millisecond, 30*time.Second)
-	require.NoError(t, err)
-	require.NotNil(t, st.CustomStatus)
 	require.NoError(t, rt.Shutdown(ctx))
-	return f
 }
 
 // result is one cdb-admin run.
@@ -185,6 +213,18 @@ func instanceIDs(rows []instanceJSON) []string {
 		ids[i] = r.InstanceID
 	}
 	return ids
+}
+
+// historyJSONIsTheStoredHistory checks that history -json prints the
+// instance's current history whole, in duroxide's serde format, as
+// ReadHistory returns it, and returns it.
+func (f *fixture) historyJSONIsTheStoredHistory(id string) []duroxide.Event {
+	f.t.Helper()
+	events := decode[[]duroxide.Event](f.t, f.admin("", "history", id, "-json"))
+	want, err := f.p.ReadHistory(context.Background(), id)
+	require.NoError(f.t, err)
+	assert.Equal(f.t, want, events, "-json prints the events whole in duroxide's serde format")
+	return want
 }
 
 // exists reports whether the instance is still stored.
@@ -278,10 +318,7 @@ func TestShowPrintsStatusOutputCustomStatusAndExecutions(t *testing.T) {
 
 func TestHistoryPrintsTheCurrentOrAGivenExecution(t *testing.T) {
 	f := sharedFixture(t)
-	events := decode[[]duroxide.Event](t, f.admin("", "history", helloID, "-json"))
-	want, err := f.p.ReadHistory(context.Background(), helloID)
-	require.NoError(t, err)
-	assert.Equal(t, want, events, "-json prints the events in duroxide's serde format")
+	want := f.historyJSONIsTheStoredHistory(helloID)
 
 	text := f.admin("", "history", helloID)
 	require.Equal(t, exitOK, text.code, text.stderr)
@@ -289,7 +326,7 @@ func TestHistoryPrintsTheCurrentOrAGivenExecution(t *testing.T) {
 	require.Len(t, lines, 2+len(want), text.stdout)
 	assert.Equal(t, helloID+", execution 1: "+strconv.Itoa(len(want))+" events", lines[0])
 	assert.Equal(t, []string{"ID", "SOURCE", "TIME", "TYPE", "DETAIL"}, strings.Fields(lines[1]))
-	assert.Regexp(t, `^1\s+-\s+\S+\s+OrchestrationStarted\s+input="World" name="Hello"`, lines[2])
+	assert.Regexp(t, `^1\s+-\s+\S+\s+OrchestrationStarted\s+name="Hello" version="[^"]*" input="World"`, lines[2])
 	assert.Regexp(t, `ActivityCompleted\s+result="Hello, World!"`, text.stdout)
 
 	first := decode[[]duroxide.Event](t, f.admin("", "history", "-execution", "1", eternalID, "-json"))
@@ -353,7 +390,7 @@ func TestDeleteRefusesRunningAndSubOrchestrationsUnlessForced(t *testing.T) {
 	f := seed(t)
 	running := f.admin("", "delete", "-yes", helloID, waitID)
 	assert.Equal(t, exitFailed, running.code)
-	assert.Contains(t, running.stderr, `"`+waitID+`" is Running`)
+	assert.Contains(t, running.stderr, waitID+" is Running")
 	assert.Contains(t, running.stderr, "-force")
 	assert.True(t, f.exists(helloID), "nothing is deleted when one instance is refused")
 	assert.True(t, f.exists(waitID))
@@ -419,7 +456,7 @@ func TestUnknownInstanceIsNotFound(t *testing.T) {
 	} {
 		r := f.admin("", args...)
 		assert.Equal(t, exitNotFound, r.code, "%v: %s", args, r.stderr)
-		assert.Contains(t, r.stderr, `instance "nope" not found (cdb-admin list shows the instances)`, args)
+		assert.Contains(t, r.stderr, "instance nope not found (cdb-admin list shows the instances)", args)
 		assert.Empty(t, r.stdout, args)
 	}
 	assert.True(t, f.exists(helloID), "delete checks every id before deleting any")
@@ -435,7 +472,7 @@ func TestMalformedInputIsAUsageError(t *testing.T) {
 		msg  string
 	}{
 		{nil, "no command given"},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune, export)`},
 		{[]string{"list", "-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"list", "-status", "Sleeping"}, `unknown status "Sleeping" (one of Running, Completed, Failed, ContinuedAsNew)`},
 		{[]string{"list", "-limit", "x"}, `invalid value "x" for flag -limit`},
@@ -464,6 +501,9 @@ func TestHelpExitsZero(t *testing.T) {
 	r = runAdmin(t, nil, "", "delete", "-h")
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "-force")
+	r = runAdmin(t, nil, "", "export", "-h")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, `{"execution_id": 1, "events": [<event>, ...]}`, "the file format")
 }
 
 func TestConnectionProblemsSayWhatToCheck(t *testing.T) {

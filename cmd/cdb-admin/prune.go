@@ -86,7 +86,7 @@ var pruneCommand = command{
 			for _, id := range ids {
 				r, err := p.PruneExecutions(ctx, id, opts)
 				if err != nil {
-					return fmt.Errorf("prune %q (the instances before it are pruned): %w", id, err)
+					return fmt.Errorf("prune %s (the instances before it are pruned): %w", quoteIfNeeded(id), err)
 				}
 				res.InstancesProcessed += r.InstancesProcessed
 				res.ExecutionsDeleted += r.ExecutionsDeleted

@@ -14,12 +14,14 @@ import (
 )
 
 // command is one subcommand: its name, synopsis and summary for the usage
-// text, and setup, which registers the command's own flags and returns the
-// action that runs with the positional arguments.
+// text, details for its -h (optional), and setup, which registers the
+// command's own flags and returns the action that runs with the positional
+// arguments.
 type command struct {
 	name     string
 	synopsis string
 	summary  string
+	details  string
 	setup    func(fs *flag.FlagSet) action
 }
 
@@ -30,7 +32,7 @@ type action func(ctx context.Context, s *session, args []string) error
 // commands are the subcommands in the order the usage text lists them.
 var commands = []command{
 	listCommand, showCommand, historyCommand, treeCommand,
-	queuesCommand, metricsCommand, deleteCommand, pruneCommand,
+	queuesCommand, metricsCommand, deleteCommand, pruneCommand, exportCommand,
 }
 
 // commonFlags are the connection and output flags every command accepts,
@@ -57,7 +59,7 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", c.timeout, "give up after this long")
 	fs.StringVar(&c.caCert, "ca-cert", c.caCert, "trust this PEM certificate (cdb-emulator -cert-out)")
 	fs.BoolVar(&c.insecure, "insecure", c.insecure, "skip TLS certificate verification (local emulators only)")
-	fs.BoolVar(&c.verbose, "v", c.verbose, "report the Cosmos DB requests and request units (RU) the command cost, on stderr")
+	fs.BoolVar(&c.verbose, "v", c.verbose, "report the Cosmos DB requests and request units (RU) the command cost, on stderr; print long ids whole in tables")
 }
 
 // cliError is an error with the exit status it ends the command with.
@@ -152,7 +154,11 @@ func dispatch(ctx context.Context, args []string, env cmdIO) error {
 	positional, err := parseInterspersed(fs, global.Args()[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(env.stdout)
-		fmt.Fprintf(env.stdout, "usage: cdb-admin %s %s\n  %s\n\nflags:\n", name, cmd.synopsis, cmd.summary)
+		fmt.Fprintf(env.stdout, "usage: cdb-admin %s %s\n  %s\n", name, cmd.synopsis, cmd.summary)
+		if cmd.details != "" {
+			fmt.Fprintf(env.stdout, "\n%s\n", cmd.details)
+		}
+		fmt.Fprintf(env.stdout, "\nflags:\n")
 		fs.PrintDefaults()
 		return err
 	}

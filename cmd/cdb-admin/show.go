@@ -38,19 +38,19 @@ var showCommand = command{
 			out := showJSON{Instance: toInstanceJSON(info), Executions: []executionJSON{}}
 			cs, err := p.GetCustomStatus(ctx, id, 0)
 			if err != nil {
-				return fmt.Errorf("read the custom status of %q: %w", id, err)
+				return fmt.Errorf("read the custom status of %s: %w", quoteIfNeeded(id), err)
 			}
 			if cs != nil {
 				out.CustomStatus = &customStatusJSON{Status: cs.Status, Version: cs.Version}
 			}
 			execs, err := p.ListExecutions(ctx, id)
 			if err != nil {
-				return fmt.Errorf("list the executions of %q: %w", id, err)
+				return fmt.Errorf("list the executions of %s: %w", quoteIfNeeded(id), err)
 			}
 			for _, e := range execs {
 				ei, err := p.GetExecutionInfo(ctx, id, e)
 				if err != nil {
-					return fmt.Errorf("read execution %d of %q: %w", e, id, err)
+					return fmt.Errorf("read execution %d of %s: %w", e, quoteIfNeeded(id), err)
 				}
 				out.Executions = append(out.Executions, executionJSON{
 					ExecutionID: ei.ExecutionID, Status: ei.Status, Output: ei.Output,
@@ -71,8 +71,8 @@ func printShow(s *session, out showJSON) error {
 	in := out.Instance
 	tw := tabwriter.NewWriter(s.io.stdout, 0, 0, 2, ' ', 0)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	line("Instance", in.InstanceID)
-	line("Orchestration", orDash(in.OrchestrationName)+" (version "+orDash(in.OrchestrationVersion)+")")
+	line("Instance", quoteIfNeeded(in.InstanceID))
+	line("Orchestration", nameCell(in.OrchestrationName, true)+" (version "+orDash(in.OrchestrationVersion)+")")
 	line("Status", in.Status)
 	line("Execution", strconv.FormatUint(in.CurrentExecutionID, 10))
 	if in.Output != nil {
@@ -89,7 +89,7 @@ func printShow(s *session, out showJSON) error {
 		line("Custom status", fmt.Sprintf("%s (version %d)", *out.CustomStatus.Status, out.CustomStatus.Version))
 	}
 	if in.ParentInstanceID != nil {
-		line("Parent", *in.ParentInstanceID)
+		line("Parent", quoteIfNeeded(*in.ParentInstanceID))
 	} else {
 		line("Parent", "- (a root instance)")
 	}

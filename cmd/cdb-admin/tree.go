@@ -41,7 +41,7 @@ var treeCommand = command{
 				node := treeJSON{InstanceID: id, OrchestrationName: info.OrchestrationName, Status: info.Status, Children: []treeJSON{}}
 				children, err := p.ListChildren(ctx, id)
 				if err != nil {
-					return treeJSON{}, fmt.Errorf("list the children of %q: %w", id, err)
+					return treeJSON{}, fmt.Errorf("list the children of %s: %w", quoteIfNeeded(id), err)
 				}
 				sort.Strings(children)
 				for _, c := range children {
@@ -74,7 +74,7 @@ var treeCommand = command{
 
 // printTree writes node and its descendants with box-drawing branches.
 func printTree(w io.Writer, node treeJSON, first, rest string) {
-	fmt.Fprintf(w, "%s%s  %s  %s\n", first, node.InstanceID, orDash(node.OrchestrationName), node.Status)
+	fmt.Fprintf(w, "%s%s  %s  %s\n", first, quoteIfNeeded(node.InstanceID), nameCell(node.OrchestrationName, true), node.Status)
 	for i, c := range node.Children {
 		if i == len(node.Children)-1 {
 			printTree(w, c, rest+"└── ", rest+"    ")

@@ -69,7 +69,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 	failWith := func(d duroxide.ErrorDetails) {
 		h.appendNew(instance, executionID, nil, duroxide.OrchestrationFailed{Details: d})
 		if hasParent {
-			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: link.executionID(parentExec, instance), ParentID: parentID, Details: d})
+			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: link.resolveExecution(parentExec, instance), ParentID: parentID, Details: d})
 		}
 	}
 
@@ -98,7 +98,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 		emitTerminalBreadcrumbs(h, instance, executionID, outstandingSchedules(h.full()))
 		h.appendNew(instance, executionID, nil, duroxide.OrchestrationCompleted{Output: turn.output})
 		if hasParent {
-			notifyParent(duroxide.SubOrchCompletedItem{ParentInstance: parent, ParentExecutionID: link.executionID(parentExec, instance), ParentID: parentID, Result: turn.output})
+			notifyParent(duroxide.SubOrchCompletedItem{ParentInstance: parent, ParentExecutionID: link.resolveExecution(parentExec, instance), ParentID: parentID, Result: turn.output})
 		}
 	case turnFailed:
 		detachedStarts()
@@ -139,7 +139,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 			}})
 		}
 		if hasParent {
-			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: link.executionID(parentExec, instance), ParentID: parentID, Details: d})
+			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: link.resolveExecution(parentExec, instance), ParentID: parentID, Details: d})
 		}
 	}
 	res.orchestratorItems = append(res.orchestratorItems, droppedChildren...)

@@ -99,9 +99,9 @@ type parentRef struct {
 	execution *uint64 // nil when the start was written before 0.1.30
 }
 
-// executionID returns the parent execution a child's completion goes to:
+// resolveExecution returns the parent execution a child's completion goes to:
 // the recorded one, or (for starts written before 0.1.30) what read finds.
-func (p parentRef) executionID(read parentExecutionFunc, child string) uint64 {
+func (p parentRef) resolveExecution(read parentExecutionFunc, child string) uint64 {
 	if p.execution != nil {
 		return *p.execution
 	}
@@ -157,10 +157,10 @@ type workItemReader struct {
 	// orchestration to run (duroxide's Some(orchestration_name)); name may
 	// still be "", which then resolves to nothing like any unregistered
 	// name.
-	named          bool
-	name           string
-	input          string
-	version        *string
+	named             bool
+	name              string
+	input             string
+	version           *string
 	parentInstance    *string
 	parentID          *uint64
 	parentExecutionID *uint64

@@ -231,7 +231,7 @@ func (p *turnProcessor) failForLimit(h *historyManager, instance string, executi
 	var res executionResult
 	if link, ok := h.parentLink(); ok {
 		res.orchestratorItems = []duroxide.WorkItem{{Kind: duroxide.SubOrchFailedItem{
-			ParentInstance: link.instance, ParentExecutionID: link.executionID(p.parentExec, instance), ParentID: link.id, Details: d,
+			ParentInstance: link.instance, ParentExecutionID: link.resolveExecution(p.parentExec, instance), ParentID: link.id, Details: d,
 		}}}
 	}
 	return res
@@ -292,7 +292,7 @@ func (p *turnProcessor) poison(item *duroxide.OrchestrationItem) turnDecision {
 	if link, ok := h.parentLink(); ok {
 		md.ParentInstanceID = duroxide.StringPtr(link.instance)
 		orch = append(orch, duroxide.WorkItem{Kind: duroxide.SubOrchFailedItem{
-			ParentInstance: link.instance, ParentExecutionID: link.executionID(p.parentExec, item.Instance), ParentID: link.id, Details: d,
+			ParentInstance: link.instance, ParentExecutionID: link.resolveExecution(p.parentExec, item.Instance), ParentID: link.id, Details: d,
 		}})
 	}
 	return turnDecision{poison: true, ack: ackRequest{executionID: item.ExecutionID, historyDelta: h.delta, orchestratorItems: orch, metadata: md}}

@@ -323,6 +323,75 @@ scenario("query-plan", async () => {
   assert.deepEqual(paged, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
 });
 
+// Query shapes across partitions through each of @azure/cosmos's paths: the
+// default (the query first, the plan on a 400/1004), forceQueryPlan, and
+// enableQueryControl (4.10: the plan first, even for simple queries, and
+// SDK-composite continuation tokens that resume an ORDER BY with a rewritten
+// filter and the range's own continuation).
+scenario("query-shapes", async () => {
+  const c = await freshContainer();
+  const colors = ["red", "green", "blue"];
+  for (let i = 0; i < 12; i++) await c.items.create({ id: `i${i}`, pk: `p${i}`, n: i, color: colors[i % 3] });
+  const sortNum = (a) => [...a].sort((x, y) => x - y);
+  const shapes = [
+    ["SELECT * FROM c", (r) => assert.deepEqual(sortNum(r.map((d) => d.n)), [...Array(12).keys()])],
+    ["SELECT c.id, c.n FROM c WHERE c.n >= 6", (r) => assert.deepEqual(sortNum(r.map((d) => d.n)), [6, 7, 8, 9, 10, 11])],
+    [{ query: "SELECT VALUE c.n FROM c WHERE c.color = @c", parameters: [{ name: "@c", value: "red" }] }, (r) => assert.deepEqual(sortNum(r), [0, 3, 6, 9])],
+    ["SELECT VALUE c.n FROM c ORDER BY c.n DESC", (r) => assert.deepEqual(r, [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0])],
+    ["SELECT c.n FROM c WHERE c.n > 2 ORDER BY c.n", (r) => assert.deepEqual(r.map((d) => d.n), [3, 4, 5, 6, 7, 8, 9, 10, 11])],
+    ["SELECT TOP 3 * FROM c", (r) => assert.equal(r.length, 3)],
+    ["SELECT TOP 3 VALUE c.n FROM c ORDER BY c.n", (r) => assert.deepEqual(r, [0, 1, 2])],
+    ["SELECT DISTINCT VALUE c.color FROM c", (r) => assert.deepEqual([...r].sort(), ["blue", "green", "red"])],
+    ["SELECT VALUE COUNT(1) FROM c", (r) => assert.deepEqual(r, [12])],
+    ["SELECT VALUE MAX(c.n) FROM c", (r) => assert.deepEqual(r, [11])],
+    ["SELECT VALUE MIN(c.n) FROM c WHERE c.n > 4", (r) => assert.deepEqual(r, [5])],
+    ["SELECT VALUE SUM(c.n) FROM c", (r) => assert.deepEqual(r, [66])],
+    ["SELECT VALUE AVG(c.n) FROM c", (r) => assert.deepEqual(r, [5.5])],
+    ["SELECT c.color, COUNT(1) AS k, MAX(c.n) AS hi FROM c GROUP BY c.color", (r) =>
+      assert.deepEqual([...r].sort((a, b) => a.color.localeCompare(b.color)), [
+        { color: "blue", k: 4, hi: 11 }, { color: "green", k: 4, hi: 10 }, { color: "red", k: 4, hi: 9 }])],
+    ["SELECT VALUE c.n FROM c ORDER BY c.n OFFSET 3 LIMIT 4", (r) => assert.deepEqual(r, [3, 4, 5, 6])],
+    ["SELECT * FROM c OFFSET 2 LIMIT 5", (r) => assert.equal(r.length, 5)],
+  ];
+  for (const mode of [{}, { forceQueryPlan: true }, { enableQueryControl: true }]) {
+    for (const [q, check] of shapes) {
+      const what = `${JSON.stringify(q)} with ${JSON.stringify(mode)}`;
+      try {
+        check((await c.items.query(q, { ...mode }).fetchAll()).resources);
+        // Page by page, in one iterator.
+        const it = c.items.query(q, { ...mode, maxItemCount: 2 });
+        const paged = [];
+        // (A page of a GROUP BY still being merged has no resources.)
+        while (it.hasMoreResults()) paged.push(...((await it.fetchNext()).resources ?? []));
+        check(paged);
+      } catch (e) {
+        e.message = `${what}: ${e.message}`;
+        throw e;
+      }
+    }
+    // Resuming from continuation tokens in a new iterator each page: the
+    // gateway's own token for a plain query; with enableQueryControl the
+    // SDK's composite tokens, ORDER BY included. (Without query control
+    // the SDK gives no token for a cross-partition ORDER BY.)
+    const resumable = mode.enableQueryControl
+      ? ["SELECT * FROM c", "SELECT VALUE c.n FROM c ORDER BY c.n", "SELECT VALUE c.n FROM c WHERE c.n > 2 ORDER BY c.n DESC"]
+      : mode.forceQueryPlan ? [] : ["SELECT * FROM c"];
+    for (const q of resumable) {
+      const got = [];
+      let token;
+      for (let i = 0; i < 20; i++) {
+        const r = await c.items.query(q, { ...mode, maxItemCount: 3, continuationToken: token }).fetchNext();
+        got.push(...(r.resources ?? []));
+        token = r.continuationToken;
+        if (!token) break;
+      }
+      const ns = got.map((d) => (typeof d === "number" ? d : d.n));
+      const want = q.includes("DESC") ? [11, 10, 9, 8, 7, 6, 5, 4, 3] : [...Array(12).keys()];
+      assert.deepEqual(q.includes("ORDER BY") ? ns : sortNum(ns), want, `${q} resumed by tokens with ${JSON.stringify(mode)}`);
+    }
+  }
+});
+
 // Class 8: feed ranges on the change feed (the SDK reads each range by its partition
 // key range and, for a sub-range, x-ms-start-epk / x-ms-end-epk), and hierarchical
 // partition keys with prefix queries. (@azure/cosmos 4.9.3 has no feed range option
@@ -358,18 +427,28 @@ scenario("feed-ranges-and-hierarchical-keys", async () => {
   assert.deepEqual(prefix.sort(), ["a", "b"], "a prefix of the hierarchical key selects its sub-partitions");
 });
 
-// Class 9: server-side scripts are refused with 501, never a 404.
-scenario("scripts-refused", async () => {
+// Class 9: server-side scripts are stored and read back; a missing one is a
+// 404 (read or executed), as on the service; executing one that exists is
+// refused with 501, as the emulator runs no JavaScript.
+scenario("scripts", async () => {
   const c = await freshContainer();
-  for (const [what, p] of [
-    ["stored procedures", () => c.scripts.storedProcedures.create({ id: "sp", body: "function () {}" })],
-    ["triggers", () => c.scripts.triggers.create({ id: "tr", body: "function () {}", triggerOperation: "All", triggerType: "Pre" })],
-    ["user-defined functions", () => c.scripts.userDefinedFunctions.create({ id: "f", body: "function () {}" })],
-    ["stored procedures", () => c.scripts.storedProcedure("sp").execute("p", [])],
-  ]) {
-    const e = await expectError(p(), 501);
-    assert.match(e.message, new RegExp(`does not implement ${what}`));
-  }
+  await expectError(c.scripts.storedProcedure("missing").read(), 404);
+  await expectError(c.scripts.storedProcedure("missing").execute("p", []), 404);
+  await expectError(c.scripts.trigger("missing").read(), 404);
+  await expectError(c.scripts.userDefinedFunction("missing").read(), 404);
+  const { resource: sp, statusCode } = await c.scripts.storedProcedures.create({ id: "sp", body: "function () {}" });
+  assert.equal(statusCode, 201);
+  assert.equal(sp.body, "function () {}");
+  const { resource: read } = await c.scripts.storedProcedure("sp").read();
+  assert.equal(read._etag, sp._etag);
+  const { resources: all } = await c.scripts.storedProcedures.readAll().fetchAll();
+  assert.deepEqual(all.map((x) => x.id), ["sp"]);
+  await c.scripts.triggers.create({ id: "tr", body: "function () {}", triggerOperation: "All", triggerType: "Pre" });
+  await c.scripts.userDefinedFunctions.create({ id: "f", body: "function () {}" });
+  const e = await expectError(c.scripts.storedProcedure("sp").execute("p", []), 501);
+  assert.match(e.message, /does not implement the execution of stored procedures/);
+  await c.scripts.storedProcedure("sp").delete();
+  await expectError(c.scripts.storedProcedure("sp").read(), 404);
 });
 
 (async () => {
