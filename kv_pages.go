@@ -62,12 +62,6 @@ type kvTable struct {
 	pages []*kvDoc
 }
 
-// exists reports whether the table's root document exists.
-func (t kvTable) exists() bool { return t.root != nil }
-
-// paged reports whether the table has pages besides its root.
-func (t kvTable) paged() bool { return t.root != nil && len(t.root.Pages) > 0 }
-
 // entries returns the table's entries (nil for a table never written).
 func (t kvTable) entries() map[string]kvValue {
 	if t.root == nil {
@@ -89,9 +83,6 @@ type kvState struct {
 	store, delta kvTable
 	orphans      []string
 }
-
-// paged reports whether either table has pages besides its root.
-func (s kvState) paged() bool { return s.store.paged() || s.delta.paged() }
 
 // errKVPageMissing is a root naming a page the read did not return: the
 // read raced a turn that replaced the table (its old pages are deleted
