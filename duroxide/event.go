@@ -160,6 +160,10 @@ type OrchestrationStarted struct {
 	// SubOrchestrationScheduled event; nil for a root (serialized as null).
 	ParentInstance *string
 	ParentID       *uint64 // "parent_id": the parent's SubOrchestrationScheduled event id
+	// ParentExecutionID is the parent execution that scheduled this child
+	// (duroxide 0.1.30); nil, omitted on the wire, for a root or history
+	// written before 0.1.30.
+	ParentExecutionID *uint64
 	// CarryForwardEvents holds the persistent events carried over by
 	// continue-as-new; nil (omitted on the wire) otherwise.
 	CarryForwardEvents []NameData

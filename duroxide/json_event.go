@@ -90,6 +90,7 @@ func appendEventKindFields(o *objectWriter, kind EventKind) error {
 		o.str("input", k.Input)
 		o.strOrNull("parent_instance", k.ParentInstance)
 		o.u64OrNull("parent_id", k.ParentID)
+		o.u64OmitNil("parent_execution_id", k.ParentExecutionID)
 		if k.CarryForwardEvents != nil { // skip_serializing_if = "Option::is_none"
 			o.nameDataList("carry_forward_events", k.CarryForwardEvents)
 		}
@@ -188,7 +189,7 @@ func decodeEvent(v *jsonValue) (Event, error) {
 	f := readStruct("Event", &common, false, eventCommonFields...)
 	ev := Event{
 		EventID:         f.u64("event_id"),
-		SourceEventID:   f.optU64("source_event_id"),
+		SourceEventID:   f.optU64("source_event_id", false),
 		InstanceID:      f.str("instance_id"),
 		ExecutionID:     f.u64("execution_id"),
 		TimestampMs:     f.u64("timestamp_ms"),
@@ -251,13 +252,15 @@ func decodeEventKind(et EventType, body *jsonValue) (EventKind, error) {
 	var k EventKind
 	switch et {
 	case EventTypeOrchestrationStarted:
-		fields("name", "version", "input", "parent_instance", "parent_id", "carry_forward_events", "initial_custom_status", "trace_context")
+		fields("name", "version", "input", "parent_instance", "parent_id", "parent_execution_id",
+			"carry_forward_events", "initial_custom_status", "trace_context")
 		k = OrchestrationStarted{
 			Name:                f.str("name"),
 			Version:             f.str("version"),
 			Input:               f.str("input"),
 			ParentInstance:      f.optStr("parent_instance", false),
-			ParentID:            f.optU64("parent_id"),
+			ParentID:            f.optU64("parent_id", false),
+			ParentExecutionID:   f.optU64("parent_execution_id", true),
 			CarryForwardEvents:  f.optNameDataList("carry_forward_events"),
 			InitialCustomStatus: f.optStr("initial_custom_status", true),
 			TraceContext:        f.optStr("trace_context", true),

@@ -69,6 +69,17 @@ var goldenEvents = []goldenEvent{
 		}),
 	},
 	{
+		name:   "OrchestrationStarted/child-with-parent-execution",
+		source: "duroxide 0.1.30: parent_execution_id after parent_id, skipped when None (tests/parent_execution_id_serde_tests.rs)",
+		json: common("1", "null") + `"type":"OrchestrationStarted","name":"Child","version":"1.0.0","input":"child-input",` +
+			`"parent_instance":"parent-1","parent_id":2,"parent_execution_id":3,"carry_forward_events":[["q","carried"]]}`,
+		event: ev(1, nil, OrchestrationStarted{
+			Name: "Child", Version: "1.0.0", Input: "child-input",
+			ParentInstance: StringPtr("parent-1"), ParentID: Uint64Ptr(2), ParentExecutionID: Uint64Ptr(3),
+			CarryForwardEvents: []NameData{{Name: "q", Data: "carried"}},
+		}),
+	},
+	{
 		name:   "OrchestrationStarted/empty-carry-forward",
 		source: "lib.rs attributes: Some(vec![]) is not skipped",
 		json:   common("1", "null") + `"type":"OrchestrationStarted","name":"N","version":"2.0.0","input":"","parent_instance":null,"parent_id":null,"carry_forward_events":[]}`,
@@ -311,10 +322,10 @@ var eventDecodeOnly = []goldenEvent{
 		event:  ev(2, nil, KeyValueSet{Key: "k", Value: "v"}),
 	},
 	{
-		name:   "OrchestrationStarted with a newer field",
-		source: "microsoft/duroxide tests/parent_execution_id_serde_tests.rs (a later release adds parent_execution_id; 0.1.26 ignores it)",
-		json:   common("1", "null") + `"type":"OrchestrationStarted","name":"Child","version":"1.0.0","input":"child-input","parent_instance":"parent-1","parent_id":2,"parent_execution_id":3}`,
-		event:  ev(1, nil, OrchestrationStarted{Name: "Child", Version: "1.0.0", Input: "child-input", ParentInstance: StringPtr("parent-1"), ParentID: Uint64Ptr(2)}),
+		name:   "OrchestrationStarted with parent_execution_id before parent_id",
+		source: "microsoft/duroxide tests/parent_execution_id_serde_tests.rs: serde reads fields in any order",
+		json:   common("1", "null") + `"type":"OrchestrationStarted","name":"Child","version":"1.0.0","input":"child-input","parent_execution_id":3,"parent_instance":"parent-1","parent_id":2}`,
+		event:  ev(1, nil, OrchestrationStarted{Name: "Child", Version: "1.0.0", Input: "child-input", ParentInstance: StringPtr("parent-1"), ParentID: Uint64Ptr(2), ParentExecutionID: Uint64Ptr(3)}),
 	},
 	{
 		name:  "source_event_id absent, type first, fields shuffled",

@@ -326,10 +326,10 @@ func (f *structFields) u64Default(name string) uint64 {
 	return n
 }
 
-// optU64 reads an Option<u64> field without #[serde(default)]; absent is
-// nil.
-func (f *structFields) optU64(name string) *uint64 {
-	v := f.field(name, false)
+// optU64 reads an Option<u64> field; absent is nil. serdeDefault says
+// whether the field has #[serde(default)] (it matters in the array form).
+func (f *structFields) optU64(name string, serdeDefault bool) *uint64 {
+	v := f.field(name, serdeDefault)
 	if v == nil {
 		return nil
 	}

@@ -58,6 +58,7 @@ func appendWorkItem(b []byte, w WorkItem) ([]byte, error) {
 		o.strOrNull("version", k.Version)
 		o.strOrNull("parent_instance", k.ParentInstance)
 		o.u64OrNull("parent_id", k.ParentID)
+		o.u64OmitNil("parent_execution_id", k.ParentExecutionID)
 		o.u64("execution_id", k.ExecutionID)
 		o.strOmitNil("trace_context", k.TraceContext)
 	case ActivityExecuteItem:
@@ -110,6 +111,9 @@ func appendWorkItem(b []byte, w WorkItem) ([]byte, error) {
 		o.str("orchestration", k.Orchestration)
 		o.str("input", k.Input)
 		o.strOrNull("version", k.Version)
+		o.strOmitNil("parent_instance", k.ParentInstance)
+		o.u64OmitNil("parent_id", k.ParentID)
+		o.u64OmitNil("parent_execution_id", k.ParentExecutionID)
 		o.nameDataList("carry_forward_events", k.CarryForwardEvents)
 		o.strOmitNil("initial_custom_status", k.InitialCustomStatus)
 		o.strOmitNil("trace_context", k.TraceContext)
@@ -137,16 +141,17 @@ func decodeWorkItem(v *jsonValue) (WorkItem, error) {
 	var k WorkItemKind
 	switch WorkItemType(tag) {
 	case WorkItemStartOrchestration:
-		fields("instance", "orchestration", "input", "version", "parent_instance", "parent_id", "execution_id", "trace_context")
+		fields("instance", "orchestration", "input", "version", "parent_instance", "parent_id", "parent_execution_id", "execution_id", "trace_context")
 		k = StartOrchestrationItem{
-			Instance:       f.str("instance"),
-			Orchestration:  f.str("orchestration"),
-			Input:          f.str("input"),
-			Version:        f.optStr("version", false),
-			ParentInstance: f.optStr("parent_instance", false),
-			ParentID:       f.optU64("parent_id"),
-			ExecutionID:    f.u64("execution_id"),
-			TraceContext:   f.optStr("trace_context", true),
+			Instance:          f.str("instance"),
+			Orchestration:     f.str("orchestration"),
+			Input:             f.str("input"),
+			Version:           f.optStr("version", false),
+			ParentInstance:    f.optStr("parent_instance", false),
+			ParentID:          f.optU64("parent_id", false),
+			ParentExecutionID: f.optU64("parent_execution_id", true),
+			ExecutionID:       f.u64("execution_id"),
+			TraceContext:      f.optStr("trace_context", true),
 		}
 	case WorkItemActivityExecute:
 		fields("instance", "execution_id", "id", "name", "input", "session_id", "tag", "trace_context")
@@ -192,12 +197,16 @@ func decodeWorkItem(v *jsonValue) (WorkItem, error) {
 		fields("instance", "reason")
 		k = CancelInstanceItem{Instance: f.str("instance"), Reason: f.str("reason")}
 	case WorkItemContinueAsNew:
-		fields("instance", "orchestration", "input", "version", "carry_forward_events", "initial_custom_status", "trace_context")
+		fields("instance", "orchestration", "input", "version", "parent_instance", "parent_id", "parent_execution_id",
+			"carry_forward_events", "initial_custom_status", "trace_context")
 		k = ContinueAsNewItem{
 			Instance:            f.str("instance"),
 			Orchestration:       f.str("orchestration"),
 			Input:               f.str("input"),
 			Version:             f.optStr("version", false),
+			ParentInstance:      f.optStr("parent_instance", true),
+			ParentID:            f.optU64("parent_id", true),
+			ParentExecutionID:   f.optU64("parent_execution_id", true),
 			CarryForwardEvents:  f.nameDataListDefault("carry_forward_events"),
 			InitialCustomStatus: f.optStr("initial_custom_status", true),
 			TraceContext:        f.optStr("trace_context", true),

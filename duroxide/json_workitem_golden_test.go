@@ -3,7 +3,7 @@ package duroxide
 import "testing"
 
 // The golden texts below are what serde_json::to_string writes for
-// duroxide 0.1.26's WorkItem (src/providers/mod.rs: an externally tagged
+// duroxide 0.1.30's WorkItem (src/providers/mod.rs: an externally tagged
 // enum), derived by hand from its attributes: {"Variant":{fields}} with the
 // fields in declaration order; version, parent_instance and parent_id are
 // Options without skip_serializing_if (null when None); session_id, tag and
@@ -29,6 +29,15 @@ var goldenWorkItems = []goldenWorkItem{
 		item: WorkItem{Kind: StartOrchestrationItem{
 			Instance: "parent-1::sub::2", Orchestration: "Child", Input: "child-input", Version: StringPtr("1.0.0"),
 			ParentInstance: StringPtr("parent-1"), ParentID: Uint64Ptr(2), ExecutionID: 1,
+		}},
+	},
+	{
+		name:   "StartOrchestration/child-with-parent-execution",
+		source: "duroxide 0.1.30: parent_execution_id after parent_id, skipped when None (tests/parent_execution_id_serde_tests.rs)",
+		json:   `{"StartOrchestration":{"instance":"parent-1::sub::2","orchestration":"Child","input":"child-input","version":"1.0.0","parent_instance":"parent-1","parent_id":2,"parent_execution_id":3,"execution_id":1}}`,
+		item: WorkItem{Kind: StartOrchestrationItem{
+			Instance: "parent-1::sub::2", Orchestration: "Child", Input: "child-input", Version: StringPtr("1.0.0"),
+			ParentInstance: StringPtr("parent-1"), ParentID: Uint64Ptr(2), ParentExecutionID: Uint64Ptr(3), ExecutionID: 1,
 		}},
 	},
 	{
@@ -96,6 +105,16 @@ var goldenWorkItems = []goldenWorkItem{
 		}},
 	},
 	{
+		name:   "ContinueAsNew/child-with-parent-link",
+		source: "duroxide 0.1.30: parent_instance, parent_id, parent_execution_id after version, each skipped when None (tests/continue_as_new_parent_link_serde_tests.rs)",
+		json:   `{"ContinueAsNew":{"instance":"parent-1::sub::2","orchestration":"Child","input":"next-input","version":"1.0.0","parent_instance":"parent-1","parent_id":2,"parent_execution_id":3,"carry_forward_events":[["Evt","payload"]]}}`,
+		item: WorkItem{Kind: ContinueAsNewItem{
+			Instance: "parent-1::sub::2", Orchestration: "Child", Input: "next-input", Version: StringPtr("1.0.0"),
+			ParentInstance: StringPtr("parent-1"), ParentID: Uint64Ptr(2), ParentExecutionID: Uint64Ptr(3),
+			CarryForwardEvents: []NameData{{Name: "Evt", Data: "payload"}},
+		}},
+	},
+	{
 		name: "ContinueAsNew/empty-with-status",
 		json: `{"ContinueAsNew":{"instance":"order-123","orchestration":"Loop","input":"7","version":null,"carry_forward_events":[],"initial_custom_status":"round 7"}}`,
 		item: WorkItem{Kind: ContinueAsNewItem{Instance: "order-123", Orchestration: "Loop", Input: "7", InitialCustomStatus: StringPtr("round 7")}},
@@ -139,9 +158,9 @@ func TestWorkItemGoldenCoversEveryVariant(t *testing.T) {
 // this form.
 var workItemDecodeOnly = []goldenWorkItem{
 	{
-		name:   "ContinueAsNew with newer parent-link fields",
-		source: "microsoft/duroxide tests/continue_as_new_parent_link_serde_tests.rs (a later release adds parent_instance, parent_id, parent_execution_id; 0.1.26 ignores them)",
-		json:   `{"ContinueAsNew":{"instance":"c","orchestration":"Child","input":"i","version":"1.0.0","parent_instance":"p","parent_id":2,"parent_execution_id":3,"carry_forward_events":[]}}`,
+		name:   "ContinueAsNew with a null parent link",
+		source: "duroxide 0.1.30: the parent-link fields are Options with serde(default); null reads as None",
+		json:   `{"ContinueAsNew":{"instance":"c","orchestration":"Child","input":"i","version":"1.0.0","parent_instance":null,"parent_id":null,"parent_execution_id":null,"carry_forward_events":[]}}`,
 		item:   WorkItem{Kind: ContinueAsNewItem{Instance: "c", Orchestration: "Child", Input: "i", Version: StringPtr("1.0.0")}},
 	},
 	{

@@ -130,6 +130,14 @@ func (o *objectWriter) u64OrNull(k string, v *uint64) {
 	o.b = strconv.AppendUint(o.b, *v, 10)
 }
 
+// u64OmitNil writes an Option<u64> field marked
+// #[serde(skip_serializing_if = "Option::is_none")]: nothing when v is nil.
+func (o *objectWriter) u64OmitNil(k string, v *uint64) {
+	if v != nil {
+		o.u64(k, *v)
+	}
+}
+
 // boolean writes a bool field.
 func (o *objectWriter) boolean(k string, v bool) {
 	o.key(k)

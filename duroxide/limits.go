@@ -1,8 +1,9 @@
 package duroxide
 
-// DuroxideVersion is the duroxide release this port tracks (0.1.26); events
-// the Go runtime writes carry it in duroxide_version.
-const DuroxideVersion = "0.1.26"
+// DuroxideVersion is the duroxide release whose contract this port follows
+// (0.1.30, with the race rules of duroxide's main branch that the package
+// doc lists); events the Go runtime writes carry it in duroxide_version.
+const DuroxideVersion = "0.1.30"
 
 // Limits the runtime enforces (duroxide's runtime::limits) and ids it starts
 // from (duroxide's lib.rs).
@@ -11,19 +12,24 @@ const (
 	InitialExecutionID uint64 = 1
 	// InitialEventID is the id of the first event of an execution.
 	InitialEventID uint64 = 1
-	// MaxCarryForwardEvents is how many persistent events continue-as-new
-	// carries into the next execution at most.
-	MaxCarryForwardEvents = 20
+	// MaxCarryForwardEvents is how many persistent (queue) events
+	// continue-as-new carries inside the ContinueAsNew message at most
+	// (duroxide 0.1.27: 100). The Go runtime loses none past it: the rest
+	// are enqueued again as QueueMessage items in the same atomic ack, so
+	// the successor dequeues them after the carried ones.
+	MaxCarryForwardEvents = 100
 	// MaxCustomStatusBytes is the largest custom status, in bytes (256 KiB).
 	MaxCustomStatusBytes = 256 * 1024
 	// MaxWorkerTags is how many tags one TagFilter may name at most.
 	MaxWorkerTags = 5
 	// MaxTagNameBytes is the longest activity tag, in bytes.
 	MaxTagNameBytes = 256
-	// MaxKVKeys is how many KV keys one instance may hold at most.
-	MaxKVKeys = 100
-	// MaxKVValueBytes is the largest KV value, in bytes (16 KiB).
-	MaxKVValueBytes = 16 * 1024
+	// MaxKVKeys is how many KV keys one instance may hold at most
+	// (duroxide 0.1.27: 150).
+	MaxKVKeys = 150
+	// MaxKVValueBytes is the largest KV value, in bytes (duroxide 0.1.27:
+	// 64 KiB).
+	MaxKVValueBytes = 64 * 1024
 	// SubOrchAutoPrefix starts every child instance id the runtime generates.
 	SubOrchAutoPrefix = "sub::"
 )

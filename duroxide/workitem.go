@@ -80,7 +80,12 @@ type StartOrchestrationItem struct {
 	Version        *string // "version": nil (null) lets the runtime pick
 	ParentInstance *string // "parent_instance": nil (null) for a root
 	ParentID       *uint64 // "parent_id": the parent's SubOrchestrationScheduled event id; nil (null) for a root
-	ExecutionID    uint64  // "execution_id": usually InitialExecutionID
+	// ParentExecutionID is the parent's execution that scheduled the child,
+	// so the child's completion is routed to it without a read (duroxide
+	// 0.1.30); nil, omitted on the wire, for a root or an item written
+	// before 0.1.30, when the runtime reads the parent's current execution.
+	ParentExecutionID *uint64
+	ExecutionID       uint64 // "execution_id": usually InitialExecutionID
 	// TraceContext is the W3C traceparent ("00-<trace id>-<span id>-<flags>")
 	// of the span the orchestration's work belongs to, so that its turns
 	// and activities join one trace across processes; nil when not traced.
@@ -171,10 +176,17 @@ type CancelInstanceItem struct {
 // CarryForwardEvents are the persistent events carried over (always an array
 // on the wire, [] when empty); InitialCustomStatus is omitted when nil.
 type ContinueAsNewItem struct {
-	Instance            string     // "instance"
-	Orchestration       string     // "orchestration"
-	Input               string     // "input": the next execution's input
-	Version             *string    // "version": null when nil
+	Instance      string  // "instance"
+	Orchestration string  // "orchestration"
+	Input         string  // "input": the next execution's input
+	Version       *string // "version": null when nil
+	// ParentInstance, ParentID and ParentExecutionID keep a
+	// sub-orchestration's link to its parent across continue-as-new, so the
+	// execution that ends notifies the parent (duroxide 0.1.30); nil,
+	// omitted on the wire, for a root or an item written before 0.1.30.
+	ParentInstance      *string
+	ParentID            *uint64
+	ParentExecutionID   *uint64
 	CarryForwardEvents  []NameData // "carry_forward_events": [] when empty
 	InitialCustomStatus *string    // "initial_custom_status": omitted when nil
 	// TraceContext is the W3C traceparent ("00-<trace id>-<span id>-<flags>")

@@ -39,6 +39,7 @@ func Groups() []Group {
 		{"poison_message", poisonMessageCases},
 		{"prune", pruneCases},
 		{"queue_semantics", queueSemanticsCases},
+		{"race_replay", raceReplayCases},
 		{"sessions", sessionsCases},
 		{"tag_filtering", tagFilteringCases},
 	}

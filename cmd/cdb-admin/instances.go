@@ -44,14 +44,34 @@ type executionJSON struct {
 // statuses are the instance statuses duroxide's providers store.
 var statuses = []string{"Running", "Completed", "Failed", "ContinuedAsNew"}
 
-// parseStatus returns the canonical spelling of a status given in any case.
+// parseStatus returns the canonical spelling of a status given in any case
+// ("" for "": any status).
 func parseStatus(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
 	for _, st := range statuses {
 		if strings.EqualFold(s, st) {
 			return st, nil
 		}
 	}
 	return "", usagef("unknown status %q (one of %s)", s, strings.Join(statuses, ", "))
+}
+
+// listInstances returns the ids of the instances with status (every
+// instance when ""): ListInstances or ListInstancesByStatus.
+func listInstances(ctx context.Context, admin duroxide.ProviderAdmin, status string) ([]string, error) {
+	var ids []string
+	var err error
+	if status == "" {
+		ids, err = admin.ListInstances(ctx)
+	} else {
+		ids, err = admin.ListInstancesByStatus(ctx, status)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	return ids, nil
 }
 
 // instanceInfo returns the instance's metadata; an instance that does not

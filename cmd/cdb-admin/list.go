@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"strconv"
 )
 
@@ -25,26 +24,17 @@ var listCommand = command{
 			if *limit < 0 {
 				return usagef("list: -limit must not be negative, not %d", *limit)
 			}
-			want := ""
-			if *status != "" {
-				st, err := parseStatus(*status)
-				if err != nil {
-					return err
-				}
-				want = st
+			want, err := parseStatus(*status)
+			if err != nil {
+				return err
 			}
 			p, err := s.provider(ctx)
 			if err != nil {
 				return err
 			}
-			var ids []string
-			if want == "" {
-				ids, err = p.ListInstances(ctx)
-			} else {
-				ids, err = p.ListInstancesByStatus(ctx, want)
-			}
+			ids, err := listInstances(ctx, p, want)
 			if err != nil {
-				return fmt.Errorf("list instances: %w", err)
+				return err
 			}
 			if *limit > 0 && len(ids) > *limit {
 				ids = ids[:*limit]

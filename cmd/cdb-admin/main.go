@@ -26,6 +26,24 @@
 //	         deletes Running instances
 //	prune    <instance>... | -all  [-keep-last N] [-completed-before T] [-yes]
 //	         delete old executions (never the current one)
+//	export   [-o DIR] <instance>... | [-o DIR] [-status S] [-prefix P]
+//	         write the histories of the instances named, or of every
+//	         instance (with -status, -prefix: those that match), to DIR
+//	         (default: the current directory), one JSON file per instance
+//
+// export's file for an instance is one JSON document with every execution
+// still stored, in ascending order, each event in duroxide's serde JSON
+// (what history -json prints):
+//
+//	{"instance_id": "orders/42",
+//	 "executions": [
+//	   {"execution_id": 1, "events": [<event>, ...]},
+//	   {"execution_id": 2, "events": [...]}]}
+//
+// Its name is the id with every byte other than an ASCII letter, a digit,
+// '-', '_' (and '.' after the first byte) written as %XX, then ".json"
+// (orders/42: orders%2F42.json); cdb-admin export -h gives the details
+// (Windows device names, long ids, ids that differ only in letter case).
 //
 // Flags, accepted before or after the command:
 //

@@ -472,7 +472,7 @@ func TestMalformedInputIsAUsageError(t *testing.T) {
 		msg  string
 	}{
 		{nil, "no command given"},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune, export)`},
 		{[]string{"list", "-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"list", "-status", "Sleeping"}, `unknown status "Sleeping" (one of Running, Completed, Failed, ContinuedAsNew)`},
 		{[]string{"list", "-limit", "x"}, `invalid value "x" for flag -limit`},
@@ -501,6 +501,9 @@ func TestHelpExitsZero(t *testing.T) {
 	r = runAdmin(t, nil, "", "delete", "-h")
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "-force")
+	r = runAdmin(t, nil, "", "export", "-h")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, `{"execution_id": 1, "events": [<event>, ...]}`, "the file format")
 }
 
 func TestConnectionProblemsSayWhatToCheck(t *testing.T) {

@@ -14,12 +14,14 @@ import (
 )
 
 // command is one subcommand: its name, synopsis and summary for the usage
-// text, and setup, which registers the command's own flags and returns the
-// action that runs with the positional arguments.
+// text, details for its -h (optional), and setup, which registers the
+// command's own flags and returns the action that runs with the positional
+// arguments.
 type command struct {
 	name     string
 	synopsis string
 	summary  string
+	details  string
 	setup    func(fs *flag.FlagSet) action
 }
 
@@ -30,7 +32,7 @@ type action func(ctx context.Context, s *session, args []string) error
 // commands are the subcommands in the order the usage text lists them.
 var commands = []command{
 	listCommand, showCommand, historyCommand, treeCommand,
-	queuesCommand, metricsCommand, deleteCommand, pruneCommand,
+	queuesCommand, metricsCommand, deleteCommand, pruneCommand, exportCommand,
 }
 
 // commonFlags are the connection and output flags every command accepts,
@@ -152,7 +154,11 @@ func dispatch(ctx context.Context, args []string, env cmdIO) error {
 	positional, err := parseInterspersed(fs, global.Args()[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(env.stdout)
-		fmt.Fprintf(env.stdout, "usage: cdb-admin %s %s\n  %s\n\nflags:\n", name, cmd.synopsis, cmd.summary)
+		fmt.Fprintf(env.stdout, "usage: cdb-admin %s %s\n  %s\n", name, cmd.synopsis, cmd.summary)
+		if cmd.details != "" {
+			fmt.Fprintf(env.stdout, "\n%s\n", cmd.details)
+		}
+		fmt.Fprintf(env.stdout, "\nflags:\n")
 		fs.PrintDefaults()
 		return err
 	}

@@ -77,16 +77,21 @@ func (a action) String() string {
 	return "UnknownAction"
 }
 
-// withEventID returns the action bound to eventID (duroxide's
-// update_action_event_id); an auto-generated child id becomes
-// "sub::<event id>".
-func (a action) withEventID(eventID uint64) action {
+// withEventID returns the action bound to eventID of execution executionID
+// (duroxide's update_action_event_id); an auto-generated child id becomes
+// "sub::<event id>" in the first execution and "sub::<execution>_<event id>"
+// in later ones (duroxide 0.1.30), so a child of an execution that followed
+// a continue-as-new never collides with a child of an earlier one.
+func (a action) withEventID(eventID, executionID uint64) action {
 	switch a.kind {
 	case actContinueAsNew, actUpdateCustomStatus, actSetKeyValue, actClearKeyValue, actClearKeyValues:
 		return a
 	case actStartSubOrchestration:
 		if len(a.instance) >= len(subOrchPendingPrefix) && a.instance[:len(subOrchPendingPrefix)] == subOrchPendingPrefix {
 			a.instance = duroxide.SubOrchAutoPrefix + strconv.FormatUint(eventID, 10)
+			if executionID > duroxide.InitialExecutionID {
+				a.instance = duroxide.SubOrchAutoPrefix + strconv.FormatUint(executionID, 10) + "_" + strconv.FormatUint(eventID, 10)
+			}
 		}
 	}
 	a.schedulingEventID = eventID

@@ -135,6 +135,9 @@ func (c *Client) start(ctx context.Context, instance, name string, version *stri
 	if name == "" {
 		return &clientError{op: "start", instance: instance, kind: errEmptyName}
 	}
+	if reservedChildID(instance) {
+		return &clientError{op: "start", instance: instance, kind: ErrReservedInstanceID}
+	}
 	start := duroxide.StartOrchestrationItem{
 		Instance: instance, Orchestration: name, Input: input, Version: version, ExecutionID: duroxide.InitialExecutionID,
 		TraceContext: traceparentOf(ctx), // tracing.go: the orchestration's spans join ctx's trace

@@ -14,6 +14,19 @@ var errEmptyInstance = errors.New("the instance id is empty")
 // errEmptyName is the reason of a start given no orchestration name.
 var errEmptyName = errors.New("the orchestration name is empty")
 
+// ErrReservedInstanceID is what StartOrchestration returns (wrapped) for a
+// root instance id that begins with "sub::" or contains "::sub::": those
+// are the ids the runtime gives sub-orchestrations ("<parent>::sub::<event
+// id>"), and a root start on one could collide with a child (duroxide
+// 0.1.30). The provider is not called.
+var ErrReservedInstanceID = errors.New(`instance ids that begin with "sub::" or contain "::sub::" are reserved for sub-orchestrations`)
+
+// reservedChildID reports whether instance has the shape of a generated
+// sub-orchestration id.
+func reservedChildID(instance string) bool {
+	return strings.HasPrefix(instance, duroxide.SubOrchAutoPrefix) || strings.Contains(instance, "::"+duroxide.SubOrchAutoPrefix)
+}
+
 // clientError is the error of a Client call: what the caller asked (op, on
 // instance) and why it failed, in words for people: "runtime: <op>
 // <instance>: <reason>", the instance id quoted and cut to its first 64

@@ -34,7 +34,8 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 	var res executionResult
 	started := h.startedEvent()
 	input := started.Input
-	parent, parentID, hasParent := h.parentLink()
+	link, hasParent := h.parentLink()
+	parent, parentID := link.instance, link.id
 
 	// The baseline includes what h.delta already holds (a new
 	// OrchestrationStarted), which is not replay.
@@ -58,7 +59,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 	detachedStarts := func() {
 		for _, a := range engine.pendingActions {
 			if a.kind == actStartDetached {
-				res.orchestratorItems = append(res.orchestratorItems, startItem(a.instance, a, nil, nil))
+				res.orchestratorItems = append(res.orchestratorItems, startItem(a.instance, a, nil))
 			}
 		}
 	}
@@ -68,7 +69,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 	failWith := func(d duroxide.ErrorDetails) {
 		h.appendNew(instance, executionID, nil, duroxide.OrchestrationFailed{Details: d})
 		if hasParent {
-			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: parentExec(parent, parentID, instance), ParentID: parentID, Details: d})
+			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: link.resolveExecution(parentExec, instance), ParentID: parentID, Details: d})
 		}
 	}
 
@@ -87,9 +88,9 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 				}})
 			case actStartSubOrchestration:
 				res.orchestratorItems = append(res.orchestratorItems,
-					startItem(childInstanceID(instance, a.instance), a, duroxide.StringPtr(instance), duroxide.Uint64Ptr(a.schedulingEventID)))
+					startItem(childInstanceID(instance, a.instance), a, &parentRef{instance: instance, id: a.schedulingEventID, execution: duroxide.Uint64Ptr(executionID)}))
 			case actStartDetached:
-				res.orchestratorItems = append(res.orchestratorItems, startItem(a.instance, a, nil, nil))
+				res.orchestratorItems = append(res.orchestratorItems, startItem(a.instance, a, nil))
 			}
 		}
 	case turnCompleted:
@@ -97,7 +98,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 		emitTerminalBreadcrumbs(h, instance, executionID, outstandingSchedules(h.full()))
 		h.appendNew(instance, executionID, nil, duroxide.OrchestrationCompleted{Output: turn.output})
 		if hasParent {
-			notifyParent(duroxide.SubOrchCompletedItem{ParentInstance: parent, ParentExecutionID: parentExec(parent, parentID, instance), ParentID: parentID, Result: turn.output})
+			notifyParent(duroxide.SubOrchCompletedItem{ParentInstance: parent, ParentExecutionID: link.resolveExecution(parentExec, instance), ParentID: parentID, Result: turn.output})
 		}
 	case turnFailed:
 		detachedStarts()
@@ -107,17 +108,26 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 		carry := unmatchedQueueMessages(h.full())
 		emitTerminalBreadcrumbs(h, instance, executionID, outstandingSchedules(h.full()))
 		h.appendNew(instance, executionID, nil, duroxide.OrchestrationContinuedAsNew{Input: turn.input})
+		var overflow []duroxide.NameData
 		if len(carry) > duroxide.MaxCarryForwardEvents {
-			for _, nd := range carry[duroxide.MaxCarryForwardEvents:] {
-				logger.Warn("dropping carry-forward event beyond limit during continue-as-new",
-					"instance", instance, "name", nd.Name, "limit", duroxide.MaxCarryForwardEvents)
-			}
-			carry = carry[:duroxide.MaxCarryForwardEvents]
+			carry, overflow = carry[:duroxide.MaxCarryForwardEvents], carry[duroxide.MaxCarryForwardEvents:]
+			logger.Info("continue-as-new carries queue events past the carry-forward limit as queue messages",
+				"instance", instance, "carried", len(carry), "requeued", len(overflow), "limit", duroxide.MaxCarryForwardEvents)
 		}
-		res.orchestratorItems = append(res.orchestratorItems, duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
+		can := duroxide.ContinueAsNewItem{
 			Instance: instance, Orchestration: r.name, Input: turn.input, Version: turn.version,
 			CarryForwardEvents: carry, InitialCustomStatus: accumulatedCustomStatus(h.full()),
-		}})
+		}
+		if hasParent {
+			can.ParentInstance, can.ParentID, can.ParentExecutionID = &parent, &parentID, link.execution
+		}
+		res.orchestratorItems = append(res.orchestratorItems, duroxide.WorkItem{Kind: can})
+		// Past the limit, the unread queue events follow the ContinueAsNew
+		// as ordinary queue messages in the same ack, so none is lost and
+		// the successor dequeues them after the carried ones.
+		for _, nd := range overflow {
+			res.orchestratorItems = append(res.orchestratorItems, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: nd.Name, Data: nd.Data}})
+		}
 	case turnCancelled:
 		d := duroxide.CancelledError(turn.reason)
 		out := outstandingSchedules(h.full())
@@ -129,20 +139,23 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 			}})
 		}
 		if hasParent {
-			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: parentExec(parent, parentID, instance), ParentID: parentID, Details: d})
+			notifyParent(duroxide.SubOrchFailedItem{ParentInstance: parent, ParentExecutionID: link.resolveExecution(parentExec, instance), ParentID: parentID, Details: d})
 		}
 	}
 	res.orchestratorItems = append(res.orchestratorItems, droppedChildren...)
 	return res
 }
 
-// startItem builds the StartOrchestration message of a child or detached
-// start action.
-func startItem(instance string, a action, parent *string, parentID *uint64) duroxide.WorkItem {
-	return duroxide.WorkItem{Kind: duroxide.StartOrchestrationItem{
-		Instance: instance, Orchestration: a.name, Input: a.input, Version: a.version,
-		ParentInstance: parent, ParentID: parentID, ExecutionID: duroxide.InitialExecutionID,
-	}}
+// startItem builds the StartOrchestration message of a child (parent set)
+// or detached (parent nil) start action.
+func startItem(instance string, a action, parent *parentRef) duroxide.WorkItem {
+	s := duroxide.StartOrchestrationItem{
+		Instance: instance, Orchestration: a.name, Input: a.input, Version: a.version, ExecutionID: duroxide.InitialExecutionID,
+	}
+	if parent != nil {
+		s.ParentInstance, s.ParentID, s.ParentExecutionID = &parent.instance, &parent.id, parent.execution
+	}
+	return duroxide.WorkItem{Kind: s}
 }
 
 // childInstanceID is duroxide's build_child_instance_id: a generated id

@@ -90,14 +90,32 @@ func (h *historyManager) version() *string {
 	return duroxide.StringPtr(s.Version)
 }
 
-// parentLink returns the parent instance and its SubOrchestrationScheduled
-// id when this is a sub-orchestration.
-func (h *historyManager) parentLink() (parent string, parentID uint64, ok bool) {
+// parentRef is a sub-orchestration's link to the parent call that started
+// it: the parent instance, its SubOrchestrationScheduled event id and, since
+// duroxide 0.1.30, the parent execution that scheduled it.
+type parentRef struct {
+	instance  string
+	id        uint64
+	execution *uint64 // nil when the start was written before 0.1.30
+}
+
+// resolveExecution returns the parent execution a child's completion goes to:
+// the recorded one, or (for starts written before 0.1.30) what read finds.
+func (p parentRef) resolveExecution(read parentExecutionFunc, child string) uint64 {
+	if p.execution != nil {
+		return *p.execution
+	}
+	return read(p.instance, p.id, child)
+}
+
+// parentLink returns the link to the parent call when this execution is a
+// sub-orchestration's.
+func (h *historyManager) parentLink() (parentRef, bool) {
 	s := h.startedEvent()
 	if s == nil || s.ParentInstance == nil || s.ParentID == nil {
-		return "", 0, false
+		return parentRef{}, false
 	}
-	return *s.ParentInstance, *s.ParentID, true
+	return parentRef{instance: *s.ParentInstance, id: *s.ParentID, execution: s.ParentExecutionID}, true
 }
 
 // inflightActivities returns the activities scheduled and neither completed
@@ -129,26 +147,39 @@ func (h *historyManager) inflightActivities(instance string, executionID uint64)
 type workItemReader struct {
 	start       *duroxide.WorkItem
 	completions []duroxide.WorkItem
+	// duplicates are the StartOrchestration messages that do not start
+	// anything: a second start in the batch, a start beside the
+	// ContinueAsNew, or a start of an instance whose execution already
+	// began. Their parents, if any, are told the instance already exists
+	// unless the start is a redelivery of the call that created it.
+	duplicates []duroxide.StartOrchestrationItem
 	// named is true when a start message or the history names the
 	// orchestration to run (duroxide's Some(orchestration_name)); name may
 	// still be "", which then resolves to nothing like any unregistered
 	// name.
-	named          bool
-	name           string
-	input          string
-	version        *string
-	parentInstance *string
-	parentID       *uint64
-	continueAsNew  bool
+	named             bool
+	name              string
+	input             string
+	version           *string
+	parentInstance    *string
+	parentID          *uint64
+	parentExecutionID *uint64
+	continueAsNew     bool
 }
 
 func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance string, logger *slog.Logger) workItemReader {
 	var r workItemReader
+	var starts []duroxide.StartOrchestrationItem
 	for _, m := range messages {
-		switch m.Kind.(type) {
-		case duroxide.StartOrchestrationItem, duroxide.ContinueAsNewItem:
-			if r.start != nil {
-				logger.Warn("duplicate Start/ContinueAsNew in batch - ignoring duplicate", "instance", instance)
+		switch k := m.Kind.(type) {
+		case duroxide.StartOrchestrationItem:
+			starts = append(starts, k)
+		case duroxide.ContinueAsNewItem:
+			// The durable successor of a continue-as-new always wins over a
+			// start in the same batch: dropping it would leave the instance
+			// Running with no execution (duroxide main's race rules).
+			if _, dup := startKind(r.start).(duroxide.ContinueAsNewItem); dup {
+				logger.Warn("second ContinueAsNew in one batch ignored", "instance", instance)
 				continue
 			}
 			m := m
@@ -159,18 +190,28 @@ func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance
 			r.completions = append(r.completions, m)
 		}
 	}
-	if _, ok := startKind(r.start).(duroxide.StartOrchestrationItem); ok && h.started != nil {
-		// A start for an instance whose execution has already started never
-		// changes what runs: the history names the orchestration.
-		s := r.start.Kind.(duroxide.StartOrchestrationItem)
-		logger.Warn("start of an instance that already exists ignored; it keeps running the orchestration its history started",
-			"instance", instance, "requested", s.Orchestration, "running", h.started.Name)
-		r.start = nil
+	for _, s := range starts {
+		if r.start != nil || h.started != nil {
+			// A start of an instance that exists never changes what runs:
+			// name, version and input come from the instance, never the
+			// message.
+			running := ""
+			if h.started != nil {
+				running = h.started.Name
+			}
+			logger.Info("start of an instance that already exists is inert; it keeps running what its history started",
+				"instance", instance, "requested", s.Orchestration, "running", running)
+			r.duplicates = append(r.duplicates, s)
+			continue
+		}
+		m := duroxide.WorkItem{Kind: s}
+		r.start = &m
 	}
 	switch s := startKind(r.start).(type) {
 	case duroxide.StartOrchestrationItem:
 		r.named = true
-		r.name, r.input, r.version, r.parentInstance, r.parentID = s.Orchestration, s.Input, s.Version, s.ParentInstance, s.ParentID
+		r.name, r.input, r.version = s.Orchestration, s.Input, s.Version
+		r.parentInstance, r.parentID, r.parentExecutionID = s.ParentInstance, s.ParentID, s.ParentExecutionID
 	case duroxide.ContinueAsNewItem:
 		// Carried-forward queue messages come first, ahead of anything
 		// raised since, to keep FIFO order across the boundary.
@@ -181,11 +222,12 @@ func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance
 		r.completions = append(carried, r.completions...)
 		r.named = true
 		r.name, r.input, r.version, r.continueAsNew = s.Orchestration, s.Input, s.Version, true
+		r.parentInstance, r.parentID, r.parentExecutionID = s.ParentInstance, s.ParentID, s.ParentExecutionID
 	default:
 		if st := h.started; st != nil {
 			r.named = true
 			r.name, r.input, r.version = st.Name, st.Input, h.version()
-			r.parentInstance, r.parentID = st.ParentInstance, st.ParentID
+			r.parentInstance, r.parentID, r.parentExecutionID = st.ParentInstance, st.ParentID, st.ParentExecutionID
 		} else if len(r.completions) > 0 {
 			logger.Warn("completion messages for unstarted instance", "instance", instance)
 		}

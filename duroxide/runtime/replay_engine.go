@@ -503,7 +503,7 @@ func (e *replayEngine) convertEmitted(ctx *OrchestrationContext, emitted []token
 	defer ctx.mu.Unlock()
 	for _, ta := range emitted {
 		id := e.nextEventID
-		a := ta.action.withEventID(id)
+		a := ta.action.withEventID(id, e.executionID)
 		ctx.state.bindToken(ta.token, id)
 		switch a.kind {
 		case actStartSubOrchestration:
@@ -553,20 +553,24 @@ func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
 
 // finalize decides the turn's result (duroxide's finalize_turn): a recorded
 // cancellation request wins, then continue-as-new, then the function's
-// output; dropped futures are reconciled with history on the way.
+// output; dropped futures are reconciled with history first.
 func (e *replayEngine) finalize(run *replayRun) turnResult {
 	for ev := range e.allEvents() {
 		if k, ok := ev.Kind.(duroxide.OrchestrationCancelRequested); ok {
 			return turnResult{kind: turnCancelled, reason: k.Reason}
 		}
 	}
+	// Dropped futures are recorded before a continue-as-new too: a queue
+	// wait that lost a select, or that the code never awaited again, must
+	// not count as consuming a message, or that message would be neither
+	// delivered nor carried to the next execution.
+	if res, bad := e.collectCancelled(run.ctx); bad {
+		return res
+	}
 	for _, a := range e.pendingActions {
 		if a.kind == actContinueAsNew {
 			return turnResult{kind: turnContinueAsNew, input: a.input, version: a.version}
 		}
-	}
-	if res, bad := e.collectCancelled(run.ctx); bad {
-		return res
 	}
 	if run.finished {
 		if run.co.err != nil {

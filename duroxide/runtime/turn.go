@@ -70,14 +70,44 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 
 	temp := newHistoryManager(item.History)
 	reader := newWorkItemReader(item.Messages, temp, instance, p.logger)
-	if temp.completed || temp.failed || (temp.continuedAsNew && !reader.continueAsNew) {
-		p.logger.Warn("instance is terminal, acking batch without processing", "instance", instance)
-		return turnDecision{ack: ackRequest{executionID: item.ExecutionID}}
+	if temp.continuedAsNew && !reader.continueAsNew {
+		// The continue-as-new window: the execution ended and its
+		// successor's start is not visible yet (it is hidden behind another
+		// runtime's backoff, or this fetch ran before it). What arrived
+		// belongs to the successor, so it waits for it, with a counted
+		// attempt: a start that never comes poisons the instance after
+		// MaxAttempts instead of holding the inputs for ever (duroxide
+		// main's race rules).
+		delay := p.backoff.Delay(item.AttemptCount)
+		p.logger.Info("inputs wait for the continue-as-new successor's start",
+			"instance", instance, "execution_id", item.ExecutionID, "messages", len(item.Messages), "attempt_count", item.AttemptCount, "backoff", delay)
+		return turnDecision{abandon: true, delay: delay, reason: "waiting for the continue-as-new successor"}
+	}
+	collisions := p.collisionNotices(instance, temp, reader.duplicates)
+	if temp.completed || temp.failed {
+		p.logger.Info("instance is terminal, acking batch without processing", "instance", instance, "messages", len(item.Messages))
+		return turnDecision{ack: ackRequest{executionID: item.ExecutionID, orchestratorItems: collisions}}
 	}
 
 	executionID, h := item.ExecutionID, temp
 	if reader.continueAsNew {
 		executionID, h = item.ExecutionID+1, newHistoryManager(nil)
+	}
+	// External events that arrive with the start of an execution are
+	// handed to its next turn: applied before the orchestration first ran,
+	// they would find no wait subscribed and be dropped (an event raised in
+	// a continue-as-new window, or with a start).
+	var requeued []duroxide.WorkItem
+	if h.isEmpty() {
+		kept := reader.completions[:0:0]
+		for _, m := range reader.completions {
+			if _, ok := m.Kind.(duroxide.ExternalRaisedItem); ok {
+				requeued = append(requeued, m)
+				continue
+			}
+			kept = append(kept, m)
+		}
+		reader.completions = kept
 	}
 
 	var exec executionResult
@@ -92,7 +122,7 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 		if h.isEmpty() {
 			started := duroxide.OrchestrationStarted{
 				Name: reader.name, Version: resolved.String(), Input: reader.input,
-				ParentInstance: reader.parentInstance, ParentID: reader.parentID,
+				ParentInstance: reader.parentInstance, ParentID: reader.parentID, ParentExecutionID: reader.parentExecutionID,
 			}
 			if can, ok := startKind(reader.start).(duroxide.ContinueAsNewItem); ok {
 				if len(can.CarryForwardEvents) > 0 {
@@ -131,11 +161,60 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 			cancelled = append(cancelled, inflight...)
 		}
 	}
+	orchestratorItems := append(exec.orchestratorItems, collisions...)
+	if len(h.delta) > 0 {
+		orchestratorItems = append(orchestratorItems, requeued...)
+	}
 	return turnDecision{ack: ackRequest{
 		executionID: executionID, historyDelta: h.delta,
-		workerItems: exec.workerItems, orchestratorItems: exec.orchestratorItems,
+		workerItems: exec.workerItems, orchestratorItems: orchestratorItems,
 		metadata: metadata, cancelledActivities: dedupeActivities(cancelled),
 	}}
+}
+
+// collisionNotices answers the duplicate starts of a batch: a start from a
+// parent orchestration's call, other than a redelivery of the very call
+// that created the instance, fails that call with an error saying the
+// instance already exists, so the parent does not wait for ever; a
+// client's duplicate start is inert (duroxide main's race rules: a call is
+// the same only when the parent instance, its event id and its execution
+// are all known and equal).
+func (p *turnProcessor) collisionNotices(instance string, h *historyManager, duplicates []duroxide.StartOrchestrationItem) []duroxide.WorkItem {
+	var created *duroxide.OrchestrationStarted
+	if h != nil {
+		created = h.started
+	}
+	var out []duroxide.WorkItem
+	for _, s := range duplicates {
+		if s.ParentInstance == nil || s.ParentID == nil {
+			continue
+		}
+		if created != nil && sameParentCall(created, s) {
+			continue
+		}
+		d := duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed,
+			fmt.Sprintf("sub-orchestration instance %q already exists", instance))
+		execID := duroxide.InitialExecutionID
+		if s.ParentExecutionID != nil {
+			execID = *s.ParentExecutionID
+		} else {
+			execID = p.parentExec(*s.ParentInstance, *s.ParentID, instance)
+		}
+		p.logger.Warn("sub-orchestration start collides with an existing instance; failing the parent's call",
+			"instance", instance, "parent_instance", *s.ParentInstance, "parent_id", *s.ParentID)
+		out = append(out, duroxide.WorkItem{Kind: duroxide.SubOrchFailedItem{
+			ParentInstance: *s.ParentInstance, ParentExecutionID: execID, ParentID: *s.ParentID, Details: d,
+		}})
+	}
+	return out
+}
+
+// sameParentCall reports whether start s is a redelivery of the parent call
+// recorded in created: same parent instance, event id and known execution.
+func sameParentCall(created *duroxide.OrchestrationStarted, s duroxide.StartOrchestrationItem) bool {
+	return created.ParentInstance != nil && *created.ParentInstance == *s.ParentInstance &&
+		created.ParentID != nil && *created.ParentID == *s.ParentID &&
+		created.ParentExecutionID != nil && s.ParentExecutionID != nil && *created.ParentExecutionID == *s.ParentExecutionID
 }
 
 // failForLimit fails the turn because a runtime limit was exceeded
@@ -150,9 +229,9 @@ func (p *turnProcessor) failForLimit(h *historyManager, instance string, executi
 	d := duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed, message)
 	h.appendNew(instance, executionID, nil, duroxide.OrchestrationFailed{Details: d})
 	var res executionResult
-	if parent, parentID, ok := h.parentLink(); ok {
+	if link, ok := h.parentLink(); ok {
 		res.orchestratorItems = []duroxide.WorkItem{{Kind: duroxide.SubOrchFailedItem{
-			ParentInstance: parent, ParentExecutionID: p.parentExec(parent, parentID, instance), ParentID: parentID, Details: d,
+			ParentInstance: link.instance, ParentExecutionID: link.resolveExecution(p.parentExec, instance), ParentID: link.id, Details: d,
 		}}}
 	}
 	return res
@@ -192,11 +271,13 @@ func (p *turnProcessor) poison(item *duroxide.OrchestrationItem) turnDecision {
 		started := duroxide.OrchestrationStarted{Name: item.OrchestrationName, Version: item.Version}
 		for _, m := range item.Messages {
 			if s, ok := m.Kind.(duroxide.StartOrchestrationItem); ok {
-				started.Name, started.Input, started.ParentInstance, started.ParentID = s.Orchestration, s.Input, s.ParentInstance, s.ParentID
+				started.Name, started.Input = s.Orchestration, s.Input
+				started.ParentInstance, started.ParentID, started.ParentExecutionID = s.ParentInstance, s.ParentID, s.ParentExecutionID
 				break
 			}
 			if c, ok := m.Kind.(duroxide.ContinueAsNewItem); ok {
 				started.Name, started.Input, started.CarryForwardEvents = c.Orchestration, c.Input, c.CarryForwardEvents
+				started.ParentInstance, started.ParentID, started.ParentExecutionID = c.ParentInstance, c.ParentID, c.ParentExecutionID
 				break
 			}
 		}
@@ -208,10 +289,10 @@ func (p *turnProcessor) poison(item *duroxide.OrchestrationItem) turnDecision {
 		OrchestrationName: duroxide.StringPtr(item.OrchestrationName), OrchestrationVersion: duroxide.StringPtr(item.Version),
 	}
 	var orch []duroxide.WorkItem
-	if parent, parentID, ok := h.parentLink(); ok {
-		md.ParentInstanceID = duroxide.StringPtr(parent)
+	if link, ok := h.parentLink(); ok {
+		md.ParentInstanceID = duroxide.StringPtr(link.instance)
 		orch = append(orch, duroxide.WorkItem{Kind: duroxide.SubOrchFailedItem{
-			ParentInstance: parent, ParentExecutionID: p.parentExec(parent, parentID, item.Instance), ParentID: parentID, Details: d,
+			ParentInstance: link.instance, ParentExecutionID: link.resolveExecution(p.parentExec, item.Instance), ParentID: link.id, Details: d,
 		}})
 	}
 	return turnDecision{poison: true, ack: ackRequest{executionID: item.ExecutionID, historyDelta: h.delta, orchestratorItems: orch, metadata: md}}

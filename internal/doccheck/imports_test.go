@@ -47,7 +47,7 @@ var importRules = []importRule{
 		tests:    []string{"duroxide/runtime", ".", "cdbtest", "providertest/memory"},
 		external: []string{otel}},
 	// The validation suite, the reference provider, the stress harness.
-	{pkg: "providertest", code: []string{"duroxide", "providertest/memory"}, tests: []string{"providertest", "internal/testparallel"}},
+	{pkg: "providertest", code: []string{"duroxide", "duroxide/runtime", "providertest/memory"}, tests: []string{"providertest", "internal/testparallel"}},
 	{pkg: "providertest/memory", code: []string{"duroxide"}},
 	{pkg: "providertest/stress", code: []string{"duroxide", "duroxide/runtime"}, tests: []string{"providertest/memory"}},
 	// The emulator speaks HTTP with the standard library only.

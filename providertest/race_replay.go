@@ -1,0 +1,469 @@
+package providertest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// The race_replay group: duroxide main's runtime-level checks of the races
+// around continue-as-new and duplicate starts (src/provider_validation/
+// race_replay.rs). Each case seeds a provider with hand-written history and
+// queue messages through the Provider API, runs this module's runtime over
+// it, and checks what the instance ends with. They need a runtime, so they
+// live here, where providertest may use duroxide/runtime; the provider must
+// pass the rest of the suite first.
+var raceReplayCases = []Case{
+	{"test_duplicate_start_preserves_pinned_handler", testDuplicateStartPreservesPinnedHandler},
+	{"test_continue_as_new_unregistered_backoff", testContinueAsNewUnregisteredBackoff},
+	{"test_continue_as_new_duplicate_start", testContinueAsNewDuplicateStart},
+	{"test_continue_as_new_transition_delivery", testContinueAsNewTransitionDelivery},
+	{"test_continue_as_new_queue_race_replay", testContinueAsNewQueueRaceReplay},
+}
+
+// raceWait is how long a case waits for an instance to finish; the work
+// takes a few seconds at most (a 2 s delayed start and the deferral
+// backoff), so reaching it means the instance was left stuck.
+const raceWait = 30 * time.Second
+
+// raceOptions are the runtime options of the race cases: duroxide's
+// dispatcher_min_poll_interval of 10 ms, and the unregistered-handler
+// backoff (which also paces the inputs waiting in a continue-as-new
+// window) between base and max.
+func raceOptions(base, max time.Duration) runtime.Options {
+	return runtime.Options{
+		PollInterval:        10 * time.Millisecond,
+		UnregisteredBackoff: runtime.UnregisteredBackoff{Base: base, Max: max},
+	}
+}
+
+// startRuntime starts a runtime over p with reg and opts and shuts it down
+// when the test ends (or earlier, through the returned stop).
+func startRuntime(t testing.TB, p duroxide.Provider, reg *runtime.Registry, opts runtime.Options) (stop func()) {
+	t.Helper()
+	rt, err := runtime.Start(context.Background(), p, reg, opts)
+	require.NoError(t, err, "runtime.Start")
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = rt.Shutdown(ctx)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// seedTurn stores one acknowledged turn of a fresh instance: it enqueues
+// start_item, fetches it and acks execution 1 with history, the
+// orchestrator items (enqueued atomically with it) and metadata.
+func seedTurn(t testing.TB, p duroxide.Provider, instance string, history []duroxide.Event, orchItems []duroxide.WorkItem, md duroxide.ExecutionMetadata) {
+	t.Helper()
+	enqueueOrch(t, p, startItem(instance))
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, instance, item.Instance, "the seed fetch returned another instance")
+	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1, history, nil, orchItems, md, nil), "seed ack")
+}
+
+// started returns event 1 of execution 1: OrchestrationStarted of name
+// 1.0.0 with input and no parent.
+func started(instance, name, input string) duroxide.Event {
+	return duroxide.NewEvent(1, instance, 1, nil, duroxide.OrchestrationStarted{Name: name, Version: "1.0.0", Input: input})
+}
+
+// continuedAsNew returns event 2 of execution 1: OrchestrationContinuedAsNew
+// with input.
+func continuedAsNew(instance, input string) duroxide.Event {
+	return duroxide.NewEvent(2, instance, 1, nil, duroxide.OrchestrationContinuedAsNew{Input: input})
+}
+
+// successorStart returns the ContinueAsNew message of instance's Transition
+// orchestration with input "next", carrying the queue event q="carried".
+func successorStart(instance, orchestration string) duroxide.WorkItem {
+	return duroxide.WorkItem{Kind: duroxide.ContinueAsNewItem{
+		Instance: instance, Orchestration: orchestration, Input: "next", Version: duroxide.StringPtr("1.0.0"),
+		CarryForwardEvents: []duroxide.NameData{{Name: "q", Data: "carried"}},
+	}}
+}
+
+// waitStatus waits for instance to finish and returns its status, failing
+// t when it does not within raceWait.
+func waitStatus(t testing.TB, p duroxide.Provider, instance string) runtime.OrchestrationStatus {
+	t.Helper()
+	st, err := runtime.NewClient(p).WaitForOrchestration(t.Context(), instance, raceWait)
+	require.NoError(t, err, "%s did not finish", instance)
+	return st
+}
+
+// requireCompletedWith fails t unless st is Completed with output.
+func requireCompletedWith(t testing.TB, st runtime.OrchestrationStatus, output string, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, runtime.StatusCompleted, st.Kind, append([]any{"status %+v (%s)"}, st, st.Error())...)
+	require.Equal(t, output, st.Output, msgAndArgs...)
+}
+
+// readExecution reads one execution's history, failing t on error.
+func readExecution(t testing.TB, p duroxide.Provider, instance string, executionID uint64) []duroxide.Event {
+	t.Helper()
+	h, err := p.ReadWithExecution(t.Context(), instance, executionID)
+	require.NoError(t, err, "read_with_execution(%s, %d)", instance, executionID)
+	return h
+}
+
+// dequeueTwice is an orchestration body reading two values of queue q and
+// returning them joined by a comma.
+func dequeueTwice(ctx *runtime.OrchestrationContext) (string, error) {
+	first, err := ctx.DequeueEvent("q").Get()
+	if err != nil {
+		return "", err
+	}
+	second, err := ctx.DequeueEvent("q").Get()
+	if err != nil {
+		return "", err
+	}
+	return first + "," + second, nil
+}
+
+// testDuplicateStartPreservesPinnedHandler: a duplicate client start that
+// lands in a running instance's batch, naming the same or another
+// orchestration with another input, changes nothing: the instance goes on
+// with the handler, version and input of its history.
+func testDuplicateStartPreservesPinnedHandler(t *testing.T, f Factory) {
+	for _, duplicate := range []string{"Original", "WrongHandler"} {
+		t.Run(duplicate, func(t *testing.T) {
+			p := f.NewProvider(t)
+			instance := "provider-pinned-handler-" + duplicate
+			seedTurn(t, p, instance,
+				[]duroxide.Event{
+					duroxide.NewEvent(1, instance, 1, nil, duroxide.OrchestrationStarted{Name: "Original", Version: "1.0.0", Input: "original-input"}),
+					duroxide.NewEvent(2, instance, 1, nil, duroxide.ActivityScheduled{Name: "tick", Input: "v1"}),
+				},
+				[]duroxide.WorkItem{
+					{Kind: duroxide.StartOrchestrationItem{Instance: instance, Orchestration: duplicate, Input: "wrong-input", ExecutionID: 1}},
+					{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 2, Result: "ok"}},
+				},
+				duroxide.ExecutionMetadata{
+					Status: duroxide.StringPtr(duroxide.StatusRunning), OrchestrationName: duroxide.StringPtr("Original"),
+					OrchestrationVersion: duroxide.StringPtr("1.0.0"),
+				})
+			reg := runtime.NewRegistry()
+			require.NoError(t, reg.RegisterOrchestrationVersion("Original", "1.0.0", func(ctx *runtime.OrchestrationContext, input string) (string, error) {
+				if _, err := ctx.ScheduleActivity("tick", "v1").Get(); err != nil {
+					return "", err
+				}
+				return "v1:" + input, nil
+			}))
+			require.NoError(t, reg.RegisterOrchestrationVersion("Original", "2.0.0", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				_, err := ctx.ScheduleActivity("tick", "v2").Get()
+				return "v2", err
+			}))
+			require.NoError(t, reg.RegisterOrchestration("WrongHandler", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				_, err := ctx.ScheduleActivity("tick", "wrong").Get()
+				return "wrong", err
+			}))
+			startRuntime(t, p, reg, raceOptions(0, 0))
+			requireCompletedWith(t, waitStatus(t, p, instance), "v1:original-input", "a duplicate client start must be inert")
+		})
+	}
+}
+
+// testContinueAsNewUnregisteredBackoff: during a rolling upgrade a runtime
+// that lacks the successor's orchestration hides the ContinueAsNew behind
+// its backoff; a queue event sent meanwhile waits and reaches the
+// successor, after the carried one, once a runtime that has it runs.
+func testContinueAsNewUnregisteredBackoff(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const instance = "provider-can-unregistered-backoff"
+	seedTurn(t, p, instance,
+		[]duroxide.Event{started(instance, "RollingSuccessor", "old"), continuedAsNew(instance, "next")},
+		[]duroxide.WorkItem{successorStart(instance, "RollingSuccessor")},
+		duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew)})
+
+	opts := raceOptions(2*time.Second, 2*time.Second)
+	opts.OrchestrationConcurrency = 1
+	stopOld := startRuntime(t, p, runtime.NewRegistry(), opts)
+	// The old runtime fetches the successor's start and hides it behind its
+	// backoff: until then a fetch of ours may see it (and gives it back).
+	require.Eventually(t, func() bool {
+		item, err := p.FetchOrchestrationItem(t.Context(), longLock, 0, nil)
+		if err != nil || item == nil {
+			return err == nil
+		}
+		_ = p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, true)
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the runtime without the orchestration never hid its start")
+	stopOld()
+	requireNoOrch(t, p, longLock, "the start must be delayed by the unregistered-handler backoff, not merely locked")
+	require.Len(t, readExecution(t, p, instance, 1), 2)
+
+	require.NoError(t, runtime.NewClient(p).EnqueueEvent(t.Context(), instance, "q", "late"), "input during the successor's backoff")
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("RollingSuccessor", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		if ctx.ExecutionID() != 2 {
+			return "", fmt.Errorf("ran execution %d, want 2", ctx.ExecutionID())
+		}
+		return dequeueTwice(ctx)
+	}))
+	startRuntime(t, p, reg, raceOptions(250*time.Millisecond, time.Second))
+	requireCompletedWith(t, waitStatus(t, p, instance), "carried,late", "the successor and the window's input must survive the backoff")
+}
+
+// testContinueAsNewDuplicateStart: a start that precedes the
+// ContinueAsNew in queue order (a client's duplicate, or another
+// orchestration's call of the same id) never replaces the durable
+// successor; a colliding parent call fails with "already exists".
+func testContinueAsNewDuplicateStart(t *testing.T, f Factory) {
+	for _, collision := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collision=%v", collision), func(t *testing.T) {
+			p := f.NewProvider(t)
+			const parent = "provider-can-duplicate-parent"
+			instance := parent + "::can-child"
+			if collision {
+				seedTurn(t, p, parent,
+					[]duroxide.Event{
+						started(parent, "CollisionParent", ""),
+						duroxide.NewEvent(2, parent, 1, nil, duroxide.SubOrchestrationScheduled{Name: "Transition", Instance: instance, Input: "duplicate"}),
+					}, nil, duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusRunning)})
+			}
+			dup := duroxide.StartOrchestrationItem{Instance: instance, Orchestration: "WrongHandler", Input: "duplicate", ExecutionID: 1}
+			if collision {
+				dup.ParentInstance, dup.ParentID, dup.ParentExecutionID = duroxide.StringPtr(parent), duroxide.Uint64Ptr(2), duroxide.Uint64Ptr(1)
+			}
+			seedTurn(t, p, instance,
+				[]duroxide.Event{started(instance, "Transition", ""), continuedAsNew(instance, "next")},
+				[]duroxide.WorkItem{
+					{Kind: dup},
+					successorStart(instance, "Transition"),
+					{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "late"}},
+				},
+				duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew)})
+
+			reg := runtime.NewRegistry()
+			require.NoError(t, reg.RegisterOrchestration("Transition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				if ctx.ExecutionID() != 2 {
+					return "", fmt.Errorf("ran execution %d, want 2", ctx.ExecutionID())
+				}
+				return dequeueTwice(ctx)
+			}))
+			require.NoError(t, reg.RegisterOrchestration("CollisionParent", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				v, err := ctx.ScheduleSubOrchestrationWithID("Transition", instance, "duplicate").Get()
+				if err == nil {
+					return "", fmt.Errorf("collision unexpectedly resolved: %s", v)
+				}
+				return err.Error(), nil
+			}))
+			require.NoError(t, reg.RegisterOrchestration("WrongHandler", func(*runtime.OrchestrationContext, string) (string, error) {
+				return "wrong", nil
+			}))
+			startRuntime(t, p, reg, raceOptions(0, 0))
+			requireCompletedWith(t, waitStatus(t, p, instance), "carried,late", "the successor must not be lost behind a duplicate start")
+			if collision {
+				st := waitStatus(t, p, parent)
+				require.Equal(t, runtime.StatusCompleted, st.Kind, "the colliding parent must be told: %+v", st)
+				require.Contains(t, st.Output, "already exists")
+				require.NotContains(t, st.Output, "is terminal")
+			}
+			require.Len(t, readExecution(t, p, instance, 1), 2, "a duplicate start must not change execution 1")
+			next := readExecution(t, p, instance, 2)
+			require.NotEmpty(t, next)
+			s, ok := next[0].Kind.(duroxide.OrchestrationStarted)
+			require.True(t, ok, "execution 2 starts with %T", next[0].Kind)
+			require.Equal(t, "Transition", s.Name)
+			require.Equal(t, "next", s.Input)
+		})
+	}
+}
+
+// testContinueAsNewTransitionDelivery: inputs that arrive after an
+// execution ended with continue-as-new, while its successor's start is
+// still hidden (here: enqueued with a 2 s delay), wait for it and reach
+// the successor exactly once; stale completions of the old execution are
+// dropped, a completion addressed to the successor that it never scheduled
+// is nondeterminism, and a cancel reaches the successor.
+func testContinueAsNewTransitionDelivery(t *testing.T, f Factory) {
+	for _, shape := range []string{"queue", "race", "mixed-stale", "signal", "cancel", "future-completion", "stale-only"} {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			p := f.NewProvider(t)
+			instance := "provider-can-window-" + shape
+			late := duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "late"}}
+			inputs := []duroxide.WorkItem{late}
+			switch shape {
+			case "mixed-stale":
+				inputs = append(inputs,
+					duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 99, Result: "stale"}},
+					duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 100, FireAtMs: 1}},
+					duroxide.WorkItem{Kind: duroxide.SubOrchCompletedItem{ParentInstance: instance, ParentExecutionID: 1, ParentID: 101, Result: "stale"}})
+			case "future-completion":
+				inputs = []duroxide.WorkItem{{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 2, ID: 99, Result: "unmatched"}}}
+			case "stale-only":
+				inputs = []duroxide.WorkItem{{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 99, Result: "unmatched"}}}
+			case "signal":
+				inputs = append(inputs, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: "signal", Data: "answer"}})
+			case "cancel":
+				inputs = append(inputs, duroxide.WorkItem{Kind: duroxide.CancelInstanceItem{Instance: instance, Reason: "requested-during-CAN"}})
+			}
+			v := duroxide.MustParseVersion(duroxide.DuroxideVersion)
+			seedTurn(t, p, instance,
+				[]duroxide.Event{started(instance, "Transition", "old"), continuedAsNew(instance, "next")},
+				inputs,
+				duroxide.ExecutionMetadata{
+					Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew), Output: duroxide.StringPtr("next"),
+					OrchestrationName: duroxide.StringPtr("Transition"), OrchestrationVersion: duroxide.StringPtr("1.0.0"),
+					PinnedDuroxideVersion: &v,
+				})
+			require.NoError(t, p.EnqueueForOrchestrator(t.Context(), successorStart(instance, "Transition"), 2*time.Second), "the delayed successor start")
+
+			reg := runtime.NewRegistry()
+			require.NoError(t, reg.RegisterOrchestration("Transition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				if ctx.ExecutionID() == 1 {
+					return "", ctx.ContinueAsNew("next")
+				}
+				switch shape {
+				case "stale-only":
+					return ctx.DequeueEvent("q").Get()
+				case "signal":
+					answer, err := ctx.ScheduleWait("signal").Get()
+					if err != nil {
+						return "", err
+					}
+					values, err := dequeueTwice(ctx)
+					return values + "|" + answer, err
+				}
+				var values []string
+				for len(values) < 2 {
+					if shape != "race" {
+						v, err := ctx.DequeueEvent("q").Get()
+						if err != nil {
+							return "", err
+						}
+						values = append(values, v)
+						continue
+					}
+					winner, v, err := ctx.Select(ctx.DequeueEvent("q"), ctx.ScheduleTimer(10*time.Millisecond))
+					if err != nil {
+						return "", err
+					}
+					if winner == 0 {
+						values = append(values, v)
+					}
+				}
+				return strings.Join(values, ","), nil
+			}))
+			// Waiting inputs back off like an unregistered handler; the 2 s
+			// hidden start arrives well inside the default poison budget.
+			startRuntime(t, p, reg, raceOptions(250*time.Millisecond, time.Second))
+			st := waitStatus(t, p, instance)
+
+			old := readExecution(t, p, instance, 1)
+			require.Len(t, old, 2, "waiting inputs must not change execution 1")
+			successor := readExecution(t, p, instance, 2)
+			require.NotEmpty(t, successor, "the successor never started")
+			require.Equal(t, duroxide.DuroxideVersion, successor[0].DuroxideVersion, "the successor is stamped by the runtime that starts it")
+
+			switch shape {
+			case "future-completion":
+				require.Equal(t, runtime.StatusFailed, st.Kind, "a completion the successor never scheduled must be nondeterminism, not acked away: %+v", st)
+				require.NotNil(t, st.Details.Configuration, "details: %+v", st.Details)
+				require.Equal(t, duroxide.ConfigErrorNondeterminism, st.Details.Configuration.Kind)
+				return
+			case "stale-only":
+				requireCompletedWith(t, st, "carried", "a batch of stale completions must not hold the successor back")
+				return
+			case "cancel":
+				require.Equal(t, runtime.StatusFailed, st.Kind, "a cancel of the instance must reach the successor: %+v", st)
+				require.NotNil(t, st.Details.Application)
+				require.Equal(t, duroxide.AppErrorCancelled, st.Details.Application.Kind.Name)
+				require.Equal(t, "requested-during-CAN", st.Details.Application.Kind.Reason)
+				return
+			case "signal":
+				requireCompletedWith(t, st, "carried,late|answer", "the window's signal must reach the successor's wait")
+				n := 0
+				for _, ev := range successor {
+					if k, ok := ev.Kind.(duroxide.ExternalEvent); ok && k.Name == "signal" && k.Data == "answer" {
+						n++
+					}
+				}
+				require.Equal(t, 1, n, "the window's signal must reach the successor exactly once")
+			default:
+				requireCompletedWith(t, st, "carried,late", "the carried input must precede the window's input")
+			}
+			var delivered []string
+			for _, ev := range successor {
+				if k, ok := ev.Kind.(duroxide.QueueEventDelivered); ok && k.Name == "q" {
+					delivered = append(delivered, k.Data)
+				}
+			}
+			require.Equal(t, []string{"carried", "late"}, delivered, "no loss or duplication")
+			if shape == "mixed-stale" {
+				for _, ev := range successor {
+					switch ev.Kind.(type) {
+					case duroxide.ActivityCompleted, duroxide.TimerFired, duroxide.SubOrchestrationCompleted:
+						require.False(t, ev.SourceEventID != nil && *ev.SourceEventID >= 99,
+							"a stale completion of execution 1 was applied to the successor: %+v", ev)
+					}
+				}
+			}
+		})
+	}
+}
+
+// testContinueAsNewQueueRaceReplay: continue-as-new carries every queue
+// event no wait consumed when it arrives in the turn that continues, after
+// a wait for it lost a select ("can") or after another wait took the first
+// ("can-drain"). Upstream's "can-held" shapes keep a losing future alive
+// across the select (Rust's select2(&mut held, ..)); Select here cancels
+// its losers, so they have no Go form.
+func testContinueAsNewQueueRaceReplay(t *testing.T, f Factory) {
+	for _, shape := range []string{"can", "can-drain"} {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			p := f.NewProvider(t)
+			instance := "provider-combined-race-" + shape
+			incoming := []duroxide.WorkItem{
+				{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 3, FireAtMs: 1000}},
+				{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "m1"}},
+			}
+			if shape == "can-drain" {
+				incoming = append(incoming, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "m2"}})
+			}
+			seedTurn(t, p, instance,
+				[]duroxide.Event{
+					started(instance, "CombinedRace", shape),
+					duroxide.NewEvent(2, instance, 1, nil, duroxide.QueueSubscribed{Name: "q"}),
+					duroxide.NewEvent(3, instance, 1, nil, duroxide.TimerCreated{FireAtMs: 1000}),
+				},
+				incoming, orchMetadata("CombinedRace", "1.0.0"))
+			reg := runtime.NewRegistry()
+			require.NoError(t, reg.RegisterOrchestration("CombinedRace", func(ctx *runtime.OrchestrationContext, input string) (string, error) {
+				if ctx.ExecutionID() > 1 {
+					return ctx.DequeueEvent("q").Get()
+				}
+				if _, _, err := ctx.Select(ctx.DequeueEvent("q"), ctx.ScheduleTimer(10*time.Millisecond)); err != nil {
+					return "", err
+				}
+				if input == "can-drain" {
+					if _, err := ctx.DequeueEvent("q").Get(); err != nil {
+						return "", err
+					}
+				}
+				return "", ctx.ContinueAsNew(input)
+			}))
+			startRuntime(t, p, reg, raceOptions(0, 0))
+			want := "m1"
+			if shape == "can-drain" {
+				want = "m2"
+			}
+			requireCompletedWith(t, waitStatus(t, p, instance), want, "unread arrivals must be carried across continue-as-new")
+		})
+	}
+}
