@@ -88,7 +88,7 @@ type Options struct {
 	// write, atomically (a temporary file, synced, renamed over the
 	// previous one), and a last one at Close. A crash loses at most the
 	// writes of the last second while a snapshot takes under half a
-	// second to write (persist.go). Two servers must not share a DataDir.
+	// second to write. Two servers must not share a DataDir.
 	DataDir string
 	// PersistInterval is how long a write may wait before a snapshot
 	// includes it; 0 means MaxPersistInterval (500 ms), the longest
