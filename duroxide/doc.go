@@ -1,9 +1,27 @@
 // Package duroxide is the Go port of the provider-facing API of duroxide
-// (github.com/microsoft/duroxide), tracking duroxide 0.1.26: the history
-// Event and its kinds, the WorkItem queue messages, the types a provider
-// receives and returns, and the Provider and ProviderAdmin contracts. It has
-// no storage and no runtime: providers (such as the Cosmos DB provider at
-// the module root) implement it, and runtimes (duroxide/runtime) drive it.
+// (github.com/microsoft/duroxide), following duroxide 0.1.30's contract: the
+// history Event and its kinds, the WorkItem queue messages, the types a
+// provider receives and returns, and the Provider and ProviderAdmin
+// contracts. It has no storage and no runtime: providers (such as the
+// Cosmos DB provider at the module root) implement it, and runtimes
+// (duroxide/runtime) drive it.
+//
+// # Which duroxide
+//
+// The wire format and limits are 0.1.30's: parent_execution_id on
+// StartOrchestration and OrchestrationStarted, the parent link on
+// ContinueAsNew (all omitted when nil, so 0.1.26 JSON is unchanged and
+// still read), 100 carry-forward events, 150 KV keys of at most 64 KiB; the
+// runtime stamps events "0.1.30" (DuroxideVersion). Of duroxide's main
+// branch (stamped 0.1.31) the port adopts the rules for races around
+// continue-as-new and duplicate starts: a ContinueAsNew wins over any start
+// in its batch; a duplicate start is inert, and a colliding parent call
+// fails with "already exists"; inputs that arrive between an execution's
+// ContinuedAsNew and its successor's start wait for the start (counted
+// backoff, poisoned after MaxAttempts); stale completions of the old
+// execution are dropped; a cancel reaches the successor; events round-trip
+// exactly (a fetch never restamps). Not adopted: main's stamp-dependent
+// queue-race replay (its 0.1.31 decisions for competing queue waits).
 //
 // Event and WorkItem marshal with encoding/json to exactly the JSON
 // duroxide's serde attributes produce, so history written by a Go provider

@@ -2,7 +2,7 @@
 // registry of orchestrations and activities, the replay engine, the
 // orchestration and worker dispatchers, and a Client. It runs on any
 // duroxide.Provider and follows duroxide's execution model
-// (microsoft/duroxide 0.1.26: src/runtime/, src/client/,
+// (microsoft/duroxide 0.1.30: src/runtime/, src/client/,
 // docs/execution-model.md): history written here is the history the Rust
 // runtime writes, event for event, so either runtime can replay it.
 //

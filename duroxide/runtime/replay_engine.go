@@ -37,7 +37,11 @@ func nondeterminism(msg string) turnResult {
 }
 
 // maxQuiescenceIterations bounds the re-polls after a turn's actions are
-// bound (duroxide's MAX_QUIESCENCE_ITERATIONS).
+// bound (duroxide's MAX_QUIESCENCE_ITERATIONS), beyond one per queue message
+// the execution has received: each buffered message may let one more
+// dequeue resolve in the same turn, so a successor that reads the 100
+// events continue-as-new carried (and those that followed) is not mistaken
+// for code emitting unbounded subscriptions.
 const maxQuiescenceIterations = 100
 
 // Reasons recorded in cancellation events, as duroxide writes them.
@@ -526,8 +530,14 @@ func (e *replayEngine) convertEmitted(ctx *OrchestrationContext, emitted []token
 // (duroxide's run_quiescence_loop): a dequeue whose message is already
 // buffered resolves in the same turn.
 func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
+	limit := maxQuiescenceIterations
+	for ev := range e.allEvents() {
+		if _, ok := ev.Kind.(duroxide.QueueEventDelivered); ok {
+			limit++
+		}
+	}
 	iter := 0
-	for !run.finished && len(e.pendingActions) > 0 && iter < maxQuiescenceIterations {
+	for !run.finished && len(e.pendingActions) > 0 && iter < limit {
 		iter++
 		before := len(e.pendingActions)
 		run.poll()
@@ -542,10 +552,10 @@ func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
 			break
 		}
 	}
-	if iter >= maxQuiescenceIterations {
+	if iter >= limit {
 		return failed(duroxide.ErrorDetails{Infrastructure: &duroxide.InfrastructureDetails{
 			Operation: "quiescence_loop",
-			Message:   fmt.Sprintf("quiescence loop exceeded %d iterations — orchestration is emitting unbounded persistent event subscriptions", maxQuiescenceIterations),
+			Message:   fmt.Sprintf("quiescence loop exceeded %d iterations — orchestration is emitting unbounded persistent event subscriptions", limit),
 		}}), true
 	}
 	return turnResult{}, false
