@@ -110,6 +110,12 @@ func parseContainerSpec(body []byte) (*containerSpec, *response) {
 	return spec, nil
 }
 
+// setRID sets the resource id of container number n of database d.
+func (c *container) setRID(d *database, n uint32) {
+	copy(c.rid[:4], d.rid[:])
+	c.rid[4], c.rid[5], c.rid[6], c.rid[7] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)|0x02
+}
+
 func (c *container) appendJSON(buf []byte) []byte {
 	buf = append(buf, `{"id":`...)
 	buf = appendString(buf, c.id)
@@ -192,8 +198,7 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 		parts:  make(map[string]*partition),
 		ranges: initialRanges(s.partitions),
 	}
-	copy(c.rid[:4], d.rid[:])
-	c.rid[4], c.rid[5], c.rid[6], c.rid[7] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)|0x02
+	c.setRID(d, n)
 	d.colls[spec.id] = c
 	switch {
 	case hasOffer:

@@ -62,6 +62,11 @@ func (d *database) appendJSON(buf []byte) []byte {
 	return append(buf, '}')
 }
 
+// databaseRID is the resource id of database number n.
+func databaseRID(n uint32) [4]byte {
+	return [4]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n>>24) | 0x01}
+}
+
 func (s *Server) handleCreateDatabase(rq *request) *response {
 	v, err := parseJSON(rq.body)
 	if err != nil || v.k != kObject {
@@ -85,8 +90,7 @@ func (s *Server) handleCreateDatabase(rq *request) *response {
 	}
 	d := &database{id: id.s, etag: s.newETag(), ts: s.unixNow(), colls: make(map[string]*container)}
 	n := s.nextResourceNumber()
-	d.num = n
-	d.rid = [4]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n>>24) | 0x01}
+	d.num, d.rid = n, databaseRID(n)
 	s.dbs[id.s] = d
 	if hasOffer {
 		d.shared = true

@@ -374,6 +374,7 @@ func (s *Server) SplitPartitionKeyRange(database, containerID, rangeID string) (
 		}
 		c.goneRanges[r.id] = true
 		c.rangesVersion++
+		s.touch()
 		return [2]string{a.id, b.id}, nil
 	}
 	return [2]string{}, fmt.Errorf("emulator: container %s/%s has no partition key range %q", database, containerID, rangeID)

@@ -98,7 +98,18 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		}
 		return OpOther, unsupportedResource
 	}
-	switch n {
+	if n <= 6 && m != http.MethodGet && m != http.MethodHead && !isQuery(rq.r) && namesTriggers(rq.r) {
+		op, _ := s.routeDocs(rq)
+		return op, s.handleTriggeredWrite
+	}
+	return s.routeDocs(rq)
+}
+
+// routeDocs routes a request under a container's documents
+// (rq.segs[4] is "docs").
+func (s *Server) routeDocs(rq *request) (OpKind, func(*request) *response) {
+	m := rq.r.Method
+	switch len(rq.segs) {
 	case 5:
 		switch {
 		case m == http.MethodPost && headerBool(rq.r, "x-ms-cosmos-is-batch-request"):
@@ -119,7 +130,7 @@ func (s *Server) route(rq *request) (OpKind, func(*request) *response) {
 		}
 		return OpOther, methodNotAllowed
 	case 6:
-		rq.itemIDs = []string{segs[5]}
+		rq.itemIDs = []string{rq.segs[5]}
 		switch m {
 		case http.MethodGet, http.MethodHead:
 			return OpReadItem, s.handleReadItem

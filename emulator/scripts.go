@@ -262,3 +262,35 @@ func (s *Server) listScripts(rq *request, c *container, kind string) *response {
 func (s *Server) queryScripts(rq *request, c *container, kind string) *response {
 	return s.queryResources(rq, c.ridString(), scriptKinds[kind].feed, c.scriptValues(kind))
 }
+
+// The headers naming the triggers a write runs.
+const (
+	preTriggerHeader  = "x-ms-documentdb-pre-trigger-include"
+	postTriggerHeader = "x-ms-documentdb-post-trigger-include"
+)
+
+// namesTriggers reports whether a request names triggers to run.
+func namesTriggers(r *http.Request) bool {
+	return r.Header.Get(preTriggerHeader) != "" || r.Header.Get(postTriggerHeader) != ""
+}
+
+// handleTriggeredWrite answers a document write that names triggers: 404
+// when one of them does not exist in the container, as for any missing
+// resource; else 501, as the emulator runs no JavaScript. The write is not
+// applied either way.
+func (s *Server) handleTriggeredWrite(rq *request) *response {
+	c, resp := s.findContainer(rq)
+	if resp != nil {
+		return resp
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, h := range []string{preTriggerHeader, postTriggerHeader} {
+		for _, id := range strings.Split(rq.r.Header.Get(h), ",") {
+			if id = strings.TrimSpace(id); id != "" && c.scripts.byKind["triggers"][id] == nil {
+				return notFound()
+			}
+		}
+	}
+	return notEmulated("triggers")(rq)
+}

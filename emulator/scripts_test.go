@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,4 +91,21 @@ func TestScriptsAreStoredButNotExecuted(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, status)
 	status, _, _ = e.raw(http.MethodGet, "dbs/db/colls/c/sprocs/sp", nil, nil)
 	assert.Equal(t, http.StatusNotFound, status)
+}
+
+func TestWritesNamingTriggersAreNotApplied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.container("c", nil)
+	pk := azcosmos.NewPartitionKeyString("p")
+	_, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), &azcosmos.ItemOptions{PreTriggers: []string{"missing"}})
+	assert.Equal(t, http.StatusNotFound, statusOf(err), "a trigger that does not exist")
+	status, _, body := e.raw(http.MethodPost, "dbs/db/colls/c/triggers", []byte(`{"id":"tr","body":"function () {}","triggerType":"Post","triggerOperation":"All"}`), nil)
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	_, err = c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), &azcosmos.ItemOptions{PostTriggers: []string{"tr"}})
+	assert.Equal(t, http.StatusNotImplemented, statusOf(err), "running a trigger")
+	_, err = c.ReadItem(e.ctx, pk, "a", nil)
+	assert.Equal(t, http.StatusNotFound, statusOf(err), "the write was not applied")
+	_, err = c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	require.NoError(t, err)
 }

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,25 @@ type Options struct {
 	LatencyByOp map[OpKind]Latency
 	// LatencySeed seeds the jitter's generator, so runs repeat; default 0.
 	LatencySeed int64
+	// TLSCertPEM and TLSKeyPEM, set together with TLS, are the certificate
+	// chain and private key (PEM) to serve instead of a certificate
+	// generated at start, so that clients that trust it keep working across
+	// restarts (GenerateCertificate makes a pair). Start fails when they do
+	// not form a valid key pair.
+	TLSCertPEM, TLSKeyPEM []byte
+	// DataDir, when set, keeps the databases, containers, documents,
+	// scripts and offers in this directory across restarts: Start loads
+	// the snapshot found there (and fails on one it cannot read whole) and
+	// the server writes a new snapshot at most PersistInterval after each
+	// write, atomically (a temporary file, synced, renamed over the
+	// previous one), and a last one at Close. A crash loses at most the
+	// writes of the last second while a snapshot takes under half a
+	// second to write. Two servers must not share a DataDir.
+	DataDir string
+	// PersistInterval is how long a write may wait before a snapshot
+	// includes it; 0 means MaxPersistInterval (500 ms), the longest
+	// allowed (Start refuses a longer or negative one).
+	PersistInterval time.Duration
 
 	// clock replaces time.Now; set only by this package's tests.
 	clock func() time.Time
@@ -96,6 +116,13 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// persist writes snapshots to Options.DataDir (persist.go); nil
+	// without one. dirty records a change since the last snapshot;
+	// saveMu serializes snapshot writes.
+	persist *persister
+	dirty   atomic.Bool
+	saveMu  sync.Mutex
 
 	mu      sync.RWMutex
 	dbs     map[string]*database
@@ -137,6 +164,12 @@ func Start(opts Options) (*Server, error) {
 	if opts.PhysicalPartitions < 0 || opts.PhysicalPartitions > MaxPhysicalPartitions {
 		return nil, fmt.Errorf("emulator: PhysicalPartitions %d is outside 1..%d (0 for the default 1)", opts.PhysicalPartitions, MaxPhysicalPartitions)
 	}
+	if opts.PersistInterval < 0 || opts.PersistInterval > MaxPersistInterval {
+		return nil, fmt.Errorf("emulator: PersistInterval %v is outside 0..%v", opts.PersistInterval, MaxPersistInterval)
+	}
+	if (opts.TLSCertPEM == nil) != (opts.TLSKeyPEM == nil) {
+		return nil, errors.New("emulator: TLSCertPEM and TLSKeyPEM go together")
+	}
 	s := &Server{
 		key:         opts.Key,
 		keyRaw:      keyRaw,
@@ -149,6 +182,22 @@ func Start(opts Options) (*Server, error) {
 		janitorDone: make(chan struct{}),
 		partitions:  max(1, opts.PhysicalPartitions),
 		latency:     newLatencySim(opts.Latency, opts.LatencyByOp, opts.LatencySeed),
+	}
+	if opts.clock != nil {
+		s.now = opts.clock
+	}
+	if opts.DataDir != "" {
+		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("emulator: data directory: %w", err)
+		}
+		if err := s.loadState(opts.DataDir); err != nil {
+			return nil, err
+		}
+		interval := opts.PersistInterval
+		if interval == 0 {
+			interval = MaxPersistInterval
+		}
+		s.persist = &persister{dir: opts.DataDir, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -168,10 +217,10 @@ func Start(opts Options) (*Server, error) {
 		ErrorLog:     discardLogger(),
 	}
 	if opts.TLS {
-		cert, certPEM, err := selfSignedCert()
+		cert, certPEM, err := serverCert(opts.TLSCertPEM, opts.TLSKeyPEM)
 		if err != nil {
 			_ = ln.Close()
-			return nil, fmt.Errorf("emulator: generate certificate: %w", err)
+			return nil, err
 		}
 		s.certPEM = certPEM
 		pool := x509.NewCertPool()
@@ -185,14 +234,14 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.ln = ln
 	s.client = &http.Client{Transport: transport}
-	if opts.clock != nil {
-		s.now = opts.clock
-	}
 	go func() {
 		defer close(s.done)
 		_ = s.http.Serve(ln)
 	}()
 	go s.janitor(s.stopJanitor, s.janitorDone)
+	if s.persist != nil {
+		go s.persistLoop(s.persist)
+	}
 	return s, nil
 }
 
@@ -229,8 +278,10 @@ func (s *Server) CertificatePEM() []byte {
 	return append([]byte(nil), s.certPEM...)
 }
 
-// Close stops the server at once, dropping open connections, and discards
-// all data. It is idempotent; later calls return the first call's result.
+// Close stops the server at once, dropping open connections. Without
+// Options.DataDir it discards all data; with one it writes a last snapshot
+// there first and returns its error, if any. It is idempotent; later calls
+// return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.http.Close()
@@ -239,6 +290,13 @@ func (s *Server) Close() error {
 		<-s.janitorDone
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.closeErr = err
+		}
+		if s.persist != nil {
+			close(s.persist.stop)
+			<-s.persist.done
+			if err := s.saveState(); err != nil && s.closeErr == nil {
+				s.closeErr = err
+			}
 		}
 		s.client.CloseIdleConnections()
 	})
@@ -253,6 +311,7 @@ func (s *Server) Reset() {
 	s.dbs = make(map[string]*database)
 	s.offers = nil
 	s.mu.Unlock()
+	s.touch()
 }
 
 // nextResourceNumber hands out database and container numbers for rids.

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,17 +36,8 @@ func TestStartupPrintsExportLinesThatWork(t *testing.T) {
 	assert.Equal(t, cert, exported(t, text, "REQUESTS_CA_BUNDLE"))
 	assert.Contains(t, text, "/_emulator/counters")
 
-	pem, err := os.ReadFile(cert)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(pem))
-	transport := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	cred, err := azcosmos.NewKeyCredential(key)
-	require.NoError(t, err)
-	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: transport}})
-	require.NoError(t, err)
-	defer client.Close()
-	_, err = client.CreateDatabase(context.Background(), azcosmos.DatabaseProperties{ID: "db"}, nil)
+	client := sdkClient(t, endpoint, key, trustingClient(t, cert))
+	_, err := client.CreateDatabase(context.Background(), azcosmos.DatabaseProperties{ID: "db"}, nil)
 	require.NoError(t, err)
 }
 

@@ -72,6 +72,29 @@ func startRun(t *testing.T, args ...string) (*emulator.Server, *syncBuffer, func
 	return nil, nil, nil
 }
 
+// trustingClient returns an HTTP client that trusts the PEM certificate in
+// certFile, as an application configures it.
+func trustingClient(t *testing.T, certFile string) *http.Client {
+	t.Helper()
+	pemBytes, err := os.ReadFile(certFile)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pemBytes), "no certificate in %s", certFile)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// sdkClient returns an azcosmos client for endpoint signing with key over
+// transport, closed when the test ends.
+func sdkClient(t *testing.T, endpoint, key string, transport *http.Client) *azcosmos.Client {
+	t.Helper()
+	cred, err := azcosmos.NewKeyCredential(key)
+	require.NoError(t, err)
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: transport}})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	return client
+}
+
 // TestQuickstartOverTLS runs azcosmos's README quickstart (create database,
 // container, item, read, replace, patch, query, delete) against the command's
 // HTTPS server, trusting its certificate through the client's transport.
@@ -83,18 +106,10 @@ func TestQuickstartOverTLS(t *testing.T) {
 	assert.Contains(t, out.String(), endpoint)
 
 	// Trust the certificate the way an application would: from the PEM file.
-	pemBytes, err := os.ReadFile(certFile)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(pemBytes))
-	transport := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-
 	ctx := context.Background()
+	client := sdkClient(t, endpoint, emulator.WellKnownKey, trustingClient(t, certFile))
 	cred, err := azcosmos.NewKeyCredential(emulator.WellKnownKey)
 	require.NoError(t, err)
-	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: transport}})
-	require.NoError(t, err)
-	defer client.Close()
 
 	const dbName, containerName = "quickstart", "aContainer"
 	_, err = client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: dbName}, nil)
