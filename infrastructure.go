@@ -192,15 +192,18 @@ func connectAttemptsFor(err error) (int, string) {
 // would hold it for a minute. fn then finishes in the background.
 func tryWithin(ctx context.Context, timeout time.Duration, c *azcosmos.Client, fn func(context.Context, *azcosmos.Client) error) error {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	errc := make(chan error, 1)
-	go func() {
-		defer cancel()
-		errc <- fn(tctx, c)
-	}()
+	go func() { errc <- fn(tctx, c) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-tctx.Done():
-		return fmt.Errorf("no answer within %s: %w", timeout.Round(time.Millisecond), tctx.Err())
+		select {
+		case err := <-errc: // fn returned as the timeout passed
+			return err
+		default:
+			return fmt.Errorf("no answer within %s: %w", timeout.Round(time.Millisecond), tctx.Err())
+		}
 	}
 }
