@@ -147,7 +147,9 @@ func TestBadItemsInAcks(t *testing.T) {
 }
 
 // TestEnormousKVValue sets a KV value larger than an item in a turn:
-// a permanent error with nothing written and the lock still held.
+// a permanent error with nothing written and the lock still held; then
+// 2.5 MB of KV values in one turn, more than an item, which are stored
+// across pages.
 func TestEnormousKVValue(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -168,13 +170,16 @@ func TestEnormousKVValue(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		many = append(many, duroxide.NewEvent(uint64(2+i), inst, 1, nil, duroxide.KeyValueSet{Key: string(rune('a' + i)), Value: strings.Repeat("v", 500_000), LastUpdatedAtMs: 1}))
 	}
-	err = p.AckOrchestrationItem(ctx, item.LockToken, 1, many, nil, nil, duroxide.ExecutionMetadata{}, nil)
-	requirePermanent(t, err, "2.5 MB of KV values in one instance")
 	assert.Equal(t, before, containerDocs(ctx, t, p), "nothing was written")
 	_, ok, err := p.GetKVValue(ctx, inst, "k")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	require.NoError(t, p.RenewOrchestrationItemLock(ctx, item.LockToken, longLock), "the lock is still held")
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, many, nil, nil, duroxide.ExecutionMetadata{}, nil), "2.5 MB of KV values in one instance")
+	all, err := p.GetKVAllValues(ctx, inst)
+	require.NoError(t, err)
+	assert.Len(t, all, 5)
+	assert.Equal(t, strings.Repeat("v", 500_000), all["e"])
 }
 
 // TestBadLockTokens passes malformed, foreign and unknown lock

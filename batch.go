@@ -177,6 +177,9 @@ type turnPlan struct {
 	// held is the instance's state once the final batch committed, its
 	// ETag (the answer to the final batch's first operation) excepted.
 	held heldState
+	// kvRetired are the KV pages no root names once the final batch
+	// committed, to delete then.
+	kvRetired []string
 }
 
 // queueWrite is a queue document a turn produces: in its own partition it

@@ -244,16 +244,19 @@ type kvValue struct {
 	ExecutionID     uint64  `json:"executionId"`
 }
 
-// kvDoc is one of an instance's two KV documents: "kv-store" holds the
-// values as of the end of the last finished execution (what a fetch
-// returns as the KV snapshot, duroxide's kv_store), "kv-delta" the changes
-// the current execution made (duroxide's kv_delta), merged into the store
-// when the execution ends.
+// kvDoc is a document of one of an instance's two KV tables: "kv-store"
+// holds the values as of the end of the last finished execution (what a
+// fetch returns as the KV snapshot, duroxide's kv_store), "kv-delta" the
+// changes the current execution made (duroxide's kv_delta), merged into the
+// store when the execution ends. Those two are the tables' roots; a table
+// too large for its root continues in the page documents its root names in
+// Pages (kv_pages.go), which have no Pages of their own.
 type kvDoc struct {
 	ID         string             `json:"id"`
 	InstanceID string             `json:"instanceId"`
 	Type       string             `json:"type"`
 	Entries    map[string]kvValue `json:"entries"`
+	Pages      []string           `json:"pages,omitempty"`
 	ETag       string             `json:"-"`
 }
 

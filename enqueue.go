@@ -88,7 +88,7 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 	if err == nil {
 		// The first fetch of the instance needs only its lock batch.
 		m := heldStartOf(d.entry, start)
-		p.heldStates.hold(d.target, heldStateOf(&pending, string(results[0].ETag), false, false), true, &m)
+		p.heldStates.hold(d.target, heldStateOf(&pending, string(results[0].ETag), nil, nil), true, &m)
 	}
 	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
 		var cur instanceDoc

@@ -443,3 +443,76 @@ func TestFaultOnEveryWrite(t *testing.T) {
 	}
 	t.Logf("%d faulted runs; the flow's writes: %v", total, clean.writes)
 }
+
+// TestFetchGivesUpLocksThatExpiredDuringIt delays every request that takes
+// a lock past the lock's timeout: the fetch returns nothing rather than a
+// lock that has already expired, and once requests are fast again the next
+// fetch gets the work (an orchestration turn without the given-up attempts
+// counted).
+func TestFetchGivesUpLocksThatExpiredDuringIt(t *testing.T) {
+	t.Parallel()
+	p, s := newPrivateProvider(t, func(c *cdb.Config) { c.DisableReconciler = true })
+	ctx := context.Background()
+	const inst = "slow-fetch"
+	key := inst
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0))
+	remove := s.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Fault: emulator.Delay(300 * time.Millisecond)})
+	item, err := p.FetchOrchestrationItem(ctx, 100*time.Millisecond, 0, nil)
+	require.NoError(t, err)
+	require.Nil(t, item, "each lock expired while the fetch waited for its lock batch")
+	remove()
+	item, err = fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), item.AttemptCount, "the fetch that gave its lock up did not count an attempt")
+
+	require.NoError(t, p.EnqueueForWorker(ctx, activity(inst, 2)))
+	remove = s.InjectFault(emulator.FaultRule{Op: emulator.OpPatchItem, PartitionKey: &key, Fault: emulator.Delay(300 * time.Millisecond)})
+	w, err := p.FetchWorkItem(ctx, 100*time.Millisecond, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.Nil(t, w, "each lock expired while the fetch waited for its patch")
+	remove()
+	w, err = p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w, "the next fetch gets the work item")
+}
+
+// TestFailedAbandonRedeliversAtLockExpiry makes the abandons of a turn and
+// of a work item fail in transit: each item stays locked until its lock
+// expires, then comes back under a new token with its attempt count kept.
+func TestFailedAbandonRedeliversAtLockExpiry(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	p, s := newPrivateProvider(t, func(c *cdb.Config) { c.DisableReconciler, c.Now = true, clock.Now })
+	ctx := context.Background()
+	const inst = "failed-abandon"
+	key := inst
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0))
+	require.NoError(t, p.EnqueueForWorker(ctx, activity(inst, 2)))
+	item, err := fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w)
+
+	remove := s.InjectFault(emulator.FaultRule{PartitionKey: &key, Fault: emulator.TooManyRequests(time.Millisecond)})
+	require.Error(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, false))
+	require.Error(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false))
+	remove()
+	again, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	assert.Nil(t, again, "the turn stays locked")
+	w2, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	assert.Nil(t, w2, "the work item stays locked")
+
+	clock.Advance(longLock + time.Second)
+	again, err = fetchInstance(ctx, p, inst)
+	require.NoError(t, err)
+	assert.NotEqual(t, item.LockToken, again.LockToken)
+	assert.Equal(t, uint32(2), again.AttemptCount)
+	w2, err = p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w2)
+	assert.NotEqual(t, w.LockToken, w2.LockToken)
+	assert.Equal(t, uint32(2), w2.AttemptCount)
+}

@@ -43,9 +43,10 @@ type heldState struct {
 	exec      uint64
 	watermark uint64
 	pinned    *pinnedVersion
-	// kvStore and kvDelta tell whether the KV documents exist, so that the
-	// lock batch reads them.
-	kvStore, kvDelta bool
+	// kvStore and kvDelta tell whether the KV tables' roots exist, so that
+	// the lock batch reads them; kvPaged that a table continues in pages,
+	// which the lock batch does not read (the partition is read instead).
+	kvStore, kvDelta, kvPaged bool
 }
 
 // heldMessage is an orchestrator-queue message of an instance this
@@ -262,8 +263,9 @@ func heldStartOf(e candidates.Entry, start duroxide.StartOrchestrationItem) held
 }
 
 // heldStateOf is the held state of instance document d as written with
-// etag, with its KV documents' existence.
-func heldStateOf(d *instanceDoc, etag string, kvStore, kvDelta bool) heldState {
+// etag, with its KV tables' roots as written (nil: absent).
+func heldStateOf(d *instanceDoc, etag string, kvStore, kvDelta *kvDoc) heldState {
 	return heldState{etag: etag, rid: d.RID, context: d.hasContext(), exec: d.CurrentExecutionID,
-		watermark: d.HistoryWatermark, pinned: d.PinnedDuroxideVersion, kvStore: kvStore, kvDelta: kvDelta}
+		watermark: d.HistoryWatermark, pinned: d.PinnedDuroxideVersion, kvStore: kvStore != nil, kvDelta: kvDelta != nil,
+		kvPaged: (kvStore != nil && len(kvStore.Pages) > 0) || (kvDelta != nil && len(kvDelta.Pages) > 0)}
 }

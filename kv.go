@@ -5,14 +5,13 @@ package cdb
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
 // KV store. duroxide materializes KeyValueSet, KeyValueCleared and
-// KeyValuesCleared events at ack time into two tables (its 0.1.26 SQLite
+// KeyValuesCleared events at ack time into two tables (its SQLite
 // provider): kv_delta, the current execution's changes (a cleared key is a
 // tombstone), and kv_store, the values as of the end of the last finished
 // execution; when an execution ends (Completed, Failed or ContinuedAsNew)
@@ -20,12 +19,13 @@ import (
 // snapshot (current-execution changes are rebuilt by replay); GetKVValue
 // reads the delta over the store.
 //
-// Here each table is one document in the instance's partition, "kv-store"
-// and "kv-delta": an instance holds at most duroxide.MaxKVKeys keys of at
-// most duroxide.MaxKVValueBytes each, so each document fits an item, and a
-// turn writes at most two KV operations into its batch, whatever the number
-// of keys it touches (KeyValuesCleared needs every key, which the fetch
-// already read).
+// Here each table is a root document in the instance's partition,
+// "kv-store" and "kv-delta", continued in page documents when it outgrows
+// the root (kv_pages.go): duroxide.MaxKVKeys keys of
+// duroxide.MaxKVValueBytes each are far more than one document holds. A
+// turn whose tables fit their roots writes at most two KV operations into
+// its batch, whatever the number of keys it touches (KeyValuesCleared
+// needs every key, which the fetch already read).
 
 // kvTurn is the outcome of a turn's KV events.
 type kvTurn struct {
@@ -91,18 +91,10 @@ func isTerminalStatus(s *string) bool {
 	return false
 }
 
-// kvEntries returns a document's entries, or nil for a missing document.
-func kvEntries(d *kvDoc) map[string]kvValue {
-	if d == nil {
-		return nil
-	}
-	return d.Entries
-}
-
 // kvSnapshot returns the store as the fetch's KV snapshot.
-func kvSnapshot(store *kvDoc) map[string]duroxide.KvEntry {
+func kvSnapshot(store kvTable) map[string]duroxide.KvEntry {
 	out := map[string]duroxide.KvEntry{}
-	for k, v := range kvEntries(store) {
+	for k, v := range store.entries() {
 		if v.Value != nil {
 			out[k] = duroxide.KvEntry{Value: *v.Value, LastUpdatedAtMs: v.LastUpdatedAtMs}
 		}
@@ -111,14 +103,14 @@ func kvSnapshot(store *kvDoc) map[string]duroxide.KvEntry {
 }
 
 // kvView returns the delta over the store: what GetKVValue reads.
-func kvView(store, delta *kvDoc) map[string]string {
+func kvView(kv kvState) map[string]string {
 	out := map[string]string{}
-	for k, v := range kvEntries(store) {
+	for k, v := range kv.store.entries() {
 		if v.Value != nil {
 			out[k] = *v.Value
 		}
 	}
-	for k, v := range kvEntries(delta) {
+	for k, v := range kv.delta.entries() {
 		if v.Value == nil {
 			delete(out, k)
 		} else {
@@ -128,71 +120,50 @@ func kvView(store, delta *kvDoc) map[string]string {
 	return out
 }
 
-// kvOps returns the batch operations that write a turn's KV documents.
-func kvOps(instance string, t kvTurn) ([]batchOp, error) {
-	var ops []batchOp
-	write := func(id string, entries map[string]kvValue) error {
-		body, err := json.Marshal(kvDoc{ID: id, InstanceID: instance, Type: typeKV, Entries: entries})
-		if err != nil {
-			return err
-		}
-		ops = append(ops, upsertOp(id, body))
-		return nil
-	}
-	if t.storeChanged {
-		if err := write(kvStoreDocID, t.store); err != nil {
-			return nil, err
-		}
-	}
-	if t.deltaChanged {
-		if err := write(kvDeltaDocID, t.delta); err != nil {
-			return nil, err
-		}
-	}
-	return ops, nil
-}
-
-// readKV reads an instance's KV documents with one single-partition query.
-func (p *Provider) readKV(ctx context.Context, instance string) (store, delta *kvDoc, err error) {
-	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.type = 'kv'", nil, queryOpts{})
+// readKV reads an instance's KV documents with one single-partition query
+// (more pages of results for tables of several megabytes).
+func (p *Provider) readKV(ctx context.Context, instance string) (kvState, error) {
+	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.type = 'kv'", nil, queryOpts{pageSize: -1})
 	if err != nil {
-		return nil, nil, err
+		return kvState{}, err
 	}
 	st, err := parseState(raws)
 	if err != nil {
-		return nil, nil, err
+		return kvState{}, err
 	}
-	return st.kvStore, st.kvDelta, nil
+	return st.kv, nil
 }
 
 // GetKVValue returns one KV value: the current execution's change when
 // there is one (a tombstone means absent), else the stored value; ok is
-// false for a missing key or instance. One single-partition query.
+// false for a missing key or instance. One single-partition query (more
+// pages of results for KV tables of several megabytes).
 func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string, bool, error) {
 	ctx = withCall(ctx, "get_kv_value")
 	const op = "get_kv_value"
 	if err := validateInstanceID(op, instance); err != nil {
 		return "", false, err
 	}
-	store, delta, err := p.readKV(ctx, instance)
+	kv, err := p.readKV(ctx, instance)
 	if err != nil {
 		return "", false, mapError(op, err)
 	}
-	v, ok := kvView(store, delta)[key]
+	v, ok := kvView(kv)[key]
 	return v, ok, nil
 }
 
 // GetKVAllValues returns every KV value of the instance (the delta over the
-// store; empty for an unknown instance). One single-partition query.
+// store; empty for an unknown instance). One single-partition query (more
+// pages of results for KV tables of several megabytes).
 func (p *Provider) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
 	ctx = withCall(ctx, "get_kv_all_values")
 	const op = "get_kv_all_values"
 	if err := validateInstanceID(op, instance); err != nil {
 		return nil, err
 	}
-	store, delta, err := p.readKV(ctx, instance)
+	kv, err := p.readKV(ctx, instance)
 	if err != nil {
 		return nil, mapError(op, err)
 	}
-	return kvView(store, delta), nil
+	return kvView(kv), nil
 }

@@ -11,14 +11,14 @@ import (
 // orchLock is what a fetch learned about the instance it locked, kept so
 // that the ack, renew and abandon of the same lock need no read: the
 // instance document as locked (with the ETag the ack replaces it under),
-// the ids of the messages the lock tagged, and the KV documents.
+// the ids of the messages the lock tagged, and the KV documents (with
+// the pages no root names, which the ack deletes once it committed).
 type orchLock struct {
 	instance    string
 	lockID      string
 	doc         instanceDoc
 	messageIDs  []string
-	kvStore     *kvDoc
-	kvDelta     *kvDoc
+	kv          kvState
 	lockedUntil int64
 	// oldestEnqueuedAt and oldestSeq order the locked messages' instance
 	// among the candidates again when the lock is abandoned.

@@ -105,7 +105,8 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 //   - upserts the history delta's documents (append-only: existing history
 //     is never read),
 //   - upserts the KV documents when KV events or the end of the execution
-//     changed them,
+//     changed them (a table's root, and its pages when it outgrew the
+//     root),
 //   - creates the worker and orchestrator queue documents of this instance
 //     (timers invisible until they fire), and
 //   - creates outbox intents for the documents of other instances.
@@ -120,7 +121,10 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // atomically: its overflow history is staged first with idempotent
 // upserts, invisible above the execution's history watermark, and the
 // final batch publishes the watermark; overflow queue documents travel in
-// outbox intents of the final batch. An event id at or below the watermark
+// outbox intents of the final batch; KV pages that do not fit are staged
+// under new ids, published by the KV roots of the final batch, and the
+// pages those no longer name are deleted after the commit (1 request per
+// 100, none for KV tables that fit their roots). An event id at or below the watermark
 // is a duplicate, a permanent error with nothing written, as is an invalid
 // or expired lock token or a document too large for an item. When the
 // batch's answer is lost, the instance document (or, when another turn was
@@ -223,6 +227,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		}
 	}
 	p.removeCancelledActivities(ctx, in)
+	p.deleteKVPages(ctx, instance, plan.kvRetired)
 	return nil
 }
 
@@ -405,12 +410,12 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	for _, id := range lock.messageIDs {
 		fixed = append(fixed, consumeOp(id, in.lockID, ""))
 	}
-	kv := applyKVEvents(kvEntries(lock.kvStore), kvEntries(lock.kvDelta), in.events, in.executionID, uint64(nowMs), isTerminalStatus(md.Status))
-	kvWrites, err := kvOps(in.instance, kv)
+	kv := applyKVEvents(lock.kv.store.entries(), lock.kv.delta.entries(), in.events, in.executionID, uint64(nowMs), isTerminalStatus(md.Status))
+	kvw, err := planKVWrites(in.instance, in.lockID, lock.kv, kv, fixed)
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())
 	}
-	fixed = append(fixed, kvWrites...)
+	fixed = append(fixed, kvw.final...)
 
 	// Queue documents.
 	var queue []queueWrite
@@ -456,7 +461,9 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())
 	}
-	plan.held = heldStateOf(&doc, "", lock.kvStore != nil || kv.storeChanged, lock.kvDelta != nil || kv.deltaChanged)
+	plan.staged = append(packBatches(kvw.staged), plan.staged...)
+	plan.kvRetired = kvw.retired
+	plan.held = heldStateOf(&doc, "", kvw.store, kvw.delta)
 	return plan, execIndex, nil
 }
 
@@ -498,4 +505,26 @@ func scheduledInTurn(in *ackInput, c duroxide.ScheduledActivityIdentifier) bool 
 		}
 	}
 	return false
+}
+
+// deleteKVPages deletes KV pages no root names any more, after the turn
+// that retired them committed: 1 transactional batch per 100 pages, and
+// one delete per page when a batch fails (a page already gone). Best
+// effort: a page left behind is retired again by the next turn that reads
+// the partition.
+func (p *Provider) deleteKVPages(ctx context.Context, instance string, ids []string) {
+	for chunk := range slices.Chunk(ids, maxBatchOps) {
+		ops := make([]batchOp, len(chunk))
+		for i, id := range chunk {
+			ops[i] = deleteOp(id, "")
+		}
+		if _, err := p.runBatch(ctx, instance, ops, idempotentWrite, false); err == nil {
+			continue
+		}
+		for _, id := range chunk {
+			if err := p.deleteDoc(ctx, instance, id, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+				p.log.Debug("deleting a retired KV page failed; the next turn retires it again", zap.String("instance", instance), zap.String("id", id), zap.Error(err))
+			}
+		}
+	}
 }

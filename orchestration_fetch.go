@@ -88,12 +88,18 @@ const unknownVersion = "unknown"
 // LongPollInterval), until work appears or the timeout passes. An
 // undecodable history is returned in HistoryError with the lock held; a
 // failure after the lock was taken releases it before the error is
-// returned.
+// returned. A fetch never returns a lock that has expired: a lock timeout
+// under 1 ms finds nothing, and a turn whose lock expired while it was
+// read (a lock timeout shorter than the fetch's requests) is released,
+// without counting the attempt, and not returned.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	ctx = withCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
+	}
+	if lockTimeout.Milliseconds() <= 0 {
+		return nil, nil // a lock that would have expired on return
 	}
 	done, err := p.fetchStarted(ctx, 0)
 	if err != nil {
@@ -321,7 +327,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	}
 	item, err = p.finishTurn(ctx, lockedTurn{
 		instance: instance, lockID: lockID, lockedUntil: lockedUntil, doc: doc, msgs: visible, items: items, attempt: attempt,
-		kvStore: st.kvStore, kvDelta: st.kvDelta, hasContext: hasContext, startName: startName, startVersion: startVersion,
+		kv: st.kv, hasContext: hasContext, startName: startName, startVersion: startVersion,
 		execHint: execHint, held: held, heldRID: heldRID, history: st.history,
 	}, now)
 	return item, !rest && item != nil, err
@@ -365,11 +371,11 @@ type lockedTurn struct {
 	msgs  []*queueDoc // the locked messages, oldest first
 	items []duroxide.WorkItem
 	// attempt is the turn's attempt count (the highest of the messages').
-	attempt          int64
-	kvStore, kvDelta *kvDoc
-	hasContext       bool
-	startName        string
-	startVersion     *string
+	attempt      int64
+	kv           kvState
+	hasContext   bool
+	startName    string
+	startVersion *string
 	// execHint is the execution whose history was read with the state
 	// (history), held the events held for it (nil: none), heldRID the
 	// document they belong to.
@@ -401,7 +407,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	item := &duroxide.OrchestrationItem{
 		Instance: instance, Messages: t.items, LockToken: token,
 		AttemptCount: uint32(min(t.attempt, int64(^uint32(0)))),
-		KVSnapshot:   kvSnapshot(t.kvStore),
+		KVSnapshot:   kvSnapshot(t.kv.store),
 	}
 	if t.hasContext {
 		item.OrchestrationName = doc.OrchestrationName
@@ -445,9 +451,15 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 		}
 		item.ExecutionID = duroxide.InitialExecutionID
 	}
+	if p.nowMs() >= t.lockedUntil {
+		// The lock expired while the turn was read: never hand it out.
+		p.traceFetch(orchSkipLockLost)
+		p.releaseAfterFailedFetch(instance, t.lockID, ids)
+		return nil, nil
+	}
 	p.locks.PutOrch(token, &orchLock{
 		instance: instance, lockID: t.lockID, doc: doc, messageIDs: ids,
-		kvStore: t.kvStore, kvDelta: t.kvDelta, lockedUntil: t.lockedUntil,
+		kv: t.kv, lockedUntil: t.lockedUntil,
 		oldestEnqueuedAt: t.msgs[0].EnqueuedAt, oldestSeq: t.msgs[0].Seq,
 	}, now)
 	p.traceFetch(orchFound)

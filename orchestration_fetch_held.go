@@ -31,7 +31,8 @@ func orchMessageLockCondition(nowMs int64) string {
 //
 //   - patches the lock onto the instance document, If-Match on the held
 //     ETag (any write by another process since fails it),
-//   - reads the KV documents that exist, and
+//   - reads the KV tables' roots that exist (an instance whose tables
+//     continue in pages is not fetched this way), and
 //   - locks each held visible message with a filter predicate that it is
 //     still a visible, unlocked orchestrator-queue message,
 //
@@ -48,7 +49,7 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 	instance := c.Instance
 	now := p.nowMs()
 	st, msgs, ok := p.heldStates.turn(c, now)
-	if !ok {
+	if !ok || st.kvPaged {
 		return nil, false, false, nil
 	}
 	var held []duroxide.Event
@@ -133,10 +134,13 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 			if d.ETag, err = decodeDoc(r.ResourceBody, d); err != nil {
 				return err
 			}
+			if len(d.Pages) > 0 {
+				return errKVPageMissing // not as held: the partition is read again
+			}
 			if d.ID == kvStoreDocID {
-				t.kvStore = d
+				t.kv.store.root = d
 			} else {
-				t.kvDelta = d
+				t.kv.delta.root = d
 			}
 		}
 		for _, r := range results[first:] {

@@ -32,7 +32,7 @@ func (p *Provider) loadOrchLock(ctx context.Context, instance, lockID string) (*
 	if st.inst == nil || st.inst.LockToken == nil || *st.inst.LockToken != lockID {
 		return nil, nil
 	}
-	l := &orchLock{instance: instance, lockID: lockID, doc: *st.inst, kvStore: st.kvStore, kvDelta: st.kvDelta, lockedUntil: st.inst.LockedUntil}
+	l := &orchLock{instance: instance, lockID: lockID, doc: *st.inst, kv: st.kv, lockedUntil: st.inst.LockedUntil}
 	for _, m := range st.msgs {
 		l.messageIDs = append(l.messageIDs, m.ID)
 	}

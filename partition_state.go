@@ -15,8 +15,7 @@ type partitionState struct {
 	inst       *instanceDoc
 	msgs       []*queueDoc
 	workers    []*queueDoc
-	kvStore    *kvDoc
-	kvDelta    *kvDoc
+	kv         kvState
 	executions []*executionDoc
 	history    []historyDoc
 	sessions   []*sessionDoc
@@ -28,6 +27,7 @@ type partitionState struct {
 // orchestrator-queue messages come out in enqueue order.
 func parseState(raws [][]byte) (partitionState, error) {
 	var st partitionState
+	kvDocs := map[string]*kvDoc{}
 	for _, raw := range raws {
 		var h docHeader
 		if err := json.Unmarshal(raw, &h); err != nil {
@@ -46,13 +46,17 @@ func parseState(raws [][]byte) (partitionState, error) {
 				st.workers = append(st.workers, d)
 			}
 		case typeKV:
-			d := &kvDoc{}
-			d.ETag, err = decodeDoc(raw, d)
-			if d.ID == kvStoreDocID {
-				st.kvStore = d
-			} else {
-				st.kvDelta = d
+			// One pass: KV documents can be megabytes.
+			var d struct {
+				kvDoc
+				SysETag string `json:"_etag"`
 			}
+			if err = json.Unmarshal(raw, &d); err != nil {
+				err = fmt.Errorf("decode document: %w", err)
+				break
+			}
+			d.ETag = d.SysETag
+			kvDocs[d.ID] = &d.kvDoc
 		case typeExecution:
 			d := &executionDoc{}
 			d.ETag, err = decodeDoc(raw, d)
@@ -73,6 +77,12 @@ func parseState(raws [][]byte) (partitionState, error) {
 			st.other = append(st.other, h)
 		}
 		if err != nil {
+			return st, err
+		}
+	}
+	if len(kvDocs) > 0 {
+		var err error
+		if st.kv, err = resolveKV(kvDocs); err != nil {
 			return st, err
 		}
 	}

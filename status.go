@@ -4,6 +4,7 @@ package cdb
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -29,10 +30,12 @@ func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSee
 }
 
 // GetInstanceStats returns the size of the instance's stored state: its
-// current execution's history (event count and JSON bytes), its pending
-// orchestrator-queue messages (locked or not) and its KV store (the
-// current view); nil for an unknown instance. Requests: 2 (a point read of
-// the instance document, one single-partition query).
+// current execution's history (event count and JSON bytes), the queue
+// messages its OrchestrationStarted carried forward from the previous
+// execution (duroxide's queue_pending_count) and its KV values (the delta
+// over the store, tombstones excluded); nil for an unknown instance.
+// Requests: 2 (a point read of the instance document, one single-partition
+// query, more pages of results for megabytes of history or KV).
 func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
 	ctx = withCall(ctx, "get_instance_stats")
 	const op = "get_instance_stats"
@@ -41,8 +44,8 @@ func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duro
 		return nil, err
 	}
 	raws, err := p.query(ctx, &instance,
-		"SELECT * FROM c WHERE c.type IN ('orch_queue', 'kv') OR (c.type = 'history' AND c.executionId = @e AND c.eventId <= @w)",
-		[]azcosmos.QueryParameter{param("@e", doc.CurrentExecutionID), param("@w", doc.HistoryWatermark)}, queryOpts{})
+		"SELECT * FROM c WHERE c.type = 'kv' OR (c.type = 'history' AND c.executionId = @e AND c.eventId <= @w)",
+		[]azcosmos.QueryParameter{param("@e", doc.CurrentExecutionID), param("@w", doc.HistoryWatermark)}, queryOpts{pageSize: -1})
 	if err != nil {
 		return nil, mapError(op, err)
 	}
@@ -50,12 +53,20 @@ func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duro
 	if err != nil {
 		return nil, mapError(op, err)
 	}
-	stats := &duroxide.SystemStats{QueuePendingCount: uint64(len(st.msgs))}
+	stats := &duroxide.SystemStats{}
 	for _, h := range st.history {
 		stats.HistoryEventCount++
 		stats.HistorySizeBytes += uint64(len(h.EventData))
+		if h.EventID == duroxide.InitialEventID {
+			var ev duroxide.Event
+			if json.Unmarshal([]byte(h.EventData), &ev) == nil {
+				if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+					stats.QueuePendingCount = uint64(len(s.CarryForwardEvents))
+				}
+			}
+		}
 	}
-	for _, v := range kvView(st.kvStore, st.kvDelta) {
+	for _, v := range kvView(st.kv) {
 		stats.KVUserKeyCount++
 		stats.KVTotalValueBytes += uint64(len(v))
 	}

@@ -22,7 +22,11 @@ import (
 // filter accepts and, with session routing, whose session is unowned,
 // expired or owned by session.OwnerID (duroxide-cdb's spec §3.2, duroxide's
 // SQLite fetch_work_item); nil when there is none. With a nil session only
-// messages without a session are eligible.
+// messages without a session are eligible. A fetch never returns a lock or
+// session lease that has expired: a lock timeout under 1 ms finds nothing,
+// a session lease under 1 ms leaves session items out, and an item whose
+// lock or lease expired during the fetch's requests is released (1 more
+// request) and not returned.
 //
 // Requests: 1 when the candidate is known and locked at the first try: a
 // patch of the message whose filter predicate requires it to be a visible,
@@ -55,6 +59,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	tagClause, tagParams, ok := tagFilterClause(tagFilter)
 	if !ok {
 		return nil, nil // TagFilterNone: this worker processes no activities
+	}
+	if lockTimeout.Milliseconds() <= 0 {
+		return nil, nil // a lock that would have expired on return
 	}
 	done, err := p.fetchStarted(ctx, 1)
 	if err != nil {
@@ -111,6 +118,9 @@ func workLockCondition(nowMs int64) string {
 // returns nil, nil when another fetch won, the message is gone, or its
 // session belongs to another worker.
 func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, error) {
+	if c.SessionID != nil && (session == nil || session.LockTimeout.Milliseconds() <= 0) {
+		return nil, nil // a session lease under 1 ms would have expired on return
+	}
 	now := p.nowMs()
 	lockID := newLockID()
 	until := now + lockTimeout.Milliseconds()
@@ -162,6 +172,15 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 	p.workPool.LockedMessage(c.Instance, c.ID, until)
 	p.locks.PutWorker(token, &workerLock{instance: c.Instance, docID: c.ID, lockID: lockID, etag: etag, sessionID: d.SessionID, lockedUntil: until,
 		enqueuedAt: d.EnqueuedAt, seq: d.Seq, tag: d.Tag}, now)
+	if later := p.nowMs(); later >= until || (c.SessionID != nil && later >= now+session.LockTimeout.Milliseconds()) {
+		// The lock or the session lease expired during the fetch's
+		// requests: never hand it out.
+		p.traceFetch(workSkipLockLost)
+		if err := p.AbandonWorkItem(ctx, token, 0, true); err != nil {
+			p.log.Debug("releasing a work item whose lock expired during its fetch failed; it is fetchable anyway", zap.String("instance", c.Instance), zap.Error(err))
+		}
+		return nil, nil
+	}
 	p.traceFetch(workFound)
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
 }

@@ -165,14 +165,15 @@ type CustomStatus struct {
 
 // SystemStats is the size of one instance's stored state
 // (GetInstanceStats, duroxide's SystemStats): its current execution's
-// history, its KV store and its pending orchestrator-queue messages.
+// history, its KV store and the queue messages carried into it.
 type SystemStats struct {
 	// HistoryEventCount is the number of events in the current execution.
 	HistoryEventCount uint64
 	// HistorySizeBytes is the JSON size of those events, in bytes.
 	HistorySizeBytes uint64
-	// QueuePendingCount is the number of messages waiting in the
-	// instance's orchestrator queue (locked or not).
+	// QueuePendingCount is the number of queue messages the current
+	// execution's OrchestrationStarted carried forward from the previous
+	// execution (duroxide's queue_pending_count).
 	QueuePendingCount uint64
 	// KVUserKeyCount is the number of keys in the instance's KV store.
 	KVUserKeyCount uint64

@@ -17,6 +17,8 @@ var errorHandlingCases = []Case{
 	{"test_missing_instance_metadata", MissingInstanceMetadata},
 	{"test_corrupted_serialization_data", CorruptedSerializationData},
 	{"test_lock_expiration_during_ack", LockExpirationDuringAck},
+	{"test_read_corrupted_history_returns_error", ReadCorruptedHistoryReturnsError},
+	{"test_read_with_execution_corrupted_history_returns_error", ReadWithExecutionCorruptedHistoryReturnsError},
 }
 
 // InvalidLockTokenOnAck checks that an ack with a token no fetch issued
@@ -95,4 +97,54 @@ func LockExpirationDuringAck(t *testing.T, f Factory) {
 	history, err := p.Read(t.Context(), inst)
 	require.NoError(t, err)
 	require.Empty(t, history, "the rejected ack should write nothing")
+}
+
+// ReadCorruptedHistoryReturnsError checks that Read fails with a permanent
+// ProviderError, instead of dropping events, once the instance's history
+// holds data that does not decode (duroxide's
+// test_read_corrupted_history_returns_error, added after 0.1.26; the Go
+// contract adds that the error is permanent, and that ProviderAdmin's
+// ReadHistory fails the same way when the provider has it). Needs the
+// HistoryCorrupter hook.
+func ReadCorruptedHistoryReturnsError(t *testing.T, f Factory) {
+	corrupter := requireCorrupter(t, f)
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	const inst = "inst-read-corrupt"
+	createInstance(t, p, inst)
+	history, err := p.Read(ctx, inst)
+	require.NoError(t, err)
+	require.NotEmpty(t, history, "history should contain events before corruption")
+
+	corrupter.CorruptInstanceHistory(ctx, t, p, inst)
+	history, err = p.Read(ctx, inst)
+	requirePermanent(t, err, "read() should return an error for corrupted history, got %d events", len(history))
+	if admin, ok := duroxide.AsManagementCapability(p); ok {
+		history, err = admin.ReadHistory(ctx, inst)
+		requirePermanent(t, err, "read_history() should return an error for corrupted history, got %d events", len(history))
+	}
+}
+
+// ReadWithExecutionCorruptedHistoryReturnsError checks the same of
+// ReadWithExecution, and of ProviderAdmin's ReadHistoryWithExecutionID when
+// the provider has it (duroxide's
+// test_read_with_execution_corrupted_history_returns_error, added after
+// 0.1.26). Needs the HistoryCorrupter hook.
+func ReadWithExecutionCorruptedHistoryReturnsError(t *testing.T, f Factory) {
+	corrupter := requireCorrupter(t, f)
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	const inst = "inst-rwe-corrupt"
+	createInstance(t, p, inst)
+	history, err := p.ReadWithExecution(ctx, inst, duroxide.InitialExecutionID)
+	require.NoError(t, err)
+	require.NotEmpty(t, history, "history should contain events before corruption")
+
+	corrupter.CorruptInstanceHistory(ctx, t, p, inst)
+	history, err = p.ReadWithExecution(ctx, inst, duroxide.InitialExecutionID)
+	requirePermanent(t, err, "read_with_execution() should return an error for corrupted history, got %d events", len(history))
+	if admin, ok := duroxide.AsManagementCapability(p); ok {
+		history, err = admin.ReadHistoryWithExecutionID(ctx, inst, duroxide.InitialExecutionID)
+		requirePermanent(t, err, "read_history_with_execution_id() should return an error for corrupted history, got %d events", len(history))
+	}
 }

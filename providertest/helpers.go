@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -144,4 +145,32 @@ func sleepPastLockTimeout(f Factory) {
 func supportsLongPolling(f Factory) bool {
 	lp, ok := f.(LongPollingReporter)
 	return ok && lp.SupportsLongPolling()
+}
+
+// stamped returns ev with its duroxide_version replaced by stamp.
+func stamped(ev duroxide.Event, stamp string) duroxide.Event {
+	ev.DuroxideVersion = stamp
+	return ev
+}
+
+// messageSummary names a turn's messages, in order, for assertions.
+func messageSummary(items []duroxide.WorkItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		switch k := it.Kind.(type) {
+		case duroxide.QueueMessageItem:
+			out[i] = "QueueMessage:" + k.Data
+		case duroxide.TimerFiredItem:
+			out[i] = fmt.Sprintf("TimerFired:%d", k.ID)
+		case duroxide.StartOrchestrationItem:
+			out[i] = "StartOrchestration:" + k.Orchestration
+		case duroxide.ContinueAsNewItem:
+			out[i] = "ContinueAsNew:" + k.Orchestration
+		case duroxide.ActivityCompletedItem:
+			out[i] = fmt.Sprintf("ActivityCompleted:%d", k.ID)
+		default:
+			out[i] = string(it.Type())
+		}
+	}
+	return out
 }

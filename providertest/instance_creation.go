@@ -15,6 +15,8 @@ var instanceCreationCases = []Case{
 	{"test_no_instance_creation_on_enqueue", NoInstanceCreationOnEnqueue},
 	{"test_null_version_handling", NullVersionHandling},
 	{"test_sub_orchestration_instance_creation", SubOrchestrationInstanceCreation},
+	{"test_ack_tolerates_status_only_metadata", AckToleratesStatusOnlyMetadata},
+	{"test_duplicate_start_keeps_instance_name", DuplicateStartKeepsInstanceName},
 }
 
 // InstanceCreationViaMetadata checks that a new instance is served from its
@@ -141,4 +143,79 @@ func SubOrchestrationInstanceCreation(t *testing.T, f Factory) {
 	require.Equal(t, "1.5.0", again.Version, "the version comes from the metadata")
 
 	ackTurn(t, p, again.LockToken, 1, nil, duroxide.ExecutionMetadata{})
+}
+
+// AckToleratesStatusOnlyMetadata checks duroxide main's rule (no Rust
+// validation test of this name; the provider side of
+// test_continue_as_new_duplicate_start, for the stamps it uses, 0.1.30 and
+// 0.1.31): an ack whose metadata carries a status only (no orchestration
+// name or version, as that test's seeding acks) is accepted; the history
+// reads back exactly as written, stamp included; and the next fetch
+// returns the duplicate start, the ContinueAsNew and the queue message the
+// ack enqueued, in that order, with the execution it continued as its
+// history.
+func AckToleratesStatusOnlyMetadata(t *testing.T, f Factory) {
+	for _, stamp := range []string{"0.1.30", "0.1.31"} {
+		t.Run(stamp, func(t *testing.T) {
+			p := f.NewProvider(t)
+			inst := "provider-can-duplicate-parent::can-child-" + stamp
+			history := []duroxide.Event{
+				stamped(duroxide.NewEvent(1, inst, 1, nil, duroxide.OrchestrationStarted{Name: "Transition", Version: "1.0.0"}), stamp),
+				duroxide.NewEvent(2, inst, 1, nil, duroxide.OrchestrationContinuedAsNew{Input: "next"}),
+			}
+			messages := []duroxide.WorkItem{
+				{Kind: duroxide.StartOrchestrationItem{Instance: inst, Orchestration: "WrongHandler", Input: "duplicate", ExecutionID: 1}},
+				{Kind: duroxide.ContinueAsNewItem{Instance: inst, Orchestration: "Transition", Input: "next", Version: duroxide.StringPtr("1.0.0"),
+					CarryForwardEvents: []duroxide.NameData{{Name: "q", Data: "carried"}}}},
+				{Kind: duroxide.QueueMessageItem{Instance: inst, Name: "q", Data: "late"}},
+			}
+			seedTurn(t, p, inst, history, messages, duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew)})
+
+			got, err := p.ReadWithExecution(t.Context(), inst, 1)
+			require.NoError(t, err)
+			require.Equal(t, history, got, "read_with_execution returns what was written")
+			item := fetchOrch(t, p, longLock)
+			require.Equal(t, inst, item.Instance)
+			require.Equal(t, []string{"StartOrchestration:WrongHandler", "ContinueAsNew:Transition", "QueueMessage:late"}, messageSummary(item.Messages))
+			require.Equal(t, uint64(1), item.ExecutionID, "the successor starts when the runtime acks it")
+			require.Equal(t, history, item.History)
+			require.Equal(t, stamp, item.History[0].DuroxideVersion, "a fetch never restamps history")
+		})
+	}
+}
+
+// DuplicateStartKeepsInstanceName checks the provider side of duroxide's
+// test_duplicate_start_preserves_pinned_handler (no Rust validation test
+// of this name): a turn that records a running execution of Original
+// 1.0.0 and enqueues, in the same ack, a
+// duplicate StartOrchestration naming another handler and an activity
+// completion. The next fetch returns both messages in the order the ack
+// enqueued them, and still names the instance Original 1.0.0: a start
+// message never renames a running instance (the runtime then drops it).
+func DuplicateStartKeepsInstanceName(t *testing.T, f Factory) {
+	for _, duplicate := range []string{"Original", "WrongHandler"} {
+		t.Run(duplicate, func(t *testing.T) {
+			p := f.NewProvider(t)
+			inst := "provider-pinned-handler-" + duplicate
+			history := []duroxide.Event{
+				duroxide.NewEvent(1, inst, 1, nil, duroxide.OrchestrationStarted{Name: "Original", Version: "1.0.0", Input: "original-input"}),
+				duroxide.NewEvent(2, inst, 1, nil, duroxide.ActivityScheduled{Name: "tick", Input: "v1"}),
+			}
+			messages := []duroxide.WorkItem{
+				{Kind: duroxide.StartOrchestrationItem{Instance: inst, Orchestration: duplicate, Input: "wrong-input", ExecutionID: 1}},
+				{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "ok"}},
+			}
+			md := orchMetadata("Original", "1.0.0")
+			md.Status = duroxide.StringPtr(duroxide.StatusRunning)
+			seedTurn(t, p, inst, history, messages, md)
+
+			item := fetchOrch(t, p, longLock)
+			require.Equal(t, inst, item.Instance)
+			require.Equal(t, "Original", item.OrchestrationName, "a duplicate start must not rename the running instance")
+			require.Equal(t, "1.0.0", item.Version)
+			require.Equal(t, uint64(1), item.ExecutionID)
+			require.Equal(t, []string{"StartOrchestration:" + duplicate, "ActivityCompleted:2"}, messageSummary(item.Messages))
+			require.Equal(t, history, item.History)
+		})
+	}
 }

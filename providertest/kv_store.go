@@ -447,7 +447,8 @@ func KvEmptyValue(t *testing.T, f Factory) {
 }
 
 // KvLargeValue checks that a value of the largest size the runtime allows
-// (duroxide.MaxKVValueBytes, 16 KiB) is stored and read back intact.
+// (duroxide.MaxKVValueBytes, 64 KiB since duroxide 0.1.27) is stored and
+// read back intact.
 func KvLargeValue(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	createInstance(t, p, "kv-big")

@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ var lockExpirationCases = []Case{
 	{"test_abandon_work_item_with_delay", AbandonWorkItemWithDelay},
 	{"test_worker_ack_fails_after_lock_expiry", WorkerAckFailsAfterLockExpiry},
 	{"test_orchestration_lock_renewal_after_expiration", OrchestrationLockRenewalAfterExpiration},
+	{"test_fetch_never_returns_expired_lock", FetchNeverReturnsExpiredLock},
+	{"test_failed_abandon_redelivers_at_lock_expiry", FailedAbandonRedeliversAtLockExpiry},
 }
 
 // LockExpiresAfterTimeout checks that an instance lock expires after the
@@ -256,4 +259,104 @@ func OrchestrationLockRenewalAfterExpiration(t *testing.T, f Factory) {
 
 	err := p.RenewOrchestrationItemLock(t.Context(), item.LockToken, lockTimeout)
 	requirePermanent(t, err, "renewing an expired orchestration lock should fail")
+}
+
+// FetchNeverReturnsExpiredLock checks duroxide main's rule that a fetch
+// never returns a lock or session lease that has already expired (no
+// Rust validation test of this name). A lock timeout or session lease
+// under 1 ms would expire before any fetch returns: such a fetch returns
+// no item (or an error), the attempt is not counted, and the work is
+// fetched whole by the next fetch. A long-polling fetch that waited longer
+// than its lock timeout before the work arrived returns a lock that still
+// holds: the lock runs from when it was taken, not from when the fetch
+// began (long-polling providers only).
+func FetchNeverReturnsExpiredLock(t *testing.T, f Factory) {
+	t.Run("orchestration", func(t *testing.T) {
+		p := f.NewProvider(t)
+		enqueueOrch(t, p, startItem("expired-lock-orch"))
+		item, err := p.FetchOrchestrationItem(t.Context(), 500*time.Microsecond, 0, nil)
+		if err == nil {
+			require.Nil(t, item, "a 0.5 ms lock would have expired before the fetch returned")
+		}
+		item = fetchOrch(t, p, longLock)
+		require.Equal(t, "expired-lock-orch", item.Instance)
+		require.Len(t, item.Messages, 1)
+		require.Equal(t, uint32(1), item.AttemptCount, "the fetch that returned nothing did not count an attempt")
+	})
+	t.Run("work item and session", func(t *testing.T) {
+		p := f.NewProvider(t)
+		lockingEnqueueWorker(t, p, lockingActivityExecute("expired-lock-work", 1, 1, "TestActivity", "plain"))
+		w, err := p.FetchWorkItem(t.Context(), 500*time.Microsecond, 0, nil, duroxide.TagFilterDefaultOnly())
+		if err == nil {
+			require.Nil(t, w, "a 0.5 ms lock would have expired before the fetch returned")
+		}
+		w = lockingFetchWork(t, p, longLock)
+		require.Equal(t, uint32(1), w.AttemptCount, "the fetch that returned nothing did not count an attempt")
+
+		require.NoError(t, p.EnqueueForWorker(t.Context(), sessItem("expired-lease", 2, "s1")))
+		short := &duroxide.SessionFetchConfig{OwnerID: "worker-a", LockTimeout: 500 * time.Microsecond}
+		w, err = p.FetchWorkItem(t.Context(), longLock, 0, short, duroxide.TagFilterDefaultOnly())
+		if err == nil {
+			require.Nil(t, w, "a 0.5 ms session lease would have expired before the fetch returned")
+		}
+		w = sessFetch(t, p, &duroxide.SessionFetchConfig{OwnerID: "worker-b", LockTimeout: longLock})
+		require.NotNil(t, w, "no session was claimed: another worker takes the item")
+		require.Equal(t, uint32(1), w.AttemptCount)
+	})
+	t.Run("long poll", func(t *testing.T) {
+		if !supportsLongPolling(f) {
+			t.Skip("skipped: a short-polling provider returns before its lock could lapse")
+		}
+		p := f.NewProvider(t)
+		lock := f.LockTimeout()
+		go func() {
+			time.Sleep(lock + lock/2)
+			_ = p.EnqueueForOrchestrator(context.Background(), startItem("expired-lock-poll"), 0)
+			_ = p.EnqueueForWorker(context.Background(), sessItem("expired-lock-poll", 1, "s-poll"))
+		}()
+		item, err := p.FetchOrchestrationItem(t.Context(), lock, 4*lock, nil)
+		require.NoError(t, err)
+		require.NotNil(t, item, "the work arrived within the poll timeout")
+		require.NoError(t, p.RenewOrchestrationItemLock(t.Context(), item.LockToken, lock),
+			"the lock runs from when it was taken, not from when the fetch began")
+		cfg := &duroxide.SessionFetchConfig{OwnerID: "poller", LockTimeout: lock}
+		w, err := p.FetchWorkItem(t.Context(), lock, 4*lock, cfg, duroxide.TagFilterDefaultOnly())
+		require.NoError(t, err)
+		require.NotNil(t, w)
+		_, err = p.RenewWorkItemLock(t.Context(), w.LockToken, lock)
+		require.NoError(t, err, "the work item's lock still holds")
+		n, err := p.RenewSessionLock(t.Context(), []string{"poller"}, lock, longLock)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the session lease still holds")
+	})
+}
+
+// FailedAbandonRedeliversAtLockExpiry checks duroxide main's rule that an
+// abandon that fails changes nothing (no Rust validation test of this
+// name): the item stays locked until its lock expires, then is fetched
+// under a new token with its attempt count kept (2 on the second fetch),
+// for an orchestration turn and a work item. The abandon here fails for
+// its token (a provider's own tests fail it in transit too).
+func FailedAbandonRedeliversAtLockExpiry(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	lock := f.LockTimeout()
+	enqueueOrch(t, p, startItem("failed-abandon"))
+	lockingEnqueueWorker(t, p, lockingActivityExecute("failed-abandon", 1, 1, "TestActivity", "x"))
+	item := fetchOrch(t, p, lock)
+	w := lockingFetchWork(t, p, lock)
+
+	require.Error(t, p.AbandonOrchestrationItem(ctx, item.LockToken+"-not-the-lock", 0, false))
+	require.Error(t, p.AbandonWorkItem(ctx, w.LockToken+"-not-the-lock", 0, false))
+	requireNoOrch(t, p, lock, "a failed abandon leaves the turn locked")
+	lockingRequireNoWork(t, p, lock, "a failed abandon leaves the work item locked")
+
+	sleepPastLockTimeout(f)
+	again := fetchOrch(t, p, longLock)
+	require.Equal(t, item.Instance, again.Instance)
+	require.NotEqual(t, item.LockToken, again.LockToken, "redelivered under a new token")
+	require.Equal(t, uint32(2), again.AttemptCount, "the attempt count is kept and counts the redelivery")
+	w2 := lockingFetchWork(t, p, longLock)
+	require.NotEqual(t, w.LockToken, w2.LockToken, "redelivered under a new token")
+	require.Equal(t, uint32(2), w2.AttemptCount, "the attempt count is kept and counts the redelivery")
 }

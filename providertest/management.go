@@ -20,6 +20,12 @@ var managementCases = []Case{
 	{"test_get_execution_info", GetExecutionInfo},
 	{"test_get_system_metrics", GetSystemMetrics},
 	{"test_get_queue_depths", GetQueueDepths},
+	{"test_get_instance_stats_nonexistent", GetInstanceStatsNonexistent},
+	{"test_get_instance_stats_history", GetInstanceStatsHistory},
+	{"test_get_instance_stats_kv", GetInstanceStatsKv},
+	{"test_get_instance_stats_carry_forward", GetInstanceStatsCarryForward},
+	{"test_get_instance_stats_kv_delta_only", GetInstanceStatsKvDeltaOnly},
+	{"test_get_instance_stats_kv_merged", GetInstanceStatsKvMerged},
 }
 
 // ListInstances checks that ListInstances returns every created instance
@@ -127,4 +133,139 @@ func GetQueueDepths(t *testing.T, f Factory) {
 	updated, err := admin.GetQueueDepths(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, updated.OrchestratorQueue, baseline.OrchestratorQueue, "orchestrator_queue should increase")
+}
+
+// requireStats returns the instance's stats, failing t when it has none.
+func requireStats(t *testing.T, p duroxide.Provider, instance, msg string) *duroxide.SystemStats {
+	t.Helper()
+	stats, err := p.GetInstanceStats(t.Context(), instance)
+	require.NoError(t, err, "get_instance_stats")
+	require.NotNil(t, stats, "%s: the instance should have stats", msg)
+	return stats
+}
+
+// statsTurn enqueues an external event for instance, fetches its turn and
+// acks it with events and metadata.
+func statsTurn(t *testing.T, p duroxide.Provider, instance, poke string, events []duroxide.Event, md duroxide.ExecutionMetadata) {
+	t.Helper()
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: poke, Data: "{}"}})
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, instance, item.Instance)
+	ackTurn(t, p, item.LockToken, 1, events, md)
+}
+
+// completedMetadata is the metadata of a turn that completes with output.
+func completedMetadata(output string) duroxide.ExecutionMetadata {
+	return duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr(output)}
+}
+
+// GetInstanceStatsNonexistent checks that an unknown instance has no stats
+// (nil and no error: duroxide's test_get_instance_stats_nonexistent, added
+// after 0.1.26).
+func GetInstanceStatsNonexistent(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	stats, err := p.GetInstanceStats(t.Context(), "no-such-instance")
+	require.NoError(t, err)
+	require.Nil(t, stats, "a non-existent instance should have no stats")
+}
+
+// GetInstanceStatsHistory checks the history count and size of a new
+// instance, and that it has no KV and no carried-forward messages
+// (duroxide's test_get_instance_stats_history).
+func GetInstanceStatsHistory(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	createInstance(t, p, "stats-hist")
+	stats := requireStats(t, p, "stats-hist", "after create_instance")
+	require.GreaterOrEqual(t, stats.HistoryEventCount, uint64(1), "should have at least 1 event")
+	require.Positive(t, stats.HistorySizeBytes, "history should have a non-zero size")
+	require.Zero(t, stats.KVUserKeyCount, "no KV keys set")
+	require.Zero(t, stats.KVTotalValueBytes, "no KV value bytes")
+	require.Zero(t, stats.QueuePendingCount, "no carry-forward events")
+}
+
+// GetInstanceStatsKv checks the KV key count and value bytes once a
+// completing turn merged its values into the store (duroxide's
+// test_get_instance_stats_kv).
+func GetInstanceStatsKv(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "stats-kv"
+	createInstance(t, p, inst)
+	statsTurn(t, p, inst, "poke", []duroxide.Event{
+		kvSet(100, inst, 1, "k1", "aaa", 0),
+		kvSet(101, inst, 1, "k2", "bbbbb", 0),
+		duroxide.NewEvent(102, inst, 1, nil, duroxide.OrchestrationCompleted{Output: "done"}),
+	}, completedMetadata("done"))
+	stats := requireStats(t, p, inst, "after completion")
+	require.Equal(t, uint64(2), stats.KVUserKeyCount, "should have 2 KV keys")
+	require.Equal(t, uint64(8), stats.KVTotalValueBytes, "3 + 5 = 8 bytes")
+}
+
+// GetInstanceStatsCarryForward checks that QueuePendingCount counts the
+// queue messages the current execution's OrchestrationStarted carries
+// forward from the previous one (duroxide's
+// test_get_instance_stats_carry_forward: duroxide's SystemStats defines
+// queue_pending_count as those, not as orchestrator-queue messages).
+func GetInstanceStatsCarryForward(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "cf-stats"
+	enqueueOrch(t, p, startItem(inst))
+	item := fetchOrch(t, p, longLock)
+	started := duroxide.NewEvent(duroxide.InitialEventID, inst, duroxide.InitialExecutionID, nil, duroxide.OrchestrationStarted{
+		Name: testOrch, Version: testOrchVersion, Input: "{}",
+		CarryForwardEvents: []duroxide.NameData{
+			{Name: "raised-1", Data: `{"data":"a"}`},
+			{Name: "raised-2", Data: `{"data":"b"}`},
+			{Name: "raised-3", Data: `{"data":"c"}`},
+		},
+	})
+	ackTurn(t, p, item.LockToken, duroxide.InitialExecutionID, []duroxide.Event{started}, orchMetadata(testOrch, testOrchVersion))
+	stats := requireStats(t, p, inst, "after the start")
+	require.Equal(t, uint64(3), stats.QueuePendingCount, "should have 3 carry-forward events")
+	require.GreaterOrEqual(t, stats.HistoryEventCount, uint64(1))
+	require.Positive(t, stats.HistorySizeBytes)
+	require.Zero(t, stats.KVUserKeyCount, "no KV keys set")
+}
+
+// GetInstanceStatsKvDeltaOnly checks that values set by a turn that does
+// not end the execution (still in the delta) count (duroxide's
+// test_get_instance_stats_kv_delta_only).
+func GetInstanceStatsKvDeltaOnly(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "kv-delta-stats"
+	createInstance(t, p, inst)
+	statsTurn(t, p, inst, "poke", []duroxide.Event{
+		kvSet(100, inst, 1, "dk1", "xxx", 0),
+		kvSet(101, inst, 1, "dk2", "yyyyyy", 0),
+		duroxide.NewEvent(102, inst, 1, nil, duroxide.ActivityScheduled{Name: "Noop", Input: "{}"}),
+	}, duroxide.ExecutionMetadata{})
+	stats := requireStats(t, p, inst, "after a running turn")
+	require.Equal(t, uint64(2), stats.KVUserKeyCount, "should see 2 delta-only KV keys")
+	require.Equal(t, uint64(9), stats.KVTotalValueBytes, "3 + 6 = 9 bytes from the delta")
+	require.Zero(t, stats.QueuePendingCount, "no carry-forward events")
+}
+
+// GetInstanceStatsKvMerged checks the KV stats before and after the delta
+// merges into the store, a key overwritten in between counted once with
+// its new size (duroxide's test_get_instance_stats_kv_merged).
+func GetInstanceStatsKvMerged(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "kv-merged-stats"
+	createInstance(t, p, inst)
+	statsTurn(t, p, inst, "poke1", []duroxide.Event{
+		kvSet(100, inst, 1, "mk1", "aaa", 0),
+		kvSet(101, inst, 1, "mk2", "bb", 0),
+		duroxide.NewEvent(102, inst, 1, nil, duroxide.ActivityScheduled{Name: "Noop", Input: "{}"}),
+	}, duroxide.ExecutionMetadata{})
+	stats := requireStats(t, p, inst, "delta phase")
+	require.Equal(t, uint64(2), stats.KVUserKeyCount, "delta phase: 2 keys")
+	require.Equal(t, uint64(5), stats.KVTotalValueBytes, "delta phase: 3 + 2 = 5 bytes")
+
+	statsTurn(t, p, inst, "poke2", []duroxide.Event{
+		kvSet(200, inst, 1, "mk1", "zzzzz", 1),
+		duroxide.NewEvent(201, inst, 1, nil, duroxide.OrchestrationCompleted{Output: "done"}),
+	}, completedMetadata("done"))
+	stats = requireStats(t, p, inst, "merged phase")
+	require.Equal(t, uint64(2), stats.KVUserKeyCount, "merged: still 2 keys (an overwrite, not a duplicate)")
+	require.Equal(t, uint64(7), stats.KVTotalValueBytes, "merged: 5 + 2 = 7 bytes")
+	require.Zero(t, stats.QueuePendingCount, "no carry-forward events")
 }

@@ -21,6 +21,7 @@ var queueSemanticsCases = []Case{
 	{"test_worker_item_immediate_visibility", WorkerItemImmediateVisibility},
 	{"test_worker_delayed_visibility_skips_future_items", WorkerDelayedVisibilitySkipsFutureItems},
 	{"test_orphan_queue_messages_dropped", OrphanQueueMessagesDropped},
+	{"test_fetch_lists_messages_in_enqueue_order", FetchListsMessagesInEnqueueOrder},
 }
 
 // WorkerQueueFIFOOrdering checks that worker items are fetched in enqueue
@@ -186,4 +187,55 @@ func OrphanQueueMessagesDropped(t *testing.T, f Factory) {
 		"the QueueMessage for the existing instance should be delivered")
 
 	ackTurn(t, p, item.LockToken, item.ExecutionID, nil, duroxide.ExecutionMetadata{})
+}
+
+// FetchListsMessagesInEnqueueOrder checks duroxide main's rule (no Rust
+// validation test of this name; the provider side of
+// test_continue_as_new_queue_race_replay): the messages of a fetched turn
+// are listed in the order they were enqueued, whatever their visibility
+// times. A TimerFired whose fire time is long past (visible at once, and
+// visible "earlier" than anything else) stays where it was enqueued:
+// before the queue messages an ack enqueued after it, and after the queue
+// message an ack or a client enqueued before it.
+func FetchListsMessagesInEnqueueOrder(t *testing.T, f Factory) {
+	timer := func(inst string, id uint64) duroxide.WorkItem {
+		return duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: id, FireAtMs: 1000}}
+	}
+	queued := func(inst, data string) duroxide.WorkItem {
+		return duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: inst, Name: "q", Data: data}}
+	}
+	for _, shape := range []string{"timer-first", "timer-between", "timer-last", "client-then-timer"} {
+		t.Run(shape, func(t *testing.T) {
+			p := f.NewProvider(t)
+			inst := "provider-combined-race-" + shape
+			history := []duroxide.Event{
+				stamped(duroxide.NewEvent(1, inst, 1, nil, duroxide.OrchestrationStarted{Name: "CombinedRace", Version: "1.0.0", Input: shape}), "0.1.31"),
+				duroxide.NewEvent(2, inst, 1, nil, duroxide.QueueSubscribed{Name: "q"}),
+				duroxide.NewEvent(3, inst, 1, nil, duroxide.TimerCreated{FireAtMs: 1000}),
+			}
+			var acked []duroxide.WorkItem
+			var want []string
+			switch shape {
+			case "timer-first":
+				acked = []duroxide.WorkItem{timer(inst, 3), queued(inst, "m1"), queued(inst, "m2")}
+				want = []string{"TimerFired:3", "QueueMessage:m1", "QueueMessage:m2"}
+			case "timer-between":
+				acked = []duroxide.WorkItem{queued(inst, "m1"), timer(inst, 3), queued(inst, "m2")}
+				want = []string{"QueueMessage:m1", "TimerFired:3", "QueueMessage:m2"}
+			case "timer-last":
+				acked = []duroxide.WorkItem{queued(inst, "m1"), queued(inst, "m2"), timer(inst, 3)}
+				want = []string{"QueueMessage:m1", "QueueMessage:m2", "TimerFired:3"}
+			case "client-then-timer":
+				want = []string{"QueueMessage:m1", "TimerFired:3"}
+			}
+			seedTurn(t, p, inst, history, acked, orchMetadata("CombinedRace", "1.0.0"))
+			if shape == "client-then-timer" {
+				enqueueOrch(t, p, queued(inst, "m1"))
+				enqueueOrch(t, p, timer(inst, 3))
+			}
+			item := fetchOrch(t, p, longLock)
+			require.Equal(t, inst, item.Instance)
+			require.Equal(t, want, messageSummary(item.Messages), "messages in enqueue order")
+		})
+	}
 }

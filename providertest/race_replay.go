@@ -26,6 +26,8 @@ var raceReplayCases = []Case{
 	{"test_continue_as_new_duplicate_start", testContinueAsNewDuplicateStart},
 	{"test_continue_as_new_transition_delivery", testContinueAsNewTransitionDelivery},
 	{"test_continue_as_new_queue_race_replay", testContinueAsNewQueueRaceReplay},
+	{"test_queue_race_cancellation_replay", QueueRaceCancellationReplay},
+	{"test_queue_replay_version_stamp_roundtrip", QueueReplayVersionStampRoundtrip},
 }
 
 // raceWait is how long a case waits for an instance to finish; the work
@@ -466,4 +468,59 @@ func testContinueAsNewQueueRaceReplay(t *testing.T, f Factory) {
 			requireCompletedWith(t, waitStatus(t, p, instance), want, "unread arrivals must be carried across continue-as-new")
 		})
 	}
+}
+
+// QueueRaceCancellationReplay is the provider side of duroxide's
+// test_queue_race_cancellation_replay (whose runtime side, the replay of
+// queue waits cancelled by a select, the runtime's replay tests cover): ReadWithExecution returns a
+// history exactly as written, every field of every event included (event
+// and source event ids, timestamps, the 0.1.31 stamp of a newer runtime),
+// and the next fetch returns it the same way.
+func QueueRaceCancellationReplay(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "provider-queue-race-q1"
+	ev := func(id uint64, source *uint64, kind duroxide.EventKind) duroxide.Event {
+		e := duroxide.NewEvent(id, inst, 1, source, kind)
+		e.TimestampMs = 1_700_000_000_000 + id
+		return e
+	}
+	history := []duroxide.Event{
+		stamped(ev(1, nil, duroxide.OrchestrationStarted{Name: "QueueRace", Version: "1.0.0", Input: "q1"}), "0.1.31"),
+		ev(2, nil, duroxide.QueueSubscribed{Name: "q"}),
+		ev(3, nil, duroxide.QueueSubscribed{Name: "q"}),
+		ev(4, nil, duroxide.TimerCreated{FireAtMs: 1000}),
+		ev(5, duroxide.Uint64Ptr(4), duroxide.TimerFired{FireAtMs: 1000}),
+		ev(6, nil, duroxide.QueueEventDelivered{Name: "q", Data: "first"}),
+		ev(7, nil, duroxide.QueueEventDelivered{Name: "q", Data: "second"}),
+		ev(8, duroxide.Uint64Ptr(2), duroxide.QueueSubscriptionCancelled{Reason: "dropped_future"}),
+		ev(9, nil, duroxide.ActivityScheduled{Name: "checkpoint", Input: "first,second"}),
+	}
+	completion := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 9, Result: "ok"}}
+	seedTurn(t, p, inst, history, []duroxide.WorkItem{completion}, orchMetadata("QueueRace", "1.0.0"))
+
+	got, err := p.ReadWithExecution(t.Context(), inst, 1)
+	require.NoError(t, err)
+	require.Equal(t, history, got, "the provider must preserve full event metadata and the semantic version stamp")
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, history, item.History, "the fetch returns the history as written")
+}
+
+// QueueReplayVersionStampRoundtrip ports duroxide's
+// test_queue_replay_version_stamp_roundtrip (the whole test: it is a
+// provider test): an event stamped by an older runtime (0.1.30) reads back
+// with its stamp, and a fetch returns it unstamped by the provider.
+func QueueReplayVersionStampRoundtrip(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	ctx := t.Context()
+	const inst = "queue-version-roundtrip"
+	event := stamped(startedEvent(inst, 1, 1, testOrch, testOrchVersion), "0.1.30")
+	seedTurn(t, p, inst, []duroxide.Event{event}, nil, orchMetadata(testOrch, testOrchVersion))
+	got, err := p.ReadWithExecution(ctx, inst, 1)
+	require.NoError(t, err)
+	require.Equal(t, []duroxide.Event{event}, got)
+
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: inst, Name: "fetch-stamp", Data: "wake"}})
+	item := fetchOrch(t, p, longLock)
+	require.Equal(t, "0.1.30", item.History[0].DuroxideVersion, "the fetch path restamped history")
+	require.NoError(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, true), "release the stamp probe's lock")
 }

@@ -68,6 +68,27 @@ type replayEngine struct {
 
 	cancelledActivityIDs    []uint64
 	cancelledSubOrchestrate []string // unprefixed child ids
+
+	// divergence says where a replay that failed with nondeterminism
+	// left the history (for Registry.Replay's report); nil otherwise.
+	divergence *divergence
+	// wholeHistory makes execute apply every history event even after
+	// the function returned, so that recorded calls the code no longer
+	// reaches are reported (Registry.Replay); a turn stops at the return.
+	wholeHistory bool
+}
+
+// divergence is where the code and the history parted: the position of
+// the recorded event in the execution's history, the event, and the
+// action the code emitted in its place (nil when it emitted none).
+type divergence struct {
+	index  int
+	event  duroxide.Event
+	action *action
+	// When action is nil: whether the code had returned, and how.
+	returned bool
+	err      error
+	panicked *string
 }
 
 // newReplayEngine prepares a turn over baseline, the execution's history;
@@ -263,6 +284,7 @@ type replayRun struct {
 	scheduleKinds map[uint64]duroxide.EventType
 	mustPoll      bool
 	finished      bool
+	mismatched    *action // the action a failed match popped, for the divergence
 }
 
 // poll resumes the orchestration and queues the actions it emitted; it
@@ -316,12 +338,13 @@ func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string
 			ctx.setReplaying(false)
 		}
 		if run.mustPoll {
-			if run.poll() {
+			if run.poll() && !e.wholeHistory {
 				break
 			}
 			run.mustPoll = false
 		}
 		if res, failedTurn := e.applyHistoryEvent(run, ev); failedTurn {
+			e.divergence = &divergence{index: i, event: ev, action: run.mismatched, returned: run.finished, err: co.err, panicked: co.panicked}
 			return res
 		}
 	}
@@ -361,6 +384,7 @@ func (e *replayEngine) applyHistoryEvent(run *replayRun, ev duroxide.Event) (res
 		ta := run.emitted[0]
 		run.emitted = run.emitted[1:]
 		if !ta.action.matchesEvent(ev.Kind) {
+			run.mismatched = &ta.action
 			return nondeterminism(fmt.Sprintf("%s mismatch: action=%s vs event=%s", what, ta.action, describeEvent(ev.Kind))), true
 		}
 		return turnResult{}, false
@@ -431,6 +455,7 @@ func (e *replayEngine) applyHistoryEvent(run *replayRun, ev duroxide.Event) (res
 		ta := run.emitted[0]
 		run.emitted = run.emitted[1:]
 		if !ta.action.matchesEvent(ev.Kind) {
+			run.mismatched = &ta.action
 			return nondeterminism(fmt.Sprintf("schedule mismatch: action=%s vs event=%s", ta.action, describeEvent(ev.Kind))), true
 		}
 		ctx.mu.Lock()
@@ -490,6 +515,7 @@ func (e *replayEngine) matchAndBind(run *replayRun, ev duroxide.Event) (token ui
 	ta := run.emitted[0]
 	run.emitted = run.emitted[1:]
 	if !ta.action.matchesEvent(ev.Kind) {
+		run.mismatched = &ta.action
 		return 0, nondeterminism(fmt.Sprintf("schedule mismatch: action=%s vs event=%s", ta.action, describeEvent(ev.Kind))), true
 	}
 	run.ctx.mu.Lock()
@@ -642,8 +668,9 @@ func (e *replayEngine) collectCancelled(ctx *OrchestrationContext) (turnResult, 
 					inCode[id] = true
 				}
 			}
-			for id := range recorded {
+			for _, id := range sortedKeys(recorded) {
 				if !inCode[id] {
+					e.divergence = cancellationDivergence(persisted, c.cancel, id)
 					return nondeterminism(fmt.Sprintf("cancellation mismatch (%s): baseline_dropped_future_cancel_requests=%v ctx_cancelled_in_replayed_segment=%v",
 						c.what, sortedKeys(recorded), sortedKeys(inCode))), true
 				}
@@ -698,6 +725,17 @@ func (e *replayEngine) collectCancelled(ctx *OrchestrationContext) (turnResult, 
 	}
 	s.clearCancelled()
 	return turnResult{}, false
+}
+
+// cancellationDivergence locates the recorded dropped-future cancellation
+// of schedule id (of type cancel) that the code no longer makes.
+func cancellationDivergence(persisted []duroxide.Event, cancel duroxide.EventType, id uint64) *divergence {
+	for i, ev := range persisted {
+		if ev.Type() == cancel && ev.SourceEventID != nil && *ev.SourceEventID == id {
+			return &divergence{index: i, event: ev}
+		}
+	}
+	return nil
 }
 
 // cancelReason returns the reason of a cancellation event kind.

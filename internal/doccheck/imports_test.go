@@ -46,6 +46,10 @@ var importRules = []importRule{
 	{pkg: "duroxide/runtime", code: []string{"duroxide"},
 		tests:    []string{"duroxide/runtime", ".", "cdbtest", "providertest/memory"},
 		external: []string{otel}},
+	// Users' tests of their orchestrations: the replayer, and an
+	// environment on the in-memory provider by default.
+	{pkg: "duroxide/runtime/runtimetest", code: []string{"duroxide", "duroxide/runtime", "providertest/memory"},
+		tests: []string{"duroxide/runtime/runtimetest"}},
 	// The validation suite, the reference provider, the stress harness.
 	{pkg: "providertest", code: []string{"duroxide", "duroxide/runtime", "providertest/memory"}, tests: []string{"providertest", "internal/testparallel"}},
 	{pkg: "providertest/memory", code: []string{"duroxide"}},

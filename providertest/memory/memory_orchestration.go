@@ -101,11 +101,16 @@ func (p *MemoryProvider) pushOrchestrator(item duroxide.WorkItem, data []byte, v
 // An instance with no record is served from its StartOrchestration or
 // ContinueAsNew message; when it has only QueueMessage items they are
 // dropped, and when it has other items (racing a start) they stay queued.
-// With a positive pollTimeout the call waits up to that long for work.
+// With a positive pollTimeout the call waits up to that long for work. A
+// lock timeout under 1 ms finds nothing: a fetch never returns a lock that
+// has expired.
 func (p *MemoryProvider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	const op = "fetch_orchestration_item"
 	if err := memCtxErr(op, ctx); err != nil {
 		return nil, err
+	}
+	if lockTimeout.Milliseconds() <= 0 {
+		return nil, nil // a lock that would have expired on return
 	}
 	var item *duroxide.OrchestrationItem
 	err := p.longPoll(ctx, op, pollTimeout, func(now int64) bool {

@@ -34,9 +34,11 @@ func (p *MemoryProvider) GetInstanceStatus(ctx context.Context, instance string)
 }
 
 // GetInstanceStats returns the size of the instance's stored state: its
-// current execution's history (count and JSON bytes), its pending
-// orchestrator messages, and its KV values (count and bytes, delta
-// included); nil when the instance has no record.
+// current execution's history (count and JSON bytes), the queue messages
+// its OrchestrationStarted carried forward from the previous execution
+// (duroxide's queue_pending_count), and its KV values (count and bytes,
+// delta included, tombstones excluded); nil when the instance has no
+// record.
 func (p *MemoryProvider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
 	if err := memCtxErr("get_instance_stats", ctx); err != nil {
 		return nil, err
@@ -48,13 +50,15 @@ func (p *MemoryProvider) GetInstanceStats(ctx context.Context, instance string) 
 		return nil, nil
 	}
 	stats := &duroxide.SystemStats{}
-	for _, r := range p.history[instance][inst.currentExecution] {
+	for i, r := range p.history[instance][inst.currentExecution] {
 		stats.HistoryEventCount++
 		stats.HistorySizeBytes += uint64(len(r.data))
-	}
-	for _, r := range p.orchQueue {
-		if r.instance == instance {
-			stats.QueuePendingCount++
+		if i == 0 {
+			if ev, err := r.decode(); err == nil {
+				if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+					stats.QueuePendingCount = uint64(len(s.CarryForwardEvents))
+				}
+			}
 		}
 	}
 	for _, v := range p.kvView(instance) {

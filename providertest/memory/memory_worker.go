@@ -63,11 +63,16 @@ func (p *MemoryProvider) workRowByToken(token string, now int64) *memWorkRow {
 // and fetching one claims (or refreshes) its session for
 // session.LockTimeout and stamps its last activity. The item's lock lasts
 // lockTimeout and its attempt count is incremented. With a positive
-// pollTimeout the call waits up to that long for work.
+// pollTimeout the call waits up to that long for work. A fetch never returns
+// a lock or session lease that has expired: a lock timeout under 1 ms finds
+// nothing, and a session lease under 1 ms leaves session items out.
 func (p *MemoryProvider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	const op = "fetch_work_item"
 	if err := memCtxErr(op, ctx); err != nil {
 		return nil, err
+	}
+	if lockTimeout.Milliseconds() <= 0 {
+		return nil, nil // a lock that would have expired on return
 	}
 	var locked *duroxide.LockedWorkItem
 	err := p.longPoll(ctx, op, pollTimeout, func(now int64) bool {
@@ -94,7 +99,7 @@ func (p *MemoryProvider) tryFetchWork(now int64, lockTimeout time.Duration, sess
 			continue // undecodable: never handed out
 		}
 		if sid := r.item.SessionID; sid != nil {
-			if session == nil || !p.sessionAvailable(*sid, session.OwnerID, now) {
+			if session == nil || session.LockTimeout.Milliseconds() <= 0 || !p.sessionAvailable(*sid, session.OwnerID, now) {
 				continue
 			}
 			p.claimSession(*sid, session, now)
