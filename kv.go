@@ -136,7 +136,8 @@ func (p *Provider) readKV(ctx context.Context, instance string) (kvState, error)
 
 // GetKVValue returns one KV value: the current execution's change when
 // there is one (a tombstone means absent), else the stored value; ok is
-// false for a missing key or instance. One single-partition query.
+// false for a missing key or instance. One single-partition query (more
+// pages of results for KV tables of several megabytes).
 func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string, bool, error) {
 	ctx = withCall(ctx, "get_kv_value")
 	const op = "get_kv_value"
@@ -152,7 +153,8 @@ func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string
 }
 
 // GetKVAllValues returns every KV value of the instance (the delta over the
-// store; empty for an unknown instance). One single-partition query.
+// store; empty for an unknown instance). One single-partition query (more
+// pages of results for KV tables of several megabytes).
 func (p *Provider) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
 	ctx = withCall(ctx, "get_kv_all_values")
 	const op = "get_kv_all_values"

@@ -103,8 +103,9 @@ func LockExpirationDuringAck(t *testing.T, f Factory) {
 // ProviderError, instead of dropping events, once the instance's history
 // holds data that does not decode (duroxide's
 // test_read_corrupted_history_returns_error, added after 0.1.26; the Go
-// contract adds that the error is permanent). Needs the HistoryCorrupter
-// hook.
+// contract adds that the error is permanent, and that ProviderAdmin's
+// ReadHistory fails the same way when the provider has it). Needs the
+// HistoryCorrupter hook.
 func ReadCorruptedHistoryReturnsError(t *testing.T, f Factory) {
 	corrupter := requireCorrupter(t, f)
 	p := f.NewProvider(t)
@@ -118,10 +119,15 @@ func ReadCorruptedHistoryReturnsError(t *testing.T, f Factory) {
 	corrupter.CorruptInstanceHistory(ctx, t, p, inst)
 	history, err = p.Read(ctx, inst)
 	requirePermanent(t, err, "read() should return an error for corrupted history, got %d events", len(history))
+	if admin, ok := duroxide.AsManagementCapability(p); ok {
+		history, err = admin.ReadHistory(ctx, inst)
+		requirePermanent(t, err, "read_history() should return an error for corrupted history, got %d events", len(history))
+	}
 }
 
 // ReadWithExecutionCorruptedHistoryReturnsError checks the same of
-// ReadWithExecution (duroxide's
+// ReadWithExecution, and of ProviderAdmin's ReadHistoryWithExecutionID when
+// the provider has it (duroxide's
 // test_read_with_execution_corrupted_history_returns_error, added after
 // 0.1.26). Needs the HistoryCorrupter hook.
 func ReadWithExecutionCorruptedHistoryReturnsError(t *testing.T, f Factory) {
@@ -137,4 +143,8 @@ func ReadWithExecutionCorruptedHistoryReturnsError(t *testing.T, f Factory) {
 	corrupter.CorruptInstanceHistory(ctx, t, p, inst)
 	history, err = p.ReadWithExecution(ctx, inst, duroxide.InitialExecutionID)
 	requirePermanent(t, err, "read_with_execution() should return an error for corrupted history, got %d events", len(history))
+	if admin, ok := duroxide.AsManagementCapability(p); ok {
+		history, err = admin.ReadHistoryWithExecutionID(ctx, inst, duroxide.InitialExecutionID)
+		requirePermanent(t, err, "read_history_with_execution_id() should return an error for corrupted history, got %d events", len(history))
+	}
 }
