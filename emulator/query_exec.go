@@ -81,7 +81,8 @@ type contToken struct {
 }
 
 // queryHash ties a continuation token to its query. An ORDER BY token
-// resumes after its sort keys whatever the filter, and the SDKs rely on
+// (and an ordered DISTINCT one) resumes after its sort keys whatever the
+// filter, and the SDKs rely on
 // that: resuming a cross-partition ORDER BY, they rewrite the WHERE clause
 // of the plan's query (the filter placeholder becomes "c.n > 1" and the
 // like, @azure/cosmos's OrderByQueryRangeStrategy) and send the range's
@@ -89,7 +90,7 @@ type contToken struct {
 func queryHash(q *query) uint64 {
 	h := fnv.New64a()
 	text := q.text
-	if q.mode() == modeOrdered && q.src.where != "" {
+	if (q.mode() == modeOrdered || q.orderedDistinct()) && q.src.where != "" {
 		text = strings.Replace(text, q.src.where, "", 1)
 	}
 	h.Write([]byte(text))
@@ -331,14 +332,8 @@ func (q *query) orderKeys(ev *evaluator, row []value) []value {
 }
 
 func (q *query) compareRows(a, b *resultRow) int {
-	for i, o := range q.orderBy {
-		c := compareValues(a.keys[i], b.keys[i])
-		if o.desc {
-			c = -c
-		}
-		if c != 0 {
-			return c
-		}
+	if c := q.compareKeys(a.keys, b.keys); c != 0 {
+		return c
 	}
 	switch {
 	case a.seq < b.seq:
@@ -749,8 +744,9 @@ const maxBufferedRows = 10_000_000
 
 // outRow is one projected result of a buffered query.
 type outRow struct {
-	v   value
-	doc *item
+	v    value
+	doc  *item
+	keys []value // ORDER BY keys (ungrouped queries)
 }
 
 // finish projects collected rows (grouping them when the query aggregates),
@@ -777,7 +773,7 @@ func (q *query) finish(ev *evaluator, rows []resultRow, skip, take int, outerRow
 	} else {
 		for i := range rows {
 			if v := q.project(ev, rows[i].rowValues(ev)); v.defined() {
-				outs = append(outs, outRow{v: v, doc: q.starDoc(&rows[i])})
+				outs = append(outs, outRow{v: v, doc: q.starDoc(&rows[i]), keys: rows[i].keys})
 			}
 		}
 	}
@@ -808,9 +804,73 @@ func (q *query) execBuffered(ev *evaluator, in execInput, tok contToken, skip, t
 		return q.execStreamAggregate(ev, in, calls, skip, take, w)
 	}
 	outs := q.finish(ev, q.collect(ev, in, nil), skip, take, nil)
+	if q.orderedDistinct() {
+		return q.pageOrderedDistinct(outs, tok, w)
+	}
 	for i := tok.I; i < len(outs); i++ {
 		if w.full() {
 			w.p.next = encodeToken(contToken{Hash: queryHash(q), Kind: "b", I: i})
+			break
+		}
+		w.add(outs[i].v, outs[i].doc)
+	}
+	return w.p
+}
+
+// compareKeys orders two rows' ORDER BY keys as the query sorts them.
+func (q *query) compareKeys(a, b []value) int {
+	for i, o := range q.orderBy {
+		c := compareValues(a[i], b[i])
+		if o.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// orderedDistinct reports a DISTINCT query with ORDER BY (and no grouping),
+// whose pages resume after the sort keys of the last result, as ORDER BY
+// queries do: the SDKs resume it with a rewritten filter (queryHash).
+func (q *query) orderedDistinct() bool {
+	return q.distinct && len(q.orderBy) > 0 && !q.hasAgg && len(q.groupBy) == 0
+}
+
+// pageOrderedDistinct writes the page of an ordered DISTINCT query's
+// results (in ORDER BY order) that follows tok: the results after its
+// sort keys, and after the tok.N results equal to them already returned.
+func (q *query) pageOrderedDistinct(outs []outRow, tok contToken, w *pageWriter) page {
+	compare := q.compareKeys
+	start, same := 0, 0
+	if tok.Kind == "d" {
+		last := make([]value, len(q.orderBy))
+		for i, k := range tok.Keys {
+			if i < len(last) && k != "undefined" {
+				last[i], _ = parseJSON([]byte(k))
+			}
+		}
+		for start < len(outs) && compare(outs[start].keys, last) < 0 {
+			start++
+		}
+		for ; start < len(outs) && same < tok.N && compare(outs[start].keys, last) == 0; start++ {
+			same++
+		}
+	}
+	for i := start; i < len(outs); i++ {
+		if i > start && w.full() {
+			prev := outs[i-1].keys
+			keys := make([]string, len(prev))
+			for k, v := range prev {
+				keys[k] = v.canonical()
+			}
+			// Results returned so far with the last one's keys.
+			n := 0
+			for j := i - 1; j >= 0 && compare(outs[j].keys, prev) == 0; j-- {
+				n++
+			}
+			w.p.next = encodeToken(contToken{Hash: queryHash(q), Kind: "d", N: n, Keys: keys})
 			break
 		}
 		w.add(outs[i].v, outs[i].doc)

@@ -287,6 +287,27 @@ func TestOrderByContinuationSurvivesTheResumeFilter(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rest[0], &x))
 	assert.Equal(t, 2.0, x.Payload)
 
+	// An ordered DISTINCT resumes after its last sort keys too, whether the
+	// resume filter keeps the last value (>=) or not (>).
+	_, plan, _ = e.planFor("plan", "SELECT DISTINCT VALUE c.color FROM c ORDER BY c.color")
+	first, token = page("true", "")
+	var colors []string
+	for _, row := range first {
+		var x struct{ Payload string }
+		require.NoError(t, json.Unmarshal(row, &x))
+		colors = append(colors, x.Payload)
+	}
+	require.Equal(t, []string{"blue", "green"}, colors)
+	require.NotEmpty(t, token)
+	for _, filter := range []string{`c.color >= "green"`, `c.color > "green"`, "true"} {
+		rest, next := page(filter, token)
+		require.Len(t, rest, 1, filter)
+		var x struct{ Payload string }
+		require.NoError(t, json.Unmarshal(rest[0], &x))
+		assert.Equal(t, "red", x.Payload, filter)
+		assert.Empty(t, next, filter)
+	}
+
 	// Another query's token is still refused.
 	h := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True",
 		"x-ms-documentdb-partitionkeyrangeid": "0", "x-ms-continuation": token}

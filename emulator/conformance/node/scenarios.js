@@ -373,21 +373,28 @@ scenario("query-shapes", async () => {
     // gateway's own token for a plain query; with enableQueryControl the
     // SDK's composite tokens, ORDER BY included. (Without query control
     // the SDK gives no token for a cross-partition ORDER BY.)
+    const all = [...Array(12).keys()];
     const resumable = mode.enableQueryControl
-      ? ["SELECT * FROM c", "SELECT VALUE c.n FROM c ORDER BY c.n", "SELECT VALUE c.n FROM c WHERE c.n > 2 ORDER BY c.n DESC"]
-      : mode.forceQueryPlan ? [] : ["SELECT * FROM c"];
-    for (const q of resumable) {
+      ? [
+          ["SELECT VALUE c.n FROM c", all, true],
+          ["SELECT VALUE c.n FROM c ORDER BY c.n", all],
+          ["SELECT VALUE c.n FROM c WHERE c.n > 2 ORDER BY c.n DESC", [11, 10, 9, 8, 7, 6, 5, 4, 3]],
+          // (Not ordered DISTINCT: resumed by @azure/cosmos 4.10.1's tokens
+          // it repeats a value across two ranges here, a difference not yet
+          // checked against the service; the emulator's resume after the
+          // last sort keys is a Go test.)
+        ]
+      : mode.forceQueryPlan ? [] : [["SELECT VALUE c.n FROM c", all, true]];
+    for (const [q, want, unordered] of resumable) {
       const got = [];
       let token;
       for (let i = 0; i < 20; i++) {
-        const r = await c.items.query(q, { ...mode, maxItemCount: 3, continuationToken: token }).fetchNext();
+        const r = await c.items.query(q, { ...mode, maxItemCount: 2, continuationToken: token }).fetchNext();
         got.push(...(r.resources ?? []));
         token = r.continuationToken;
         if (!token) break;
       }
-      const ns = got.map((d) => (typeof d === "number" ? d : d.n));
-      const want = q.includes("DESC") ? [11, 10, 9, 8, 7, 6, 5, 4, 3] : [...Array(12).keys()];
-      assert.deepEqual(q.includes("ORDER BY") ? ns : sortNum(ns), want, `${q} resumed by tokens with ${JSON.stringify(mode)}`);
+      assert.deepEqual(unordered ? sortNum(got) : got, want, `${q} resumed by tokens with ${JSON.stringify(mode)}`);
     }
   }
 });
