@@ -2,6 +2,7 @@ package duroxide
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -26,24 +27,12 @@ const StatusPending = "Pending"
 
 // ErrInstancePending is the cause of the permanent *ProviderError an
 // InstanceStarter returns for a start whose instance is pending (its start
-// is stored and has not run). It matches ErrInstanceExists too
+// is stored and has not run). It wraps ErrInstanceExists
 // (errors.Is(err, ErrInstanceExists) is true), since a pending instance
 // exists for a start; errors.Is(err, ErrInstancePending) tells the two
-// apart.
-var ErrInstancePending error = instancePendingError{}
-
-// instancePendingError is ErrInstancePending's type: it is also
-// ErrInstanceExists for errors.Is.
-type instancePendingError struct{}
-
-// Error returns "instance is pending: its start is stored and has not run
-// yet".
-func (instancePendingError) Error() string {
-	return "instance is pending: its start is stored and has not run yet"
-}
-
-// Is reports whether target is ErrInstanceExists.
-func (instancePendingError) Is(target error) bool { return target == ErrInstanceExists }
+// apart. Its text is "instance already exists: it is pending (its start is
+// stored and has not run yet)".
+var ErrInstancePending = fmt.Errorf("%w: it is pending (its start is stored and has not run yet)", ErrInstanceExists)
 
 // PendingStartMessage is the message of the error that refuses a start of
 // the pending instance (with ErrInstancePending as its cause): `instance
