@@ -176,3 +176,37 @@ func TestPendingInstanceRunsOnceARuntimeHasItsOrchestration(t *testing.T) {
 		t.Fatalf("info = %+v %v", info, err)
 	}
 }
+
+// A pending instance reads Pending on both providers, and a wait for it
+// polls its metadata only: no history read while it has none.
+func TestWaitOnAPendingInstanceReadsNoHistory(t *testing.T) {
+	t.Parallel()
+	for name, newProvider := range statusProviders(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			raw := newProvider(t)
+			admin, ok := duroxide.AsManagementCapability(raw)
+			if !ok {
+				t.Fatal("no ProviderAdmin")
+			}
+			ctx := t.Context()
+			if err := runtime.NewClient(raw).StartOrchestration(ctx, "pend-wait", "Later", ""); err != nil {
+				t.Fatal(err)
+			}
+			counting := &readCountingProvider{Provider: raw, admin: admin}
+			client := runtime.NewClient(counting)
+			st, err := client.GetOrchestrationStatus(ctx, "pend-wait")
+			if err != nil || st.Kind != runtime.StatusPending {
+				t.Fatalf("status = %+v %v, want Pending", st, err)
+			}
+			before, _ := counting.counts()
+			if _, err := client.WaitForOrchestration(ctx, "pend-wait", 300*time.Millisecond); !errors.Is(err, runtime.ErrTimeout) {
+				t.Fatalf("wait = %v, want ErrTimeout", err)
+			}
+			reads, infos := counting.counts()
+			if reads != before || infos < 2 {
+				t.Fatalf("the wait read the history %d times and the metadata %d times; want only metadata", reads-before, infos)
+			}
+		})
+	}
+}
