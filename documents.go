@@ -114,7 +114,7 @@ type instanceDoc struct {
 	// the last runtime that abandoned it reported (pending.go); the ack
 	// that creates the instance clears it.
 	PendingReason string `json:"pendingReason,omitempty"`
-	ETag           string `json:"-"`
+	ETag          string `json:"-"`
 	// RID is the document's _rid, read by fetches only (a deleted and
 	// recreated instance is a new document); never written.
 	RID string `json:"-"`

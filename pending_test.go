@@ -35,6 +35,17 @@ func abandonUnregistered(t *testing.T, p *cdb.Provider, instance, reason string)
 	require.NoError(t, p.AbandonOrchestrationItemWithReason(ctx, item.LockToken, 0, false, reason))
 }
 
+// requirePending requires instance to be Pending with reason, and returns
+// its info.
+func requirePending(t *testing.T, p *cdb.Provider, instance, reason string) duroxide.InstanceInfo {
+	t.Helper()
+	info, err := p.GetInstanceInfo(context.Background(), instance)
+	require.NoError(t, err)
+	assert.Equal(t, duroxide.StatusPending, info.Status)
+	assert.Equal(t, reason, info.PendingReason)
+	return info
+}
+
 // TestAStoredStartIsPending: a client's start that has not run is a
 // Pending instance, with the start's name and no execution, listed under
 // Pending only; ListInstances keeps duroxide's contract (created instances).
@@ -45,12 +56,9 @@ func TestAStoredStartIsPending(t *testing.T) {
 	const inst = "pending-stored"
 	require.NoError(t, p.EnqueueStart(ctx, start(inst, "Approval")))
 
-	info, err := p.GetInstanceInfo(ctx, inst)
-	require.NoError(t, err)
-	assert.Equal(t, duroxide.StatusPending, info.Status)
+	info := requirePending(t, p, inst, "") // no runtime reported a reason yet
 	assert.Equal(t, "Approval", info.OrchestrationName)
 	assert.Equal(t, uint64(0), info.CurrentExecutionID)
-	assert.Empty(t, info.PendingReason, "no runtime reported a reason yet")
 	assert.Nil(t, info.Output)
 	assert.NotZero(t, info.CreatedAt)
 	statusInfo, cs, err := p.GetInstanceStatus(ctx, inst)
@@ -89,10 +97,7 @@ func TestAbandonWithReasonRecordsItAtNoExtraRequest(t *testing.T) {
 	require.NoError(t, p.AbandonOrchestrationItemWithReason(ctx, item.LockToken, 0, false, reason))
 	assert.Equal(t, int64(1), dataRequests(c.emu)-before, "the reason rides on the abandon's batch")
 
-	info, err := p.GetInstanceInfo(ctx, inst)
-	require.NoError(t, err)
-	assert.Equal(t, duroxide.StatusPending, info.Status)
-	assert.Equal(t, reason, info.PendingReason)
+	requirePending(t, p, inst, reason)
 
 	err = p.EnqueueStart(ctx, start(inst, "Process"))
 	pe := requirePermanent(t, err)
@@ -102,9 +107,7 @@ func TestAbandonWithReasonRecordsItAtNoExtraRequest(t *testing.T) {
 
 	// A later abandon's reason replaces it.
 	abandonUnregistered(t, p, inst, "attempt 2")
-	info, err = p.GetInstanceInfo(ctx, inst)
-	require.NoError(t, err)
-	assert.Equal(t, "attempt 2", info.PendingReason)
+	requirePending(t, p, inst, "attempt 2")
 }
 
 // TestAStartAFetchLockedIsPending: a start enqueued without EnqueueStart
@@ -119,10 +122,7 @@ func TestAStartAFetchLockedIsPending(t *testing.T) {
 	_, err := p.GetInstanceInfo(ctx, child)
 	requirePermanent(t, err, "not pending before a fetch (duroxide's test_no_instance_creation_on_enqueue)")
 	abandonUnregistered(t, p, child, "not registered")
-	info, err := p.GetInstanceInfo(ctx, child)
-	require.NoError(t, err)
-	assert.Equal(t, duroxide.StatusPending, info.Status)
-	assert.Equal(t, "not registered", info.PendingReason)
+	requirePending(t, p, child, "not registered")
 }
 
 // TestFirstTurnEndsPending: the ack that creates the instance ends its
