@@ -93,6 +93,7 @@ func storedTable(plan kvTablePlan, before kvTable) kvTable {
 // place, or under a new id when the turn stages it); emptied pages are
 // retired.
 func TestLayoutKVTable(t *testing.T) {
+	t.Parallel()
 	ids := func(turn string) func() string { return kvPageIDs(kvStoreDocID, turn) }
 	small := bigKVValues(100, 16<<10, "s")
 	plan := layoutKVTable(kvStoreDocID, kvTable{}, small, kvRootBytes, false, ids("turn1"))

@@ -157,6 +157,7 @@ func SubOrchestrationInstanceCreation(t *testing.T, f Factory) {
 func AckToleratesStatusOnlyMetadata(t *testing.T, f Factory) {
 	for _, stamp := range []string{"0.1.30", "0.1.31"} {
 		t.Run(stamp, func(t *testing.T) {
+			t.Parallel()
 			p := f.NewProvider(t)
 			inst := "provider-can-duplicate-parent::can-child-" + stamp
 			history := []duroxide.Event{
@@ -195,6 +196,7 @@ func AckToleratesStatusOnlyMetadata(t *testing.T, f Factory) {
 func DuplicateStartKeepsInstanceName(t *testing.T, f Factory) {
 	for _, duplicate := range []string{"Original", "WrongHandler"} {
 		t.Run(duplicate, func(t *testing.T) {
+			t.Parallel()
 			p := f.NewProvider(t)
 			inst := "provider-pinned-handler-" + duplicate
 			history := []duroxide.Event{

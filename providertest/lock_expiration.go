@@ -272,6 +272,7 @@ func OrchestrationLockRenewalAfterExpiration(t *testing.T, f Factory) {
 // began (long-polling providers only).
 func FetchNeverReturnsExpiredLock(t *testing.T, f Factory) {
 	t.Run("orchestration", func(t *testing.T) {
+		t.Parallel()
 		p := f.NewProvider(t)
 		enqueueOrch(t, p, startItem("expired-lock-orch"))
 		item, err := p.FetchOrchestrationItem(t.Context(), 500*time.Microsecond, 0, nil)
@@ -284,6 +285,7 @@ func FetchNeverReturnsExpiredLock(t *testing.T, f Factory) {
 		require.Equal(t, uint32(1), item.AttemptCount, "the fetch that returned nothing did not count an attempt")
 	})
 	t.Run("work item and session", func(t *testing.T) {
+		t.Parallel()
 		p := f.NewProvider(t)
 		lockingEnqueueWorker(t, p, lockingActivityExecute("expired-lock-work", 1, 1, "TestActivity", "plain"))
 		w, err := p.FetchWorkItem(t.Context(), 500*time.Microsecond, 0, nil, duroxide.TagFilterDefaultOnly())
@@ -304,6 +306,7 @@ func FetchNeverReturnsExpiredLock(t *testing.T, f Factory) {
 		require.Equal(t, uint32(1), w.AttemptCount)
 	})
 	t.Run("long poll", func(t *testing.T) {
+		t.Parallel()
 		if !supportsLongPolling(f) {
 			t.Skip("skipped: a short-polling provider returns before its lock could lapse")
 		}

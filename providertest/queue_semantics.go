@@ -206,6 +206,7 @@ func FetchListsMessagesInEnqueueOrder(t *testing.T, f Factory) {
 	}
 	for _, shape := range []string{"timer-first", "timer-between", "timer-last", "client-then-timer"} {
 		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
 			p := f.NewProvider(t)
 			inst := "provider-combined-race-" + shape
 			history := []duroxide.Event{

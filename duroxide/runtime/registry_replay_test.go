@@ -74,3 +74,38 @@ func TestRegistryReplayRefusesMalformedHistories(t *testing.T) {
 		t.Error("a nil registry replayed")
 	}
 }
+
+func TestRegistryCloneCopiesRegistrationsAndWrapsActivities(t *testing.T) {
+	t.Parallel()
+	reg := selectOrJoin(t, true)
+	if err := reg.RegisterActivity("A", func(*ActivityContext, string) (string, error) { return "a", nil }); err != nil {
+		t.Fatal(err)
+	}
+	var wrapped []string
+	clone := reg.Clone(func(name string, fn ActivityFunc) ActivityFunc {
+		wrapped = append(wrapped, name)
+		return func(ctx *ActivityContext, in string) (string, error) {
+			out, err := fn(ctx, in)
+			return out + "!", err
+		}
+	})
+	if err := clone.RegisterActivity("B", func(*ActivityContext, string) (string, error) { return "b", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reg.resolveActivity("B"); ok {
+		t.Error("a registration on the clone reached the original")
+	}
+	fn, ok := clone.resolveActivity("A")
+	if !ok {
+		t.Fatal("A is not in the clone")
+	}
+	if out, _ := fn(nil, ""); out != "a!" || len(wrapped) != 1 {
+		t.Errorf("wrapped A returns %q; wrapped %v", out, wrapped)
+	}
+	if _, _, ok := clone.resolveOrchestration("TestOrch", nil); !ok {
+		t.Error("TestOrch is not in the clone")
+	}
+	if err := clone.Replay(testInstance, raceHistory()); err != nil {
+		t.Error(err)
+	}
+}

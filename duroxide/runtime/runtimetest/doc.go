@@ -23,4 +23,24 @@
 //
 // Replay returns the failures as an error instead, for programs (a
 // deployment check, say).
+//
+// # Running orchestrations in a test
+//
+// New runs a registry for one test on a fresh in-memory provider (or any
+// provider, WithProvider), stopped by t.Cleanup; environments of parallel
+// tests share nothing. Activities can be replaced for the test, every call
+// is recorded with its input and attempt, and an instance's status and
+// history are checked with assertions that print the history when they
+// fail:
+//
+//	func TestDeclinedCardFailsTheOrder(t *testing.T) {
+//		t.Parallel()
+//		env := runtimetest.New(t, myRegistry())
+//		env.MockActivity("ChargeCard").FailsFirst(2, errors.New("gateway busy")).Fails(errors.New("card declined"))
+//		order := env.Run("ProcessOrder", `{"id":7}`)
+//		order.AssertFailed("card declined")
+//		order.AssertActivityNames("Reserve", "ChargeCard", "ChargeCard", "ChargeCard", "Release")
+//	}
+//
+// The runtime runs with real time: a durable timer waits its delay.
 package runtimetest

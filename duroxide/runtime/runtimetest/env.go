@@ -1,0 +1,185 @@
+package runtimetest
+
+// The test environment: the user's registry running on a provider of its
+// own for one test.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
+)
+
+// DefaultWaitTimeout bounds Instance.Wait and the waits of the
+// environment's helpers unless WithWaitTimeout says otherwise: a guard
+// against a test that would hang, not a speed check.
+const DefaultWaitTimeout = time.Minute
+
+// defaultPollInterval is the runtime's poll interval in an environment
+// whose options leave it unset: a test need not wait 100 ms per idle poll.
+const defaultPollInterval = 5 * time.Millisecond
+
+// Option configures New: WithProvider, WithOptions, WithWaitTimeout.
+type Option struct{ apply func(*envConfig) }
+
+type envConfig struct {
+	provider    duroxide.Provider
+	options     runtime.Options
+	waitTimeout time.Duration
+}
+
+// WithProvider runs the environment on p instead of a fresh in-memory
+// provider (a cdbtest provider, say). The environment does not close p.
+func WithProvider(p duroxide.Provider) Option {
+	return Option{func(c *envConfig) { c.provider = p }}
+}
+
+// WithOptions sets the runtime's options (runtime.Options). Fields left
+// zero keep the runtime's defaults, except PollInterval (5 ms unless set)
+// and Logger (log output is discarded unless set).
+func WithOptions(o runtime.Options) Option {
+	return Option{func(c *envConfig) { c.options = o }}
+}
+
+// WithWaitTimeout bounds every wait of the environment (Instance.Wait,
+// RaiseEvent's wait for a subscription) at d instead of DefaultWaitTimeout.
+func WithWaitTimeout(d time.Duration) Option {
+	return Option{func(c *envConfig) { c.waitTimeout = d }}
+}
+
+// Env runs a registry's orchestrations for one test: a runtime on a
+// provider of its own (a fresh in-memory provider unless WithProvider),
+// with the registry's activities replaceable by mocks and every activity
+// call recorded. New starts it and t.Cleanup stops it; environments of
+// parallel tests are independent. Its methods are safe for concurrent use
+// and report failures through the test (t.Fatal or t.Error).
+type Env struct {
+	t           testing.TB
+	provider    duroxide.Provider
+	registry    *runtime.Registry
+	client      *runtime.Client
+	waitTimeout time.Duration
+
+	mu         sync.Mutex
+	registered map[string]runtime.ActivityFunc // the user's activities
+	mocks      map[string]*ActivityMock
+	counts     map[string]int
+	calls      []ActivityCall
+	started    int
+}
+
+// New starts an environment running reg for test t. reg is not modified:
+// the environment runs a copy (runtime.Registry.Clone) whose activities
+// the mocks replace. It stops the test (t.Fatal) when the runtime cannot
+// start.
+func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
+	t.Helper()
+	cfg := envConfig{waitTimeout: DefaultWaitTimeout}
+	for _, o := range opts {
+		if o.apply != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.provider == nil {
+		cfg.provider = memory.NewMemoryProvider(memory.MemoryOptions{})
+	}
+	if cfg.options.PollInterval == 0 {
+		cfg.options.PollInterval = defaultPollInterval
+	}
+	if cfg.options.Logger == nil {
+		cfg.options.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Env{
+		t: t, provider: cfg.provider, client: runtime.NewClient(cfg.provider), waitTimeout: cfg.waitTimeout,
+		registered: map[string]runtime.ActivityFunc{}, mocks: map[string]*ActivityMock{}, counts: map[string]int{},
+	}
+	e.registry = reg.Clone(func(name string, fn runtime.ActivityFunc) runtime.ActivityFunc {
+		e.registered[name] = fn
+		return e.activity(name)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, err := runtime.Start(ctx, cfg.provider, e.registry, cfg.options)
+	if err != nil {
+		cancel()
+		t.Fatalf("runtimetest: start the runtime: %v", err)
+	}
+	t.Cleanup(func() {
+		shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		if err := rt.Shutdown(shutdown); err != nil {
+			t.Errorf("runtimetest: shut the runtime down: %v", err)
+		}
+		cancel()
+	})
+	return e
+}
+
+// Provider returns the environment's provider, for reads a test makes
+// itself.
+func (e *Env) Provider() duroxide.Provider { return e.provider }
+
+// Client returns a client on the environment's provider.
+func (e *Env) Client() *runtime.Client { return e.client }
+
+// Registry returns the registry the environment runs: the copy of New's
+// registry with the mocks in place.
+func (e *Env) Registry() *runtime.Registry { return e.registry }
+
+// Start starts orchestration (its latest registered version) as instance
+// with input, and returns its handle without waiting. It stops the test
+// when the start fails.
+func (e *Env) Start(instance, orchestration, input string) *Instance {
+	e.t.Helper()
+	if err := e.client.StartOrchestration(e.t.Context(), instance, orchestration, input); err != nil {
+		e.t.Fatalf("runtimetest: start %s as %q: %v", orchestration, instance, err)
+	}
+	return &Instance{env: e, ID: instance}
+}
+
+// Run starts orchestration with input as a new instance (named
+// "<orchestration>-<n>", n counting the environment's runs from 1) and
+// waits until it completes or fails (Instance.Wait).
+func (e *Env) Run(orchestration, input string) *Instance {
+	e.t.Helper()
+	e.mu.Lock()
+	e.started++
+	id := fmt.Sprintf("%s-%d", orchestration, e.started)
+	e.mu.Unlock()
+	inst := e.Start(id, orchestration, input)
+	inst.Wait()
+	return inst
+}
+
+// Instance returns the handle of an instance the environment runs (a
+// sub-orchestration's, say), without checking that it exists.
+func (e *Env) Instance(id string) *Instance { return &Instance{env: e, ID: id} }
+
+// history returns every execution's events of instance, in order.
+func (e *Env) history(instance string) ([]Execution, error) {
+	hs, err := ReadProvider(e.t.Context(), e.provider, instance)
+	if err != nil {
+		return nil, err
+	}
+	return hs[0].Executions, nil
+}
+
+// describe prints an instance's history for a failure message.
+func (e *Env) describe(instance string) string {
+	execs, err := e.history(instance)
+	if err != nil {
+		return fmt.Sprintf("(history of %q unreadable: %v)", instance, err)
+	}
+	var b strings.Builder
+	for _, x := range execs {
+		fmt.Fprintf(&b, "history of %q, execution %d:\n%s", instance, x.ExecutionID, FormatHistory(x.Events, -1))
+	}
+	return b.String()
+}

@@ -1,0 +1,297 @@
+package runtimetest
+
+// An instance under test: waiting for it, signalling it, and assertions
+// on its status and history.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// Instance is an orchestration instance of an Env. Its assertions report
+// a failure with t.Error, followed by the instance's history; its other
+// methods stop the test (t.Fatal) when the provider fails.
+type Instance struct {
+	env *Env
+	// ID is the instance's id.
+	ID string
+}
+
+// Call is an activity or sub-orchestration an orchestration scheduled.
+type Call struct {
+	// Name is the activity's or orchestration's name.
+	Name string
+	// Input is the input it was scheduled with.
+	Input string
+	// Instance is a sub-orchestration's instance id as recorded (a
+	// generated one reads "sub::<event id>"); empty for activities.
+	// AssertSubOrchestrations compares it only when the wanted Call sets
+	// it.
+	Instance string
+}
+
+// Timer is a durable timer an orchestration created.
+type Timer struct {
+	// CreatedAt is when the TimerCreated event was recorded, and FireAt
+	// when the timer fires (both to the millisecond).
+	CreatedAt, FireAt time.Time
+	// Fired reports whether its TimerFired is in history.
+	Fired bool
+}
+
+// Delay is FireAt - CreatedAt: the delay the orchestration asked for, less
+// the few milliseconds between the call and the recording of its event.
+func (t Timer) Delay() time.Duration { return t.FireAt.Sub(t.CreatedAt) }
+
+// Wait waits until the instance completes or fails (at most the
+// environment's wait timeout) and returns its status. It stops the test,
+// printing the history, when the wait times out.
+func (i *Instance) Wait() runtime.OrchestrationStatus {
+	i.env.t.Helper()
+	st, err := i.env.client.WaitForOrchestration(i.env.t.Context(), i.ID, i.env.waitTimeout)
+	if err != nil {
+		i.env.t.Fatalf("runtimetest: wait for %q: %v\n%s", i.ID, err, i.env.describe(i.ID))
+	}
+	return st
+}
+
+// Status returns the instance's current status.
+func (i *Instance) Status() runtime.OrchestrationStatus {
+	i.env.t.Helper()
+	st, err := i.env.client.GetOrchestrationStatus(i.env.t.Context(), i.ID)
+	if err != nil {
+		i.env.t.Fatalf("runtimetest: status of %q: %v", i.ID, err)
+	}
+	return st
+}
+
+// History returns the events of every execution of the instance, in
+// order.
+func (i *Instance) History() []duroxide.Event {
+	i.env.t.Helper()
+	execs, err := i.env.history(i.ID)
+	if err != nil {
+		i.env.t.Fatalf("runtimetest: history of %q: %v", i.ID, err)
+	}
+	return History{Executions: execs}.Events()
+}
+
+// String prints the instance's history, execution by execution.
+func (i *Instance) String() string { return i.env.describe(i.ID) }
+
+// RaiseEvent raises the external event name with data once the instance
+// waits for it: it first waits until the instance's current execution has
+// subscribed to name more times than it received name (at most the
+// environment's wait timeout), since an event raised before the
+// orchestration waits for it is dropped (duroxide's rule).
+func (i *Instance) RaiseEvent(name, data string) {
+	i.env.t.Helper()
+	deadline := time.Now().Add(i.env.waitTimeout)
+	for {
+		events, err := i.env.provider.Read(i.env.t.Context(), i.ID)
+		if err != nil {
+			i.env.t.Fatalf("runtimetest: read %q: %v", i.ID, err)
+		}
+		open := 0
+		for _, ev := range events {
+			switch k := ev.Kind.(type) {
+			case duroxide.ExternalSubscribed:
+				if k.Name == name {
+					open++
+				}
+			case duroxide.ExternalEvent:
+				if k.Name == name {
+					open--
+				}
+			}
+		}
+		if open > 0 {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			i.env.t.Fatalf("runtimetest: %q never waited for event %q\n%s", i.ID, name, i.env.describe(i.ID))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := i.env.client.RaiseEvent(i.env.t.Context(), i.ID, name, data); err != nil {
+		i.env.t.Fatalf("runtimetest: raise %q on %q: %v", name, i.ID, err)
+	}
+}
+
+// EnqueueEvent sends data to the instance's queue (DequeueEvent); queued
+// messages are kept until dequeued, so it does not wait.
+func (i *Instance) EnqueueEvent(queue, data string) {
+	i.env.t.Helper()
+	if err := i.env.client.EnqueueEvent(i.env.t.Context(), i.ID, queue, data); err != nil {
+		i.env.t.Fatalf("runtimetest: enqueue on %q: %v", i.ID, err)
+	}
+}
+
+// Cancel asks the instance to stop, with reason.
+func (i *Instance) Cancel(reason string) {
+	i.env.t.Helper()
+	if err := i.env.client.CancelInstance(i.env.t.Context(), i.ID, reason); err != nil {
+		i.env.t.Fatalf("runtimetest: cancel %q: %v", i.ID, err)
+	}
+}
+
+// Activities returns the activities the instance scheduled, in order
+// across executions (duroxide's system activities, behind NewGUID, UtcNow
+// and GetKVValueFromInstance, left out).
+func (i *Instance) Activities() []Call {
+	var out []Call
+	for _, ev := range i.History() {
+		if k, ok := ev.Kind.(duroxide.ActivityScheduled); ok && !strings.HasPrefix(k.Name, "__duroxide_syscall:") {
+			out = append(out, Call{Name: k.Name, Input: k.Input})
+		}
+	}
+	return out
+}
+
+// SubOrchestrations returns the sub-orchestrations the instance
+// scheduled, in order across executions.
+func (i *Instance) SubOrchestrations() []Call {
+	var out []Call
+	for _, ev := range i.History() {
+		if k, ok := ev.Kind.(duroxide.SubOrchestrationScheduled); ok {
+			out = append(out, Call{Name: k.Name, Input: k.Input, Instance: k.Instance})
+		}
+	}
+	return out
+}
+
+// Timers returns the durable timers the instance created, in order across
+// executions.
+func (i *Instance) Timers() []Timer {
+	var out []Timer
+	index := map[[2]uint64]int{}
+	for _, ev := range i.History() {
+		switch k := ev.Kind.(type) {
+		case duroxide.TimerCreated:
+			index[[2]uint64{ev.ExecutionID, ev.EventID}] = len(out)
+			out = append(out, Timer{CreatedAt: time.UnixMilli(int64(ev.TimestampMs)), FireAt: time.UnixMilli(int64(k.FireAtMs))})
+		case duroxide.TimerFired:
+			if ev.SourceEventID != nil {
+				if n, ok := index[[2]uint64{ev.ExecutionID, *ev.SourceEventID}]; ok {
+					out[n].Fired = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fail reports a failed assertion with the instance's history.
+func (i *Instance) fail(format string, args ...any) {
+	i.env.t.Helper()
+	i.env.t.Errorf("%s: %s\n%s", i.ID, fmt.Sprintf(format, args...), i.env.describe(i.ID))
+}
+
+// AssertCompleted checks that the instance completed with output.
+func (i *Instance) AssertCompleted(output string) {
+	i.env.t.Helper()
+	st := i.Status()
+	switch {
+	case st.Kind != runtime.StatusCompleted:
+		i.fail("status %s (%s), want Completed with output %q", st.Kind, st.Error(), output)
+	case st.Output != output:
+		i.fail("output %q, want %q", st.Output, output)
+	}
+}
+
+// AssertFailed checks that the instance failed with an error whose
+// message contains message (duroxide's display message, e.g.
+// "orchestration failed: card declined").
+func (i *Instance) AssertFailed(message string) {
+	i.env.t.Helper()
+	st := i.Status()
+	switch {
+	case st.Kind != runtime.StatusFailed:
+		i.fail("status %s (output %q), want Failed with %q", st.Kind, st.Output, message)
+	case !strings.Contains(st.Error(), message):
+		i.fail("failed with %q, want it to contain %q", st.Error(), message)
+	}
+}
+
+// AssertActivities checks that the instance scheduled exactly want, in
+// order, names and inputs.
+func (i *Instance) AssertActivities(want ...Call) {
+	i.env.t.Helper()
+	i.assertCalls("activities", i.Activities(), want)
+}
+
+// AssertActivityNames checks that the instance scheduled exactly the
+// activities named, in order, whatever their inputs.
+func (i *Instance) AssertActivityNames(want ...string) {
+	i.env.t.Helper()
+	var got []string
+	for _, c := range i.Activities() {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, want) {
+		i.fail("activities %q, want %q", got, want)
+	}
+}
+
+// AssertSubOrchestrations checks that the instance scheduled exactly want,
+// in order: names and inputs, and instance ids where want sets them.
+func (i *Instance) AssertSubOrchestrations(want ...Call) {
+	i.env.t.Helper()
+	got := i.SubOrchestrations()
+	cmp := make([]Call, len(got))
+	for n, c := range got {
+		if n < len(want) && want[n].Instance == "" {
+			c.Instance = ""
+		}
+		cmp[n] = c
+	}
+	i.assertCalls("sub-orchestrations", cmp, want)
+}
+
+func (i *Instance) assertCalls(what string, got, want []Call) {
+	i.env.t.Helper()
+	same := len(got) == len(want)
+	for n := 0; same && n < len(got); n++ {
+		same = got[n] == want[n]
+	}
+	if !same {
+		i.fail("%s\n got %s\nwant %s", what, formatCalls(got), formatCalls(want))
+	}
+}
+
+// AssertTimers checks that the instance created one timer per delay of
+// want, in order, each within a second of its delay (Timer.Delay is
+// measured from the event's timestamp).
+func (i *Instance) AssertTimers(want ...time.Duration) {
+	i.env.t.Helper()
+	got := i.Timers()
+	same := len(got) == len(want)
+	for n := 0; same && n < len(got); n++ {
+		d := got[n].Delay() - want[n]
+		same = d > -time.Second && d < time.Second
+	}
+	if !same {
+		delays := make([]time.Duration, len(got))
+		for n, t := range got {
+			delays[n] = t.Delay()
+		}
+		i.fail("timers of %v, want %v", delays, want)
+	}
+}
+
+// formatCalls prints calls as [Name("input"), ...].
+func formatCalls(calls []Call) string {
+	parts := make([]string, len(calls))
+	for n, c := range calls {
+		parts[n] = fmt.Sprintf("%s(%q)", c.Name, c.Input)
+		if c.Instance != "" {
+			parts[n] += " as " + fmt.Sprintf("%q", c.Instance)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
