@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 )
@@ -26,6 +27,9 @@ const (
 	DefaultDatabase = "duroxide"
 	// DefaultContainer is the container New uses when Config.Container is empty.
 	DefaultContainer = "duroxide"
+	// DefaultConnectTimeout is how long New tries to reach the account at
+	// most when Config.ConnectTimeout is zero.
+	DefaultConnectTimeout = 40 * time.Second
 	// DefaultReconcilerInterval is how often the outbox reconciler polls.
 	DefaultReconcilerInterval = 2 * time.Second
 	// DefaultReconcilerAgeThreshold is how old a pending outbox intent must
@@ -206,8 +210,16 @@ type Config struct {
 	// Client. Default: nil, no SDK spans.
 	TracerProvider trace.TracerProvider
 
-	// Logger receives the provider's logs; nil logs nothing.
+	// Logger receives the provider's logs. nil (the default) writes
+	// warnings and errors to standard error (DefaultLogger), so that an
+	// outage or a misconfiguration is never silent; zap.NewNop() logs
+	// nothing.
 	Logger *zap.Logger
+	// ConnectTimeout bounds New's first contact with the account (creating
+	// the database and the container, retries included); each try is
+	// bounded by 5 s (or a quarter of ConnectTimeout, if shorter). Default
+	// DefaultConnectTimeout (40 s); New returns then with the last cause.
+	ConnectTimeout time.Duration
 	// Now is the clock: every timestamp the provider stores (visibility,
 	// lock expiry, creation times) is Now() in milliseconds since the Unix
 	// epoch. Default time.Now. Tests use it to move time.
@@ -270,7 +282,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.LeaseExpiry = max(DefaultLeaseExpiry, 2*c.LeaseHeartbeatInterval)
 	}
 	if c.Logger == nil {
-		c.Logger = zap.NewNop()
+		c.Logger = DefaultLogger()
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -347,4 +362,13 @@ func validateResourceName(name string) error {
 		return fmt.Errorf("name %q ends with a space", name)
 	}
 	return nil
+}
+
+// DefaultLogger is the provider's logger when Config.Logger is nil:
+// warnings and errors, one line each, to standard error (zap's console
+// encoding with ISO 8601 times).
+func DefaultLogger() *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.WarnLevel))
 }

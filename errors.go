@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
@@ -57,6 +59,9 @@ func mapError(op string, err error) error {
 	if errors.Is(err, errClosed) {
 		return &duroxide.ProviderError{Operation: op, Message: "the provider is closed", Cause: err}
 	}
+	if nf, ok := missingContainer(err); ok {
+		return &duroxide.ProviderError{Operation: op, Message: nf.Error(), Cause: nf}
+	}
 	if code, ok := statusCode(err); ok {
 		return &duroxide.ProviderError{
 			Operation: op,
@@ -93,3 +98,59 @@ func isAmbiguous(err error) bool {
 // errClosed is the error of a request made after Provider.Close; mapError
 // turns it into a permanent ProviderError.
 var errClosed = errors.New("the provider is closed")
+
+// ErrContainerNotFound is what every call of a Provider wraps (matched
+// with errors.Is, inside a permanent *duroxide.ProviderError) when Cosmos
+// DB answers that the provider's database or container does not exist (404
+// with substatus 1003): someone deleted it, or the store was restarted
+// empty. The provider does not recreate it (New creates it when it is
+// missing at start-up): a container that disappears while in use is an
+// operator's event that recreating it silently would hide. Recreate it (or
+// restart the service, whose New creates it) and the same Provider works
+// again at once. The error's text names the container, the database and
+// the endpoint.
+var ErrContainerNotFound = errors.New("container not found")
+
+// containerNotFoundError is the cause of a ProviderError for a missing
+// database or container: which one, where, and the service's response.
+type containerNotFoundError struct {
+	database, container, endpoint string
+	cause                         error
+}
+
+func (e *containerNotFoundError) Error() string {
+	return fmt.Sprintf("container %q in database %q not found at %s: deleted? Recreate it, or restart the service so that cdb.New creates it",
+		e.container, e.database, e.endpoint)
+}
+
+// Unwrap returns ErrContainerNotFound and the service's response error.
+func (e *containerNotFoundError) Unwrap() []error { return []error{ErrContainerNotFound, e.cause} }
+
+// missingContainer reports whether err is Cosmos DB's answer that the
+// request's database or container does not exist (404, substatus 1003),
+// and names them from the request's path (/dbs/<db>/colls/<coll>/...).
+func missingContainer(err error) (*containerNotFoundError, bool) {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound || re.RawResponse == nil || re.RawResponse.Request == nil {
+		return nil, false
+	}
+	u := re.RawResponse.Request.URL
+	parts := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	// An item's owner is missing (substatus 1003), or the request read the
+	// database or container itself (/dbs/<db>[/colls/<coll>]).
+	if re.RawResponse.Header.Get("x-ms-substatus") != "1003" && len(parts) > 4 {
+		return nil, false
+	}
+	nf := &containerNotFoundError{cause: err}
+	nf.endpoint = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}).String()
+	for i := 0; i+1 < len(parts); i += 2 {
+		name, _ := url.PathUnescape(parts[i+1])
+		switch parts[i] {
+		case "dbs":
+			nf.database = name
+		case "colls":
+			nf.container = name
+		}
+	}
+	return nf, true
+}

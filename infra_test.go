@@ -3,6 +3,7 @@ package cdb_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -146,4 +147,79 @@ func TestLoggerReceivesWarnings(t *testing.T) {
 	depths, err := p.GetQueueDepths(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, depths.OrchestratorQueue, "the orphan message was deleted")
+}
+
+// TestADeletedContainerIsAPermanentErrorThatNamesIt: when the container is
+// deleted under a running provider (the store restarted empty), every call
+// and Ping fail with a permanent error matching cdb.ErrContainerNotFound
+// whose text names the container, the database and the endpoint, instead
+// of a bare "404 Not Found"; once the container exists again, the same
+// provider works at once.
+func TestADeletedContainerIsAPermanentErrorThatNamesIt(t *testing.T) {
+	t.Parallel()
+	cfg := env.config()
+	p := startProvider(t, cfg)
+	ctx := context.Background()
+	require.NoError(t, p.Ping(ctx), "ping of a healthy container")
+	_, err := p.Container().Delete(ctx, nil)
+	require.NoError(t, err)
+
+	for what, err := range map[string]error{
+		"ping":    p.Ping(ctx),
+		"enqueue": p.EnqueueForOrchestrator(ctx, startItem("after-delete"), 0),
+	} {
+		require.ErrorIs(t, err, cdb.ErrContainerNotFound, what)
+		var pe *duroxide.ProviderError
+		require.ErrorAs(t, err, &pe, what)
+		assert.False(t, pe.Retryable, "%s: a missing container is permanent", what)
+		assert.Contains(t, err.Error(), fmt.Sprintf("container %q in database %q not found at ", cfg.Container, cfg.Database), what)
+		assert.Contains(t, err.Error(), "deleted?", what)
+	}
+
+	startProvider(t, cfg) // a restarted service: New creates the container
+	require.NoError(t, p.Ping(ctx), "the same provider works once the container exists again")
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("after-recreate"), 0))
+}
+
+// TestNewOnAHungEndpointGivesUpAtTheConnectTimeout: an endpoint that
+// accepts connections and never answers makes New return once
+// Config.ConnectTimeout has passed, saying it gave up, with each retry
+// logged; before, each try waited for the SDK's own timeout and New took
+// over two minutes without a line.
+func TestNewOnAHungEndpointGivesUpAtTheConnectTimeout(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	core, logs := observer.New(zapcore.WarnLevel)
+	start := time.Now()
+	_, err = cdb.New(context.Background(), cdb.Config{
+		Endpoint: "http://" + ln.Addr().String() + "/", Key: emulator.WellKnownKey,
+		ConnectTimeout: 2 * time.Second, Logger: zap.New(core),
+	})
+	took := time.Since(start)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gave up after 2s")
+	assert.Less(t, took, 20*time.Second, "New must return about ConnectTimeout after it started")
+	assert.NotZero(t, logs.FilterMessage("cannot reach Cosmos DB yet; retrying").Len(), "each retry is logged")
 }

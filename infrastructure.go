@@ -52,7 +52,8 @@ func indexingPolicy() *azcosmos.IndexingPolicy {
 // contact with the account, so its retries (connectRetry) tell errors that
 // waiting can heal from those it cannot.
 func (p *Provider) ensureInfrastructure(ctx context.Context) error {
-	err := p.connectRetry(ctx, func(c *azcosmos.Client) error {
+	deadline := time.Now().Add(p.cfg.ConnectTimeout)
+	err := p.connectRetry(ctx, deadline, func(ctx context.Context, c *azcosmos.Client) error {
 		_, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: p.cfg.Database}, nil)
 		if isStatus(err, http.StatusConflict) {
 			return nil
@@ -73,7 +74,7 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 		// only the tombstones of consumed messages expire (queue_documents.go).
 		DefaultTimeToLive: &ttlOn,
 	}
-	err = p.connectRetry(ctx, func(c *azcosmos.Client) error {
+	err = p.connectRetry(ctx, deadline, func(ctx context.Context, c *azcosmos.Client) error {
 		db, err := c.NewDatabase(p.cfg.Database)
 		if err != nil {
 			return err
@@ -92,11 +93,15 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 
 // Retries of New's first contact: exponential backoff from
 // connectBaseDelay, capped at connectMaxDelay, at most connectAttempts
-// tries (about 30 s); an unreachable endpoint (refused connection, unknown
+// tries (about 30 s), each try bounded by connectTryTimeout and all of
+// them by Config.ConnectTimeout (a hung endpoint that accepts and never
+// answers would otherwise hold each try until the SDK's own timeout); an
+// unreachable endpoint (refused connection, unknown
 // host, unreachable network) gets only unreachableAttempts tries (about
 // 1.5 s), and an error no wait can heal (an untrusted or invalid
 // certificate, an answer such as 401 or 403) none.
 const (
+	connectTryTimeout   = 5 * time.Second
 	connectBaseDelay    = 500 * time.Millisecond
 	connectMaxDelay     = 5 * time.Second
 	connectAttempts     = 10
@@ -111,15 +116,19 @@ const (
 // the last failure (errors.As finds *x509.UnknownAuthorityError,
 // *net.DNSError, *azcore.ResponseError, syscall.ECONNREFUSED ...) and, when
 // ctx ended first, ctx's error too.
-func (p *Provider) connectRetry(ctx context.Context, fn func(*azcosmos.Client) error) error {
+func (p *Provider) connectRetry(ctx context.Context, deadline time.Time, fn func(context.Context, *azcosmos.Client) error) error {
 	delay := connectBaseDelay
 	for attempt := 1; ; attempt++ {
-		err := fn(p.client)
+		err := tryWithin(ctx, min(connectTryTimeout, p.cfg.ConnectTimeout/4, time.Until(deadline)), p.client, fn)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), mapError("new", err))
+		}
+		if !time.Now().Before(deadline.Add(-connectBaseDelay)) {
+			return fmt.Errorf("gave up after %s (Config.ConnectTimeout) and %d tries: %w",
+				p.cfg.ConnectTimeout, attempt, mapError("new", err))
 		}
 		limit, hint := connectAttemptsFor(err)
 		if attempt >= limit {
@@ -136,7 +145,7 @@ func (p *Provider) connectRetry(ctx context.Context, fn func(*azcosmos.Client) e
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), mapError("new", err))
-		case <-time.After(delay):
+		case <-time.After(min(delay, time.Until(deadline))):
 		}
 		delay = min(delay*2, connectMaxDelay)
 		if p.ownClient {
@@ -174,4 +183,27 @@ func connectAttemptsFor(err error) (int, string) {
 		return 1, ""
 	}
 	return connectAttempts, ""
+}
+
+// tryWithin runs fn once with a context of timeout and returns its error,
+// or a timeout error as soon as the timeout passes even if fn has not
+// returned: the SDK's first contact with an account (its account-properties
+// read) does not always stop at its context's deadline, and a hung endpoint
+// would hold it for a minute. fn then finishes in the background.
+func tryWithin(ctx context.Context, timeout time.Duration, c *azcosmos.Client, fn func(context.Context, *azcosmos.Client) error) error {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- fn(tctx, c) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-tctx.Done():
+		select {
+		case err := <-errc: // fn returned as the timeout passed
+			return err
+		default:
+			return fmt.Errorf("no answer within %s: %w", timeout.Round(time.Millisecond), tctx.Err())
+		}
+	}
 }

@@ -92,7 +92,10 @@ var (
 // DisableChangeFeedWakeups (Changes returns nil).
 //
 // Contacting the account is retried with a backoff from 500 ms doubling to
-// at most 5 s, each retry logged, at most 10 tries (about 30 s): throttling
+// at most 5 s, each retry logged, at most 10 tries, each try bounded by 5 s
+// (a quarter of ConnectTimeout if shorter) and all of them by
+// Config.ConnectTimeout (default 40 s, after which New
+// returns an error saying it gave up, wrapping the last cause): throttling
 // (429, its retry hint honoured), 5xx and timeouts heal by waiting. An
 // unreachable endpoint (refused connection, unknown host) gets 3 tries
 // (about 1.5 s); an untrusted certificate or a refused key (401, 403) none.
@@ -198,6 +201,22 @@ func (p *Provider) fetchStarted(ctx context.Context, q int) (func(), error) {
 		return func() {}, nil
 	}
 	return p.leases.fetchStarted(ctx, q)
+}
+
+// Ping checks that the provider's container answers, for a readiness probe:
+// one request (a read of the container's properties, about 1 RU), tried
+// once, no retry, bounded by ctx. It returns nil when the container
+// answered, a *duroxide.ProviderError otherwise: wrapping
+// ErrContainerNotFound when the container or its database does not exist,
+// retryable when the account is unreachable or throttling, permanent
+// ("the provider is closed") after Close.
+func (p *Provider) Ping(ctx context.Context) error {
+	once := p.retry
+	once.attempts = 1
+	return mapError("ping", once.do(ctx, readRequest, func(ctx context.Context) error {
+		_, err := p.container.Read(ctx, nil)
+		return err
+	}))
 }
 
 // Close stops the reconciler and waits for it; intents still pending stay

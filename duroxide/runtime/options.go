@@ -68,6 +68,14 @@ type Options struct {
 	// that is not registered here is offered again (rolling deployments).
 	// Default: 1s base, 60s cap.
 	UnregisteredBackoff UnregisteredBackoff
+	// ShutdownGracePeriod is how long the in-flight turns and activities
+	// may run to completion when the context given to Start is cancelled
+	// (a SIGTERM through signal.NotifyContext, t.Context() at a test's
+	// end): the runtime then shuts down as Shutdown does with a context of
+	// that timeout, so what has not finished by then is cancelled and
+	// abandoned, and another runtime takes it at once instead of after the
+	// lock timeout. Default: 5s.
+	ShutdownGracePeriod time.Duration
 	// ActivityCancellationGracePeriod is how long a cancelled activity may
 	// take to return before its result is dropped and its worker slot freed
 	// (the goroutine itself cannot be killed). Default: 10s.
@@ -155,6 +163,7 @@ func (o Options) withDefaults() (Options, error) {
 			*d = v
 		}
 	}
+	def(&o.ShutdownGracePeriod, 5*time.Second)
 	def(&o.PollInterval, 100*time.Millisecond)
 	def(&o.LongPollTimeout, 30*time.Second)
 	o.LongPollTimeout = max(o.LongPollTimeout, 0)
@@ -205,6 +214,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"WorkerLockTimeout", o.WorkerLockTimeout},
 		{"WorkerLockRenewalBuffer", o.WorkerLockRenewalBuffer},
 		{"ActivityCancellationGracePeriod", o.ActivityCancellationGracePeriod},
+		{"ShutdownGracePeriod", o.ShutdownGracePeriod},
 		{"SessionLockTimeout", o.SessionLockTimeout},
 		{"SessionLockRenewalBuffer", o.SessionLockRenewalBuffer},
 		{"SessionIdleTimeout", o.SessionIdleTimeout},

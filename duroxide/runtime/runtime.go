@@ -41,6 +41,7 @@ type Runtime struct {
 	inflight map[*inflightActivity]struct{}
 
 	metrics *runtimeMetrics // metrics.go
+	health  healthByQueue   // store_health.go
 	tracing *runtimeTracing // tracing.go
 }
 
@@ -51,8 +52,13 @@ var errShutdown = errors.New("runtime: shutting down")
 // Start validates opts, starts the dispatchers on provider and returns the
 // running Runtime. A nil provider is ErrNilProvider; the registry may not
 // be nil either; invalid opts are an error naming the field (see Options).
-// ctx bounds the runtime's life: when it is cancelled every goroutine stops
-// at once without releasing its locks.
+// ctx bounds the runtime's life: when it is cancelled the runtime shuts down
+// gracefully, as Shutdown does with a context of Options.ShutdownGracePeriod
+// (it stops fetching, lets in-flight turns and activities finish within the
+// grace period, then cancels and abandons the rest so that another runtime
+// takes them at once). Shutdown may still be called, for example to wait
+// for that; values of ctx reach the provider calls, its cancellation does
+// not cut them short.
 func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, opts Options) (*Runtime, error) {
 	if provider == nil {
 		return nil, fmt.Errorf("runtime: Start: %w", ErrNilProvider)
@@ -68,7 +74,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	fetchCtx, cancelFetch := context.WithCancel(runCtx)
 	r := &Runtime{
 		provider: provider, registry: registry, opts: o, id: newRuntimeID(), logger: o.Logger,
@@ -77,6 +83,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	}
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
+	r.health = healthByQueue{logger: r.logger, queues: map[string]*storeHealth{}}
 	r.tracing = newRuntimeTracing(o.TracerProvider)
 	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
 	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
@@ -105,7 +112,27 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 		}
 		r.spawn(func() { r.sessionManager(owners) })
 	}
+	go r.shutdownWhenDone(ctx)
 	return r, nil
+}
+
+// shutdownWhenDone shuts the runtime down gracefully when ctx, the context
+// given to Start, is cancelled; it returns at once when Shutdown ran first.
+// It is not one of the runtime's goroutines (Shutdown waits for those).
+func (r *Runtime) shutdownWhenDone(ctx context.Context) {
+	select {
+	case <-r.stopping:
+		return
+	case <-ctx.Done():
+	}
+	grace := r.opts.ShutdownGracePeriod
+	r.logger.Info("runtime context cancelled; shutting down", "runtime_id", r.id, "grace_period", grace, "cause", context.Cause(ctx))
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := r.Shutdown(sctx); err != nil {
+		r.logger.Warn("shutdown after the runtime context was cancelled did not finish in the grace period; in-flight work was abandoned",
+			"runtime_id", r.id, "error", err)
+	}
 }
 
 func (r *Runtime) spawn(f func()) {
@@ -206,6 +233,7 @@ func (r *Runtime) idle(d time.Duration) {
 // one waits out the rest of the poll interval.
 func pollLoop[T any](r *Runtime, workerID, what string, fetch func() (*T, error), process func(*T)) {
 	consecutiveErrors := 0
+	health := r.health.of(what)
 	for !r.isStopping() {
 		start := time.Now()
 		item, err := fetch()
@@ -214,11 +242,13 @@ func pollLoop[T any](r *Runtime, workerID, what string, fetch func() (*T, error)
 				return
 			}
 			consecutiveErrors++
-			r.logger.Warn("error fetching "+what, "worker_id", workerID, "error", err, "attempt", consecutiveErrors)
-			r.idle(fetchBackoff(err, consecutiveErrors))
+			backoff := fetchBackoff(consecutiveErrors)
+			health.failed(workerID, what, err, backoff)
+			r.idle(backoff)
 			continue
 		}
 		consecutiveErrors = 0
+		health.ok()
 		if item == nil {
 			r.idle(r.opts.PollInterval - time.Since(start))
 			continue
@@ -243,13 +273,12 @@ func every(ctx context.Context, interval time.Duration, tick func() bool) {
 	}
 }
 
-// fetchBackoff is duroxide's backoff after a failed fetch: 100ms * 2^n up
-// to 3s for retryable errors, 100ms for permanent ones.
-func fetchBackoff(err error, consecutive int) time.Duration {
-	if !duroxide.IsRetryable(err) {
-		return 100 * time.Millisecond
-	}
-	return min(100*time.Millisecond*time.Duration(uint64(1)<<min(consecutive, 5)), 3*time.Second)
+// fetchBackoff is the wait after the consecutive-th failed fetch in a row:
+// 100 ms doubling to 3 s, for every kind of error. duroxide waits a flat
+// 100 ms after a permanent error, which during a permanent outage (a
+// deleted container) is ten fetches a second per dispatcher.
+func fetchBackoff(consecutive int) time.Duration {
+	return min(100*time.Millisecond*time.Duration(uint64(1)<<min(consecutive-1, 5)), 3*time.Second)
 }
 
 // parentExecutionID returns the parent's execution that scheduled child as

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -18,16 +19,17 @@ import (
 type faultyProvider struct {
 	*memory.MemoryProvider
 
-	mu              sync.Mutex
-	failFetches     int  // next FetchOrchestrationItem calls to fail (retryable)
-	failAcks        int  // next AckOrchestrationItem calls to fail
-	permanentAcks   bool // whether those ack failures are permanent
-	sessionOwners   [][]string
-	cleanups        int
-	fetchFailures   int
-	ackFailuresSeen int
-	failRenewals    int           // next RenewWorkItemLock calls to fail (retryable)
-	renewFailures   chan struct{} // receives one value per injected renewal failure, when set
+	mu               sync.Mutex
+	failFetches      int // next FetchOrchestrationItem calls to fail (retryable unless permanentFetches)
+	permanentFetches bool
+	failAcks         int  // next AckOrchestrationItem calls to fail
+	permanentAcks    bool // whether those ack failures are permanent
+	sessionOwners    [][]string
+	cleanups         int
+	fetchFailures    int
+	ackFailuresSeen  int
+	failRenewals     int           // next RenewWorkItemLock calls to fail (retryable)
+	renewFailures    chan struct{} // receives one value per injected renewal failure, when set
 }
 
 func (p *faultyProvider) FetchOrchestrationItem(ctx context.Context, lock, poll time.Duration, f *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
@@ -35,7 +37,11 @@ func (p *faultyProvider) FetchOrchestrationItem(ctx context.Context, lock, poll 
 	if p.failFetches > 0 {
 		p.failFetches--
 		p.fetchFailures++
+		permanent := p.permanentFetches
 		p.mu.Unlock()
+		if permanent {
+			return nil, duroxide.NewPermanentError("fetch_orchestration_item", "injected: container not found")
+		}
 		return nil, duroxide.NewRetryableError("fetch_orchestration_item", "injected: throttled")
 	}
 	p.mu.Unlock()
@@ -283,5 +289,40 @@ func TestRenewalFailingPastLockExpiryLeavesItemForRetry(t *testing.T) {
 	defer mu.Unlock()
 	if attempts != 2 {
 		t.Fatalf("activity ran %d times, want 2", attempts)
+	}
+}
+
+// TestAPermanentOutageBacksOffAndLogsOncePerStep: while every fetch fails
+// with a permanent error (a deleted container), the dispatchers back off
+// (100 ms doubling, not a flat 100 ms) and the runtime logs the 1st, 2nd,
+// 4th... failure of the outage, not one line per fetch; the first success
+// logs the recovery once.
+func TestAPermanentOutageBacksOffAndLogsOncePerStep(t *testing.T) {
+	t.Parallel()
+	e, fp := newFaultyEnv(t, func(p *faultyProvider) { p.failFetches, p.permanentFetches = 1<<30, true })
+	var logs lockedBuffer
+	opts := fastOptions()
+	opts.OrchestrationConcurrency = 4
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	startOn(t, e, fp, echoRegistry(t), opts)
+	time.Sleep(1500 * time.Millisecond) // the outage
+
+	fp.mu.Lock()
+	failures := fp.fetchFailures
+	fp.failFetches = 0
+	fp.mu.Unlock()
+	warned := strings.Count(logs.String(), "error fetching")
+	// 4 dispatchers at 100, 200, 400, 800 ms fail at most 5 times each in
+	// 1.5 s; a flat 100 ms made 15 each. Fewer when the machine is slow.
+	if failures == 0 || failures > 4*5 {
+		t.Errorf("%d failed fetches in 1.5 s, want 1 to 20 (backoff on permanent errors)", failures)
+	}
+	if warned == 0 || warned > 5 {
+		t.Errorf("%d warnings for %d failed fetches, want one per doubling (at most 5):\n%s", warned, failures, logs.String())
+	}
+	mustRegister(t, e.client.StartOrchestration(e.ctx, "after-outage", "EchoTwice", "x"))
+	e.wait("after-outage")
+	if n := strings.Count(logs.String(), "store reachable again"); n != 1 {
+		t.Errorf("the recovery was logged %d times, want once:\n%s", n, logs.String())
 	}
 }

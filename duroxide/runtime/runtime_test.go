@@ -1131,3 +1131,62 @@ func TestJoinTypedDecodesInOrderAndReturnsTheFirstFailure(t *testing.T) {
 		t.Fatalf("the failed activity's error reaches the orchestration: %v", err)
 	}
 }
+
+// TestCancellingStartsContextHandsInFlightWorkToAnotherRuntime: the
+// service pattern (Start with a context that SIGTERM cancels) shuts down
+// gracefully: the activity the runtime runs is cancelled after the grace
+// period and abandoned, so a second runtime runs it at once. Before, the
+// cancel stopped everything holding its locks, and the second runtime
+// waited for the worker lock timeout (here 1 minute, past the test's
+// deadline).
+func TestCancellingStartsContextHandsInFlightWorkToAnotherRuntime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	entered := make(chan struct{})
+	reg := func(blocking bool) *runtime.Registry {
+		r := runtime.NewRegistry()
+		mustRegister(t,
+			r.RegisterActivity("Work", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+				if blocking {
+					close(entered)
+					<-ctx.Done()
+					return "", ctx.Err()
+				}
+				return "finished by the other runtime", nil
+			}),
+			r.RegisterOrchestration("OneActivity", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				return ctx.ScheduleActivity("Work", "").Get()
+			}))
+		return r
+	}
+	opts := fastOptions()
+	opts.WorkerLockTimeout, opts.OrchestratorLockTimeout = time.Minute, time.Minute
+	opts.ShutdownGracePeriod = 100 * time.Millisecond
+	first, stop := context.WithCancel(e.ctx)
+	rt, err := runtime.Start(first, e.provider, reg(true), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(e.ctx, "sigterm-1", "OneActivity", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	stop() // SIGTERM
+	e.start(reg(false), opts)
+	wantOutput(t, e.wait("sigterm-1"), "finished by the other runtime")
+	// The first runtime's own Shutdown (deferred in a service) returns once
+	// the graceful shutdown ended.
+	if err := rt.Shutdown(e.ctx); err != nil {
+		t.Fatalf("Shutdown after the cancel: %v", err)
+	}
+}
+
+// TestShutdownGracePeriodMustNotBeNegative names the field.
+func TestShutdownGracePeriodMustNotBeNegative(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, err := runtime.Start(e.ctx, e.provider, runtime.NewRegistry(), runtime.Options{ShutdownGracePeriod: -time.Second})
+	if err == nil || !strings.Contains(err.Error(), "Options.ShutdownGracePeriod") {
+		t.Fatalf("negative ShutdownGracePeriod: %v", err)
+	}
+}
