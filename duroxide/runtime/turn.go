@@ -47,6 +47,7 @@ type turnProcessor struct {
 	supported   duroxide.DispatcherCapabilityFilter
 	parentExec  parentExecutionFunc
 	logger      *slog.Logger
+	now         func() time.Time // Options.Now; nil: time.Now
 }
 
 // decide processes one fetched item.
@@ -138,7 +139,7 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 			}
 			h.delta = append(h.delta, duroxide.NewEvent(duroxide.InitialEventID, instance, executionID, nil, started))
 		}
-		exec = runExecution(instance, executionID, h, reader, fn, resolved.String(), item.KVSnapshot, p.parentExec, p.logger)
+		exec = runExecution(instance, executionID, h, reader, fn, resolved.String(), item.KVSnapshot, p.parentExec, p.logger, p.now)
 	} else if len(reader.completions) > 0 {
 		p.logger.Warn("messages for an instance with no orchestration name; dropping them", "instance", instance)
 	}
