@@ -179,6 +179,7 @@ func BenchmarkLockWriteFaults(b *testing.B) {
 		b.ReportMetric(float64(worst.Microseconds())/1000, "ms-max")
 	}
 	b.Run("no-fault", func(b *testing.B) { measure(b, lockWriteFaults[0], nil) })
+	b.Run("no-fault-other-client", func(b *testing.B) { measure(b, lockWriteFaults[2], nil) }) // orchestration-lock-read's baseline
 	for _, f := range lockWriteFaults {
 		for _, fault := range []emulator.Fault{emulator.DropConnection(), emulator.ApplyThenDrop()} {
 			b.Run(fmt.Sprintf("%s/%s", f.name, fault.Kind), func(b *testing.B) { measure(b, f, &fault) })
