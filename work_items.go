@@ -52,7 +52,10 @@ import (
 // and its last query stopped at a full page, every page is read. With a
 // positive pollTimeout the fetch waits for this process's writes, the
 // visibility of a known message, or the next poll (every LongPollInterval),
-// until work appears or the timeout passes.
+// until work appears or the timeout passes. A lock write whose answer was
+// lost (a dropped connection, a 408, a 500) costs 1 point read of the
+// message, or 2 for a session item whose claim landed: the fetch goes on
+// with the lock that landed, or tries the still free message again.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	ctx = withCall(ctx, "fetch_work_item")
 	const op = "fetch_work_item"
