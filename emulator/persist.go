@@ -127,6 +127,7 @@ type persistOffer struct {
 type persister struct {
 	dir      string
 	interval time.Duration
+	onError  func(error) // Options.PersistErrors; may be nil
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -151,6 +152,9 @@ func (s *Server) persistLoop(p *persister) {
 					// Try again at the next tick; Close reports a
 					// failure that persists.
 					s.dirty.Store(true)
+					if p.onError != nil {
+						p.onError(err)
+					}
 				}
 			}
 		}

@@ -335,3 +335,26 @@ func TestDataDirSnapshotsWhileWriting(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, int32(2300), mt)
 }
+
+// A snapshot that cannot be written is reported to PersistErrors and by
+// Close, and retried.
+func TestDataDirReportsSnapshotFailures(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	errs := make(chan error, 100)
+	e := newEnv(t, Options{DataDir: dir, PersistInterval: time.Millisecond, PersistErrors: func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}})
+	require.NoError(t, os.RemoveAll(dir))
+	e.container("c", nil)
+	select {
+	case err := <-errs:
+		assert.ErrorContains(t, err, "write state")
+	case <-time.After(time.Minute):
+		t.Fatal("no snapshot failure reported")
+	}
+	assert.Error(t, e.srv.Close())
+}

@@ -94,6 +94,12 @@ type Options struct {
 	// includes it; 0 means MaxPersistInterval (500 ms), the longest
 	// allowed (Start refuses a longer or negative one).
 	PersistInterval time.Duration
+	// PersistErrors, when set with DataDir, is called (from the
+	// persister's goroutine) with the error of each snapshot that could
+	// not be written (a full disk, a removed directory); the persister
+	// tries again at its next tick. Close returns the last snapshot's
+	// error in any case.
+	PersistErrors func(error)
 
 	// clock replaces time.Now; set only by this package's tests.
 	clock func() time.Time
@@ -197,7 +203,7 @@ func Start(opts Options) (*Server, error) {
 		if interval == 0 {
 			interval = MaxPersistInterval
 		}
-		s.persist = &persister{dir: opts.DataDir, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+		s.persist = &persister{dir: opts.DataDir, interval: interval, onError: opts.PersistErrors, stop: make(chan struct{}), done: make(chan struct{})}
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

@@ -103,7 +103,8 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	if err != nil {
 		return fmt.Errorf("-latency: %w", err)
 	}
-	opts := emulator.Options{Addr: *addr, TLS: !*plain, Key: *key, PhysicalPartitions: *partitions, Latency: latency, DataDir: *dataDir}
+	opts := emulator.Options{Addr: *addr, TLS: !*plain, Key: *key, PhysicalPartitions: *partitions, Latency: latency, DataDir: *dataDir,
+		PersistErrors: func(err error) { fmt.Fprintln(os.Stderr, "cdb-emulator:", err) }}
 	keptCert, err := tlsFlags(&opts, *plain, *stateDir, *certFile, *certKeyFile)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -30,7 +31,7 @@ type executionResult struct {
 // terminal events and parent notifications (duroxide's
 // run_single_execution_atomic).
 func runExecution(instance string, executionID uint64, h *historyManager, r workItemReader, fn OrchestrationFunc,
-	version string, kv map[string]duroxide.KvEntry, parentExec parentExecutionFunc, logger *slog.Logger) executionResult {
+	version string, kv map[string]duroxide.KvEntry, parentExec parentExecutionFunc, logger *slog.Logger, now func() time.Time) executionResult {
 	var res executionResult
 	started := h.startedEvent()
 	input := started.Input
@@ -40,6 +41,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 	// The baseline includes what h.delta already holds (a new
 	// OrchestrationStarted), which is not replay.
 	engine := newReplayEngine(instance, executionID, h.full(), len(h.history), kv, logger)
+	engine.now = now
 	if len(r.completions) > 0 {
 		engine.prepCompletions(r.completions)
 	}

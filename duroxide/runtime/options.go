@@ -125,6 +125,13 @@ type Options struct {
 	// (otel.GetTracerProvider), which records nothing until the
 	// application installs an SDK.
 	TracerProvider trace.TracerProvider
+	// Now is the clock orchestrations read: the fire time of durable
+	// timers (ScheduleTimer, retry backoff), UtcNow, KV update times and
+	// the timestamps of the events a turn records. nil means time.Now.
+	// Tests set a virtual clock here and the same clock in the provider
+	// (memory.MemoryOptions.Now), so that a timer fires when that clock
+	// reaches it (package runtimetest's time skipping).
+	Now func() time.Time
 }
 
 // UnregisteredBackoff is duroxide's UnregisteredBackoffConfig: attempt n

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -76,6 +77,9 @@ type replayEngine struct {
 	// the function returned, so that recorded calls the code no longer
 	// reaches are reported (Registry.Replay); a turn stops at the return.
 	wholeHistory bool
+	// now is the clock of timers, KV update times and event
+	// timestamps (Options.Now); nil means time.Now.
+	now func() time.Time
 }
 
 // divergence is where the code and the history parted: the position of
@@ -110,6 +114,9 @@ func newReplayEngine(instance string, executionID uint64, baseline []duroxide.Ev
 
 func (e *replayEngine) newEvent(source *uint64, kind duroxide.EventKind) duroxide.Event {
 	ev := duroxide.NewEvent(e.nextEventID, e.instance, e.executionID, source, kind)
+	if e.now != nil {
+		ev.TimestampMs = uint64(e.now().UnixMilli())
+	}
 	e.nextEventID++
 	return ev
 }
@@ -319,6 +326,9 @@ func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string
 	}
 
 	ctx := newOrchestrationContext(e.instance, e.executionID, name, version, e.logger)
+	if e.now != nil {
+		ctx.now = e.now
+	}
 	ctx.state.seedKV(e.kvSnapshot)
 	ctx.state.customStatus = started.InitialCustomStatus
 	co := newCoroutine(func() (string, error) {

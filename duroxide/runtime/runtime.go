@@ -90,7 +90,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
 	proc := &turnProcessor{
 		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff,
-		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger,
+		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger, now: o.Now,
 	}
 	for i := range o.OrchestrationConcurrency {
 		r.spawn(func() { r.orchestrationLoop(fmt.Sprintf("orch-%d-%s", i, r.id), proc) })

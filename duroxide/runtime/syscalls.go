@@ -17,12 +17,20 @@ func (r *Runtime) resolveActivity(name string) (ActivityFunc, bool) {
 		return func(*ActivityContext, string) (string, error) { return newGUID(), nil }, true
 	case syscallUtcNowMs:
 		return func(*ActivityContext, string) (string, error) {
-			return strconv.FormatInt(time.Now().UnixMilli(), 10), nil
+			return strconv.FormatInt(r.now().UnixMilli(), 10), nil
 		}, true
 	case syscallGetKVValue:
 		return getKVValueActivity, true
 	}
 	return r.registry.resolveActivity(name)
+}
+
+// now reads the runtime's clock (Options.Now, time.Now by default).
+func (r *Runtime) now() time.Time {
+	if r.opts.Now != nil {
+		return r.opts.Now()
+	}
+	return time.Now()
 }
 
 // newGUID returns a random (version 4) UUID in its canonical text form.

@@ -42,5 +42,21 @@
 //		order.AssertActivityNames("Reserve", "ChargeCard", "ChargeCard", "ChargeCard", "Release")
 //	}
 //
-// The runtime runs with real time: a durable timer waits its delay.
+// # Time skipping
+//
+// On the in-memory provider the environment runs on a virtual Clock (the
+// runtime's Options.Now and the provider's MemoryOptions.Now): it runs at
+// real speed, and while the test waits (Instance.Wait, Env.Run,
+// RaiseEvent), whenever every instance waits only for durable timers, with
+// no activity running or queued and nothing the test sent unprocessed, it
+// jumps to the next timer. A three-day timeout fires at once; an event the
+// test raises still beats it:
+//
+//	env := runtimetest.New(t, reg)
+//	inst := env.Start("approve-1", "Approve", "")
+//	inst.RaiseEvent("approval", "ann") // waits for the subscription, skipping earlier timers
+//	inst.Wait()                        // the 72-hour timeout lost
+//
+// WithRealTime turns it off; WithClock gives the clock to a provider of
+// your own (WithProvider).
 package runtimetest

@@ -34,10 +34,13 @@ type envConfig struct {
 	provider    duroxide.Provider
 	options     runtime.Options
 	waitTimeout time.Duration
+	clock       *Clock
+	realTime    bool
 }
 
 // WithProvider runs the environment on p instead of a fresh in-memory
 // provider (a cdbtest provider, say). The environment does not close p.
+// Its timers run in real time unless WithClock gives the clock p reads.
 func WithProvider(p duroxide.Provider) Option {
 	return Option{func(c *envConfig) { c.provider = p }}
 }
@@ -47,6 +50,20 @@ func WithProvider(p duroxide.Provider) Option {
 // and Logger (log output is discarded unless set).
 func WithOptions(o runtime.Options) Option {
 	return Option{func(c *envConfig) { c.options = o }}
+}
+
+// WithClock makes c the environment's clock, with time skipping: the
+// runtime reads it, and so must the provider given to WithProvider (built
+// with c.Now as its clock). Without WithProvider it is the in-memory
+// provider's clock.
+func WithClock(c *Clock) Option {
+	return Option{func(cfg *envConfig) { cfg.clock = c }}
+}
+
+// WithRealTime turns time skipping off: the environment's timers wait
+// their delay in real time.
+func WithRealTime() Option {
+	return Option{func(c *envConfig) { c.realTime = true }}
 }
 
 // WithWaitTimeout bounds every wait of the environment (Instance.Wait,
@@ -61,12 +78,24 @@ func WithWaitTimeout(d time.Duration) Option {
 // call recorded. New starts it and t.Cleanup stops it; environments of
 // parallel tests are independent. Its methods are safe for concurrent use
 // and report failures through the test (t.Fatal or t.Error).
+//
+// On the in-memory provider (or with WithClock) the environment skips
+// time: its Clock runs at real speed, and whenever every instance waits
+// only for durable timers (or for events the test has not sent), with no
+// activity running or queued and nothing the test sent unprocessed, it
+// jumps to the next timer, so a one-day timer fires at once. It skips
+// only while the test waits (Instance.Wait, Env.Run, RaiseEvent's wait
+// for the subscription), never over a subscription RaiseEvent is about to
+// answer, so an event the test raises always beats a timer. Signals that
+// activities send themselves are not tracked: one that a turn is
+// processing when the check runs can lose its race against a timer.
 type Env struct {
 	t           testing.TB
 	provider    duroxide.Provider
 	registry    *runtime.Registry
 	client      *runtime.Client
 	waitTimeout time.Duration
+	clock       *Clock // nil: real time
 
 	mu         sync.Mutex
 	registered map[string]runtime.ActivityFunc // the user's activities
@@ -74,6 +103,10 @@ type Env struct {
 	counts     map[string]int
 	calls      []ActivityCall
 	started    int
+	startedIDs []string          // instances the test started (time skipping waits for their first turn)
+	sending    int               // signals the test sent that are not yet in history
+	waiting    int               // test goroutines in Wait or RaiseEvent: time skips only then
+	awaited    map[[2]string]int // (instance, event) RaiseEvent waits to raise
 }
 
 // New starts an environment running reg for test t. reg is not modified:
@@ -88,8 +121,26 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 			o.apply(&cfg)
 		}
 	}
+	if cfg.clock == nil && cfg.provider == nil && !cfg.realTime {
+		cfg.clock = NewClock()
+	}
+	if cfg.realTime {
+		cfg.clock = nil
+	}
 	if cfg.provider == nil {
-		cfg.provider = memory.NewMemoryProvider(memory.MemoryOptions{})
+		var now func() time.Time
+		if cfg.clock != nil {
+			now = cfg.clock.Now
+		}
+		cfg.provider = memory.NewMemoryProvider(memory.MemoryOptions{Now: now})
+	}
+	if cfg.clock != nil {
+		cfg.options.Now = cfg.clock.Now
+		if cfg.options.LongPollTimeout == 0 {
+			// A long poll sleeps in real time until the next timer it
+			// knows of; after a jump it would sleep on.
+			cfg.options.LongPollTimeout = -1
+		}
 	}
 	if cfg.options.PollInterval == 0 {
 		cfg.options.PollInterval = defaultPollInterval
@@ -98,8 +149,9 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 		cfg.options.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	e := &Env{
-		t: t, provider: cfg.provider, client: runtime.NewClient(cfg.provider), waitTimeout: cfg.waitTimeout,
+		t: t, provider: cfg.provider, client: runtime.NewClient(cfg.provider), waitTimeout: cfg.waitTimeout, clock: cfg.clock,
 		registered: map[string]runtime.ActivityFunc{}, mocks: map[string]*ActivityMock{}, counts: map[string]int{},
+		awaited: map[[2]string]int{},
 	}
 	e.registry = reg.Clone(func(name string, fn runtime.ActivityFunc) runtime.ActivityFunc {
 		e.registered[name] = fn
@@ -110,6 +162,9 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 	if err != nil {
 		cancel()
 		t.Fatalf("runtimetest: start the runtime: %v", err)
+	}
+	if e.clock != nil {
+		go e.skipTime(ctx)
 	}
 	t.Cleanup(func() {
 		shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
@@ -129,6 +184,10 @@ func (e *Env) Provider() duroxide.Provider { return e.provider }
 // Client returns a client on the environment's provider.
 func (e *Env) Client() *runtime.Client { return e.client }
 
+// Clock returns the environment's virtual clock, or nil when it runs in
+// real time (WithRealTime, or WithProvider without WithClock).
+func (e *Env) Clock() *Clock { return e.clock }
+
 // Registry returns the registry the environment runs: the copy of New's
 // registry with the mocks in place.
 func (e *Env) Registry() *runtime.Registry { return e.registry }
@@ -138,6 +197,9 @@ func (e *Env) Registry() *runtime.Registry { return e.registry }
 // when the start fails.
 func (e *Env) Start(instance, orchestration, input string) *Instance {
 	e.t.Helper()
+	e.mu.Lock()
+	e.startedIDs = append(e.startedIDs, instance)
+	e.mu.Unlock()
 	if err := e.client.StartOrchestration(e.t.Context(), instance, orchestration, input); err != nil {
 		e.t.Fatalf("runtimetest: start %s as %q: %v", orchestration, instance, err)
 	}

@@ -4,9 +4,11 @@ package runtimetest
 // on its status and history.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -53,6 +55,14 @@ func (t Timer) Delay() time.Duration { return t.FireAt.Sub(t.CreatedAt) }
 // printing the history, when the wait times out.
 func (i *Instance) Wait() runtime.OrchestrationStatus {
 	i.env.t.Helper()
+	i.env.mu.Lock()
+	i.env.waiting++
+	i.env.mu.Unlock()
+	defer func() {
+		i.env.mu.Lock()
+		i.env.waiting--
+		i.env.mu.Unlock()
+	}()
 	st, err := i.env.client.WaitForOrchestration(i.env.t.Context(), i.ID, i.env.waitTimeout)
 	if err != nil {
 		i.env.t.Fatalf("runtimetest: wait for %q: %v\n%s", i.ID, err, i.env.describe(i.ID))
@@ -85,59 +95,151 @@ func (i *Instance) History() []duroxide.Event {
 func (i *Instance) String() string { return i.env.describe(i.ID) }
 
 // RaiseEvent raises the external event name with data once the instance
-// waits for it: it first waits until the instance's current execution has
-// subscribed to name more times than it received name (at most the
-// environment's wait timeout), since an event raised before the
-// orchestration waits for it is dropped (duroxide's rule).
+// waits for it, and returns once the instance received it. It first waits
+// until the instance's current execution has subscribed to name more times
+// than it received name, since an event raised before the orchestration
+// waits for it is dropped (duroxide's rule). Each wait lasts at most the
+// environment's wait timeout; past it the test stops.
 func (i *Instance) RaiseEvent(name, data string) {
 	i.env.t.Helper()
-	deadline := time.Now().Add(i.env.waitTimeout)
-	for {
-		events, err := i.env.provider.Read(i.env.t.Context(), i.ID)
-		if err != nil {
-			i.env.t.Fatalf("runtimetest: read %q: %v", i.ID, err)
-		}
-		open := 0
-		for _, ev := range events {
+	received := func(execs []Execution) (subscribed, got int) {
+		for _, ev := range lastEvents(execs) {
 			switch k := ev.Kind.(type) {
 			case duroxide.ExternalSubscribed:
 				if k.Name == name {
-					open++
+					subscribed++
 				}
 			case duroxide.ExternalEvent:
 				if k.Name == name {
-					open--
+					got++
 				}
 			}
 		}
-		if open > 0 {
-			break
+		return subscribed, got
+	}
+	var before int
+	key := [2]string{i.ID, name}
+	i.env.mu.Lock()
+	i.env.waiting++ // time may skip to reach the subscription, not past it
+	i.env.awaited[key]++
+	i.env.mu.Unlock()
+	stopWaiting := sync.OnceFunc(func() {
+		i.env.mu.Lock()
+		i.env.waiting--
+		if i.env.awaited[key]--; i.env.awaited[key] == 0 {
+			delete(i.env.awaited, key)
 		}
+		i.env.mu.Unlock()
+	})
+	defer stopWaiting()
+	i.until(fmt.Sprintf("wait for event %q", name), func(execs []Execution) bool {
+		subscribed, got := received(execs)
+		before = got
+		return subscribed > got
+	})
+	i.sendAfter(stopWaiting, fmt.Sprintf("receive event %q", name), func() error {
+		return i.env.client.RaiseEvent(i.env.t.Context(), i.ID, name, data)
+	}, func(execs []Execution) bool {
+		_, got := received(execs)
+		return got > before
+	})
+}
+
+// EnqueueEvent sends data to the instance's queue (DequeueEvent) and
+// returns once the instance received it (at most the environment's wait
+// timeout); queued messages are kept until dequeued.
+func (i *Instance) EnqueueEvent(queue, data string) {
+	i.env.t.Helper()
+	delivered := func(execs []Execution) int {
+		n := 0
+		for _, x := range execs {
+			for _, ev := range x.Events {
+				if k, ok := ev.Kind.(duroxide.QueueEventDelivered); ok && k.Name == queue {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	before := delivered(i.executions())
+	i.send(fmt.Sprintf("receive a message on %q", queue), func() error {
+		return i.env.client.EnqueueEvent(i.env.t.Context(), i.ID, queue, data)
+	}, func(execs []Execution) bool { return delivered(execs) > before })
+}
+
+// Cancel asks the instance to stop, with reason, and returns once the
+// instance recorded the request (at most the environment's wait timeout).
+func (i *Instance) Cancel(reason string) {
+	i.env.t.Helper()
+	i.send("record the cancellation", func() error {
+		return i.env.client.CancelInstance(i.env.t.Context(), i.ID, reason)
+	}, func(execs []Execution) bool {
+		for _, ev := range lastEvents(execs) {
+			if _, ok := ev.Kind.(duroxide.OrchestrationCancelRequested); ok {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// send runs do, then waits until received holds or the instance ended;
+// meanwhile the environment does not skip time, so that a timer cannot
+// overtake what the test sent.
+func (i *Instance) send(what string, do func() error, received func([]Execution) bool) {
+	i.env.t.Helper()
+	i.sendAfter(func() {}, what, do, received)
+}
+
+// sendAfter is send, calling before once sending is counted.
+func (i *Instance) sendAfter(before func(), what string, do func() error, received func([]Execution) bool) {
+	i.env.t.Helper()
+	i.env.mu.Lock()
+	i.env.sending++
+	i.env.mu.Unlock()
+	before()
+	defer func() {
+		i.env.mu.Lock()
+		i.env.sending--
+		i.env.mu.Unlock()
+	}()
+	if err := do(); err != nil {
+		i.env.t.Fatalf("runtimetest: %q: %s: %v", i.ID, what, err)
+	}
+	i.until(what, func(execs []Execution) bool {
+		return received(execs) || openWork(lastEvents(execs)).end == endDone
+	})
+}
+
+// until polls the instance's history until cond holds, for at most the
+// environment's wait timeout, then stops the test.
+func (i *Instance) until(what string, cond func([]Execution) bool) {
+	i.env.t.Helper()
+	deadline := time.Now().Add(i.env.waitTimeout)
+	for !cond(i.executions()) {
 		if !time.Now().Before(deadline) {
-			i.env.t.Fatalf("runtimetest: %q never waited for event %q\n%s", i.ID, name, i.env.describe(i.ID))
+			i.env.t.Fatalf("runtimetest: %q did not %s within %v\n%s", i.ID, what, i.env.waitTimeout, i.env.describe(i.ID))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if err := i.env.client.RaiseEvent(i.env.t.Context(), i.ID, name, data); err != nil {
-		i.env.t.Fatalf("runtimetest: raise %q on %q: %v", name, i.ID, err)
-	}
 }
 
-// EnqueueEvent sends data to the instance's queue (DequeueEvent); queued
-// messages are kept until dequeued, so it does not wait.
-func (i *Instance) EnqueueEvent(queue, data string) {
+// executions reads the instance's executions (none before its first turn).
+func (i *Instance) executions() []Execution {
 	i.env.t.Helper()
-	if err := i.env.client.EnqueueEvent(i.env.t.Context(), i.ID, queue, data); err != nil {
-		i.env.t.Fatalf("runtimetest: enqueue on %q: %v", i.ID, err)
+	execs, err := i.env.history(i.ID)
+	if err != nil && !errors.Is(err, ErrNoHistory) {
+		i.env.t.Fatalf("runtimetest: history of %q: %v", i.ID, err)
 	}
+	return execs
 }
 
-// Cancel asks the instance to stop, with reason.
-func (i *Instance) Cancel(reason string) {
-	i.env.t.Helper()
-	if err := i.env.client.CancelInstance(i.env.t.Context(), i.ID, reason); err != nil {
-		i.env.t.Fatalf("runtimetest: cancel %q: %v", i.ID, err)
+// lastEvents returns the events of the last execution, or none.
+func lastEvents(execs []Execution) []duroxide.Event {
+	if len(execs) == 0 {
+		return nil
 	}
+	return execs[len(execs)-1].Events
 }
 
 // Activities returns the activities the instance scheduled, in order
