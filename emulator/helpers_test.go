@@ -160,6 +160,13 @@ func (e *env) raw(method, path string, body []byte, headers map[string]string) (
 
 func rawRequest(t testing.TB, srv *Server, key, method, path string, body []byte, headers map[string]string) (int, http.Header, []byte) {
 	t.Helper()
+	return rawRequestSigning(t, srv, key, method, path, "", body, headers)
+}
+
+// rawRequestSigning is rawRequest signing link as the resource link
+// ("" for the path's own, as for a name-based path).
+func rawRequestSigning(t testing.TB, srv *Server, key, method, path, link string, body []byte, headers map[string]string) (int, http.Header, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, srv.Endpoint()+path, bytes.NewReader(body))
 	require.NoError(t, err)
 	date := time.Now().UTC().Format(http.TimeFormat)
@@ -167,7 +174,10 @@ func rawRequest(t testing.TB, srv *Server, key, method, path string, body []byte
 	req.Header.Set("x-ms-version", "2020-11-05")
 	segs, ok := splitPath(req.URL.EscapedPath())
 	require.True(t, ok)
-	resType, link := authResource(segs)
+	resType, pathLink := authResource(segs)
+	if link == "" {
+		link = pathLink
+	}
 	keyRaw, err := base64.StdEncoding.DecodeString(key)
 	require.NoError(t, err)
 	mac := hmac.New(sha256.New, keyRaw)

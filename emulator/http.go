@@ -142,8 +142,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.op = OpOther
 		handler = func(*request) *response { return badRequest("The request path is invalid.") }
 	} else {
-		rq.segs = segs
 		rq.resType, rq.resLink = authResource(segs)
+		if named, link, ok := s.resolveRIDLink(segs); ok {
+			segs, rq.resLink = named, link
+		}
+		rq.segs = segs
 		rq.op, handler = s.route(rq)
 	}
 

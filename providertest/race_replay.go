@@ -21,11 +21,11 @@ import (
 // live here, where providertest may use duroxide/runtime; the provider must
 // pass the rest of the suite first.
 var raceReplayCases = []Case{
-	{"test_duplicate_start_preserves_pinned_handler", testDuplicateStartPreservesPinnedHandler},
-	{"test_continue_as_new_unregistered_backoff", testContinueAsNewUnregisteredBackoff},
-	{"test_continue_as_new_duplicate_start", testContinueAsNewDuplicateStart},
-	{"test_continue_as_new_transition_delivery", testContinueAsNewTransitionDelivery},
-	{"test_continue_as_new_queue_race_replay", testContinueAsNewQueueRaceReplay},
+	{"test_duplicate_start_preserves_pinned_handler", DuplicateStartPreservesPinnedHandler},
+	{"test_continue_as_new_unregistered_backoff", ContinueAsNewUnregisteredBackoff},
+	{"test_continue_as_new_duplicate_start", ContinueAsNewDuplicateStart},
+	{"test_continue_as_new_transition_delivery", ContinueAsNewTransitionDelivery},
+	{"test_continue_as_new_queue_race_replay", ContinueAsNewQueueRaceReplay},
 	{"test_queue_race_cancellation_replay", QueueRaceCancellationReplay},
 	{"test_queue_replay_version_stamp_roundtrip", QueueReplayVersionStampRoundtrip},
 }
@@ -135,11 +135,11 @@ func dequeueTwice(ctx *runtime.OrchestrationContext) (string, error) {
 	return first + "," + second, nil
 }
 
-// testDuplicateStartPreservesPinnedHandler: a duplicate client start that
+// DuplicateStartPreservesPinnedHandler is duroxide's test_duplicate_start_preserves_pinned_handler: a duplicate client start that
 // lands in a running instance's batch, naming the same or another
 // orchestration with another input, changes nothing: the instance goes on
 // with the handler, version and input of its history.
-func testDuplicateStartPreservesPinnedHandler(t *testing.T, f Factory) {
+func DuplicateStartPreservesPinnedHandler(t *testing.T, f Factory) {
 	for _, duplicate := range []string{"Original", "WrongHandler"} {
 		t.Run(duplicate, func(t *testing.T) {
 			p := f.NewProvider(t)
@@ -178,11 +178,11 @@ func testDuplicateStartPreservesPinnedHandler(t *testing.T, f Factory) {
 	}
 }
 
-// testContinueAsNewUnregisteredBackoff: during a rolling upgrade a runtime
+// ContinueAsNewUnregisteredBackoff is duroxide's test_continue_as_new_unregistered_backoff: during a rolling upgrade a runtime
 // that lacks the successor's orchestration hides the ContinueAsNew behind
 // its backoff; a queue event sent meanwhile waits and reaches the
 // successor, after the carried one, once a runtime that has it runs.
-func testContinueAsNewUnregisteredBackoff(t *testing.T, f Factory) {
+func ContinueAsNewUnregisteredBackoff(t *testing.T, f Factory) {
 	p := f.NewProvider(t)
 	const instance = "provider-can-unregistered-backoff"
 	seedTurn(t, p, instance,
@@ -219,11 +219,11 @@ func testContinueAsNewUnregisteredBackoff(t *testing.T, f Factory) {
 	requireCompletedWith(t, waitStatus(t, p, instance), "carried,late", "the successor and the window's input must survive the backoff")
 }
 
-// testContinueAsNewDuplicateStart: a start that precedes the
+// ContinueAsNewDuplicateStart is duroxide's test_continue_as_new_duplicate_start: a start that precedes the
 // ContinueAsNew in queue order (a client's duplicate, or another
 // orchestration's call of the same id) never replaces the durable
 // successor; a colliding parent call fails with "already exists".
-func testContinueAsNewDuplicateStart(t *testing.T, f Factory) {
+func ContinueAsNewDuplicateStart(t *testing.T, f Factory) {
 	for _, collision := range []bool{false, true} {
 		t.Run(fmt.Sprintf("collision=%v", collision), func(t *testing.T) {
 			p := f.NewProvider(t)
@@ -285,13 +285,13 @@ func testContinueAsNewDuplicateStart(t *testing.T, f Factory) {
 	}
 }
 
-// testContinueAsNewTransitionDelivery: inputs that arrive after an
+// ContinueAsNewTransitionDelivery is duroxide's test_continue_as_new_transition_delivery: inputs that arrive after an
 // execution ended with continue-as-new, while its successor's start is
 // still hidden (here: enqueued with a 2 s delay), wait for it and reach
 // the successor exactly once; stale completions of the old execution are
 // dropped, a completion addressed to the successor that it never scheduled
 // is nondeterminism, and a cancel reaches the successor.
-func testContinueAsNewTransitionDelivery(t *testing.T, f Factory) {
+func ContinueAsNewTransitionDelivery(t *testing.T, f Factory) {
 	for _, shape := range []string{"queue", "race", "mixed-stale", "signal", "cancel", "future-completion", "stale-only"} {
 		t.Run(shape, func(t *testing.T) {
 			t.Parallel()
@@ -419,13 +419,13 @@ func testContinueAsNewTransitionDelivery(t *testing.T, f Factory) {
 	}
 }
 
-// testContinueAsNewQueueRaceReplay: continue-as-new carries every queue
+// ContinueAsNewQueueRaceReplay is duroxide's test_continue_as_new_queue_race_replay: continue-as-new carries every queue
 // event no wait consumed when it arrives in the turn that continues, after
 // a wait for it lost a select ("can") or after another wait took the first
 // ("can-drain"). Upstream's "can-held" shapes keep a losing future alive
 // across the select (Rust's select2(&mut held, ..)); Select here cancels
 // its losers, so they have no Go form.
-func testContinueAsNewQueueRaceReplay(t *testing.T, f Factory) {
+func ContinueAsNewQueueRaceReplay(t *testing.T, f Factory) {
 	for _, shape := range []string{"can", "can-drain"} {
 		t.Run(shape, func(t *testing.T) {
 			t.Parallel()

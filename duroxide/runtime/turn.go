@@ -54,6 +54,12 @@ type turnProcessor struct {
 func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 	instance := item.Instance
 	// Defense in depth behind the provider's capability filter.
+	if stamp, bad := invalidStamp(item.History); bad {
+		// duroxide main: replayed as the oldest rules would, with a warning
+		// every turn (tests/runtime_version_warnings.rs).
+		p.logger.Warn("Invalid pinned version on the execution's OrchestrationStarted; replaying it anyway",
+			"instance", instance, "duroxide_version", stamp)
+	}
 	if pinned, ok := pinnedVersion(item.History); ok && !p.supported.IsCompatible(pinned) {
 		p.logger.Warn("execution pinned at incompatible version, abandoning", "instance", instance, "pinned_version", pinned.String())
 		return turnDecision{abandon: true, delay: time.Second, reason: "incompatible version"}
@@ -309,6 +315,19 @@ func pinnedVersion(history []duroxide.Event) (duroxide.Version, bool) {
 		}
 	}
 	return duroxide.Version{}, false
+}
+
+// invalidStamp returns the duroxide_version of the execution's
+// OrchestrationStarted when it is not a semver (empty, or garbage written
+// by another tool).
+func invalidStamp(history []duroxide.Event) (string, bool) {
+	for _, ev := range history {
+		if _, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
+			_, err := duroxide.ParseVersion(ev.DuroxideVersion)
+			return ev.DuroxideVersion, err != nil
+		}
+	}
+	return "", false
 }
 
 // computeMetadata derives the ack metadata from the turn's events

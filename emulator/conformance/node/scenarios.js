@@ -401,7 +401,7 @@ scenario("query-shapes", async () => {
 
 // Class 8: feed ranges on the change feed (the SDK reads each range by its partition
 // key range and, for a sub-range, x-ms-start-epk / x-ms-end-epk), and hierarchical
-// partition keys with prefix queries. (@azure/cosmos 4.9.3 has no feed range option
+// partition keys with prefix queries. (@azure/cosmos 4.10.1 has no feed range option
 // for queries; the emulator's Go tests cover queries scoped by EPK headers.)
 scenario("feed-ranges-and-hierarchical-keys", async () => {
   const c = await freshContainer();

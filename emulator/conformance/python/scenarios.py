@@ -21,10 +21,10 @@ policy = documents.ConnectionPolicy()
 policy.SSLConfiguration = documents.SSLConfiguration()
 policy.SSLConfiguration.SSLCaCerts = os.environ["COSMOS_CA_CERT"]
 client = cosmos_client.CosmosClient(os.environ["COSMOS_ENDPOINT"], {"masterKey": os.environ["COSMOS_KEY"]}, policy)
-# Name-based links throughout: the emulator does not route rid-based ones
-# (the "_self" links this SDK's examples use).
+# Name-based links, except in the scenario "self-links", which follows the
+# "_self" (resource id) links this SDK's own samples use.
 DB = "dbs/conformance-py"
-client.CreateDatabase({"id": "conformance-py"})
+db = client.CreateDatabase({"id": "conformance-py"})
 scenarios = []
 seq = [0]
 
@@ -105,6 +105,21 @@ def missing_stored_procedure_is_not_found():
     link = c + "/sprocs/missing"
     expect_status(404, client.ReadStoredProcedure, link)
     expect_status(404, client.ExecuteStoredProcedure, link, [], {"partitionKey": "p"})
+
+
+@scenario
+def self_links():
+    seq[0] += 1
+    c = client.CreateContainer(db["_self"], {"id": "c%d" % seq[0], "partitionKey": {"paths": ["/pk"], "kind": "Hash"}})
+    docs = [client.CreateItem(c["_self"], {"id": "i%d" % i, "pk": "p%d" % i, "n": i}) for i in range(6)]
+    doc = client.ReadItem(docs[3]["_self"], {"partitionKey": "p3"})
+    assert doc["id"] == "i3" and doc["_self"] == docs[3]["_self"], doc
+    got = list(client.QueryItems(c["_self"], "SELECT VALUE MAX(c.n) FROM c", {"enableCrossPartitionQuery": True}))
+    assert got == [5], got
+    client.DeleteItem(doc["_self"], {"partitionKey": "p3"})
+    expect_status(404, client.ReadItem, doc["_self"], {"partitionKey": "p3"})
+    expect_status(404, client.ReadStoredProcedure, c["_self"] + "sprocs/missing/")
+    assert client.ReadContainer(c["_self"])["id"] == c["id"]
 
 
 def main():
