@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -295,4 +298,97 @@ func TestLostAckAnswerThenOtherAck(t *testing.T) {
 	history, err := p1.Read(ctx, inst)
 	require.NoError(t, err)
 	assert.Len(t, history, 3)
+}
+
+// TestLostLockAnswerIsReadBack drops the connection of a fetch's lock
+// write, before the write is applied (DropConnection) and after
+// (ApplyThenDrop), for each lock a fetch takes: a work item's, a session
+// item's with its session claim, an instance's read from its partition,
+// and an instance's whose state the process held. The provider reads the
+// outcome back, so the same fetch (one with no poll timeout) returns the
+// work with its lock, the attempt counted once, and a log line says what
+// was read back.
+func TestLostLockAnswerIsReadBack(t *testing.T) {
+	t.Parallel()
+	type lockWrite struct {
+		name string // the log's "write" field
+		run  func(t *testing.T, emu *emulator.Server, fault emulator.Fault, p, other *cdb.Provider)
+	}
+	ctx := context.Background()
+	inject := func(emu *emulator.Server, op emulator.OpKind, inst string, fault emulator.Fault) {
+		emu.InjectFault(emulator.FaultRule{Op: op, PartitionKey: &inst, Times: 1, Fault: fault})
+	}
+	ackTurn := func(t *testing.T, p *cdb.Provider, item *duroxide.OrchestrationItem) {
+		require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(item.Instance)}, nil, nil, runningMetadata(), nil))
+	}
+	writes := []lockWrite{
+		{"work item lock", func(t *testing.T, emu *emulator.Server, fault emulator.Fault, p, _ *cdb.Provider) {
+			const inst = "lost-work-lock"
+			startAndAckFirst(t, p, inst)
+			require.NoError(t, p.EnqueueForWorker(ctx, activity(inst, 2)))
+			inject(emu, emulator.OpPatchItem, inst, fault)
+			w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			require.NotNil(t, w, "the same fetch locks the work item")
+			assert.Equal(t, uint32(1), w.AttemptCount)
+			done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "r"}}
+			require.NoError(t, p.AckWorkItem(ctx, w.LockToken, &done), "the lock holds")
+		}},
+		{"session claim", func(t *testing.T, emu *emulator.Server, fault emulator.Fault, p, _ *cdb.Provider) {
+			const inst = "lost-session-claim"
+			startAndAckFirst(t, p, inst)
+			act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 2, Name: "A", Input: "i", SessionID: duroxide.StringPtr("s1")}}
+			require.NoError(t, p.EnqueueForWorker(ctx, act))
+			inject(emu, emulator.OpBatch, inst, fault)
+			w, err := p.FetchWorkItem(ctx, longLock, 0, &duroxide.SessionFetchConfig{OwnerID: "w1", LockTimeout: longLock}, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			require.NotNil(t, w, "the same fetch locks the session item")
+			assert.Equal(t, uint32(1), w.AttemptCount)
+			require.NoError(t, p.AckWorkItem(ctx, w.LockToken, nil), "the lock holds")
+			// The session is this worker's: another owner gets nothing.
+			require.NoError(t, p.EnqueueForWorker(ctx, duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 3, Name: "A", Input: "i", SessionID: duroxide.StringPtr("s1")}}))
+			none, err := p.FetchWorkItem(ctx, longLock, 0, &duroxide.SessionFetchConfig{OwnerID: "w2", LockTimeout: longLock}, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			assert.Nil(t, none, "the session was claimed by w1")
+		}},
+		{"orchestration lock", func(t *testing.T, emu *emulator.Server, fault emulator.Fault, p, other *cdb.Provider) {
+			const inst = "lost-orch-lock"
+			require.NoError(t, other.EnqueueForOrchestrator(ctx, startItem(inst), 0)) // p holds no state of it
+			inject(emu, emulator.OpBatch, inst, fault)
+			item, err := fetchInstance(ctx, p, inst)
+			require.NoError(t, err, "the same fetch locks the instance")
+			assert.Equal(t, uint32(1), item.AttemptCount)
+			ackTurn(t, p, item)
+		}},
+		{"orchestration lock (held state)", func(t *testing.T, emu *emulator.Server, fault emulator.Fault, p, _ *cdb.Provider) {
+			const inst = "lost-held-lock"
+			require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0)) // p holds the start
+			inject(emu, emulator.OpBatch, inst, fault)
+			item, err := fetchInstance(ctx, p, inst)
+			require.NoError(t, err, "the same fetch locks the instance")
+			assert.Equal(t, uint32(1), item.AttemptCount)
+			ackTurn(t, p, item)
+		}},
+	}
+	for _, w := range writes {
+		for _, fault := range []emulator.Fault{emulator.DropConnection(), emulator.ApplyThenDrop()} {
+			t.Run(fmt.Sprintf("%s/%v", w.name, fault.Kind), func(t *testing.T) {
+				t.Parallel()
+				c := newCluster(t)
+				core, logs := observer.New(zapcore.InfoLevel)
+				p, _ := c.process(t, func(cfg *cdb.Config) { cfg.Logger = zap.New(core) })
+				other, _ := c.process(t, nil)
+				w.run(t, c.emu, fault, p, other)
+				want := "not applied"
+				if fault.Kind == emulator.FaultApplyThenDrop {
+					want = "applied"
+				}
+				var outcomes []string
+				for _, e := range logs.FilterField(zap.String("write", w.name)).All() {
+					outcomes = append(outcomes, e.ContextMap()["outcome"].(string))
+				}
+				assert.Equal(t, []string{want}, outcomes, "one log line tells what was read back")
+			})
+		}
+	}
 }

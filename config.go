@@ -5,6 +5,7 @@ package cdb
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -77,6 +78,15 @@ type Config struct {
 	// retries itself, knowing which writes are safe to repeat. New also
 	// appends PartitionKeyHeaderPolicy to PerCallPolicies.
 	ClientOptions *azcosmos.ClientOptions
+	// HTTPClient, when set, sends the requests of the azcosmos client New
+	// builds (azcore's ClientOptions.Transport, without importing azcore):
+	// an *http.Client with a proxy or a custom TLS configuration, or the
+	// embedded emulator's (emulator.Server.HTTPClient, which trusts the
+	// emulator's certificate). nil (the default): the SDK's own. Ignored
+	// with Client; New refuses a Config that also sets
+	// ClientOptions.Transport. README, "Run your service locally", is the
+	// recipe for a service on the embedded emulator.
+	HTTPClient HTTPDoer
 
 	// Database is the database name; default DefaultDatabase.
 	Database string
@@ -224,18 +234,41 @@ type Config struct {
 	// lock expiry, creation times) is Now() in milliseconds since the Unix
 	// epoch. Default time.Now. Tests use it to move time.
 	Now func() time.Time
+
+	// fromEnv marks a Config ConfigFromEnv built, so that New's error for
+	// a missing endpoint or key names the environment variables.
+	fromEnv bool
 }
+
+// HTTPDoer sends one HTTP request and returns its response, as
+// (*http.Client).Do does: the type of Config.HTTPClient (the same method
+// set as azcore's policy.Transporter). *http.Client and the embedded
+// emulator's Server.HTTPClient() satisfy it.
+type HTTPDoer interface {
+	// Do sends req and returns its response, or an error when no response
+	// came (a refused or dropped connection, a cancelled context).
+	Do(req *http.Request) (*http.Response, error)
+}
+
+// localRecipe is how New's errors for a missing account say to run on the
+// embedded emulator.
+const localRecipe = `to run without an account, start the embedded emulator in the process (srv, err := emulator.Start(emulator.Options{})) and set cfg.Endpoint, cfg.Key, cfg.HTTPClient = srv.Endpoint(), srv.Key(), srv.HTTPClient() (README: "Run your service locally")`
 
 // ConfigFromEnv returns a Config from the environment: COSMOS_ENDPOINT,
 // COSMOS_KEY, COSMOS_DATABASE and COSMOS_CONTAINER (duroxide-cdb's architecture notes
 // §13). Unset variables leave their fields empty, so New applies the
-// defaults; it is New that reports a missing endpoint or key.
+// defaults; it is New that reports a missing endpoint or key, naming the
+// variables to set and how to run on the embedded emulator instead. With
+// no COSMOS_ENDPOINT, a program that should run locally fills Endpoint,
+// Key and HTTPClient from the emulator (README, "Run your service
+// locally"); the fields stay settable after the call.
 func ConfigFromEnv() Config {
 	return Config{
 		Endpoint:  os.Getenv(EnvEndpoint),
 		Key:       os.Getenv(EnvKey),
 		Database:  os.Getenv(EnvDatabase),
 		Container: os.Getenv(EnvContainer),
+		fromEnv:   true,
 	}
 }
 
@@ -293,8 +326,11 @@ func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	if c.Client == nil {
 		switch {
+		case c.Endpoint == "" && c.fromEnv:
+			errs = append(errs, fmt.Errorf("%s is not set and an Endpoint is required: set %s and %s to a Cosmos DB account, the official emulator or cdb-emulator (see .env.example); or, %s",
+				EnvEndpoint, EnvEndpoint, EnvKey, localRecipe))
 		case c.Endpoint == "":
-			errs = append(errs, errors.New("an Endpoint is required (or a ready Client)"))
+			errs = append(errs, fmt.Errorf("an Endpoint is required (or a ready Client); %s", localRecipe))
 		default:
 			u, err := url.Parse(c.Endpoint)
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -302,11 +338,17 @@ func (c Config) withDefaults() (Config, error) {
 			}
 		}
 		switch {
-		case c.Key == "" && c.Credential == nil:
+		case c.Key == "" && c.Credential == nil && c.fromEnv && c.Endpoint != "":
+			errs = append(errs, fmt.Errorf("%s is set but %s is not: a Key or a Credential is required; set %s to the account's key (the well-known key for the official emulator and cdb-emulator), or set Config.Credential in code for Microsoft Entra ID",
+				EnvEndpoint, EnvKey, EnvKey))
+		case c.Key == "" && c.Credential == nil && c.Endpoint != "":
 			errs = append(errs, errors.New("a Key or a Credential is required (or a ready Client)"))
 		case c.Key != "" && c.Credential != nil:
 			errs = append(errs, errors.New("set Key or Credential, not both"))
 		}
+	}
+	if c.Client == nil && c.HTTPClient != nil && c.ClientOptions != nil && c.ClientOptions.Transport != nil {
+		errs = append(errs, errors.New("set HTTPClient or ClientOptions.Transport, not both"))
 	}
 	for _, n := range []struct{ field, v string }{{"Database", c.Database}, {"Container", c.Container}} {
 		if err := validateResourceName(n.v); err != nil {

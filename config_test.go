@@ -2,12 +2,14 @@ package cdb
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -98,4 +100,43 @@ func TestConfigFromEnv(t *testing.T) {
 	c, err := c.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, DefaultContainer, c.Container, "an unset variable leaves the default")
+}
+
+// TestConfigFromEnvWithoutAnAccountSaysWhatToSet: New's error for
+// ConfigFromEnv with no COSMOS_ENDPOINT names the variables to set and the
+// recipe for the embedded emulator; with an endpoint and no key, it names
+// COSMOS_KEY.
+func TestConfigFromEnvWithoutAnAccountSaysWhatToSet(t *testing.T) {
+	t.Setenv(EnvEndpoint, "")
+	t.Setenv(EnvKey, "")
+	_, err := New(context.Background(), ConfigFromEnv())
+	require.Error(t, err)
+	for _, want := range []string{"COSMOS_ENDPOINT is not set", "COSMOS_KEY", ".env.example", "emulator.Start", "cfg.HTTPClient", "Run your service locally"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "a Key or a Credential is required", "the missing endpoint says it all")
+
+	t.Setenv(EnvEndpoint, "https://127.0.0.1:1/")
+	_, err = New(context.Background(), ConfigFromEnv())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "COSMOS_ENDPOINT is set but COSMOS_KEY is not")
+
+	_, err = New(context.Background(), Config{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "an Endpoint is required")
+	assert.Contains(t, err.Error(), "emulator.Start", "a Config built by hand gets the recipe too")
+	assert.NotContains(t, err.Error(), "COSMOS_ENDPOINT", "a Config built by hand does not come from the environment")
+}
+
+// TestConfigHTTPClientAndTransportAreExclusive: HTTPClient is azcore's
+// Transport by another name; setting both is refused.
+func TestConfigHTTPClientAndTransportAreExclusive(t *testing.T) {
+	t.Parallel()
+	both := Config{Endpoint: "https://a/", Key: "k", HTTPClient: http.DefaultClient,
+		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: http.DefaultClient}}}
+	_, err := both.withDefaults()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "set HTTPClient or ClientOptions.Transport, not both")
+	_, err = Config{Endpoint: "https://a/", Key: "k", HTTPClient: http.DefaultClient}.withDefaults()
+	assert.NoError(t, err)
 }

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -93,6 +95,57 @@ func (e *ambiguousError) Unwrap() error { return e.cause }
 func isAmbiguous(err error) bool {
 	var ae *ambiguousError
 	return errors.As(err, &ae)
+}
+
+// lockOutcome is what reading back a lock write whose answer was lost
+// (an ambiguousError) found: the lock is this fetch's, the write was not
+// applied and the work can be locked again at once, someone else holds
+// the work (or it is gone), or the read failed too.
+type lockOutcome int
+
+const (
+	// lockUnknown: the read-back failed; the write may have landed, and
+	// if it did the work is fetchable again when that lock expires.
+	lockUnknown lockOutcome = iota
+	// lockApplied: the document carries this fetch's lock token.
+	lockApplied
+	// lockNotApplied: the write did not land; the work is still free.
+	lockNotApplied
+	// lockTaken: another lock holds the work, or it is gone.
+	lockTaken
+)
+
+// String names the outcome for logs.
+func (o lockOutcome) String() string {
+	switch o {
+	case lockApplied:
+		return "applied"
+	case lockNotApplied:
+		return "not applied"
+	case lockTaken:
+		return "taken by another fetch, or gone"
+	}
+	return "unknown"
+}
+
+// logLockReadBack logs the read-back of a lock write whose answer was lost
+// (what: "work item lock", "session claim", ...): Info when the read told
+// what happened (the fetch goes on with the lock, or the work goes back to
+// the candidate pool), Warn when it did not (a lock that landed then holds
+// the work until it expires, at worst lockedUntil).
+func (p *Provider) logLockReadBack(what, instance, id string, o lockOutcome, lockedUntil int64, cause, readErr error) {
+	fields := []zap.Field{zap.String("instance", instance), zap.String("id", id), zap.String("outcome", o.String()), zap.NamedError("cause", cause)}
+	switch o {
+	case lockApplied:
+		p.log.Info("a lock write's answer was lost; read back, it was applied: the fetch goes on with the lock", append(fields, zap.String("write", what))...)
+	case lockNotApplied:
+		p.log.Info("a lock write's answer was lost; read back, it was not applied: the work goes back to the candidate pool", append(fields, zap.String("write", what))...)
+	case lockTaken:
+		p.log.Info("a lock write's answer was lost; read back, another fetch holds the work or it is gone", append(fields, zap.String("write", what))...)
+	default:
+		p.log.Warn("a lock write's answer was lost and reading it back failed: if it landed, the work is fetchable again when that lock expires",
+			append(fields, zap.String("write", what), zap.Time("lockExpiresBy", time.UnixMilli(lockedUntil)), zap.Error(readErr))...)
+	}
 }
 
 // errClosed is the error of a request made after Provider.Close; mapError

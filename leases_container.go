@@ -613,15 +613,23 @@ func (c *leaseCoordinator) ownedSlotDocs(ctx context.Context) ([]leaseDoc, error
 	return docs, nil
 }
 
-// applyEach runs ops in transactional batches of up to 100 (one request
-// each in the common case); a batch the service refuses because another
-// process changed one of its documents is run again one operation at a
-// time. It reports which operations were applied.
+// applyEach runs ops (replacements and creations of slot documents) in
+// transactional batches of up to 100 (one request each in the common
+// case); a batch the service refuses because another process changed one
+// of its documents is run again one operation at a time. It reports which
+// operations were applied. A batch whose answer was lost (a dropped
+// connection, a 408, a 500) is read back with one query of this owner's
+// slot documents (applyLost), so that neither a claim that landed nor one
+// that did not waits for the next heartbeat.
 func (c *leaseCoordinator) applyEach(ctx context.Context, ops []batchOp) []bool {
 	done := make([]bool, len(ops))
 	for from := 0; from < len(ops); from += maxBatchOps {
 		to := min(from+maxBatchOps, len(ops))
-		if _, err := c.p.runBatch(ctx, LeasePartitionKey, ops[from:to], idempotentWrite, false); err == nil {
+		_, err := c.p.runBatch(ctx, LeasePartitionKey, ops[from:to], write, false)
+		if isAmbiguous(err) {
+			err = c.applyLost(ctx, ops[from:to], err)
+		}
+		if err == nil {
 			for i := from; i < to; i++ {
 				done[i] = true
 			}
@@ -633,6 +641,46 @@ func (c *leaseCoordinator) applyEach(ctx context.Context, ops []batchOp) []bool 
 		}
 	}
 	return done
+}
+
+// maxLeaseBatchReadBacks bounds how often applyLost reads a lease batch
+// back and sends it again.
+const maxLeaseBatchReadBacks = 3
+
+// applyLost settles lease batch ops after its answer was lost (cause): it
+// reads this owner's slot documents (1 query) and reports success when the
+// batch landed (every slot the batch claims names this owner, every slot
+// it gives up does not); when it did not land it sends the batch again,
+// up to maxLeaseBatchReadBacks times. Any other answer is returned for
+// applyEach to go one operation at a time.
+func (c *leaseCoordinator) applyLost(ctx context.Context, ops []batchOp, cause error) error {
+	err := cause
+	for try := 0; try < maxLeaseBatchReadBacks && isAmbiguous(err); try++ {
+		docs, rerr := c.ownedSlotDocs(ctx)
+		if rerr != nil {
+			c.p.log.Warn("a lease batch's answer was lost and reading it back failed: its slots are tried one at a time", zap.NamedError("cause", err), zap.Error(rerr))
+			return err
+		}
+		mine := map[string]bool{}
+		for _, d := range docs {
+			mine[d.ID] = true
+		}
+		applied := true
+		for _, o := range ops {
+			var want leaseDoc
+			if json.Unmarshal(o.body, &want) != nil || mine[o.id] != (want.Owner == c.owner) {
+				applied = false
+				break
+			}
+		}
+		if applied {
+			c.p.log.Info("a lease batch's answer was lost; read back, it was applied", zap.Int("slots", len(ops)), zap.NamedError("cause", err))
+			return nil
+		}
+		c.p.log.Info("a lease batch's answer was lost; read back, it was not applied: sending it again", zap.Int("slots", len(ops)), zap.NamedError("cause", err))
+		_, err = c.p.runBatch(ctx, LeasePartitionKey, ops, write, false)
+	}
+	return err
 }
 
 // close stops the heartbeat and releases this owner's slots and owner

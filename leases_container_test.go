@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -493,4 +496,39 @@ func TestContainerLeasesClaimWhoseAnswerWasLostIsKept(t *testing.T) {
 	require.NotNil(t, item, "the claimed slots are served although the claim's answer was lost")
 	orch, _ := owned(p)
 	assert.Len(t, orch, cdb.NumDispatchSlots)
+}
+
+// TestContainerLeasesLostClaimAnswerIsReadBackInOneQuery drops the
+// connection of the first claim batch, before it is applied and after:
+// the provider reads its slots back with one query and, when the batch did
+// not land, sends it again, so its zero-timeout first fetch finds the
+// waiting turn, it owns every slot, the claims cost a handful of batches
+// (not one per slot) and a log line says what was read back.
+func TestContainerLeasesLostClaimAnswerIsReadBackInOneQuery(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []emulator.Fault{emulator.DropConnection(), emulator.ApplyThenDrop()} {
+		t.Run(fmt.Sprint(fault.Kind), func(t *testing.T) {
+			t.Parallel()
+			core, logs := observer.New(zapcore.InfoLevel)
+			p, emu := newPrivateProvider(t, func(c *cdb.Config) {
+				*c = containerLeaseConfigOn(*c)
+				c.LeaseHeartbeatInterval, c.LeaseExpiry = time.Hour, 3*time.Hour // only the first fetch claims
+				c.Logger = zap.New(core)
+			})
+			ctx := context.Background()
+			require.Less(t, int(cdb.DispatchSlot("lost-answer")), 100, "the instance's slot is among the first batch's")
+			require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("lost-answer"), 0))
+			key := cdb.LeasePartitionKey
+			emu.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Times: 1, Fault: fault})
+			before := emu.Counters()[emulator.OpBatch].Requests
+			item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			require.NoError(t, err)
+			require.NotNil(t, item, "the claimed slots are served at once")
+			orch, _ := owned(p)
+			assert.Len(t, orch, cdb.NumDispatchSlots)
+			// 3 claim batches, at most 1 sent again, the turn's lock batch.
+			assert.LessOrEqual(t, emu.Counters()[emulator.OpBatch].Requests-before, int64(5))
+			assert.Equal(t, 1, logs.FilterMessageSnippet("lease batch's answer was lost").Len())
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,14 +415,16 @@ func TestDeleteRacingAck(t *testing.T) {
 	item, err := fetchInstance(ctx, worker, inst)
 	require.NoError(t, err)
 
-	fired := false
+	// The hook runs on the deleter's request goroutines, which its
+	// change-feed reader shares: fired is atomic.
+	var fired atomic.Bool
 	tr.setHook(func(req *http.Request) {
 		// Before the deletion's first write (its fence of the instance
 		// document), after its checks read the instance.
-		if fired || req.Header.Get("x-ms-cosmos-is-batch-request") == "" || req.Header.Get("x-ms-documentdb-partitionkey") != `["`+inst+`"]` {
+		if req.Header.Get("x-ms-cosmos-is-batch-request") == "" || req.Header.Get("x-ms-documentdb-partitionkey") != `["`+inst+`"]` ||
+			!fired.CompareAndSwap(false, true) {
 			return
 		}
-		fired = true
 		act := duroxide.WorkItem{Kind: duroxide.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 3, Name: "A", Input: "i"}}
 		timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: 4, FireAtMs: uint64(time.Now().Add(time.Hour).UnixMilli())}}
 		require.NoError(t, worker.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{
@@ -431,7 +434,7 @@ func TestDeleteRacingAck(t *testing.T) {
 	})
 	_, err = deleter.DeleteInstancesAtomic(ctx, []string{inst}, true)
 	tr.setHook(nil)
-	require.True(t, fired)
+	require.True(t, fired.Load())
 	if err != nil {
 		// A deletion that lost the race may fail retryably; run it again.
 		require.True(t, duroxide.IsRetryable(err), "%v", err)

@@ -91,7 +91,11 @@ const unknownVersion = "unknown"
 // returned. A fetch never returns a lock that has expired: a lock timeout
 // under 1 ms finds nothing, and a turn whose lock expired while it was
 // read (a lock timeout shorter than the fetch's requests) is released,
-// without counting the attempt, and not returned.
+// without counting the attempt, and not returned. A lock batch whose
+// answer was lost (a dropped connection, a 408, a 500) costs 1 point read
+// of the instance document: the fetch goes on with the lock that landed
+// (a held-state batch's lock is released, 1 batch, and the partition
+// read), or tries the still free instance again.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	ctx = withCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
@@ -304,10 +308,12 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		}
 	case isAmbiguous(err):
 		// The lock batch may have committed: it did if the instance
-		// document now carries this lock.
-		var cur instanceDoc
-		etag, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur)
-		if rerr != nil || !found || cur.LockToken == nil || *cur.LockToken != lockID {
+		// document now carries this lock. If it did not, the candidate
+		// stays in the pool, to be tried again at once.
+		etag, o, rerr := p.readBackOrchLock(ctx, instance, lockID)
+		p.logLockReadBack("orchestration lock", instance, instanceDocID, o, lockedUntil, err, rerr)
+		if o != lockApplied {
+			p.traceFetch(orchSkipLockLost)
 			return nil, false, nil
 		}
 		doc.ETag = etag
@@ -331,6 +337,25 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		execHint: execHint, held: held, heldRID: heldRID, history: st.history,
 	}, now)
 	return item, !rest && item != nil, err
+}
+
+// readBackOrchLock reads instance's document after a lock batch (lock
+// lockID) whose answer was lost (1 point read), and tells whether the
+// batch landed (the batch is transactional: the document carrying the
+// lock means its messages carry it too), with the document's ETag when it
+// did.
+func (p *Provider) readBackOrchLock(ctx context.Context, instance, lockID string) (string, lockOutcome, error) {
+	var cur instanceDoc
+	etag, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
+	switch {
+	case err != nil:
+		return "", lockUnknown, err
+	case found && cur.LockToken != nil && *cur.LockToken == lockID:
+		return etag, lockApplied, nil
+	case found && cur.locked(p.nowMs()):
+		return "", lockTaken, nil
+	}
+	return "", lockNotApplied, nil
 }
 
 // pendingLockedDoc is the pending instance document a fetch creates, locked,

@@ -42,7 +42,11 @@ func orchMessageLockCondition(nowMs int64) string {
 // exists). tried is
 // false, with nothing written, when this process does not hold what the
 // batch needs, and when the service refused the batch (the held state is
-// then forgotten): the caller reads the partition instead. The messages
+// then forgotten): the caller reads the partition instead. A batch whose
+// answer was lost is read back (1 point read of the instance document):
+// a lock that landed is released (1 batch), and tried is false then too;
+// only when the read-back fails as well does the fetch give the candidate
+// up for this attempt (tried, with nothing returned). The messages
 // are those this process wrote and those its candidate queries and the
 // change feed showed; one it has not seen yet waits for a later turn.
 func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop, tried bool, err error) {
@@ -111,9 +115,20 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 			return nil, false, false, nil
 		}
 		if isAmbiguous(err) {
-			// The lock may have landed: release it (conditioned on this
-			// lock, so nothing else is touched) rather than leave the
-			// messages locked until it expires.
+			// The lock may have landed: read it back. The turn cannot be
+			// built without the batch's answer, so a lock that landed is
+			// released (conditioned on this lock, so nothing else is
+			// touched); then, or when it did not land, the fetch goes on
+			// by reading the partition, at once.
+			_, o, rerr := p.readBackOrchLock(ctx, instance, lockID)
+			p.logLockReadBack("orchestration lock (held state)", instance, instanceDocID, o, lockedUntil, err, rerr)
+			switch o {
+			case lockApplied:
+				p.releaseAfterFailedFetch(instance, lockID, ids)
+				return nil, false, false, nil
+			case lockNotApplied, lockTaken:
+				return nil, false, false, nil
+			}
 			p.releaseAfterFailedFetch(instance, lockID, ids)
 			return nil, false, true, nil
 		}

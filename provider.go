@@ -254,6 +254,9 @@ func clientFactory(cfg Config, p *Provider) (func() (*azcosmos.Client, error), e
 	if cfg.ClientOptions != nil {
 		opts = *cfg.ClientOptions
 	}
+	if cfg.HTTPClient != nil {
+		opts.Transport = cfg.HTTPClient
+	}
 	opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
 	if cfg.TracerProvider != nil {
 		opts.TracingProvider = AzureTracingProvider(cfg.TracerProvider)

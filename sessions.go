@@ -6,6 +6,7 @@ package cdb
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -189,13 +190,18 @@ func countWrite(n *int, err error) error {
 	return nil
 }
 
-// lockSessionItem locks session item c with patch po and claims its
-// session in one transactional batch, and returns the batch's results (nil
-// when the message or the session is taken). A claim that fails because
-// the session this process knew changed since (another of its updates,
-// or another process's) is tried once more with the session read again, so
-// that a session's items keep their order.
-func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po azcosmos.PatchOperations, session *duroxide.SessionFetchConfig, now int64) ([]azcosmos.TransactionalBatchResult, error) {
+// lockSessionItem locks session item c with patch po (lock lockID) and
+// claims its session in one transactional batch, and returns the message
+// as locked and its ETag with lockApplied; lockTaken when the message or
+// the session is taken; lockNotApplied when a batch whose answer was lost
+// did not land (the message and its session are as they were: the
+// candidate may be tried again at once). A claim that fails because the
+// session this process knew changed since (another of its updates, or
+// another process's) is tried once more with the session read again, so
+// that a session's items keep their order. A batch whose answer was lost
+// is read back (1 point read of the message, and of the session when it
+// landed).
+func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po azcosmos.PatchOperations, lockID string, session *duroxide.SessionFetchConfig, now int64) (queueDoc, string, lockOutcome, error) {
 	key := [2]string{c.Instance, *c.SessionID}
 	cand := candidates.Row{ID: c.ID, InstanceID: c.Instance, SessionID: c.SessionID}
 	var owned *candidates.Row
@@ -204,25 +210,65 @@ func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po a
 	}
 	for {
 		claim, claimed, err := p.sessionClaimOp(ctx, cand, owned, session, now)
-		if err != nil || claim == nil {
-			return nil, err
+		if err != nil {
+			return queueDoc{}, "", lockUnknown, err
+		}
+		if claim == nil {
+			return queueDoc{}, "", lockTaken, nil
 		}
 		results, err := p.runBatch(ctx, c.Instance, []batchOp{patchOp(c.ID, po, ""), *claim}, write, true)
 		if err == nil {
+			var d queueDoc
+			if err := json.Unmarshal(results[0].ResourceBody, &d); err != nil {
+				return queueDoc{}, "", lockUnknown, fmt.Errorf("decode locked work item: %w", err)
+			}
 			claimed.ETag = string(results[1].ETag)
 			p.workPool.SetSession(claimed)
-			return results, nil
+			return d, string(results[0].ETag), lockApplied, nil
+		}
+		if isAmbiguous(err) {
+			return p.readBackSessionClaim(ctx, c, lockID, claimed, err)
 		}
 		bf, isBatch := asBatchFailure(err)
-		if !isBatch && !isAmbiguous(err) {
-			return nil, err
+		if !isBatch {
+			return queueDoc{}, "", lockUnknown, err
 		}
 		p.workPool.ForgetSession(key)
-		if isBatch && bf.Index == 1 && owned != nil {
+		if bf.Index == 1 && owned != nil {
 			owned = nil // the session changed since this process saw it
 			continue
 		}
 		p.traceFetch(workSkipLockLost)
-		return nil, nil
+		return queueDoc{}, "", lockTaken, nil
 	}
+}
+
+// readBackSessionClaim reads back the lock and session claim of session
+// item c (lock lockID) after the batch's answer was lost (cause), logs
+// what it found, and returns what lockSessionItem does. The batch is
+// transactional: the message carrying the lock means the claim landed
+// too, and the session is read for its ETag (if that read fails the pool
+// forgets the session, and the next claim reads it).
+func (p *Provider) readBackSessionClaim(ctx context.Context, c candidates.Entry, lockID string, claimed candidates.Row, cause error) (queueDoc, string, lockOutcome, error) {
+	key := [2]string{c.Instance, *c.SessionID}
+	d, etag, o, rerr := p.readBackWorkLock(ctx, c, lockID)
+	p.logLockReadBack("session claim", c.Instance, c.ID, o, claimed.LockedUntil, cause, rerr)
+	switch o {
+	case lockApplied:
+		var cur sessionDoc
+		setag, found, err := p.readDoc(ctx, c.Instance, claimed.ID, &cur)
+		if err == nil && found && cur.OwnerID == claimed.OwnerID {
+			claimed.ETag, claimed.LockedUntil = setag, cur.LockedUntil
+			p.workPool.SetSession(claimed)
+		} else {
+			p.workPool.ForgetSession(key)
+		}
+		return d, etag, lockApplied, nil
+	case lockNotApplied:
+		p.traceFetch(workSkipLockLost)
+		return queueDoc{}, "", lockNotApplied, nil
+	}
+	p.workPool.ForgetSession(key)
+	p.traceFetch(workSkipLockLost)
+	return queueDoc{}, "", o, nil
 }

@@ -52,7 +52,10 @@ import (
 // and its last query stopped at a full page, every page is read. With a
 // positive pollTimeout the fetch waits for this process's writes, the
 // visibility of a known message, or the next poll (every LongPollInterval),
-// until work appears or the timeout passes.
+// until work appears or the timeout passes. A lock write whose answer was
+// lost (a dropped connection, a 408, a 500) costs 1 point read of the
+// message, or 2 for a session item whose claim landed: the fetch goes on
+// with the lock that landed, or tries the still free message again.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	ctx = withCall(ctx, "fetch_work_item")
 	const op = "fetch_work_item"
@@ -97,10 +100,9 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 			return p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, all)
 		}, func(c candidates.Entry) (bool, bool, error) {
 			var err error
-			locked, err = p.tryLockWork(ctx, c, session, lockTimeout)
-			// Whether it was locked now or by another worker, or its
-			// session belongs to another worker, the candidate is done.
-			return locked != nil, err == nil, err
+			var drop bool
+			locked, drop, err = p.tryLockWork(ctx, c, session, lockTimeout)
+			return locked != nil, drop, err
 		})
 	})
 	return locked, err
@@ -115,11 +117,20 @@ func workLockCondition(nowMs int64) string {
 }
 
 // tryLockWork locks candidate message c (and claims its session); it
-// returns nil, nil when another fetch won, the message is gone, or its
-// session belongs to another worker.
-func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, error) {
+// returns nil, and no error, when another fetch won, the message is gone,
+// its session belongs to another worker, or a lock write whose answer was
+// lost turned out not to have landed. drop tells whether the candidate
+// pool should forget c: it is done (locked now, or taken), and kept when
+// it is still free (the fetch may try it again at once).
+//
+// A lock write whose answer was lost (a dropped connection, a 408, a 500)
+// is read back (1 point read): when the message carries this lock the
+// fetch goes on with it, when it is still free the candidate goes back to
+// the pool, so the lost answer costs no wait for the next candidate query
+// or for the lock's expiry.
+func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session *duroxide.SessionFetchConfig, lockTimeout time.Duration) (*duroxide.LockedWorkItem, bool, error) {
 	if c.SessionID != nil && (session == nil || session.LockTimeout.Milliseconds() <= 0) {
-		return nil, nil // a session lease under 1 ms would have expired on return
+		return nil, true, nil // a session lease under 1 ms would have expired on return
 	}
 	now := p.nowMs()
 	lockID := newLockID()
@@ -130,10 +141,11 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 	po.AppendSet("/lockedUntil", until)
 	po.AppendIncrement("/attemptCount", 1)
 
-	var body []byte
+	var d queueDoc
 	var etag string
 	p.traceFetch(workPatch)
 	if c.SessionID == nil {
+		var body []byte
 		err := p.retry.do(ctx, write, func(ctx context.Context) error {
 			resp, err := p.container.PatchItem(ctx, pk(c.Instance), c.ID, po, &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
 			if err != nil {
@@ -145,28 +157,36 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 		switch {
 		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
 			p.traceFetch(workSkipLockLost)
-			return nil, nil
+			return nil, true, nil
 		case isAmbiguous(err):
-			return nil, nil // if it landed, the lock expires unused
+			var o lockOutcome
+			var rerr error
+			d, etag, o, rerr = p.readBackWorkLock(ctx, c, lockID)
+			p.logLockReadBack("work item lock", c.Instance, c.ID, o, until, err, rerr)
+			if o != lockApplied {
+				p.traceFetch(workSkipLockLost)
+				return nil, o == lockTaken, nil
+			}
 		case err != nil:
-			return nil, err
+			return nil, false, err
+		default:
+			if err := json.Unmarshal(body, &d); err != nil {
+				return nil, false, fmt.Errorf("decode locked work item: %w", err)
+			}
 		}
 	} else {
-		results, err := p.lockSessionItem(ctx, c, po, session, now)
-		if err != nil || results == nil {
-			return nil, err
+		var o lockOutcome
+		var err error
+		d, etag, o, err = p.lockSessionItem(ctx, c, po, lockID, session, now)
+		if err != nil || o != lockApplied {
+			return nil, o == lockTaken, err
 		}
-		body, etag = results[0].ResourceBody, string(results[0].ETag)
-	}
-	var d queueDoc
-	if err := json.Unmarshal(body, &d); err != nil {
-		return nil, fmt.Errorf("decode locked work item: %w", err)
 	}
 	item, err := decodeWorkItem(d.WorkItem)
 	if err != nil {
 		// An undecodable message can never be processed: keep it locked
 		// and report it, so the runtime's poison handling can see it.
-		return nil, permanent("fetch_work_item", fmt.Sprintf("worker-queue message %s of instance %q: %v", d.ID, d.InstanceID, err))
+		return nil, false, permanent("fetch_work_item", fmt.Sprintf("worker-queue message %s of instance %q: %v", d.ID, d.InstanceID, err))
 	}
 	token := workerLockToken(c.Instance, c.ID, lockID)
 	p.workPool.LockedMessage(c.Instance, c.ID, until)
@@ -179,10 +199,32 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 		if err := p.AbandonWorkItem(ctx, token, 0, true); err != nil {
 			p.log.Debug("releasing a work item whose lock expired during its fetch failed; it is fetchable anyway", zap.String("instance", c.Instance), zap.Error(err))
 		}
-		return nil, nil
+		return nil, true, nil
 	}
 	p.traceFetch(workFound)
-	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, nil
+	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, true, nil
+}
+
+// readBackWorkLock reads worker-queue message c after a write of lock
+// lockID whose answer was lost (1 point read), and tells whether the
+// write landed: the message as locked and its ETag when it did
+// (lockApplied), lockNotApplied when the message is still unlocked,
+// lockTaken when another lock holds it or it was consumed or deleted, and
+// lockUnknown with the read's error when the read failed.
+func (p *Provider) readBackWorkLock(ctx context.Context, c candidates.Entry, lockID string) (queueDoc, string, lockOutcome, error) {
+	var d queueDoc
+	etag, found, err := p.readDoc(ctx, c.Instance, c.ID, &d)
+	switch {
+	case err != nil:
+		return queueDoc{}, "", lockUnknown, err
+	case !found || d.Type != typeWorkerQueue:
+		return queueDoc{}, "", lockTaken, nil
+	case d.LockToken != nil && *d.LockToken == lockID:
+		return d, etag, lockApplied, nil
+	case d.LockedUntil <= p.nowMs():
+		return queueDoc{}, "", lockNotApplied, nil
+	}
+	return queueDoc{}, "", lockTaken, nil
 }
 
 // AckWorkItem consumes the locked message (it becomes a tombstone, so that

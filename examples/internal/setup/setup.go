@@ -1,7 +1,8 @@
-// Package setup connects the examples to Cosmos DB through the project's
-// test kit (cdbtest.Open): the account named by COSMOS_ENDPOINT and
-// COSMOS_KEY when they are set, otherwise an in-process emulator, so that
-// every example runs with no setup.
+// Package setup connects the examples to Cosmos DB the way README's "Run
+// your service locally" does: the account named by COSMOS_ENDPOINT and
+// COSMOS_KEY when they are set (cdb.ConfigFromEnv), otherwise the embedded
+// emulator started in the process, so that every example runs with no
+// setup.
 package setup
 
 import (
@@ -14,8 +15,8 @@ import (
 	"github.com/google/uuid"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
-	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // Env is a provider on a fresh container plus what to close at the end.
@@ -23,23 +24,25 @@ type Env struct {
 	// Provider is the Cosmos DB provider on the run's container.
 	Provider *cdb.Provider
 	// Where describes the account for the example's output.
-	Where   string
-	account *cdbtest.Account
+	Where string
+	emu   *emulator.Server // nil on an account
 }
 
-// Open connects to the account and creates a container for this run (named
-// after the example, with a random suffix so that runs never collide). On
-// a real account the container is deleted by Close.
+// Open connects to the account (or starts the embedded emulator) and
+// creates a container for this run (named after the example, with a
+// random suffix so that runs never collide). On an account the container
+// is deleted by Close.
 func Open(ctx context.Context, example string) (*Env, error) {
-	account, err := cdbtest.Open()
-	if err != nil {
-		return nil, err
+	cfg := cdb.ConfigFromEnv()
+	e := &Env{Where: "Cosmos DB account " + cfg.Endpoint}
+	if cfg.Endpoint == "" {
+		srv, err := emulator.Start(emulator.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("start the embedded Cosmos DB emulator: %w", err)
+		}
+		e.emu, e.Where = srv, "the embedded Cosmos DB emulator at "+srv.Endpoint()
+		cfg.Endpoint, cfg.Key, cfg.HTTPClient = srv.Endpoint(), srv.Key(), srv.HTTPClient()
 	}
-	e := &Env{account: account, Where: "Cosmos DB account " + account.Endpoint()}
-	if account.Emulator() != nil {
-		e.Where = "the embedded Cosmos DB emulator at " + account.Endpoint()
-	}
-	cfg := account.Config()
 	cfg.Container = example + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
 	p, err := cdb.New(ctx, cfg)
 	if err != nil {
@@ -50,18 +53,20 @@ func Open(ctx context.Context, example string) (*Env, error) {
 	return e, nil
 }
 
-// Close closes the provider, deletes the run's container on a real account
+// Close closes the provider, deletes the run's container on an account
 // and stops the emulator.
 func (e *Env) Close() {
 	if e.Provider != nil {
-		if e.account.Emulator() == nil {
+		if e.emu == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_, _ = e.Provider.Container().Delete(ctx, nil)
 		}
 		_ = e.Provider.Close()
 	}
-	_ = e.account.Close()
+	if e.emu != nil {
+		_ = e.emu.Close()
+	}
 }
 
 // Options are the runtime options of the examples: quick polling, so that
