@@ -73,9 +73,18 @@ func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
 }
 
 // ListInstancesByStatus returns the ids of the instances whose current
-// execution has status, newest first. Requests: 1 cross-partition query.
+// execution has status, newest first; duroxide.StatusPending lists the
+// pending instances (their start stored, not run yet), newest first.
+// Requests: 1 cross-partition query.
 func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
 	ctx = withCall(ctx, "list_instances_by_status")
+	if status == duroxide.StatusPending {
+		ids, err := p.listPending(ctx)
+		if err != nil {
+			return nil, mapError("list_instances_by_status", err)
+		}
+		return ids, nil
+	}
 	rows, err := p.listInstanceRows(ctx, " AND c.status = @s", []azcosmos.QueryParameter{param("@s", status)})
 	if err != nil {
 		return nil, mapError("list_instances_by_status", err)
@@ -138,6 +147,10 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 
 // GetInstanceInfo returns the instance's metadata and its current
 // execution's status and output; an unknown instance is a permanent error.
+// A pending instance (its start stored or locked, no turn committed) is
+// duroxide.StatusPending with execution 0, the start's name and version
+// and the reason a runtime recorded (PendingReason), from the pending
+// document.
 // Requests: 1 point read of the instance document, which carries the
 // current execution's status and output; 2 (the
 // execution document too) when it does not: a terminal output larger than
@@ -168,9 +181,15 @@ var _ duroxide.InstanceStatusReader = (*Provider)(nil)
 // returns.
 func (p *Provider) instanceInfo(ctx context.Context, instance string, status func(ctx context.Context, op, instance string, doc *instanceDoc) (string, *string, error)) (duroxide.InstanceInfo, *instanceDoc, error) {
 	const op = "get_instance_info"
-	doc, err := p.requireInstance(ctx, op, instance)
+	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil {
 		return duroxide.InstanceInfo{}, nil, err
+	}
+	if doc.pending() {
+		return pendingInfo(doc), doc, nil
+	}
+	if !doc.exists() {
+		return duroxide.InstanceInfo{}, nil, permanent(op, fmt.Sprintf("Instance %s not found", instance))
 	}
 	info := duroxide.InstanceInfo{
 		InstanceID: instance, OrchestrationName: doc.OrchestrationName, OrchestrationVersion: unknownVersion,
@@ -315,12 +334,19 @@ func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string,
 	return ids, nil
 }
 
-// GetParentID returns the instance's parent; ok is false for a root. An
-// unknown instance is a permanent error. Requests: 1 point read.
+// GetParentID returns the instance's parent; ok is false for a root (and
+// for a pending instance, which is deleted as one). An unknown instance is
+// a permanent error. Requests: 1 point read.
 func (p *Provider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	ctx = withCall(ctx, "get_parent_id")
 	const op = "get_parent_id"
-	doc, err := p.requireInstance(ctx, op, instance)
+	doc, err := p.loadInstance(ctx, op, instance)
+	if err == nil && doc.pending() {
+		return "", false, nil
+	}
+	if err == nil && !doc.exists() {
+		err = permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	}
 	if err != nil {
 		return "", false, err
 	}

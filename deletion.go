@@ -79,7 +79,10 @@ func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string)
 }
 
 // DeleteInstancesAtomic deletes the given instances with all their
-// documents (history, executions, queue messages, sessions, KV, intents).
+// documents (history, executions, queue messages, sessions, KV, intents);
+// a pending instance (duroxide.StatusPending) is purged the same way, its
+// queued start and every other message for it included, and counted in
+// InstancesDeleted.
 // Without force a Running instance fails the call, and an instance whose
 // child is not in ids fails it too (orphan check); both are checked before
 // anything is written, so a refused call deletes nothing. Cosmos DB has no
@@ -123,7 +126,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 		if err != nil {
 			return res, mapError(op, err)
 		}
-		exists[id] = found && doc.exists()
+		exists[id] = found && (doc.exists() || doc.pending())
 		if exists[id] && !force && doc.Status == duroxide.StatusRunning && !doc.fencedForDeletion() {
 			return res, permanent(op, fmt.Sprintf("Instance %s is still running. Use force=true to delete anyway, or cancel first.", id))
 		}

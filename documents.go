@@ -110,7 +110,11 @@ type instanceDoc struct {
 	// StartMessageID is the id of the start message a client's start
 	// stored with the pending document (see startInstance).
 	StartMessageID string `json:"startMessageId,omitempty"`
-	ETag           string `json:"-"`
+	// PendingReason is why the pending instance's start has not run, as
+	// the last runtime that abandoned it reported (pending.go); the ack
+	// that creates the instance clears it.
+	PendingReason string `json:"pendingReason,omitempty"`
+	ETag          string `json:"-"`
 	// RID is the document's _rid, read by fetches only (a deleted and
 	// recreated instance is a new document); never written.
 	RID string `json:"-"`
@@ -129,6 +133,14 @@ func (d *instanceDoc) locked(nowMs int64) bool {
 
 // exists reports whether the instance was created by an ack.
 func (d *instanceDoc) exists() bool { return d != nil && d.Type == typeInstance }
+
+// pending reports whether the document is a pending instance's
+// (duroxide.StatusPending): a start stored or locked, no turn committed
+// and no execution (history appended to a pending document outside a turn
+// makes it no longer pending).
+func (d *instanceDoc) pending() bool {
+	return d != nil && d.Type == typeInstancePending && d.CurrentExecutionID == 0
+}
 
 // hasContext reports whether a turn of the instance has an orchestration
 // to continue (it exists, or an execution was started): without it, a turn

@@ -49,7 +49,11 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 // when the instance exists (duroxide.InstanceStarter): it has run (until it
 // is deleted), its start is already stored, or a parent's start of it has
 // been fetched. A refusal is a permanent *duroxide.ProviderError wrapping
-// duroxide.ErrInstanceExists, with nothing written. Requests: 1, as any
+// duroxide.ErrInstanceExists, with nothing written; when the instance is
+// pending (duroxide.StatusPending: its start stored, not run yet) it wraps
+// duroxide.ErrInstancePending, which matches ErrInstanceExists too, and
+// its message says so, with the reason a runtime recorded
+// (duroxide.PendingStartMessage). Requests: 1, as any
 // enqueue (2 when refused or after a lost answer).
 func (p *Provider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
 	ctx = withCall(ctx, "enqueue_start")
@@ -98,6 +102,8 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 			return mapError(op, rerr)
 		case found && cur.StartMessageID == d.id:
 			err = nil // this start, stored by a try whose answer was lost
+		case found && cur.pending():
+			return &duroxide.ProviderError{Operation: op, Message: duroxide.PendingStartMessage(d.target, cur.PendingReason), Cause: duroxide.ErrInstancePending}
 		case found:
 			return &duroxide.ProviderError{Operation: op, Message: fmt.Sprintf("instance %s already exists", duroxide.QuoteInstanceID(d.target)), Cause: duroxide.ErrInstanceExists}
 		default:

@@ -314,6 +314,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 		if doc.Type != typeInstance {
 			doc.Type = typeInstance
 			doc.ParentInstanceID = md.ParentInstanceID
+			doc.PendingReason = ""
 		}
 		doc.OrchestrationName = *md.OrchestrationName
 		doc.OrchestrationVersion = md.OrchestrationVersion

@@ -99,6 +99,13 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 // or already released lock is a permanent error; an expired lock no other
 // fetch has taken is released normally.
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	return p.abandonOrchestrationItem(ctx, lockToken, delay, ignoreAttempt, "")
+}
+
+// abandonOrchestrationItem is AbandonOrchestrationItem that also writes
+// reason (when not "") as the pending reason of a pending instance, in the
+// same patch of its document (pending.go).
+func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool, reason string) error {
 	ctx = withCall(ctx, "abandon_orchestration_item")
 	const op = "abandon_orchestration_item"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
@@ -110,6 +117,9 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	if l, ok := p.locks.Orch(lockToken); ok {
 		ids = l.messageIDs
 		again.EnqueuedAt, again.Seq = l.oldestEnqueuedAt, l.oldestSeq
+		if !l.doc.pending() {
+			reason = "" // only a pending instance keeps a reason
+		}
 	} else {
 		raws, err := p.query(ctx, &instance, "SELECT c.id FROM c WHERE c.type = 'orch_queue' AND c.lockToken = @l",
 			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
@@ -123,7 +133,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			}
 		}
 	}
-	err := p.releaseOrchLock(ctx, instance, lockID, ids, delay, ignoreAttempt)
+	err := p.releaseOrchLockNoting(ctx, instance, lockID, ids, delay, ignoreAttempt, reason)
 	if isAmbiguous(err) {
 		// The answer was lost: the release landed if the instance
 		// document names this lock as the last one released.
@@ -148,12 +158,21 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 // it still being the lock, and recording it as the last lock released) and
 // from messageIDs, in one batch. A lost answer is an *ambiguousError.
 func (p *Provider) releaseOrchLock(ctx context.Context, instance, lockID string, messageIDs []string, delay time.Duration, ignoreAttempt bool) error {
+	return p.releaseOrchLockNoting(ctx, instance, lockID, messageIDs, delay, ignoreAttempt, "")
+}
+
+// releaseOrchLockNoting is releaseOrchLock that also sets the instance
+// document's pending reason to reason when reason is not "".
+func (p *Provider) releaseOrchLockNoting(ctx context.Context, instance, lockID string, messageIDs []string, delay time.Duration, ignoreAttempt bool, reason string) error {
 	now := p.nowMs()
 	var po azcosmos.PatchOperations
 	po.SetCondition(lockCondition(lockID, 0))
 	po.AppendSet("/lockToken", jsonNull)
 	po.AppendSet("/lockedUntil", 0)
 	po.AppendSet("/lastReleasedLock", lockID)
+	if reason != "" {
+		po.AppendSet("/pendingReason", reason)
+	}
 	ops := []batchOp{patchOp(instanceDocID, po, "")}
 	for _, id := range messageIDs {
 		var mo azcosmos.PatchOperations

@@ -10,7 +10,9 @@ type ProviderAdmin interface {
 	// ListInstances returns every known instance id.
 	ListInstances(ctx context.Context) ([]string, error)
 	// ListInstancesByStatus returns the ids of the instances whose
-	// current status is status ("Running", "Completed", "Failed", ...).
+	// current status is status ("Running", "Completed", "Failed", ...;
+	// StatusPending for the pending instances of a provider that keeps
+	// them, see StatusPending).
 	ListInstancesByStatus(ctx context.Context, status string) ([]string, error)
 	// ListExecutions returns the instance's execution ids in ascending
 	// order (empty for an unknown instance).
@@ -69,7 +71,9 @@ type InstanceInfo struct {
 	OrchestrationName    string
 	OrchestrationVersion string
 	CurrentExecutionID   uint64
-	// Status is "Running", "Completed", "Failed" or "ContinuedAsNew".
+	// Status is "Running", "Completed", "Failed" or "ContinuedAsNew"; or
+	// StatusPending (a Go addition, see StatusPending) for an instance
+	// whose start is stored and has not run, with CurrentExecutionID 0.
 	Status string
 	// Output is the terminal output or error, nil while running.
 	Output *string
@@ -78,6 +82,12 @@ type InstanceInfo struct {
 	UpdatedAt uint64
 	// ParentInstanceID is nil for a root orchestration.
 	ParentInstanceID *string
+	// PendingReason is, for a Pending instance, why its start has not run
+	// as the last runtime that abandoned it reported (for instance
+	// `orchestration "Procss" is not registered on runtime 3f2a, attempt
+	// 3`, through PendingReasonRecorder); "" when none reported one, and
+	// for every other status. A Go addition.
+	PendingReason string
 }
 
 // ExecutionInfo is one execution's metadata (duroxide's ExecutionInfo).

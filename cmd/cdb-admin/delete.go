@@ -21,7 +21,8 @@ type deleteResultJSON struct {
 // every document they own. With ids: every id is checked first (unknown:
 // exitNotFound; a sub-orchestration, or a Running instance in a tree
 // without -force: exitFailed), then one DeleteInstancesAtomic over all the
-// trees. With -completed-before: DeleteInstanceBulk (terminal root
+// trees; a Pending instance (its start stored, not run yet) needs no
+// -force and is purged with its queued start and every message for it. With -completed-before: DeleteInstanceBulk (terminal root
 // instances only). Either way it asks first unless -yes.
 var deleteCommand = command{
 	name:     "delete",

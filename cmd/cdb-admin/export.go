@@ -93,7 +93,7 @@ var exportCommand = command{
 			if *dir == "" {
 				return usagef("export: -o must name a directory")
 			}
-			want, err := parseStatus(*status)
+			want, err := parseStatus(*status, statuses)
 			if err != nil {
 				return err
 			}
@@ -157,7 +157,7 @@ var exportCommand = command{
 // selectInstances lists the instances with status (any when "") whose id
 // starts with prefix, sorted.
 func selectInstances(ctx context.Context, p *cdb.Provider, status, prefix string) ([]string, error) {
-	ids, err := listInstances(ctx, p, status)
+	ids, err := listInstances(ctx, p, status, false)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,14 @@ var historyCommand = command{
 				return err
 			}
 			id := info.InstanceID
+			if info.Status == duroxide.StatusPending && *execution == 0 {
+				// No execution yet: nothing to read.
+				if s.flags.json {
+					return printJSON(s.io.stdout, []duroxide.Event{})
+				}
+				_, err := fmt.Fprintf(s.io.stdout, "%s is Pending: its start has not run yet, so it has no history\n", quoteIfNeeded(id))
+				return err
+			}
 			exec := *execution
 			if exec == 0 {
 				exec = info.CurrentExecutionID

@@ -21,13 +21,17 @@ type instanceJSON struct {
 	CreatedAt            uint64  `json:"created_at"`
 	UpdatedAt            uint64  `json:"updated_at"`
 	ParentInstanceID     *string `json:"parent_instance_id"`
+	// PendingReason is, for a Pending instance, why its start has not run
+	// as a runtime reported it (omitted when none did, and for the other
+	// statuses): duroxide.InstanceInfo's PendingReason, a Go addition.
+	PendingReason string `json:"pending_reason,omitempty"`
 }
 
 func toInstanceJSON(i duroxide.InstanceInfo) instanceJSON {
 	return instanceJSON{
 		InstanceID: i.InstanceID, OrchestrationName: i.OrchestrationName, OrchestrationVersion: i.OrchestrationVersion,
 		CurrentExecutionID: i.CurrentExecutionID, Status: i.Status, Output: i.Output,
-		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ParentInstanceID: i.ParentInstanceID,
+		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ParentInstanceID: i.ParentInstanceID, PendingReason: i.PendingReason,
 	}
 }
 
@@ -44,27 +48,41 @@ type executionJSON struct {
 // statuses are the instance statuses duroxide's providers store.
 var statuses = []string{"Running", "Completed", "Failed", "ContinuedAsNew"}
 
-// parseStatus returns the canonical spelling of a status given in any case
-// ("" for "": any status).
-func parseStatus(s string) (string, error) {
+// listStatuses are the statuses list filters on: duroxide's, and Pending
+// (duroxide.StatusPending: a start stored that has not run).
+var listStatuses = append(statuses[:len(statuses):len(statuses)], duroxide.StatusPending)
+
+// parseStatus returns the canonical spelling of a status of known given in
+// any case ("" for "": any status).
+func parseStatus(s string, known []string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	for _, st := range statuses {
+	for _, st := range known {
 		if strings.EqualFold(s, st) {
 			return st, nil
 		}
 	}
-	return "", usagef("unknown status %q (one of %s)", s, strings.Join(statuses, ", "))
+	return "", usagef("unknown status %q (one of %s)", s, strings.Join(known, ", "))
 }
 
 // listInstances returns the ids of the instances with status (every
-// instance when ""): ListInstances or ListInstancesByStatus.
-func listInstances(ctx context.Context, admin duroxide.ProviderAdmin, status string) ([]string, error) {
+// instance when ""): ListInstances or ListInstancesByStatus. With
+// withPending and no status, the pending instances
+// (ListInstancesByStatus(Pending), which ListInstances leaves out) come
+// first.
+func listInstances(ctx context.Context, admin duroxide.ProviderAdmin, status string, withPending bool) ([]string, error) {
 	var ids []string
 	var err error
 	if status == "" {
-		ids, err = admin.ListInstances(ctx)
+		if withPending {
+			if ids, err = admin.ListInstancesByStatus(ctx, duroxide.StatusPending); err != nil {
+				return nil, fmt.Errorf("list the pending instances: %w", err)
+			}
+		}
+		var created []string
+		created, err = admin.ListInstances(ctx)
+		ids = append(ids, created...)
 	} else {
 		ids, err = admin.ListInstancesByStatus(ctx, status)
 	}
@@ -74,8 +92,9 @@ func listInstances(ctx context.Context, admin duroxide.ProviderAdmin, status str
 	return ids, nil
 }
 
-// instanceInfo returns the instance's metadata; an instance that does not
-// exist is an exitNotFound error. GetInstanceInfo's error does not say
+// instanceInfo returns the instance's metadata (Status Pending for an
+// instance whose start has not run); an instance that does not exist is an
+// exitNotFound error. GetInstanceInfo's error does not say
 // which of "absent" and "unreadable" it is, so an error is confirmed by
 // listing the instance's executions: none means absent.
 func instanceInfo(ctx context.Context, admin duroxide.ProviderAdmin, id string) (duroxide.InstanceInfo, error) {

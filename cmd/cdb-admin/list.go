@@ -8,12 +8,14 @@ import (
 
 // listCommand lists instances, newest first, with their name, status,
 // execution and times: ListInstances or ListInstancesByStatus, then
-// GetInstanceInfo per instance (one point read each). Long ids and names
-// are cut in the table (idCell) unless -v.
+// GetInstanceInfo per instance (one point read each). Without -status the
+// Pending instances (their start stored, not run yet: ListInstancesByStatus
+// Pending) come first. Long ids and names are cut in the table (idCell)
+// unless -v.
 var listCommand = command{
 	name:     "list",
-	synopsis: "[-status Running|Completed|Failed|ContinuedAsNew] [-limit N]",
-	summary:  "instances, newest first, with name, status and times (-v: long ids whole)",
+	synopsis: "[-status Running|Completed|Failed|ContinuedAsNew|Pending] [-limit N]",
+	summary:  "instances (Pending ones first), newest first, with name, status and times (-v: long ids whole)",
 	setup: func(fs *flag.FlagSet) action {
 		status := fs.String("status", "", "only instances with this status")
 		limit := fs.Int("limit", 0, "print at most N instances (0: all)")
@@ -24,7 +26,7 @@ var listCommand = command{
 			if *limit < 0 {
 				return usagef("list: -limit must not be negative, not %d", *limit)
 			}
-			want, err := parseStatus(*status)
+			want, err := parseStatus(*status, listStatuses)
 			if err != nil {
 				return err
 			}
@@ -32,7 +34,7 @@ var listCommand = command{
 			if err != nil {
 				return err
 			}
-			ids, err := listInstances(ctx, p, want)
+			ids, err := listInstances(ctx, p, want, true)
 			if err != nil {
 				return err
 			}

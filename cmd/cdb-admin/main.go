@@ -8,22 +8,25 @@
 //
 // Commands:
 //
-//	list     [-status Running|Completed|Failed|ContinuedAsNew] [-limit N]
-//	         instances, newest first, with name, status and times (ids
-//	         and names longer than 40 characters cut with "…" unless -v)
+//	list     [-status Running|Completed|Failed|ContinuedAsNew|Pending] [-limit N]
+//	         instances (Pending ones, whose start has not run, first),
+//	         newest first, with name, status and times (ids and names
+//	         longer than 40 characters cut with "…" unless -v)
 //	show     <instance>
-//	         status, output, custom status, parent and every execution
+//	         status, output, custom status, parent and every execution;
+//	         for a Pending instance, why its start has not run
 //	history  <instance> [-execution N]
 //	         one execution's history as a table (default: the current one)
 //	tree     <instance>
 //	         the instance and its sub-orchestrations, with their statuses
-//	queues   unlocked messages per queue
+//	queues   unlocked messages per queue, and the Pending instances
 //	metrics  instance, execution and event counts over the container
 //	delete   <instance>... [-force] [-yes]
 //	delete   -completed-before T [-limit N] [-yes]
 //	         delete root instances with their sub-orchestrations and all
-//	         their data; asks for confirmation unless -yes; -force also
-//	         deletes Running instances
+//	         their data (a Pending instance: its queued start and every
+//	         message for it); asks for confirmation unless -yes; -force
+//	         also deletes Running instances
 //	prune    <instance>... | -all  [-keep-last N] [-completed-before T] [-yes]
 //	         delete old executions (never the current one)
 //	export   [-o DIR] <instance>... | [-o DIR] [-status S] [-prefix P]

@@ -474,7 +474,7 @@ func TestMalformedInputIsAUsageError(t *testing.T) {
 		{nil, "no command given"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune, export)`},
 		{[]string{"list", "-bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"list", "-status", "Sleeping"}, `unknown status "Sleeping" (one of Running, Completed, Failed, ContinuedAsNew)`},
+		{[]string{"list", "-status", "Sleeping"}, `unknown status "Sleeping" (one of Running, Completed, Failed, ContinuedAsNew, Pending)`},
 		{[]string{"list", "-limit", "x"}, `invalid value "x" for flag -limit`},
 		{[]string{"show"}, "show: missing argument (usage: cdb-admin show <instance>)"},
 		{[]string{"show", "a", "b"}, `show: unexpected argument "b"`},

@@ -63,8 +63,12 @@ var pruneCommand = command{
 			}
 			ids := uniqueSorted(args)
 			for _, id := range ids {
-				if _, err := instanceInfo(ctx, p, id); err != nil {
+				info, err := instanceInfo(ctx, p, id)
+				if err != nil {
 					return err
+				}
+				if info.Status == duroxide.StatusPending {
+					return failedf("%s is Pending: its start has not run, so it has no execution to prune (cdb-admin delete removes it); nothing was pruned", quoteIfNeeded(id))
 				}
 			}
 			if !*yes {

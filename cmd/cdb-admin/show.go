@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
 // showJSON is show's answer under -json.
@@ -23,7 +25,9 @@ type customStatusJSON struct {
 }
 
 // showCommand prints one instance: GetInstanceInfo, GetCustomStatus, and
-// ListExecutions with GetExecutionInfo per execution.
+// ListExecutions with GetExecutionInfo per execution. A Pending instance
+// (its start stored, not run yet) has no execution; show prints why it has
+// not run when a runtime reported it.
 var showCommand = command{
 	name:     "show",
 	synopsis: "<instance>",
@@ -73,7 +77,16 @@ func printShow(s *session, out showJSON) error {
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	line("Instance", quoteIfNeeded(in.InstanceID))
 	line("Orchestration", nameCell(in.OrchestrationName, true)+" (version "+orDash(in.OrchestrationVersion)+")")
-	line("Status", in.Status)
+	if in.Status == duroxide.StatusPending {
+		line("Status", in.Status+" (its start is stored and has not run yet)")
+		if in.PendingReason != "" {
+			line("Pending reason", in.PendingReason)
+		} else {
+			line("Pending reason", "- (no runtime has reported one: is a runtime running?)")
+		}
+	} else {
+		line("Status", in.Status)
+	}
 	line("Execution", strconv.FormatUint(in.CurrentExecutionID, 10))
 	if in.Output != nil {
 		line("Output", *in.Output)

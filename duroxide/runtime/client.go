@@ -116,7 +116,11 @@ func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemK
 // is a duroxide.InstanceStarter (this module's cdb and in-memory providers
 // are), a start for an instance that exists (it has run and was not
 // deleted, or its start is already stored) returns an error matching
-// errors.Is(err, ErrInstanceExists), at no extra request. With another
+// errors.Is(err, ErrInstanceExists), at no extra request; when the instance
+// is pending (its start is stored and has not run) the error also matches
+// ErrInstancePending and says so, with the reason a runtime reported
+// (`instance "x" is pending: its start is stored and has not run yet
+// (orchestration "Procss" is not registered on runtime 3f2a, attempt 3)`). With another
 // provider the start is stored and the runtime drops it with a warning when
 // it finds the instance's history already begun, as duroxide does.
 func (c *Client) StartOrchestration(ctx context.Context, instance, name, input string) error {
@@ -179,9 +183,12 @@ func (c *Client) CancelInstance(ctx context.Context, instance, reason string) er
 
 // GetOrchestrationStatus reads instance's status from its latest
 // execution's history: Completed or Failed from the terminal event, Running
-// once started (including between continue-as-new executions), NotFound
-// otherwise. The custom status comes from GetCustomStatus; an error there
-// leaves it unset, as in duroxide.
+// once started (including between continue-as-new executions). A history
+// with no start is Pending when the provider's ProviderAdmin reports the
+// instance as duroxide.StatusPending (its start is stored and has not run,
+// with the reason a runtime reported in PendingReason: one GetInstanceInfo
+// more, in that case only), NotFound otherwise. The custom status comes
+// from GetCustomStatus; an error there leaves it unset, as in duroxide.
 func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (OrchestrationStatus, error) {
 	if err := checkInstance("status", instance); err != nil {
 		return OrchestrationStatus{}, err
@@ -194,8 +201,26 @@ func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (O
 	if err != nil {
 		return OrchestrationStatus{}, err
 	}
+	if st.Kind == StatusNotFound {
+		return pendingStatus(ctx, p, instance)
+	}
 	addCustomStatus(ctx, p, instance, &st)
 	return st, nil
+}
+
+// pendingStatus is the status of an instance whose history has no start:
+// Pending, with its reason, when the provider's admin reports it pending,
+// NotFound otherwise (no admin, or an error: as duroxide reads it).
+func pendingStatus(ctx context.Context, p duroxide.Provider, instance string) (OrchestrationStatus, error) {
+	admin, ok := duroxide.AsManagementCapability(p)
+	if !ok {
+		return OrchestrationStatus{Kind: StatusNotFound}, nil
+	}
+	info, err := admin.GetInstanceInfo(ctx, instance)
+	if err != nil || info.Status != duroxide.StatusPending {
+		return OrchestrationStatus{Kind: StatusNotFound}, nil
+	}
+	return OrchestrationStatus{Kind: StatusPending, PendingReason: info.PendingReason}, nil
 }
 
 // readStatus reads instance's history and returns the status it shows,

@@ -19,7 +19,11 @@ var (
 	ErrInstanceNotFound = errors.New("instance not found")
 	// ErrInstanceExists is duroxide.ErrInstanceExists, what
 	// StartOrchestration returns (wrapped) for an instance that exists.
-	ErrInstanceExists               = duroxide.ErrInstanceExists
+	ErrInstanceExists = duroxide.ErrInstanceExists
+	// ErrInstancePending is duroxide.ErrInstancePending, what
+	// StartOrchestration returns (wrapped) for an instance whose start is
+	// stored and has not run; such an error matches ErrInstanceExists too.
+	ErrInstancePending              = duroxide.ErrInstancePending
 	ErrInstanceStillRunning         = errors.New("instance is still running; use force or cancel it first")
 	ErrCannotDeleteSubOrchestration = errors.New("cannot delete a sub-orchestration directly; delete the root orchestration instead")
 )
@@ -76,7 +80,9 @@ func (c *Client) ListAllInstances(ctx context.Context) ([]string, error) {
 }
 
 // ListInstancesByStatus returns the ids of instances with status
-// ("Running", "Completed", "Failed", "ContinuedAsNew").
+// ("Running", "Completed", "Failed", "ContinuedAsNew"; duroxide.StatusPending
+// for the instances whose start has not run, with a provider that keeps
+// them).
 func (c *Client) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
 	return adminCall(c, "list instances by status", "", func(a duroxide.ProviderAdmin) ([]string, error) {
 		return a.ListInstancesByStatus(ctx, status)
@@ -127,7 +133,9 @@ func (c *Client) GetInstanceTree(ctx context.Context, instance string) (duroxide
 }
 
 // DeleteInstance deletes a root instance and its descendants. Without force
-// a running instance is refused. Refusals wrap ErrInstanceNotFound,
+// a running instance is refused. A pending instance (its start stored and
+// not run) is purged with every message queued for it, with a provider
+// that keeps pending instances. Refusals wrap ErrInstanceNotFound,
 // ErrInstanceStillRunning or ErrCannotDeleteSubOrchestration (matched from
 // the provider's message as duroxide does) together with the provider error.
 func (c *Client) DeleteInstance(ctx context.Context, instance string, force bool) (duroxide.DeleteInstanceResult, error) {

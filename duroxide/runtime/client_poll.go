@@ -46,9 +46,10 @@ func pollTerminal(ctx context.Context, p duroxide.Provider, admin duroxide.Provi
 		}
 		if err == nil {
 			switch info.Status {
-			case duroxide.StatusRunning, duroxide.StatusContinuedAsNew:
+			case duroxide.StatusRunning, duroxide.StatusContinuedAsNew, duroxide.StatusPending:
 				// The history shows Running: no terminal event in the
-				// current execution (or the one that continued as new).
+				// current execution (or the one that continued as new);
+				// or it has not started yet (Pending).
 				return OrchestrationStatus{}, false, nil
 			case duroxide.StatusCompleted:
 				// The metadata's output is the OrchestrationCompleted
@@ -98,11 +99,12 @@ func instanceNotFound(err error) bool {
 
 // knownRunning reports whether instance's metadata shows it running (or
 // between continue-as-new executions), so that its history would show it
-// Running too; false when admin is nil or the metadata cannot tell.
+// Running too, or pending (not started, so without custom status); false
+// when admin is nil or the metadata cannot tell.
 func knownRunning(ctx context.Context, admin duroxide.ProviderAdmin, instance string) bool {
 	if admin == nil {
 		return false
 	}
 	info, err := admin.GetInstanceInfo(ctx, instance)
-	return err == nil && (info.Status == duroxide.StatusRunning || info.Status == duroxide.StatusContinuedAsNew)
+	return err == nil && (info.Status == duroxide.StatusRunning || info.Status == duroxide.StatusContinuedAsNew || info.Status == duroxide.StatusPending)
 }

@@ -58,7 +58,7 @@ func (r *Runtime) processOrchestrationItem(workerID string, item *duroxide.Orche
 // commitTurn commits (or abandons) the decided turn d of item.
 func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.OrchestrationItem, d turnDecision) {
 	if d.abandon {
-		if err := r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, d.delay, false); err != nil && r.runCtx.Err() == nil {
+		if err := r.abandonTurn(item.LockToken, d); err != nil && r.runCtx.Err() == nil {
 			r.logger.Warn("abandon orchestration item failed", "instance", item.Instance, "error", err)
 		}
 		return
@@ -83,6 +83,17 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)
 		_ = r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, abandonOnFailed, false)
 	}
+}
+
+// abandonTurn abandons the turn d decided not to run. A start abandoned
+// with a pending reason goes through the provider's
+// duroxide.PendingReasonRecorder when it has one (the same one request as
+// an abandon), so that the instance's status says why it has not run.
+func (r *Runtime) abandonTurn(token string, d turnDecision) error {
+	if d.pendingReason == "" || r.reasons == nil {
+		return r.provider.AbandonOrchestrationItem(r.runCtx, token, d.delay, false)
+	}
+	return r.reasons.AbandonOrchestrationItemWithReason(r.runCtx, token, d.delay, false, d.pendingReason)
 }
 
 // ackCounted commits turn d of item (ackWithRetry) and records it in the

@@ -21,6 +21,9 @@ import (
 // left to expire and the work is redone elsewhere).
 type Runtime struct {
 	provider duroxide.Provider
+	// reasons records why a start was abandoned (nil when the provider
+	// cannot): the provider's duroxide.PendingReasonRecorder.
+	reasons  duroxide.PendingReasonRecorder
 	registry *Registry
 	opts     Options
 	id       string
@@ -86,11 +89,12 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	r.health = healthByQueue{logger: r.logger, queues: map[string]*storeHealth{}}
 	r.tracing = newRuntimeTracing(o.TracerProvider)
 	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
+	r.reasons, _ = duroxide.AsPendingReasonRecorder(provider)
 	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
 	proc := &turnProcessor{
 		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff,
-		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger, now: o.Now,
+		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger, now: o.Now, runtimeID: r.id,
 	}
 	for i := range o.OrchestrationConcurrency {
 		r.spawn(func() { r.orchestrationLoop(fmt.Sprintf("orch-%d-%s", i, r.id), proc) })

@@ -10,9 +10,17 @@ import (
 // (duroxide's OrchestrationStatus variants).
 type StatusKind string
 
-// The orchestration states.
+// The orchestration states. StatusPending is a Go addition: duroxide
+// reports NotFound until an instance's first turn commits.
 const (
-	StatusNotFound  StatusKind = "NotFound"
+	StatusNotFound StatusKind = "NotFound"
+	// StatusPending: the instance's start is stored and has not run (no
+	// runtime has fetched it yet, or the runtimes that did could not run
+	// it; OrchestrationStatus.PendingReason says why when one reported
+	// it). Only providers that keep a record of stored starts report it
+	// (duroxide.StatusPending; this module's cdb and in-memory providers);
+	// with others such an instance is NotFound.
+	StatusPending   StatusKind = "Pending"
 	StatusRunning   StatusKind = "Running"
 	StatusCompleted StatusKind = "Completed"
 	StatusFailed    StatusKind = "Failed"
@@ -21,8 +29,13 @@ const (
 // OrchestrationStatus is an instance's state (duroxide's
 // OrchestrationStatus). Output is set when Completed, Details when Failed.
 type OrchestrationStatus struct {
-	// Kind is NotFound, Running, Completed or Failed.
+	// Kind is NotFound, Pending, Running, Completed or Failed.
 	Kind StatusKind
+	// PendingReason is, when Pending, why the start has not run as the
+	// last runtime that abandoned it reported (`orchestration "Procss" is
+	// not registered on runtime 3f2a, attempt 3`); "" when no runtime
+	// reported one (none has fetched it yet), and for the other kinds.
+	PendingReason string
 	// Output is the orchestration's result when Completed.
 	Output string
 	// Details is the failure when Failed, nil otherwise.

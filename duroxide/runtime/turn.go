@@ -36,6 +36,9 @@ type turnDecision struct {
 	ack     ackRequest
 	poison  bool
 	reason  string // why abandoned, for logs
+	// pendingReason, set when a start of an instance that has not run is
+	// abandoned, is why, for the instance's status (PendingReason).
+	pendingReason string
 }
 
 // turnProcessor decides orchestration turns (the pure part of duroxide's
@@ -48,6 +51,7 @@ type turnProcessor struct {
 	parentExec  parentExecutionFunc
 	logger      *slog.Logger
 	now         func() time.Time // Options.Now; nil: time.Now
+	runtimeID   string           // named in the pending reasons
 }
 
 // decide processes one fetched item.
@@ -124,7 +128,12 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 			delay := p.backoff.Delay(item.AttemptCount)
 			p.logger.Warn("orchestration not registered, abandoning with backoff",
 				"instance", instance, "orchestration_name", reader.name, "attempt_count", item.AttemptCount, "backoff", delay)
-			return turnDecision{abandon: true, delay: delay, reason: "unregistered orchestration " + reader.name}
+			d := turnDecision{abandon: true, delay: delay, reason: "unregistered orchestration " + reader.name}
+			if len(item.History) == 0 {
+				// A start that has not run: its status says why.
+				d.pendingReason = fmt.Sprintf("orchestration %q is not registered on runtime %s, attempt %d", reader.name, p.runtimeID, item.AttemptCount)
+			}
+			return d
 		}
 		if h.isEmpty() {
 			started := duroxide.OrchestrationStarted{

@@ -47,13 +47,17 @@ func (p *MemoryProvider) ListInstances(ctx context.Context) ([]string, error) {
 }
 
 // ListInstancesByStatus returns the ids of the instances whose current
-// execution has status, newest first.
+// execution has status, newest first; duroxide.StatusPending lists the
+// pending instances (their start stored, not run yet), newest first.
 func (p *MemoryProvider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
 	if err := memCtxErr("list_instances_by_status", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if status == duroxide.StatusPending {
+		return p.pendingIDs(), nil
+	}
 	ids := p.instanceIDsByAge()
 	slices.Reverse(ids)
 	return slices.DeleteFunc(ids, func(id string) bool {
@@ -104,6 +108,9 @@ func (p *MemoryProvider) LatestExecutionID(ctx context.Context, instance string)
 
 // GetInstanceInfo returns the instance's metadata and its current
 // execution's status and output; an unknown instance is a permanent error.
+// A pending instance (its start stored by EnqueueStart or locked by a
+// fetch, no turn committed) is duroxide.StatusPending with execution 0,
+// the start's name and version, and the reason a runtime reported.
 func (p *MemoryProvider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
 	const op = "get_instance_info"
 	if err := memCtxErr(op, ctx); err != nil {
@@ -112,6 +119,9 @@ func (p *MemoryProvider) GetInstanceInfo(ctx context.Context, instance string) (
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
+	if pend := p.pendingOf(instance); pend != nil {
+		return pendingInfo(instance, pend), nil
+	}
 	if inst == nil {
 		return duroxide.InstanceInfo{}, memPermanent(op, "Instance %s not found", instance)
 	}
@@ -221,8 +231,9 @@ func (p *MemoryProvider) ListChildren(ctx context.Context, instance string) ([]s
 	}), nil
 }
 
-// GetParentID returns the instance's parent; ok is false for a root. An
-// unknown instance is a permanent error.
+// GetParentID returns the instance's parent; ok is false for a root (and
+// for a pending instance, which is deleted as one). An unknown instance is
+// a permanent error.
 func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	const op = "get_parent_id"
 	if err := memCtxErr(op, ctx); err != nil {
@@ -231,6 +242,9 @@ func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (stri
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
+	if inst == nil && p.pendingOf(instance) != nil {
+		return "", false, nil // pending: deleted as a root
+	}
 	if inst == nil {
 		return "", false, memPermanent(op, "Instance %s not found", instance)
 	}

@@ -17,7 +17,9 @@ const memDefaultBulkLimit = 1000
 // instance with a child outside ids fails it too (the orphan check). Either
 // failure is a permanent error with nothing deleted. Deleting the lock of
 // an instance in flight makes its ack fail instead of recreating it.
-// InstancesDeleted counts the ids that had a record.
+// InstancesDeleted counts the ids that had a record or were pending (a
+// pending instance is purged: its record and every message queued for
+// it).
 func (p *MemoryProvider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
 	const op = "delete_instances_atomic"
 	if err := memCtxErr(op, ctx); err != nil {
@@ -49,9 +51,10 @@ func (p *MemoryProvider) DeleteInstancesAtomic(ctx context.Context, ids []string
 	}
 	var res duroxide.DeleteInstanceResult
 	for _, id := range ids {
-		if p.instances[id] != nil {
+		if p.instances[id] != nil || p.pendingOf(id) != nil {
 			res.InstancesDeleted++
 		}
+		delete(p.pending, id)
 		res.ExecutionsDeleted += uint64(len(p.executions[id]))
 		for _, rows := range p.history[id] {
 			res.EventsDeleted += uint64(len(rows))

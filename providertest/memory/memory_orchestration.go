@@ -34,7 +34,11 @@ func (p *MemoryProvider) EnqueueForOrchestrator(ctx context.Context, item duroxi
 // EnqueueStart enqueues start as EnqueueForOrchestrator does, unless its
 // instance exists (duroxide.InstanceStarter): it has a row (it has run and
 // was not deleted), or a start of it is queued. Then it returns a permanent
-// error wrapping duroxide.ErrInstanceExists and writes nothing.
+// error wrapping duroxide.ErrInstanceExists and writes nothing; when the
+// instance is pending, the error wraps duroxide.ErrInstancePending (which
+// matches ErrInstanceExists too) and its message says so
+// (duroxide.PendingStartMessage). A stored start makes the instance
+// pending (duroxide.StatusPending) until its first turn commits.
 func (p *MemoryProvider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
 	const op = "enqueue_start"
 	if err := memCtxErr(op, ctx); err != nil {
@@ -46,10 +50,16 @@ func (p *MemoryProvider) EnqueueStart(ctx context.Context, start duroxide.StartO
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if pend := p.pendingOf(start.Instance); pend != nil {
+		pe := duroxide.WrapError(op, false, duroxide.ErrInstancePending)
+		pe.Message = duroxide.PendingStartMessage(start.Instance, pend.reason)
+		return pe
+	}
 	if p.instanceExists(start.Instance) {
 		return memPermanentCause(op, fmt.Sprintf("instance %q: ", start.Instance), duroxide.ErrInstanceExists)
 	}
 	p.pushOrchestrator(item, data, p.nowMs())
+	p.markPending(start.Instance, start.Orchestration, start.Version)
 	p.signal()
 	return nil
 }
@@ -170,6 +180,14 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 			}
 			skip[instance] = true
 			continue
+		} else {
+			// A start locked before its first turn: the instance is
+			// pending until a turn commits (as cdb's pending document).
+			version := &item.Version
+			if item.Version == "unknown" {
+				version = nil
+			}
+			p.markPending(instance, item.OrchestrationName, version)
 		}
 		token := p.newToken()
 		p.locks[instance] = &memInstanceLock{token: token, lockedUntil: memAfter(now, lockTimeout)}
@@ -371,6 +389,7 @@ func (p *MemoryProvider) applyMetadata(instance string, executionID uint64, md d
 				seq:              p.nextID(),
 			}
 			p.instances[instance] = inst
+			delete(p.pending, instance) // its first turn committed
 		}
 		inst.name = *md.OrchestrationName
 		inst.version = memClone(md.OrchestrationVersion)
@@ -425,6 +444,12 @@ func (p *MemoryProvider) applyCustomStatus(instance string, delta []duroxide.Eve
 // below zero; with a delay its visible messages are hidden until now +
 // delay.
 func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	return p.abandonOrchestration(ctx, lockToken, delay, ignoreAttempt, "")
+}
+
+// abandonOrchestration is AbandonOrchestrationItem, recording reason (when
+// not "") as the pending reason of a pending instance.
+func (p *MemoryProvider) abandonOrchestration(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool, reason string) error {
 	const op = "abandon_orchestration_item"
 	if err := memCtxErr(op, ctx); err != nil {
 		return err
@@ -436,6 +461,9 @@ func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken
 		return memPermanent(op, "Invalid lock token")
 	}
 	delete(p.locks, instance)
+	if pend := p.pendingOf(instance); pend != nil && reason != "" {
+		pend.reason = reason
+	}
 	now := p.nowMs()
 	for _, r := range p.orchQueue {
 		if r.instance != instance {

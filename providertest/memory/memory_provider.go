@@ -48,6 +48,7 @@ type MemoryProvider struct {
 	sessions   map[string]*memSessionRow   // by session id
 	kvStore    map[string]map[string]duroxide.KvEntry
 	kvDelta    map[string]map[string]memKVDeltaRow
+	pending    map[string]*memPending // memory_pending.go
 }
 
 // memInstance is one row of SQLite's instances table.
@@ -135,6 +136,7 @@ func NewMemoryProvider(opts MemoryOptions) *MemoryProvider {
 		sessions:   map[string]*memSessionRow{},
 		kvStore:    map[string]map[string]duroxide.KvEntry{},
 		kvDelta:    map[string]map[string]memKVDeltaRow{},
+		pending:    map[string]*memPending{},
 	}
 }
 

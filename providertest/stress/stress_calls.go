@@ -402,6 +402,31 @@ func (s countingStarter) EnqueueStart(ctx context.Context, start duroxide.StartO
 	})
 }
 
+// PendingReasonCapability forwards the wrapped provider's
+// duroxide.PendingReasonRecorder (nil when it has none), its calls counted
+// as abandon_orchestration_item calls, so that the runtime records why it
+// abandoned a start as it would without the wrapper.
+func (p *callCountingProvider) PendingReasonCapability() duroxide.PendingReasonRecorder {
+	r, ok := duroxide.AsPendingReasonRecorder(p.inner)
+	if !ok {
+		return nil
+	}
+	return countingRecorder{p, r}
+}
+
+// countingRecorder is a wrapped provider's PendingReasonRecorder with its
+// calls counted.
+type countingRecorder struct {
+	p     *callCountingProvider
+	inner duroxide.PendingReasonRecorder
+}
+
+func (r countingRecorder) AbandonOrchestrationItemWithReason(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool, reason string) error {
+	return countedErr(r.p, OpAbandonOrchestrationItem, ctx, func(ctx context.Context) error {
+		return r.inner.AbandonOrchestrationItemWithReason(ctx, lockToken, delay, ignoreAttempt, reason)
+	})
+}
+
 func (p *callCountingProvider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
 	return counted(p, OpGetCustomStatus, ctx, func(ctx context.Context) (*duroxide.CustomStatus, error) {
 		return p.inner.GetCustomStatus(ctx, instance, lastSeenVersion)

@@ -448,3 +448,33 @@ func TestWriteStressTable(t *testing.T) {
 	require.Equal(t, 21, strings.Index(lines[2], "2/2"))
 	require.Equal(t, 32, strings.Index(lines[2], "199"))
 }
+
+// The counting wrapper forwards the provider's PendingReasonRecorder, so
+// the runtime records why it abandoned a start through it; its calls count
+// as abandons.
+func TestCountingProviderForwardsThePendingReasonRecorder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	inner := memory.NewMemoryProvider(memory.MemoryOptions{})
+	p := newCallCountingProvider(inner)
+	r, ok := duroxide.AsPendingReasonRecorder(p)
+	require.True(t, ok)
+	require.NoError(t, inner.EnqueueStart(ctx, duroxide.StartOrchestrationItem{Instance: "a", Orchestration: "Procss", ExecutionID: 1}))
+	item, err := p.FetchOrchestrationItem(ctx, time.Minute, 0, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item)
+	require.NoError(t, r.AbandonOrchestrationItemWithReason(ctx, item.LockToken, 0, false, "not registered"))
+	info, err := inner.GetInstanceInfo(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "not registered", info.PendingReason)
+	abandons, ok := func() (OperationStats, bool) {
+		for _, s := range p.stats() {
+			if s.Operation == OpAbandonOrchestrationItem {
+				return s, true
+			}
+		}
+		return OperationStats{}, false
+	}()
+	require.True(t, ok)
+	require.Equal(t, int64(1), abandons.Calls)
+}
