@@ -69,7 +69,7 @@ var importRules = []importRule{
 	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
 	// Examples and the end-to-end tests use everything public.
-	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "examples/internal/..."},
+	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "duroxide/runtime/runtimetest", "emulator", "cdbtest", "examples/internal/..."},
 		external: []string{azure, "github.com/google/uuid", otel}},
 	{pkg: "e2e", tests: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "providertest/..."}},
 }

@@ -59,6 +59,21 @@ func (h History) Events() []duroxide.Event {
 	return out
 }
 
+// WriteFile writes h to path as `cdb-admin export` does (the JSON
+// document of History, indented), for ReadFile and ReadDir to read back: a
+// test can record the histories of an environment's instances as testdata
+// for later replays. It returns the error of encoding or writing.
+func (h History) WriteFile(path string) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return fmt.Errorf("runtimetest: encode %q: %w", h.InstanceID, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("runtimetest: %w", err)
+	}
+	return nil
+}
+
 // ErrNoHistory is wrapped by the errors of ReadFile and ReadDir for a file
 // that holds no events, or a directory that holds no history file.
 var ErrNoHistory = errors.New("no history")

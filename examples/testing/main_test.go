@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime/runtimetest"
+)
+
+// The order service's tests: each runs the real registry in a test
+// environment of its own (in-memory provider, virtual clock), with the
+// activities that call other services mocked where the test is about
+// their failures.
+
+func TestSmallOrderIsChargedAndShipped(t *testing.T) {
+	t.Parallel()
+	env := runtimetest.New(t, orders())
+	order := env.Run("ProcessOrder", `{"id":"7","amount":4200}`)
+	order.AssertCompleted("tracking-7")
+	order.AssertActivities(
+		runtimetest.Call{Name: "Reserve", Input: "7"},
+		runtimetest.Call{Name: "ChargeCard", Input: "7"},
+		runtimetest.Call{Name: "Ship", Input: "7"},
+	)
+	order.AssertTimers() // no approval needed
+}
+
+func TestChargeIsRetriedAMinuteApartOnAGatewayError(t *testing.T) {
+	t.Parallel()
+	env := runtimetest.New(t, orders())
+	charge := env.MockActivity("ChargeCard").FailsFirst(2, errors.New("gateway busy"))
+	order := env.Run("ProcessOrder", `{"id":"7","amount":4200}`)
+	order.AssertCompleted("tracking-7")
+	order.AssertActivityNames("Reserve", "ChargeCard", "ChargeCard", "ChargeCard", "Ship")
+	order.AssertTimers(time.Minute, time.Minute) // the retry policy's backoff
+	calls := charge.Calls()
+	if len(calls) != 3 || calls[0].Err == nil || calls[1].Err == nil || calls[2].Err != nil || calls[2].Attempt != 3 {
+		t.Fatalf("ChargeCard calls: %+v", calls)
+	}
+}
+
+func TestDeclinedCardReleasesTheStockAndFailsTheOrder(t *testing.T) {
+	t.Parallel()
+	env := runtimetest.New(t, orders())
+	env.MockActivity("ChargeCard").Fails(errors.New("card declined"))
+	order := env.Run("ProcessOrder", `{"id":"7","amount":4200}`)
+	order.AssertFailed("card declined")
+	order.AssertActivityNames("Reserve", "ChargeCard", "ChargeCard", "ChargeCard", "Release")
+	if calls := env.ActivityCalls("Release"); len(calls) != 1 || calls[0].Input != "reservation-7" {
+		t.Fatalf("Release calls: %+v", calls)
+	}
+}
+
+func TestLargeOrderShipsOnceApproved(t *testing.T) {
+	t.Parallel()
+	env := runtimetest.New(t, orders())
+	order := env.Start("order-9", "ProcessOrder", `{"id":"9","amount":250000}`)
+	order.RaiseEvent("approval", "ann")
+	order.Wait()
+	order.AssertCompleted("tracking-9")
+	if st := order.Status(); st.CustomStatus == nil || *st.CustomStatus != "approved by ann" {
+		t.Fatalf("custom status %v", st.CustomStatus)
+	}
+}
+
+func TestLargeOrderIsReleasedWhenNobodyApprovesItInTwoDays(t *testing.T) {
+	t.Parallel()
+	env := runtimetest.New(t, orders())
+	order := env.Run("ProcessOrder", `{"id":"9","amount":250000}`) // 48 hours, skipped
+	order.AssertFailed("order 9 not approved within 48h0m0s")
+	order.AssertActivityNames("Reserve", "Release")
+	order.AssertTimers(approvalTimeout)
+	if _, skipped := env.Clock().Skipped(); skipped < approvalTimeout-time.Minute {
+		t.Fatalf("skipped %v", skipped)
+	}
+}
+
+// TestRecordedOrdersStillReplay replays the histories in testdata (orders
+// recorded with the code as it was, in cdb-admin export's format) against
+// the code as it is: a change that would break them fails here, naming
+// the event. Regenerate them with -update.
+func TestRecordedOrdersStillReplay(t *testing.T) {
+	t.Parallel()
+	runtimetest.ReplayDir(t, orders(), filepath.Join("testdata", "histories"))
+}
+
+var update = flag.Bool("update", false, "record testdata/histories again")
+
+// TestRecordHistories writes testdata/histories with -update: one small
+// order, one approved, one retried and one that timed out, as the replay
+// test expects them.
+func TestRecordHistories(t *testing.T) {
+	if !*update {
+		t.Skip("run with -update to record testdata/histories")
+	}
+	dir := filepath.Join("testdata", "histories")
+	must(os.MkdirAll(dir, 0o755))
+	env := runtimetest.New(t, orders())
+	env.MockActivity("ChargeCard").FailsFirst(1, errors.New("gateway busy"))
+	for _, o := range []struct{ id, input string }{
+		{"order-small", `{"id":"1","amount":4200}`}, // its first charge fails and is retried
+		{"order-approved", `{"id":"2","amount":250000}`},
+		{"order-timed-out", `{"id":"3","amount":250000}`},
+	} {
+		id, input := o.id, o.input
+		order := env.Start(id, "ProcessOrder", input)
+		if id == "order-approved" {
+			order.RaiseEvent("approval", "ann")
+		}
+		if st := order.Wait(); st.Kind == runtime.StatusNotFound {
+			t.Fatalf("%s: %+v", id, st)
+		}
+	}
+	histories, err := runtimetest.ReadProvider(t.Context(), env.Provider())
+	must(err)
+	for _, h := range histories {
+		must(h.WriteFile(filepath.Join(dir, h.InstanceID+".json")))
+	}
+}
