@@ -271,8 +271,11 @@ func setCustomStatus(cs *duroxide.CustomStatus, st *OrchestrationStatus) {
 }
 
 // WaitForOrchestration polls until instance is Completed or Failed and
-// returns that status, the one GetOrchestrationStatus returns; ErrTimeout
-// after timeout, or ctx's error. With a provider that has ProviderAdmin, a
+// returns that status, the one GetOrchestrationStatus returns. After
+// timeout it returns the last status it saw (Running, Pending with its
+// reason, or NotFound; the custom status when the provider reads it with
+// the metadata) and an error matching errors.Is(err, ErrTimeout); when ctx
+// ends first, that status and ctx's error. With a provider that has ProviderAdmin, a
 // poll reads the instance metadata instead of the whole history, and the
 // history only once the metadata says the instance finished. With a provider that is a duroxide.StatusWatcher, it
 // checks once, then again only when the provider's watch fires (an ack in
@@ -305,6 +308,8 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instance string, time
 // duroxide.StatusWatcher, it checks again when the provider's watch fires
 // (an ack in this process that changed the status) and otherwise on a
 // backoff from pollInterval doubling to 1s (or pollInterval if larger).
+// After timeout it returns the last status it read (at least Running) and
+// an error matching errors.Is(err, ErrTimeout).
 func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastSeenVersion uint64, pollInterval, timeout time.Duration) (OrchestrationStatus, error) {
 	if err := checkInstance("wait for status change", instance); err != nil {
 		return OrchestrationStatus{}, err
@@ -321,12 +326,16 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 	_, most := watchedDelays(p)
 	delay := pollInterval
 	deadline := time.Now().Add(timeout)
+	var last OrchestrationStatus // what a timeout returns
 	for time.Now().Before(deadline) {
 		changed, stop := takeWatch(watch)
 		cs, err := p.GetCustomStatus(ctx, instance, lastSeenVersion)
 		if err != nil {
 			stop()
 			return OrchestrationStatus{}, clientErr("wait for status change", instance, err)
+		}
+		if cs == nil && last.Kind == "" {
+			last = OrchestrationStatus{Kind: StatusRunning}
 		}
 		if cs != nil || !knownRunning(ctx, admin, instance) {
 			st, err := c.GetOrchestrationStatus(ctx, instance)
@@ -338,17 +347,18 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 				stop()
 				return st, nil
 			}
+			last = st
 		}
 		err = waitCtx(ctx, min(delay, time.Until(deadline)), changed)
 		stop()
 		if err != nil {
-			return OrchestrationStatus{}, err
+			return last, err
 		}
 		if watch != nil {
 			delay = max(min(delay*2, most), pollInterval)
 		}
 	}
-	return OrchestrationStatus{}, ErrTimeout
+	return last, ErrTimeout
 }
 
 // GetKVValue reads key of instance's KV store; ok is false when absent.
@@ -392,7 +402,7 @@ func (c *Client) WaitForKVValue(ctx context.Context, instance, key string, timeo
 
 // pollUntil calls check with duroxide's backoff (5ms doubling to 100ms)
 // until it reports done, fails, the timeout elapses (ErrTimeout) or ctx
-// ends. With a watch (see statusWatch), check runs again when the watch
+// ends; on a timeout or ctx's end it returns the last value check gave. With a watch (see statusWatch), check runs again when the watch
 // fires, and otherwise on a backoff from watchedFirst doubling to
 // watchedMost (see watchedDelays).
 func pollUntil[T any](ctx context.Context, timeout time.Duration, watch func() (<-chan struct{}, func()), watchedFirst, watchedMost time.Duration, check func() (T, bool, error)) (T, error) {
@@ -410,14 +420,12 @@ func pollUntil[T any](ctx context.Context, timeout time.Duration, watch func() (
 		}
 		if !time.Now().Before(deadline) {
 			stop()
-			var zero T
-			return zero, ErrTimeout
+			return v, ErrTimeout
 		}
 		err = waitCtx(ctx, min(delay, time.Until(deadline)), changed)
 		stop()
 		if err != nil {
-			var zero T
-			return zero, err
+			return v, err
 		}
 		delay = min(delay*2, maxDelay)
 	}

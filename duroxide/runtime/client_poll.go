@@ -42,15 +42,23 @@ func pollTerminal(ctx context.Context, p duroxide.Provider, admin duroxide.Provi
 		info, cs, withCustom, err := instanceStatus(ctx, admin, instance)
 		if first && instanceNotFound(err) {
 			// No instance yet (the start is not processed yet).
-			return OrchestrationStatus{}, false, nil
+			return OrchestrationStatus{Kind: StatusNotFound}, false, nil
 		}
 		if err == nil {
 			switch info.Status {
 			case duroxide.StatusRunning, duroxide.StatusContinuedAsNew, duroxide.StatusPending:
 				// The history shows Running: no terminal event in the
 				// current execution (or the one that continued as new);
-				// or it has not started yet (Pending).
-				return OrchestrationStatus{}, false, nil
+				// or it has not started yet (Pending). What a caller whose
+				// wait times out gets as the last status seen.
+				st := OrchestrationStatus{Kind: StatusRunning}
+				if info.Status == duroxide.StatusPending {
+					st = OrchestrationStatus{Kind: StatusPending, PendingReason: info.PendingReason}
+				}
+				if withCustom {
+					setCustomStatus(cs, &st)
+				}
+				return st, false, nil
 			case duroxide.StatusCompleted:
 				// The metadata's output is the OrchestrationCompleted
 				// event's output (computeMetadata), committed with it.

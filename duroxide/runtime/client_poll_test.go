@@ -228,15 +228,17 @@ func TestWaitingOnARunningInstanceReadsNoHistory(t *testing.T) {
 			waitRunningOn(t, ctx, runtime.NewClient(run.raw), "w")
 
 			reads, infos := counting.counts()
-			_, err := client.WaitForOrchestration(ctx, "w", 100*time.Millisecond)
+			st, err := client.WaitForOrchestration(ctx, "w", 100*time.Millisecond)
 			require.ErrorIs(t, err, runtime.ErrTimeout)
+			require.Equal(t, runtime.StatusRunning, st.Kind, "a timed-out wait returns the last status it saw")
 			r2, i2 := counting.counts()
 			require.Zero(t, r2-reads, "no history read while the metadata says Running")
 			require.Greater(t, i2-infos, int64(1), "every poll read the metadata")
 
 			reads, _ = counting.counts()
-			_, err = client.WaitForStatusChange(ctx, "w", 0, 10*time.Millisecond, 100*time.Millisecond)
+			st, err = client.WaitForStatusChange(ctx, "w", 0, 10*time.Millisecond, 100*time.Millisecond)
 			require.ErrorIs(t, err, runtime.ErrTimeout)
+			require.Equal(t, runtime.StatusRunning, st.Kind, "a timed-out wait returns the last status it saw")
 			r2, _ = counting.counts()
 			require.Zero(t, r2-reads, "WaitForStatusChange reads no history while nothing changes")
 		})
@@ -399,4 +401,20 @@ func TestWaitOnAWatcherOfAllProcessesReadsOnlyAtStartAndEnd(t *testing.T) {
 	// ...) would add more during the 300 ms activity.
 	require.LessOrEqual(t, counter.statuses.Load(), int64(3))
 	require.Zero(t, counter.infos.Load()+counter.customs.Load()+counter.reads.Load(), "no other status read")
+}
+
+// TestATimedOutWaitReturnsTheLastStatusSeen: a wait that times out returns
+// what it last saw, not an empty status: NotFound for an id never started,
+// Pending for a start no runtime has run.
+func TestATimedOutWaitReturnsTheLastStatusSeen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	st, err := e.client.WaitForOrchestration(e.ctx, "never-started", 30*time.Millisecond)
+	require.ErrorIs(t, err, runtime.ErrTimeout)
+	require.Equal(t, runtime.StatusNotFound, st.Kind)
+
+	require.NoError(t, e.client.StartOrchestration(e.ctx, "no-runtime", "Any", ""))
+	st, err = e.client.WaitForOrchestration(e.ctx, "no-runtime", 30*time.Millisecond)
+	require.ErrorIs(t, err, runtime.ErrTimeout)
+	require.Equal(t, runtime.StatusPending, st.Kind)
 }
