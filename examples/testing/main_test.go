@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime/runtimetest"
 )
@@ -120,5 +122,21 @@ func TestRecordHistories(t *testing.T) {
 	must(err)
 	for _, h := range histories {
 		must(h.WriteFile(filepath.Join(dir, h.InstanceID+".json")))
+	}
+}
+
+// TestTheOrderTimesOutOnCosmosDBToo runs the same environment on the
+// Cosmos DB provider (the embedded emulator, or COSMOS_ENDPOINT): the
+// provider reads the environment's clock, so time skips there as well.
+func TestTheOrderTimesOutOnCosmosDBToo(t *testing.T) {
+	t.Parallel()
+	clock := runtimetest.NewClock()
+	p := cdbtest.NewProvider(t, cdbtest.WithConfig(func(c *cdb.Config) { c.Now = clock.Now }))
+	env := runtimetest.New(t, orders(), runtimetest.WithProvider(p), runtimetest.WithClock(clock))
+	order := env.Run("ProcessOrder", `{"id":"9","amount":250000}`)
+	order.AssertFailed("order 9 not approved within 48h0m0s")
+	order.AssertActivityNames("Reserve", "Release")
+	if jumps, _ := clock.Skipped(); jumps != 1 {
+		t.Fatalf("%d jumps", jumps)
 	}
 }
