@@ -118,14 +118,21 @@ const (
 // ctx ended first, ctx's error too.
 func (p *Provider) connectRetry(ctx context.Context, deadline time.Time, fn func(context.Context, *azcosmos.Client) error) error {
 	delay := connectBaseDelay
+	var answered error // the last failure that was an answer, not ctx's end
 	for attempt := 1; ; attempt++ {
 		err := tryWithin(ctx, min(connectTryTimeout, p.cfg.ConnectTimeout/4, time.Until(deadline)), p.client, fn)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
+			// A try cut short by ctx's end says nothing new: report the
+			// last real cause with it.
+			if answered != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				err = answered
+			}
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), mapError("new", err))
 		}
+		answered = err
 		if !time.Now().Before(deadline.Add(-connectBaseDelay)) {
 			return fmt.Errorf("gave up after %s (Config.ConnectTimeout) and %d tries: %w",
 				p.cfg.ConnectTimeout, attempt, mapError("new", err))
