@@ -26,6 +26,7 @@ var raceReplayCases = []Case{
 	{"test_continue_as_new_duplicate_start", ContinueAsNewDuplicateStart},
 	{"test_continue_as_new_transition_delivery", ContinueAsNewTransitionDelivery},
 	{"test_continue_as_new_queue_race_replay", ContinueAsNewQueueRaceReplay},
+	{"test_positional_wait_race_replay", PositionalWaitRaceReplay},
 	{"test_queue_race_cancellation_replay", QueueRaceCancellationReplay},
 	{"test_queue_replay_version_stamp_roundtrip", QueueReplayVersionStampRoundtrip},
 }
@@ -523,4 +524,52 @@ func QueueReplayVersionStampRoundtrip(t *testing.T, f Factory) {
 	item := fetchOrch(t, p, longLock)
 	require.Equal(t, "0.1.30", item.History[0].DuroxideVersion, "the fetch path restamped history")
 	require.NoError(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, true), "release the stamp probe's lock")
+}
+
+// PositionalWaitRaceReplay is duroxide's test_positional_wait_race_replay:
+// a wait that wins a select against a long timer, then a second wait on the
+// same event name, each answered once the orchestration subscribed; the
+// history the provider recorded replays, twice, through the runtime's own
+// replay engine (Registry.Replay) exactly as the live run went.
+func PositionalWaitRaceReplay(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const instance = "provider-live-signal"
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("LiveSignalRace", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		winner, first, err := ctx.Select(ctx.ScheduleWait("s"), ctx.ScheduleTimer(30*time.Second))
+		if err != nil {
+			return "", err
+		}
+		if winner == 1 {
+			first = "timeout"
+		}
+		second, err := ctx.ScheduleWait("s").Get()
+		return first + ":" + second, err
+	}))
+	startRuntime(t, p, reg, raceOptions(0, 0))
+	client := runtime.NewClient(p)
+	require.NoError(t, client.StartOrchestration(t.Context(), instance, "LiveSignalRace", ""))
+	subscribed := func(n int) func() bool {
+		return func() bool {
+			h, err := p.Read(t.Context(), instance)
+			require.NoError(t, err)
+			got := 0
+			for _, ev := range h {
+				if k, ok := ev.Kind.(duroxide.ExternalSubscribed); ok && k.Name == "s" {
+					got++
+				}
+			}
+			return got >= n
+		}
+	}
+	require.Eventually(t, subscribed(1), raceWait, 20*time.Millisecond, "the first subscription never appeared")
+	require.NoError(t, client.RaiseEvent(t.Context(), instance, "s", "one"))
+	require.Eventually(t, subscribed(2), raceWait, 20*time.Millisecond, "the second subscription never appeared")
+	require.NoError(t, client.RaiseEvent(t.Context(), instance, "s", "two"))
+	requireCompletedWith(t, waitStatus(t, p, instance), "one:two")
+
+	history := readExecution(t, p, instance, 1)
+	for range 2 {
+		require.NoError(t, reg.Replay(instance, history), "the recorded history must replay as it ran live")
+	}
 }
