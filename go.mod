@@ -14,6 +14,7 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.38.0
 	go.opentelemetry.io/otel/trace v1.38.0
 	go.uber.org/zap v1.27.1
+	go.uber.org/zap/exp v0.3.0
 )
 
 require (

@@ -300,5 +300,11 @@ func (p *Provider) Version() string { return ProviderVersion }
 // tests that inspect documents).
 func (p *Provider) Container() *azcosmos.ContainerClient { return p.container }
 
+// Logger returns the logger the provider writes to (Config.Logger, or
+// DefaultLogger when that was nil), so that the runtime can log through the
+// same one: runtime.Options{Logger: slog.New(zapslog.NewHandler(p.Logger().Core()))}
+// with go.uber.org/zap/exp/zapslog (README, "Logs, outages and health").
+func (p *Provider) Logger() *zap.Logger { return p.cfg.Logger }
+
 // nowMs returns the configured clock in milliseconds since the Unix epoch.
 func (p *Provider) nowMs() int64 { return p.cfg.Now().UnixMilli() }
