@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,16 @@ func tracedRuntime(t *testing.T) (*env, *runtime.Runtime, *tracetest.SpanRecorde
 
 // spansOf returns the recorded spans named name of instance (by the
 // instance_id attribute).
+// waitSpans waits until at least n spans name of instance have ended (a
+// turn's span ends after its ack, which a status wait can see first) and
+// returns them.
+func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, name, instance string, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(spansOf(rec, name, instance)) >= n }, waitTimeout, 5*time.Millisecond,
+		"%d %s spans of %s never ended", n, name, instance)
+	return spansOf(rec, name, instance)
+}
+
 func spansOf(rec *tracetest.SpanRecorder, name, instance string) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
@@ -74,11 +85,11 @@ func TestSpansParentedToTheStartingSpan(t *testing.T) {
 	require.Equal(t, runtime.StatusCompleted, st.Kind)
 	root := start.SpanContext()
 
-	turns := spansOf(rec, "duroxide.orchestration.turn", "traced-1")
+	turns := waitSpans(t, rec, "duroxide.orchestration.turn", "traced-1", 5)
 	require.Len(t, turns, 5, "start, 3 activity results, the child's result")
-	activities := spansOf(rec, "duroxide.activity.execute", "traced-1")
+	activities := waitSpans(t, rec, "duroxide.activity.execute", "traced-1", 3)
 	require.Len(t, activities, 3)
-	childTurns := spansOf(rec, "duroxide.orchestration.turn", "traced-1-child")
+	childTurns := waitSpans(t, rec, "duroxide.orchestration.turn", "traced-1-child", 2)
 	require.Len(t, childTurns, 2)
 	childActivities := spansOf(rec, "duroxide.activity.execute", "traced-1-child")
 	require.Len(t, childActivities, 1)
@@ -122,11 +133,11 @@ func TestUntracedStartJoinsTheFirstTurnsTrace(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, runtime.StatusFailed, st.Kind)
 
-	turns := spansOf(rec, "duroxide.orchestration.turn", "untraced-1")
+	turns := waitSpans(t, rec, "duroxide.orchestration.turn", "untraced-1", 2)
 	require.Len(t, turns, 2)
 	first := turns[0]
 	assert.False(t, first.Parent().IsValid(), "the first turn starts the trace")
-	activities := spansOf(rec, "duroxide.activity.execute", "untraced-1")
+	activities := waitSpans(t, rec, "duroxide.activity.execute", "untraced-1", 1)
 	require.Len(t, activities, 1)
 	for _, s := range []sdktrace.ReadOnlySpan{turns[1], activities[0]} {
 		assert.Equal(t, first.SpanContext().TraceID(), s.SpanContext().TraceID())
