@@ -71,7 +71,6 @@ func (p *Provider) tryCandidates(pool *candidates.Pool, v *candidates.View, scop
 	refresh func(all bool) error, lock func(c candidates.Entry) (found, drop bool, err error)) (bool, error) {
 	queried, queriedAll := false, false
 	if pool.Stale(v) {
-		p.idle.add(1) // the safety query of a view whose answer aged
 		if err := refresh(false); err != nil {
 			return false, err
 		}

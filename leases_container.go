@@ -342,7 +342,6 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 	if !want[0] && !want[1] {
 		return c.release(ctx)
 	}
-	c.p.idle.add(2) // the renewal and the lease query
 	if err := c.renew(ctx, want); err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -28,9 +27,6 @@ const (
 // goroutines. Create it with New; Close stops its reconciler.
 type Provider struct {
 	cfg Config
-	// idle paces the change-feed reader of an idle process
-	// (idle_pacing.go).
-	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
 	statusWatches statusWatches
 	client        *azcosmos.Client
@@ -63,9 +59,8 @@ type Provider struct {
 	metrics *providerMetrics
 	// orchPool and workPool are this process's candidates of the two
 	// queues (pool.go).
-	orchPool     *candidates.Pool
-	workPool     *candidates.Pool
-	pollInterval time.Duration
+	orchPool *candidates.Pool
+	workPool *candidates.Pool
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
 	fetchTracer func(fetchEvent)
@@ -116,7 +111,6 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
-		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
