@@ -70,7 +70,9 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 }
 
 // followChangeFeed hands every page of changed documents the reader
-// returns to changedDocuments, until the reader is closed.
+// returns to changedDocuments, and tells the reader of the pages that held
+// anything but lease documents (activity: it reads at its base interval
+// again), until the reader is closed.
 func (p *Provider) followChangeFeed() {
 	defer p.wg.Done()
 	for {
@@ -81,7 +83,9 @@ func (p *Provider) followChangeFeed() {
 		case err != nil:
 			p.log.Debug("change feed read failed; retrying", zap.Error(err))
 		default:
-			p.changedDocuments(docs)
+			if p.changedDocuments(docs) {
+				p.feed.Active()
+			}
 		}
 	}
 }
@@ -109,7 +113,9 @@ func (p *Provider) reportWrites() {
 // they are echoes of messages this process locked); an instance document
 // whose lock is released ends this process's record of that lock, and one
 // whose status or custom status changed wakes the clients waiting on it.
-func (p *Provider) changedDocuments(docs [][]byte) {
+// It reports whether docs held anything but lease documents (the lease
+// heartbeats of idle processes are not activity).
+func (p *Provider) changedDocuments(docs [][]byte) (activity bool) {
 	for _, raw := range docs {
 		// One decode serves both kinds: a queue message's fields, and an
 		// instance document's type, id, lock expiry and status.
@@ -119,8 +125,10 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			CustomStatusVersion uint64 `json:"customStatusVersion"`
 		}
 		if json.Unmarshal(raw, &d) != nil || d.InstanceID == "" {
+			activity = true
 			continue
 		}
+		activity = activity || (d.Type != leaseSlotType && d.Type != leaseOwnerType)
 		switch d.Type {
 		case typeOrchQueue, typeWorkerQueue:
 			e := queueEntry(&d.queueDoc)
@@ -148,6 +156,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			}
 		}
 	}
+	return activity
 }
 
 // Changes returns a channel closed the next time the change-feed reader

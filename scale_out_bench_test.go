@@ -176,9 +176,6 @@ func BenchmarkIdleProcessRequests(b *testing.B) {
 				first += c.Requests - begin[op].Requests
 			}
 			b.ReportMetric(float64(first)/idleQuiet.Seconds(), "first-10s-requests/s")
-			for op, c := range after {
-				b.Logf("DEBUG %s %d", op, c.Requests-quiet[op].Requests)
-			}
 		})
 	}
 }

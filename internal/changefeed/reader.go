@@ -27,19 +27,22 @@
 //
 // # Pacing: the idle backoff
 //
-// Reads start every Interval (80 ms by default) while they find changes;
-// a full page of changes (pageSize documents) is followed at once by the
-// next read, until the backlog is drained. Once the process has been quiet
-// for Quiet (1 s by default: no change seen, no Active call), each read that
+// Reads start every Interval (80 ms by default) while the reader's caller
+// reports activity; a full page of changes (pageSize documents) is
+// followed at once by the next read, until the backlog is drained. The
+// caller reports activity with Active: the provider calls it for every
+// page of changes other than lease documents (heartbeats of idle
+// processes are not activity), and for each of its own queue writes and
+// lock releases (which other processes' answers tend to follow). Once
+// Quiet has passed without an Active call (1 s by default), each read that
 // finds nothing doubles the pause before the next one, from Interval up to
 // the cap: the pause at which an idle read's requests (one per physical
 // partition) come to IdleRequestsPerSecond (1 by default), that is 1 s per
 // physical partition, never less than Interval (Schedule is this rule as a
-// pure function). Any change seen, and any Active call (the provider calls
-// it on each of its own queue writes and lock releases, which other
-// processes' answers tend to follow), returns the pause to Interval at once:
-// a reader sleeping in a long pause reads at most Interval after the last
-// read began.
+// pure function; a page of changes the caller does not call activity
+// counts as a read that found nothing).
+// Active returns the pause to Interval at once: a reader waiting out a
+// long pause reads at most Interval after its last read began.
 //
 // What that costs and what it delays, with the defaults: a busy process
 // reads every 80 ms; an idle one reaches the cap after about 2 s of quiet
@@ -75,7 +78,7 @@ import (
 const DefaultInterval = 80 * time.Millisecond
 
 // DefaultQuiet is how long a Reader keeps reading every Interval after the
-// last change it saw (or the last Active call) when Options.Quiet is zero:
+// last Active call (or Start) when Options.Quiet is zero:
 // 1 s, so that the gaps between the writes of a busy exchange between
 // processes do not slow its wake-ups.
 const DefaultQuiet = time.Second
@@ -111,9 +114,8 @@ type Options struct {
 	// the next while reads find changes, and the pause the backoff starts
 	// from; default DefaultInterval.
 	Interval time.Duration
-	// Quiet is how long reads stay Interval apart after the last change
-	// seen (or Active call) before the backoff starts; default
-	// DefaultQuiet.
+	// Quiet is how long reads stay Interval apart after the last Active
+	// call (or Start) before the backoff starts; default DefaultQuiet.
 	Quiet time.Duration
 	// IdleRequestsPerSecond sets the backoff's cap: the pause after which
 	// a read that finds nothing (one request per physical partition)
@@ -137,9 +139,9 @@ type Schedule struct {
 
 // Pause returns the pause (from the start of a read to the start of the
 // next) after a read that found nothing: Interval while the reader has
-// been quiet for less than Quiet (quiet: the time since the last change
-// seen or Active call), then twice the previous pause prev, from Interval
-// up to Max.
+// been quiet for less than Quiet (quiet: the time since the last Active
+// call, or Start), then twice the previous pause prev, from Interval up
+// to Max.
 func (s Schedule) Pause(quiet, prev time.Duration) time.Duration {
 	if quiet < s.Quiet {
 		return s.Interval
@@ -170,7 +172,7 @@ type Reader struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
-	// active is when the reader last saw a change or was told Active;
+	// active is when the reader was last told Active (or started);
 	// began when the last read began; pause the pause after it; ranges
 	// the physical partitions the last read covered.
 	active, began time.Time
@@ -317,16 +319,17 @@ func (r *Reader) Next(ctx context.Context) ([][]byte, error) {
 			r.cont = resp.ContinuationToken
 			r.ranges = rangesOf(r.cont)
 		}
+		// A page of changes paces like an empty read: whether it is
+		// activity is for the caller to say (Active, which shortens the
+		// pause again).
+		sched := Schedule{Interval: r.opts.Interval, Quiet: r.opts.Quiet, Max: MaxPause(r.opts.Interval, r.ranges, r.opts.IdleRequestsPerSecond)}
+		r.pause = sched.Pause(now.Sub(r.active), r.pause)
+		r.okPause, r.due = r.pause, began.Add(r.pause)
 		if len(resp.Items) == 0 {
-			sched := Schedule{Interval: r.opts.Interval, Quiet: r.opts.Quiet, Max: MaxPause(r.opts.Interval, r.ranges, r.opts.IdleRequestsPerSecond)}
-			r.pause = sched.Pause(now.Sub(r.active), r.pause)
-			r.okPause, r.due = r.pause, began.Add(r.pause)
 			r.mu.Unlock()
 			r.lastOK.Store(now.UnixNano())
 			continue
 		}
-		r.active, r.pause, r.okPause = now, r.opts.Interval, r.opts.Interval
-		r.due = began.Add(r.opts.Interval)
 		if len(resp.Items) >= pageSize {
 			r.due = now // a backlog: read on at once
 		}
@@ -373,11 +376,11 @@ func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() { stop(); cancel() }
 }
 
-// Active tells the reader that something happened that other processes'
-// writes tend to follow (the process wrote a queue message, released a
-// lock): the backoff starts over, so the next read starts at most
-// Interval after the last one began (at once when that is past), and
-// reads stay Interval apart for Quiet.
+// Active tells the reader of activity: a page of changes that matters to
+// its caller, or something other processes' writes tend to follow (the
+// process wrote a queue message, released a lock). The backoff starts
+// over: the next read starts at most Interval after the last one began (at
+// once when that is past), and reads stay Interval apart for Quiet.
 func (r *Reader) Active() {
 	now := time.Now()
 	r.mu.Lock()

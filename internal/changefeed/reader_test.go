@@ -212,10 +212,11 @@ func TestReaderBacksOffWhenIdleAndResetsOnActive(t *testing.T) {
 	assert.True(t, r.Healthy())
 }
 
-// TestReaderDeliversAChangeAfterQuietAndResetsOnIt: a document written
-// once the reader has backed off to its cap is delivered (nothing is
-// skipped), and seeing it returns the pause to the interval.
-func TestReaderDeliversAChangeAfterQuietAndResetsOnIt(t *testing.T) {
+// TestReaderDeliversAChangeAfterQuiet: documents written once the
+// reader has backed off to its cap are delivered (nothing is skipped); a
+// page its caller does not call activity leaves the reader at its cap,
+// and Active then returns it to its interval.
+func TestReaderDeliversAChangeAfterQuiet(t *testing.T) {
 	t.Parallel()
 	_, c := setup(t, 2)
 	col := &collector{seen: map[string]int{}}
@@ -230,8 +231,9 @@ func TestReaderDeliversAChangeAfterQuietAndResetsOnIt(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the subscriber was not woken")
 	}
-	// The reader may have backed off again since; what it must not do is
-	// stay at the cap it had before the change.
+	assert.Equal(t, 200*time.Millisecond, r.Pause(), "pages nobody called activity: still backed off")
+	r.Active()
+	assert.Equal(t, 5*time.Millisecond, r.Pause())
 	more := write(t, c, 10, 20)
 	require.Eventually(t, func() bool { return col.has(more...) }, 20*time.Second, time.Millisecond)
 }
