@@ -30,8 +30,9 @@ import (
 // fail); a long poll that reaches its deadline trusts such an answer too.
 // The reader reads every ChangeFeedInterval while it sees changes and
 // backs off when the process is idle (internal/changefeed's package doc):
-// an idle process costs about one request per second for its reads plus
-// the lease heartbeat and one candidate query per lease view every 10 s.
+// an idle process costs 0.8 requests per second for its reads (one read
+// per 1.25 s per physical partition) plus the lease heartbeat and one
+// candidate query per lease view every 10 s.
 
 // viewLifetime is how long the answer of a candidate query stands for the
 // queue (candidates.Pool's views): 10 s while the change-feed reader is
@@ -168,7 +169,7 @@ func (p *Provider) changedDocuments(docs [][]byte) (activity bool) {
 // returns nil, which blocks forever in a select: such code must then poll.
 // After a quiet period the reader reads less often (README, "Several
 // replicas"): a change is then delivered within the reader's pause, at
-// most 1 s per physical partition.
+// most 1.25 s per physical partition.
 func (p *Provider) Changes() <-chan struct{} {
 	if p.feed == nil {
 		return nil

@@ -22,7 +22,8 @@ import (
 // again. They report measurements (ms, requests per second); they assert
 // only that the work arrived.
 //
-//	go test -run '^$' -bench 'CrossProcessWakeup|IdleProcess|DeadOwner' -benchtime 20x .
+//	go test -run '^$' -bench 'CrossProcessWakeup$|IdleProcess|DeadOwner' -benchtime 20x .
+//	go test -run '^$' -bench 'CrossProcessWakeupAfterQuiet' -benchtime 5x .
 
 // waitForPollWait returns a tracer and a function that blocks until the
 // traced provider's fetch reports "poll wait" (it found nothing and
@@ -56,6 +57,25 @@ func BenchmarkCrossProcessWakeup(b *testing.B) {
 	}
 }
 
+// BenchmarkCrossProcessWakeupAfterQuiet measures the same as
+// BenchmarkCrossProcessWakeup for a write that comes after idleQuiet (and
+// up to 1 s more, at random) of quiet, when the waiting process's
+// change-feed reader has backed off: on containers of 1 and 4 physical
+// partitions (the reader's pause is then at most 1 s and 4 s). Reported:
+// p50-ms, p95-ms and max-ms.
+func BenchmarkCrossProcessWakeupAfterQuiet(b *testing.B) {
+	for _, partitions := range []int{1, 4} {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			a := cdbtest.NewEmulatorAccount(b, emulator.Options{PhysicalPartitions: partitions})
+			cfg := a.Config()
+			cfg.DisableReconciler = true
+			writer := a.NewProvider(b, cfg)
+			waiter := a.NewProvider(b, cfg)
+			benchmarkWakeupAfter(b, writer, waiter, func() time.Duration { return idleQuiet + rand.N(time.Second) })
+		})
+	}
+}
+
 // configModes are the configurations the benchmarks compare: the default
 // (leases in the container, change-feed wake-ups), in-process leases, and
 // the default without the change feed (every waiting fetch polls every
@@ -70,8 +90,14 @@ var configModes = []struct {
 }
 
 // benchmarkWakeup measures how soon waiter's waiting fetch returns the
-// start writer enqueues.
+// start writer enqueues, written at any moment of the reader's cycle.
 func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
+	benchmarkWakeupAfter(b, writer, waiter, func() time.Duration { return rand.N(changefeed.DefaultInterval) })
+}
+
+// benchmarkWakeupAfter measures how soon waiter's waiting fetch returns
+// the start writer enqueues delay() after the fetch began to wait.
+func benchmarkWakeupAfter(b *testing.B, writer, waiter *cdb.Provider, delay func() time.Duration) {
 	tracer, waitIdle := waitForPollWait()
 	cdb.SetFetchTracer(waiter, tracer)
 	ctx := context.Background()
@@ -89,9 +115,7 @@ func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
 			done <- result{time.Now(), err, item != nil}
 		}()
 		waitIdle()
-		// Writes arrive at any moment of the reader's cycle, not just
-		// after its read.
-		time.Sleep(rand.N(changefeed.DefaultInterval))
+		time.Sleep(delay())
 		start := time.Now()
 		if err := writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("wake-%d", i)), 0); err != nil {
 			b.Fatal(err)
@@ -106,6 +130,7 @@ func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[(len(lat)*95+99)/100-1].Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }
 
 // BenchmarkIdleProcessRequests measures the requests per second of a

@@ -1,8 +1,8 @@
 // Package changefeed follows a Cosmos DB container's change feed (latest
 // version mode) with one reader per process, so that the process learns of
 // documents other processes wrote without querying for them, and paces
-// that reading so that an idle process costs about one request per second
-// whatever the number of physical partitions: the change-feed wake-ups and
+// that reading so that an idle process's reads cost 0.8 requests per
+// second whatever the number of physical partitions: the change-feed wake-ups and
 // their idle pacing, as one concept.
 //
 // # Reading
@@ -37,8 +37,8 @@
 // Quiet has passed without an Active call (1 s by default), each read that
 // finds nothing doubles the pause before the next one, from Interval up to
 // the cap: the pause at which an idle read's requests (one per physical
-// partition) come to IdleRequestsPerSecond (1 by default), that is 1 s per
-// physical partition, never less than Interval (Schedule is this rule as a
+// partition) come to IdleRequestsPerSecond (0.8 by default), that is
+// 1.25 s per physical partition, never less than Interval (Schedule is this rule as a
 // pure function; a page of changes the caller does not call activity
 // counts as a read that found nothing).
 // Active returns the pause to Interval at once: a reader waiting out a
@@ -46,15 +46,19 @@
 //
 // What that costs and what it delays, with the defaults: a busy process
 // reads every 80 ms; an idle one reaches the cap after about 2 s of quiet
-// with one physical partition (1 s, then 160, 320 and 640 ms), about 6 s
-// with 4 (cap 4 s) and 11 s with 10 (cap 10 s), and then makes one request
-// per second for its reads. A write by another process is seen within
-// Interval (plus the read's own latency) while the reader is at its base
-// pace, that is under load and within 1 s of the last change; after a
-// quiet period, within the pause reached, at most the cap (1 s per
-// physical partition), half of it on average. The provider's waiting
-// fetches still query for themselves every 10 s (HealthyViewLifetime), and
-// a runtime client waiting on another process's orchestration every 5 s.
+// with one physical partition (1 s, then 160, 320 and 640 ms, then
+// 1.25 s), 6 s with 4 (then 5 s) and 11 s with 10 (then 10.24 s, then
+// 12.5 s), and from then on its reads make 0.8 requests per second (the
+// lease heartbeat, 0.4, and the waiting fetches' safety queries, 0.1 per
+// lease view, come on top: 1.6 for a provider with two orchestration and
+// two worker dispatchers, whatever the partitions; issue 26's target is 2).
+// A write by another process is seen within Interval (plus the read's own
+// latency) while the reader is at its base pace, that is under load and
+// within 1 s of the last activity; after a quiet period, within the pause
+// reached, at most the cap (1.25 s per physical partition), half of it on
+// average. The provider's waiting fetches still query for themselves every
+// 10 s (HealthyViewLifetime), and a runtime client waiting on another
+// process's orchestration every 5 s, whatever the reader's pause.
 package changefeed
 
 import (
@@ -84,11 +88,13 @@ const DefaultInterval = 80 * time.Millisecond
 const DefaultQuiet = time.Second
 
 // DefaultIdleRequestsPerSecond is the request rate an idle Reader's reads
-// come down to when Options.IdleRequestsPerSecond is zero: 1, which with
+// come down to when Options.IdleRequestsPerSecond is zero: 0.8, which with
 // an idle provider's other requests (a lease heartbeat of 2 requests per
-// 5 s, a safety query per lease view every 10 s) keeps an idle process
-// under 2 requests per second whatever the number of physical partitions.
-const DefaultIdleRequestsPerSecond = 1.0
+// 5 s, a safety query per lease view every 10 s: 0.8 with four
+// dispatchers) keeps an idle process under 2 requests per second whatever
+// the number of physical partitions, also in a window that catches one
+// more heartbeat or read than the average.
+const DefaultIdleRequestsPerSecond = 0.8
 
 // HealthyViewLifetime is how long the answer of a candidate query stands,
 // and how often a waiting fetch queries for itself, while the Reader is
