@@ -207,7 +207,8 @@ type Config struct {
 	// read that finds nothing costs one request per physical partition);
 	// default 80 ms (internal/changefeed's DefaultInterval: a change is
 	// seen within 100 ms at the 95th percentile). An idle reader's pause
-	// doubles from it up to 1.25 s per physical partition.
+	// grows from it (fourfold per empty read) up to 1.25 s per physical
+	// partition.
 	ChangeFeedInterval time.Duration
 
 	// MeterProvider receives the provider's metrics (the Cosmos DB

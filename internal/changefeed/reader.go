@@ -35,23 +35,24 @@
 // processes are not activity), and for each of its own queue writes and
 // lock releases (which other processes' answers tend to follow). Once
 // Quiet has passed without an Active call (1 s by default), each read that
-// finds nothing doubles the pause before the next one, from Interval up to
-// the cap: the pause at which an idle read's requests (one per physical
-// partition) come to IdleRequestsPerSecond (0.8 by default), that is
-// 1.25 s per physical partition, never less than Interval (Schedule is this rule as a
-// pure function; a page of changes the caller does not call activity
-// counts as a read that found nothing).
-// Active returns the pause to Interval at once: a reader waiting out a
-// long pause reads at most Interval after its last read began.
+// finds nothing quadruples the pause before the next one, from Interval
+// up to the cap: the pause at which an idle read's requests (one per
+// physical partition) come to IdleRequestsPerSecond (0.8 by default), that
+// is 1.25 s per physical partition, never less than Interval (Schedule is
+// this rule as a pure function; a page of changes the caller does not call
+// activity counts as a read that found nothing). Active returns the pause
+// to Interval at once: a reader waiting out a long pause reads at most
+// Interval after its last read began.
 //
 // What that costs and what it delays, with the defaults: a busy process
-// reads every 80 ms; an idle one reaches the cap after about 2 s of quiet
-// with one physical partition (1 s, then 160, 320 and 640 ms, then
-// 1.25 s), 6 s with 4 (then 5 s) and 11 s with 10 (then 10.24 s, then
-// 12.5 s), and from then on its reads make 0.8 requests per second (the
-// lease heartbeat, 0.4, and the waiting fetches' safety queries, 0.1 per
-// lease view, come on top: 1.6 for a provider with two orchestration and
-// two worker dispatchers, whatever the partitions; issue 26's target is 2).
+// reads every 80 ms; an idle one reaches the cap after about 2.6 s of
+// quiet with one physical partition (1 s, then pauses of 320 ms and
+// 1.25 s) and 7.7 s with 4 or 10 (1 s, then 320 ms, 1.28 s and 5.12 s,
+// then 5 s or 12.5 s), and from then on its reads make 0.8 requests per
+// second (the lease heartbeat, 0.4, and the waiting fetches' safety
+// queries, 0.1 per lease view, come on top: 1.6 for a provider with two
+// orchestration and two worker dispatchers, whatever the partitions;
+// issue 26's target is 2).
 // A write by another process is seen within Interval (plus the read's own
 // latency) while the reader is at its base pace, that is under load and
 // within 1 s of the last activity; after a quiet period, within the pause
@@ -146,13 +147,15 @@ type Schedule struct {
 // Pause returns the pause (from the start of a read to the start of the
 // next) after a read that found nothing: Interval while the reader has
 // been quiet for less than Quiet (quiet: the time since the last Active
-// call, or Start), then twice the previous pause prev, from Interval up
-// to Max.
+// call, or Start), then four times the previous pause prev, from
+// Interval up to Max (four, not two: the cap is reached within about 8 s
+// of quiet even with 10 physical partitions, so that the reads cost their
+// idle budget from then on).
 func (s Schedule) Pause(quiet, prev time.Duration) time.Duration {
 	if quiet < s.Quiet {
 		return s.Interval
 	}
-	return max(s.Interval, min(s.Max, 2*prev))
+	return max(s.Interval, min(s.Max, 4*prev))
 }
 
 // MaxPause returns the backoff's cap for reads that cost ranges requests

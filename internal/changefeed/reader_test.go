@@ -204,7 +204,7 @@ func TestReaderBacksOffWhenIdleAndResetsOnActive(t *testing.T) {
 	_, c := setup(t, 1)
 	col := &collector{seen: map[string]int{}}
 	r := startReader(t, c, col, nil, changefeed.Options{Quiet: 20 * time.Millisecond, IdleRequestsPerSecond: 1.0 / 3600})
-	require.Eventually(t, func() bool { return r.Pause() >= 320*time.Millisecond }, 20*time.Second, time.Millisecond, "the pause doubles while idle")
+	require.Eventually(t, func() bool { return r.Pause() >= 320*time.Millisecond }, 20*time.Second, time.Millisecond, "the pause grows while idle")
 	reads := r.Reads()
 	r.Active()
 	assert.Equal(t, 5*time.Millisecond, r.Pause(), "Active returns the pause to the interval")
@@ -238,16 +238,16 @@ func TestReaderDeliversAChangeAfterQuiet(t *testing.T) {
 	require.Eventually(t, func() bool { return col.has(more...) }, 20*time.Second, time.Millisecond)
 }
 
-// TestScheduleKeepsTheIntervalWhileRecentThenDoublesUpToTheCap: the
+// TestScheduleKeepsTheIntervalWhileRecentThenQuadruplesUpToTheCap: the
 // backoff as a pure function.
-func TestScheduleKeepsTheIntervalWhileRecentThenDoublesUpToTheCap(t *testing.T) {
+func TestScheduleKeepsTheIntervalWhileRecentThenQuadruplesUpToTheCap(t *testing.T) {
 	t.Parallel()
 	s := changefeed.Schedule{Interval: 80 * time.Millisecond, Quiet: time.Second, Max: 4 * time.Second}
 	assert.Equal(t, 80*time.Millisecond, s.Pause(999*time.Millisecond, 80*time.Millisecond), "within Quiet: the interval")
 	assert.Equal(t, 80*time.Millisecond, s.Pause(500*time.Millisecond, 2*time.Second), "within Quiet after Active: the interval")
-	assert.Equal(t, 160*time.Millisecond, s.Pause(time.Second, 80*time.Millisecond), "past Quiet: twice the last pause")
-	assert.Equal(t, 2560*time.Millisecond, s.Pause(5*time.Second, 1280*time.Millisecond))
-	assert.Equal(t, 4*time.Second, s.Pause(8*time.Second, 2560*time.Millisecond), "capped")
+	assert.Equal(t, 320*time.Millisecond, s.Pause(time.Second, 80*time.Millisecond), "past Quiet: four times the last pause")
+	assert.Equal(t, 1280*time.Millisecond, s.Pause(1500*time.Millisecond, 320*time.Millisecond))
+	assert.Equal(t, 4*time.Second, s.Pause(3*time.Second, 1280*time.Millisecond), "capped")
 	assert.Equal(t, 4*time.Second, s.Pause(time.Hour, 4*time.Second))
 	assert.Equal(t, 80*time.Millisecond, s.Pause(2*time.Second, 0), "never under the interval")
 }
