@@ -120,7 +120,7 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 }
 
 // EnqueueForWorker adds an ActivityExecuteItem to the worker queue
-// (duroxide-cdb's spec §3.10), with its session and tag. The document id is
+// (DESIGN.md §3.10), with its session and tag. The document id is
 // derived from the activity's execution and id, so enqueuing the same
 // activity twice leaves one message. Requests: 1.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {

@@ -91,8 +91,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 	return nil
 }
 
-// AckOrchestrationItem commits a turn atomically (duroxide-cdb's spec §3.3 and
-// architecture notes §6.2, duroxide's contract). Requests: 1, a
+// AckOrchestrationItem commits a turn atomically (DESIGN.md §3.3, duroxide's contract). Requests: 1, a
 // transactional batch in the instance's partition that
 //
 //   - replaces the instance document with If-Match on the ETag of the lock
@@ -115,7 +114,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // The intents are then delivered at once (1 request per document, plus 1
 // to delete the intent); a failed delivery is left to the reconciler.
 // Cancelled activities are removed afterwards, best effort, a 404 ignored
-// (duroxide-cdb's architecture notes §10.2); an activity both scheduled and
+// (DESIGN.md §3.12); an activity both scheduled and
 // cancelled in the turn is never enqueued.
 //
 // A turn larger than one batch (100 operations, 2 MB) still commits
@@ -483,7 +482,7 @@ func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPla
 // removeCancelledActivities removes the worker-queue messages of the turn's
 // cancelled activities, after the turn committed: a write to a message the
 // worker already consumed would fail a batch (404 → 424), so they are not
-// part of it (duroxide-cdb's architecture notes §10.2). Each becomes a tombstone
+// part of it (DESIGN.md §3.12). Each becomes a tombstone
 // (queue_documents.go), so that a late repeated create cannot bring the
 // cancelled activity back; a message already gone (404) or already a
 // tombstone (412) is left alone. Best effort. A worker holding the item

@@ -44,8 +44,7 @@ var jsonNull = json.RawMessage("null")
 const unknownVersion = "unknown"
 
 // FetchOrchestrationItem locks the next instance with visible
-// orchestrator-queue messages and returns its turn (duroxide-cdb's spec §3.1,
-// duroxide-cdb's architecture notes §6.1), or nil when there is none.
+// orchestrator-queue messages and returns its turn (DESIGN.md §3.1), or nil when there is none.
 //
 // Requests: 1 when this process holds the instance's state (it started
 // the instance, or acked its last turn, and wrote the messages to take

@@ -84,7 +84,7 @@ var (
 
 // New connects to the account cfg names, creates the database and container
 // when they are missing (partition key /instanceId, large partition keys,
-// the indexing policy of duroxide-cdb's spec §2.3 with the paths this
+// the indexing policy of DESIGN.md §2.3 with the paths this
 // provider adds, per-item time to live for tombstones; a 409 means one
 // exists), and starts the outbox reconciler and, unless
 // DisableChangeFeedWakeups, the change-feed reader. An invalid cfg is an
@@ -223,7 +223,7 @@ func (p *Provider) Ping(ctx context.Context) error {
 
 // Close stops the reconciler and waits for it; intents still pending stay
 // in the container and the next provider on it delivers them
-// (duroxide-cdb's spec §4.5). Long-polling fetches return at once (nil), and
+// (DESIGN.md §4.5). Long-polling fetches return at once (nil), and
 // every call made afterwards, or still retrying, fails with a permanent
 // ProviderError ("the provider is closed") without sending a request.
 // Close is idempotent and always returns nil.
