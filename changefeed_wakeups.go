@@ -112,7 +112,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				// Another process's message: the instance's held turn
 				// takes it too, once its lock (if any) has expired.
 				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
-				p.heldStates.message(e)
+				p.heldStates.Message(e)
 			}
 		case leases.SlotType, leases.OwnerType:
 			if p.leases != nil && d.InstanceID == LeasePartitionKey {

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/docs"
 )
 
 // Document types, the value of every document's "type" field
@@ -49,24 +49,9 @@ func docETag(raw []byte) string {
 	return s.ETag
 }
 
-// pinnedVersion is the duroxide version an execution is pinned to, for
-// capability filtering.
-type pinnedVersion struct {
-	Major uint64 `json:"major"`
-	Minor uint64 `json:"minor"`
-	Patch uint64 `json:"patch"`
-}
-
-func (v *pinnedVersion) toVersion() duroxide.Version {
-	return duroxide.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
-}
-
-func pinnedFrom(v *duroxide.Version) *pinnedVersion {
-	if v == nil {
-		return nil
-	}
-	return &pinnedVersion{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
-}
+// pinnedVersion is the duroxide version an execution is pinned to
+// (internal/docs, shared with the held states).
+type pinnedVersion = docs.PinnedVersion
 
 // instanceDoc is the instance document (DESIGN.md §2.2.1), id "instance". Its
 // ETag is the instance lock's fencing token: the fetch takes the lock with

@@ -162,7 +162,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	p.heldStates.drop(instance) // the instance document changes
+	p.heldStates.Drop(instance) // the instance document changes
 	if _, err := p.commitTurn(ctx, instance, plan); err != nil {
 		if _, ok := asBatchFailure(err); ok {
 			return retryable(op, "the execution changed concurrently: "+err.Error())
@@ -185,11 +185,11 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instan
 			return nil, &decodeError{err}
 		}
 		if from == 0 {
-			p.held.put(instance, doc.RID, exec, events)
+			p.held.Put(instance, doc.RID, exec, events)
 		} else {
-			p.held.extend(instance, doc.RID, exec, false, from, events)
+			p.held.Extend(instance, doc.RID, exec, false, from, events)
 		}
-		if h, rid, e, ok := p.held.peek(instance); ok && rid == doc.RID && e == exec && uint64(len(h)) == watermark {
+		if h, rid, e, ok := p.held.Peek(instance); ok && rid == doc.RID && e == exec && uint64(len(h)) == watermark {
 			return h, nil
 		}
 		if from == 0 {
@@ -203,7 +203,7 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instan
 	}
 	events, err := p.readHistory(ctx, instance, exec, watermark)
 	if err == nil {
-		p.held.put(instance, doc.RID, exec, events)
+		p.held.Put(instance, doc.RID, exec, events)
 		n := len(events)
 		events = events[:n:n]
 	}

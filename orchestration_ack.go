@@ -17,6 +17,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/docs"
 )
 
 // ackInput is an AckOrchestrationItem call, validated.
@@ -170,8 +171,8 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		final, err = p.commitTurn(ctx, instance, plan)
 		if err == nil {
 			// The instance's next fetch can be its lock batch alone.
-			plan.held.etag = string(final[0].ETag)
-			p.heldStates.hold(instance, plan.held, false, nil)
+			plan.held.ETag = string(final[0].ETag)
+			p.heldStates.Hold(instance, plan.held, false, nil)
 			break
 		}
 		if attempt >= 3 {
@@ -212,7 +213,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		}
 	}
 	p.locks.DropOrch(lockToken)
-	p.held.extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
+	p.held.Extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
 	p.orchPool.SetExec(instance, executionID)
 	for _, e := range plan.queued {
 		p.hint(e)
@@ -321,10 +322,10 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	}
 	if newExec {
 		doc.CurrentExecutionID = in.executionID
-		doc.PinnedDuroxideVersion = pinnedFrom(md.PinnedDuroxideVersion)
+		doc.PinnedDuroxideVersion = docs.PinnedFrom(md.PinnedDuroxideVersion)
 		doc.Status, doc.CompletedAt = duroxide.StatusRunning, nil
 	} else if md.PinnedDuroxideVersion != nil {
-		doc.PinnedDuroxideVersion = pinnedFrom(md.PinnedDuroxideVersion)
+		doc.PinnedDuroxideVersion = docs.PinnedFrom(md.PinnedDuroxideVersion)
 	}
 	doc.HistoryWatermark = maxEvent
 	if md.Status != nil {
@@ -366,7 +367,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	if newExec || execMissing {
 		ed := executionDoc{
 			ID: executionDocID(in.executionID), InstanceID: in.instance, Type: typeExecution, ExecutionID: in.executionID,
-			Status: duroxide.StatusRunning, StartedAt: nowMs, Watermark: maxEvent, Pinned: pinnedFrom(md.PinnedDuroxideVersion),
+			Status: duroxide.StatusRunning, StartedAt: nowMs, Watermark: maxEvent, Pinned: docs.PinnedFrom(md.PinnedDuroxideVersion),
 		}
 		if !newExec {
 			ed.Pinned = doc.PinnedDuroxideVersion
@@ -403,7 +404,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 			}
 		}
 		if md.PinnedDuroxideVersion != nil {
-			po.AppendSet("/pinnedDuroxideVersion", pinnedFrom(md.PinnedDuroxideVersion))
+			po.AppendSet("/pinnedDuroxideVersion", docs.PinnedFrom(md.PinnedDuroxideVersion))
 		}
 		fixed = append(fixed, patchOp(executionDocID(in.executionID), po, ""))
 	}

@@ -172,7 +172,7 @@ func compatibleFirstRange(filter *duroxide.DispatcherCapabilityFilter, v *pinned
 	core := func(x duroxide.Version) duroxide.Version {
 		return duroxide.Version{Major: x.Major, Minor: x.Minor, Patch: x.Patch}
 	}
-	pv := v.toVersion()
+	pv := v.ToVersion()
 	return pv.Compare(core(r.Min)) >= 0 && pv.Compare(core(r.Max)) <= 0
 }
 
@@ -222,7 +222,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	}
 	instance := c.Instance
 	execHint := max(p.orchPool.Exec(instance), duroxide.InitialExecutionID)
-	held, heldRID, heldExec, haveHeld := p.held.peek(instance)
+	held, heldRID, heldExec, haveHeld := p.held.Peek(instance)
 	if !haveHeld || heldExec != execHint {
 		held, haveHeld = nil, false
 	}
@@ -426,7 +426,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	for _, id := range ids {
 		p.orchPool.LockedMessage(instance, id, t.lockedUntil)
 	}
-	p.heldStates.locked(instance, ids)
+	p.heldStates.Locked(instance, ids)
 	token := orchLockToken(instance, t.lockID)
 
 	item := &duroxide.OrchestrationItem{

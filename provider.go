@@ -17,6 +17,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
@@ -37,12 +38,12 @@ type Provider struct {
 	statusWatches statusWatches
 	client        *azcosmos.Client
 	ownClient     bool
-	// held is the history kept decoded between turns (held_history.go);
+	// held is the history kept decoded between turns (internal/held);
 	// nil holds nothing.
-	held *heldHistories
+	held *held.Histories
 	// heldStates is the instance states kept for one-request fetches
-	// (held_states.go); nil holds nothing.
-	heldStates *heldStates
+	// (internal/held); nil holds nothing.
+	heldStates *held.States
 	// newClient builds a fresh client when ownClient (see clientFactory).
 	newClient func() (*azcosmos.Client, error)
 	container *azcosmos.ContainerClient
@@ -124,10 +125,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	p.workPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	if cfg.HeldHistoryEvents > 0 {
-		p.held = newHeldHistories(cfg.HeldHistoryEvents)
+		p.held = held.NewHistories(cfg.HeldHistoryEvents)
 	}
 	if cfg.HeldInstanceStates > 0 {
-		p.heldStates = newHeldStates(cfg.HeldInstanceStates)
+		p.heldStates = held.NewStates(cfg.HeldInstanceStates)
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
