@@ -119,7 +119,7 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				p.leases.Observed(raw)
 			}
 		case typeInstance:
-			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
+			p.statusWatches.Observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).

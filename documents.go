@@ -68,7 +68,7 @@ type pinnedVersion = docs.PinnedVersion
 // StatusExecutionID names the execution whose status and output Status and
 // Output mirror, written by the ack's batch together with that execution's
 // document (status_mirror.go); 0 when they mirror none (documents written
-// before the field existed, a terminal output above maxMirroredOutputBytes).
+// before the field existed, a terminal output above statuswatch.MaxMirroredOutputBytes).
 type instanceDoc struct {
 	ID                    string         `json:"id"`
 	InstanceID            string         `json:"instanceId"`

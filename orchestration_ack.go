@@ -18,6 +18,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/docs"
+	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 )
 
 // ackInput is an AckOrchestrationItem call, validated.
@@ -219,8 +220,8 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		p.hint(e)
 	}
 	p.orchPool.Unlock(instance)
-	if statusChanging(metadata, historyDelta) {
-		p.statusWatches.changed(instance)
+	if statuswatch.Changing(metadata, historyDelta) {
+		p.statusWatches.Changed(instance)
 	}
 	for _, intent := range plan.intents {
 		if err := p.deliverIntent(ctx, intent, quickRetrier.withClosed(p.stop)); err != nil {
@@ -355,7 +356,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	default:
 		execKnown = false
 	}
-	mirrorExecution(&doc, in.executionID, execStatus, execOutput, execKnown)
+	doc.StatusExecutionID, doc.Output = statuswatch.Mirror(doc.Status, in.executionID, execStatus, execOutput, execKnown)
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())

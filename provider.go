@@ -19,6 +19,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
+	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 )
 
 // ProviderName and ProviderVersion are what Name and Version report.
@@ -35,7 +36,7 @@ type Provider struct {
 	// (idle_pacing.go).
 	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
-	statusWatches statusWatches
+	statusWatches statuswatch.Watches
 	client        *azcosmos.Client
 	ownClient     bool
 	// held is the history kept decoded between turns (internal/held);
