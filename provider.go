@@ -19,6 +19,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
+	"github.com/duroxide-go/duroxide-cdb/internal/pkheader"
 	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 )
 
@@ -312,3 +313,17 @@ func (p *Provider) Logger() *zap.Logger { return p.cfg.Logger }
 
 // nowMs returns the configured clock in milliseconds since the Unix epoch.
 func (p *Provider) nowMs() int64 { return p.cfg.Now().UnixMilli() }
+
+// PartitionKeyHeaderPolicy returns an HTTP pipeline policy that makes the
+// partition key header valid JSON. azcosmos v1.5.0 writes string partition
+// key values with strconv.QuoteToASCII, Go's quoting, which is JSON except
+// for characters outside the Basic Multilingual Plane (Go writes \U0001f680
+// where JSON needs the surrogate pair \ud83d\ude80) and a few ASCII control
+// characters (\a, \v, \x00): for an instance id holding an emoji the
+// service answers 400 ("partition key header has an invalid format"). The
+// policy re-encodes such headers; valid ones pass untouched.
+//
+// New adds it to the clients it builds. A ready client passed in
+// Config.Client needs it in its ClientOptions.PerCallPolicies for such
+// instance ids to work.
+func PartitionKeyHeaderPolicy() policy.Policy { return pkheader.Policy{} }
