@@ -234,4 +234,3 @@ func TestReplaceOfAVanishedOwnerDocumentCreatesItAgain(t *testing.T) {
 		t.Fatal("the owner document was not written again")
 	}
 }
-
