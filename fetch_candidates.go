@@ -279,4 +279,3 @@ func leaseKey(l *SlotLease) string {
 	}
 	return b.String()
 }
-
