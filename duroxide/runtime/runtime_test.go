@@ -95,7 +95,7 @@ func mustRegister(t *testing.T, errs ...error) {
 func wantOutput(t *testing.T, st runtime.OrchestrationStatus, want string) {
 	t.Helper()
 	if st.Kind != runtime.StatusCompleted || st.Output != want {
-		t.Fatalf("status = %s %q %s, want Completed %q", st.Kind, st.Output, st.Error(), want)
+		t.Fatalf("status = %s %q %v, want Completed %q", st.Kind, st.Output, st.Err(), want)
 	}
 }
 
@@ -280,13 +280,13 @@ func TestCancellationCascadesToChildren(t *testing.T) {
 	for _, id := range []string{"parent", "the-child"} {
 		st := e.wait(id)
 		if st.Kind != runtime.StatusFailed || st.Details.Application == nil || st.Details.Application.Kind.Name != duroxide.AppErrorCancelled {
-			t.Fatalf("%s: %s %s", id, st.Kind, st.Error())
+			t.Fatalf("%s: %s %v", id, st.Kind, st.Err())
 		}
 	}
-	if got := e.wait("parent").Error(); got != "canceled: user request" {
+	if got := fmt.Sprint(e.wait("parent").Err()); got != "canceled: user request" {
 		t.Fatalf("parent error = %q", got)
 	}
-	if got := e.wait("the-child").Error(); got != "canceled: parent canceled" {
+	if got := fmt.Sprint(e.wait("the-child").Err()); got != "canceled: parent canceled" {
 		t.Fatalf("child error = %q", got)
 	}
 }
@@ -388,8 +388,8 @@ func TestUnregisteredActivityBecomesPoisonThatSaysNotRegistered(t *testing.T) {
 	e.start(reg, opts)
 	st := e.run("poison-1", "UsesMissing", "")
 	want := `poison: activity Missing#2 exceeded 4 attempts (max 3): activity "Missing" is not registered in the runtimes that fetched it: register it, or fix the name`
-	if st.Kind != runtime.StatusFailed || !strings.Contains(st.Error(), want) {
-		t.Fatalf("status = %s %q, want it to contain %q", st.Kind, st.Error(), want)
+	if st.Kind != runtime.StatusFailed || !strings.Contains(fmt.Sprint(st.Err()), want) {
+		t.Fatalf("status = %s %v, want it to contain %q", st.Kind, st.Err(), want)
 	}
 }
 
@@ -404,11 +404,12 @@ func TestUnregisteredOrchestrationBecomesPoisonThatSaysNotRegistered(t *testing.
 	e.start(runtime.NewRegistry(), opts)
 	st := e.run("nobody", "NotRegistered", "")
 	if st.Kind != runtime.StatusFailed || st.Details.Poison == nil || st.Details.Poison.MessageType.Orchestration == nil {
-		t.Fatalf("status = %s %q", st.Kind, st.Error())
+		t.Fatalf("status = %s %v", st.Kind, st.Err())
 	}
 	want := `poison: orchestration nobody exceeded 3 attempts (max 2): orchestration "NotRegistered" is not registered in the runtimes that fetched it: register it, or fix the name`
-	if st.Error() != want {
-		t.Fatalf("status error = %q, want %q", st.Error(), want)
+	var failed *runtime.OrchestrationFailedError
+	if !errors.As(st.Err(), &failed) || failed.Message() != want {
+		t.Fatalf("status error = %v, want %q", st.Err(), want)
 	}
 }
 
@@ -426,8 +427,8 @@ func TestEmptySubOrchestrationNameBecomesPoison(t *testing.T) {
 	opts.MaxAttempts = 2
 	e.start(reg, opts)
 	st := e.run("nameless-parent", "StartsNameless", "")
-	if st.Kind != runtime.StatusFailed || !strings.Contains(st.Error(), "poison: orchestration nameless-parent::sub::2 exceeded 3 attempts (max 2)") {
-		t.Fatalf("status = %s %q", st.Kind, st.Error())
+	if st.Kind != runtime.StatusFailed || !strings.Contains(fmt.Sprint(st.Err()), "poison: orchestration nameless-parent::sub::2 exceeded 3 attempts (max 2)") {
+		t.Fatalf("status = %s %v", st.Kind, st.Err())
 	}
 }
 
@@ -495,7 +496,7 @@ func TestNondeterminismFailsOrchestration(t *testing.T) {
 	close(release)
 	st := e.wait("nd-1")
 	if st.Kind != runtime.StatusFailed || st.Details.Configuration == nil || st.Details.Configuration.Kind != duroxide.ConfigErrorNondeterminism {
-		t.Fatalf("status = %s %q", st.Kind, st.Error())
+		t.Fatalf("status = %s %v", st.Kind, st.Err())
 	}
 }
 
