@@ -39,11 +39,13 @@ type history struct {
 	events   []duroxide.Event // event ids 1..len(events)
 }
 
+// NewHistories returns an empty holder of at most max events over all
+// instances.
 func NewHistories(max int) *Histories {
 	return &Histories{max: max, lru: list.New(), byID: map[string]*list.Element{}}
 }
 
-// peek returns what is held for instance: the events, capped
+// Peek returns what is held for instance: the events, capped
 // (events[:n:n]) so that a caller's append never writes into the held
 // array, and the document and execution they belong to.
 func (h *Histories) Peek(instance string) (events []duroxide.Event, rid string, exec uint64, ok bool) {
@@ -62,7 +64,7 @@ func (h *Histories) Peek(instance string) (events []duroxide.Event, rid string, 
 	return hh.events[:n:n], hh.rid, hh.exec, true
 }
 
-// put holds events (ids 1..len) of instance's execution exec of document
+// Put holds events (ids 1..len) of instance's execution exec of document
 // rid, replacing what was held, and evicts the least recently used
 // instances beyond max events.
 func (h *Histories) Put(instance, rid string, exec uint64, events []duroxide.Event) {
@@ -93,7 +95,7 @@ func (h *Histories) evictLocked() {
 	}
 }
 
-// extend holds a committed turn of instance (document rid): for a new
+// Extend holds a committed turn of instance (document rid): for a new
 // execution exec, its events start afresh; for the same execution, they
 // follow the held ones when exactly held events are held (the turn was
 // built on them), appended in place (amortized: the capped slices get
@@ -139,7 +141,7 @@ func contiguous(events []duroxide.Event, first uint64) bool {
 	return true
 }
 
-// drop forgets instance.
+// Drop forgets instance.
 func (h *Histories) Drop(instance string) {
 	if h == nil {
 		return

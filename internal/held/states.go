@@ -78,6 +78,7 @@ type States struct {
 	byID map[string]*list.Element
 }
 
+// NewStates returns an empty holder of at most max instances.
 func NewStates(max int) *States {
 	return &States{max: max, lru: list.New(), byID: map[string]*list.Element{}}
 }
@@ -103,7 +104,7 @@ func (h *States) entryLocked(instance string, create bool) *heldInstance {
 	return hi
 }
 
-// hold records state as instance's state after this process wrote it; with
+// Hold records state as instance's state after this process wrote it; with
 // fresh (a start), the messages held for an earlier incarnation are
 // forgotten and start is held.
 func (h *States) Hold(instance string, state State, fresh bool, start *Message) {
@@ -126,7 +127,7 @@ func (h *States) Hold(instance string, state State, fresh bool, start *Message) 
 	}
 }
 
-// startWritten holds the StartOrchestration message m this process wrote
+// StartWritten holds the StartOrchestration message m this process wrote
 // to instance; when it holds nothing of the instance, the instance is
 // taken to be absent (the lock batch's create checks it).
 func (h *States) StartWritten(instance string, m Message) {
@@ -147,7 +148,7 @@ func (h *States) StartWritten(instance string, m Message) {
 	hi.msgs[m.ID] = m
 }
 
-// message holds an orchestrator-queue message of an instance this
+// Message holds an orchestrator-queue message of an instance this
 // process holds (an entry without state included: its messages are needed
 // once the lock held now is acked): one it wrote, or one a candidate query
 // or the change feed showed, visible and unlocked from e.VisibleAt on. The
@@ -173,7 +174,7 @@ func (h *States) Message(e candidates.Entry) {
 	hi.msgs[e.ID] = m
 }
 
-// locked records that this process locked instance with messages ids: the
+// Locked records that this process locked instance with messages ids: the
 // held state ends (the lock changed the ETag) until the ack holds the
 // next one, and the messages are no longer pending.
 func (h *States) Locked(instance string, ids []string) {
@@ -189,7 +190,7 @@ func (h *States) Locked(instance string, ids []string) {
 	}
 }
 
-// turn returns instance's held state and the messages visible at nowMs,
+// Turn returns instance's held state and the messages visible at nowMs,
 // oldest first, when both exist: its held messages and those of c, the
 // candidate-pool entry the fetch picked (which may know messages this
 // process saw before it held the instance). An entry that saw more
@@ -232,7 +233,7 @@ func (h *States) Turn(c candidates.Entry, nowMs int64) (State, []Message, bool) 
 	return *hi.state, msgs, true
 }
 
-// drop forgets instance.
+// Drop forgets instance.
 func (h *States) Drop(instance string) {
 	if h == nil {
 		return
