@@ -23,88 +23,49 @@ import (
 // lease slots when the pool's view of them is old or has nothing for a
 // fetch that must answer now.
 
-// acrossLeases runs try with a lease and the pool's view of its slots
-// (suffix distinguishes views of the same slots with other filters, covers
-// says which messages such a view holds), then, while try found nothing and
-// the pool holds candidates outside those slots that a fetch of scope could
-// take, with the next lease the provider hands out; no lease is tried twice
-// in one call.
-func (p *Provider) acrossLeases(ctx context.Context, leases LeaseProvider, pool *candidates.Pool, suffix, scope string, covers func(*candidates.Entry) bool, try func(*SlotLease, *candidates.View) (bool, error)) error {
-	seen := map[string]bool{}
-	for {
-		lease, err := leases.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		if !lease.All && len(lease.Slots) == 0 {
-			// A lease on no slot (a process that owns none now): nothing
-			// to query.
-			lease.Release()
-			return nil
-		}
-		key := leaseKey(lease) + suffix
-		if seen[key] {
-			lease.Release()
-			return nil
-		}
-		seen[key] = true
-		v := pool.View(key, lease.All, lease.Slots, covers)
-		found, err := try(lease, v)
-		lease.Release()
-		if err != nil || found || !pool.EligibleElsewhere(v, p.nowMs(), scope) {
-			return err
-		}
-	}
+// leaseWalk is a fetch attempt's way through the leases: a lease and the
+// pool's view of its slots (suffix distinguishes views of the same slots
+// with other filters, covers says which messages such a view holds),
+// then, while the fetch found nothing and the pool holds candidates
+// outside those slots that a fetch of scope could take (elsewhere), the
+// next lease the provider hands out; no lease is tried twice.
+type leaseWalk struct {
+	leases LeaseProvider
+	pool   *candidates.Pool
+	suffix string
+	scope  string
+	covers func(*candidates.Entry) bool
+	seen   map[string]bool
 }
 
-// tryCandidates tries to lock the candidates of view v, oldest first, up
-// to maxCandidatesPerFetch, and reports whether one was locked. It queries
-// (refresh) first when v is stale (older than the pool's view lifetime,
-// Provider.viewLifetime, or a known lock expired since); when v offers
-// nothing, it queries all pages if v's last query stopped at a full page,
-// and one page if it has not queried yet and the fetch must answer now
-// (final) or v is not fresh. scope is the fetch's skip scope (see
-// candidates.Pool.skip), owner the fetching worker's session owner
-// (nil: items with a session are not eligible) and accept the fetch's own
-// filter (nil: any). lock reports whether it locked c and whether the pool
-// should forget c.
-func (p *Provider) tryCandidates(pool *candidates.Pool, v *candidates.View, scope string, owner *string, accept func(*candidates.Entry) bool, final bool,
-	refresh func(all bool) error, lock func(c candidates.Entry) (found, drop bool, err error)) (bool, error) {
-	queried, queriedAll := false, false
-	if pool.Stale(v) {
-		p.idle.add(1) // the safety query of a view whose answer aged
-		if err := refresh(false); err != nil {
-			return false, err
-		}
-		queried = true
+// next acquires the next lease and the pool's view of its slots; nil, and
+// no error, when there is none left to try: a lease on no slot (a process
+// that owns none now) or one already tried. The caller releases the lease.
+func (w *leaseWalk) next(ctx context.Context) (*SlotLease, *candidates.View, error) {
+	lease, err := w.leases.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	for tries := 0; tries < maxCandidatesPerFetch; {
-		c, ok := pool.Pick(v, p.nowMs(), scope, owner, accept)
-		if !ok {
-			var err error
-			switch {
-			case pool.Partial(v) && !queriedAll:
-				queried, queriedAll = true, true
-				err = refresh(true)
-			case !queried && (final || !pool.Fresh(v)):
-				queried = true
-				err = refresh(false)
-			default:
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			continue
-		}
-		tries++
-		found, drop, err := lock(c)
-		pool.Release(c, drop)
-		if err != nil || found {
-			return found, err
-		}
+	if !lease.All && len(lease.Slots) == 0 {
+		lease.Release()
+		return nil, nil, nil
 	}
-	return false, nil
+	key := leaseKey(lease) + w.suffix
+	if w.seen[key] {
+		lease.Release()
+		return nil, nil, nil
+	}
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	w.seen[key] = true
+	return lease, w.pool.View(key, lease.All, lease.Slots, w.covers), nil
+}
+
+// elsewhere reports, after the fetch found nothing in v, whether the pool
+// holds candidates outside v's slots that the fetch could take.
+func (w *leaseWalk) elsewhere(v *candidates.View, nowMs int64) bool {
+	return w.pool.EligibleElsewhere(v, nowMs, w.scope)
 }
 
 // candidateQueryOpts reads one page of candidates, or all of them.

@@ -110,36 +110,68 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		return nil, mapError(op, err)
 	}
 	defer done()
-	var item *duroxide.OrchestrationItem
-	err = p.longPoll(ctx, pollTimeout, p.orchPool, func(ctx context.Context, final bool) (bool, error) {
-		var err error
-		item, err = p.fetchOrchestrationOnce(ctx, lockTimeout, filter, final)
-		return item != nil, err
-	})
-	if err != nil {
-		return nil, mapError(op, err)
+	poll := p.startPoll(pollTimeout, p.orchPool)
+	for {
+		final, last := poll.attempt()
+		item, err := p.fetchOrchestrationOnce(ctx, lockTimeout, filter, final)
+		if err != nil {
+			return nil, mapError(op, err)
+		}
+		if item != nil || last {
+			return item, nil
+		}
+		if end, err := poll.wait(ctx); end {
+			return nil, mapError(op, err)
+		}
 	}
-	return item, nil
 }
 
 // fetchOrchestrationOnce is one attempt: it tries the candidates of a
 // lease's slots, and of other leases when its own has none.
 func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter, final bool) (*duroxide.OrchestrationItem, error) {
-	var item *duroxide.OrchestrationItem
 	scope := capabilityScope(filter)
-	err := p.acrossLeases(ctx, p.orchLeases, p.orchPool, "", scope, nil, func(lease *SlotLease, v *candidates.View) (bool, error) {
+	leases := &leaseWalk{leases: p.orchLeases, pool: p.orchPool, scope: scope}
+	for {
+		lease, v, err := leases.next(ctx)
+		if err != nil || lease == nil {
+			return nil, err
+		}
 		p.traceFetch(orchAttempt)
-		found, err := p.tryCandidates(p.orchPool, v, scope, nil, nil, final, func(all bool) error {
-			return p.refreshOrchCandidates(ctx, v, lease, all)
-		}, func(c candidates.Entry) (bool, bool, error) {
-			var err error
-			var drop bool
-			item, drop, err = p.tryLockInstance(ctx, c, lockTimeout, filter)
-			return item != nil, drop, err
-		})
-		return found, err
-	})
-	return item, err
+		item, err := p.tryOrchCandidates(ctx, lease, v, scope, lockTimeout, filter, final)
+		lease.Release()
+		if err != nil || item != nil || !leases.elsewhere(v, p.nowMs()) {
+			return item, err
+		}
+	}
+}
+
+// tryOrchCandidates tries to lock the candidates of view v of lease's
+// slots as the pool's Walk says (candidates.Walk: query when the view is
+// stale or offers nothing to a fetch that must answer now, oldest first,
+// up to maxCandidatesPerFetch) and returns the turn of the instance it
+// locked, nil when none.
+func (p *Provider) tryOrchCandidates(ctx context.Context, lease *SlotLease, v *candidates.View, scope string, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter, final bool) (*duroxide.OrchestrationItem, error) {
+	walk := p.orchPool.Walk(v, scope, nil, nil, final, maxCandidatesPerFetch)
+	for {
+		step := walk.Next(p.nowMs())
+		switch {
+		case step.Refresh:
+			if step.Stale {
+				p.idle.add(1) // the safety query of a view whose answer aged
+			}
+			if err := p.refreshOrchCandidates(ctx, v, lease, step.All); err != nil {
+				return nil, err
+			}
+		case step.Try:
+			item, drop, err := p.tryLockInstance(ctx, step.Candidate, lockTimeout, filter)
+			p.orchPool.Release(step.Candidate, drop)
+			if err != nil || item != nil {
+				return item, err
+			}
+		default:
+			return nil, nil
+		}
+	}
 }
 
 // readOrchState reads, with one single-partition query, the instance

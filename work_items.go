@@ -72,16 +72,20 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, mapError(op, err)
 	}
 	defer done()
-	var locked *duroxide.LockedWorkItem
-	err = p.longPoll(ctx, pollTimeout, p.workPool, func(ctx context.Context, final bool) (bool, error) {
-		var err error
-		locked, err = p.fetchWorkOnce(ctx, lockTimeout, session, tagFilter, tagClause, tagParams, final)
-		return locked != nil, err
-	})
-	if err != nil {
-		return nil, mapError(op, err)
+	poll := p.startPoll(pollTimeout, p.workPool)
+	for {
+		final, last := poll.attempt()
+		locked, err := p.fetchWorkOnce(ctx, lockTimeout, session, tagFilter, tagClause, tagParams, final)
+		if err != nil {
+			return nil, mapError(op, err)
+		}
+		if locked != nil || last {
+			return locked, nil
+		}
+		if end, err := poll.wait(ctx); end {
+			return nil, mapError(op, err)
+		}
 	}
-	return locked, nil
 }
 
 // fetchWorkOnce is one attempt: it tries the candidates of a lease's
@@ -94,19 +98,48 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 	if session != nil {
 		owner = &session.OwnerID
 	}
-	var locked *duroxide.LockedWorkItem
-	err := p.acrossLeases(ctx, p.workerLeases, p.workPool, workViewSuffix(tagFilter, session), "", accept, func(lease *SlotLease, v *candidates.View) (bool, error) {
+	leases := &leaseWalk{leases: p.workerLeases, pool: p.workPool, suffix: workViewSuffix(tagFilter, session), covers: accept}
+	for {
+		lease, v, err := leases.next(ctx)
+		if err != nil || lease == nil {
+			return nil, err
+		}
 		p.traceFetch(workAttempt)
-		return p.tryCandidates(p.workPool, v, "", owner, accept, final, func(all bool) error {
-			return p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, all)
-		}, func(c candidates.Entry) (bool, bool, error) {
-			var err error
-			var drop bool
-			locked, drop, err = p.tryLockWork(ctx, c, session, lockTimeout)
-			return locked != nil, drop, err
-		})
-	})
-	return locked, err
+		locked, err := p.tryWorkCandidates(ctx, lease, v, owner, accept, session, tagClause, tagParams, lockTimeout, final)
+		lease.Release()
+		if err != nil || locked != nil || !leases.elsewhere(v, p.nowMs()) {
+			return locked, err
+		}
+	}
+}
+
+// tryWorkCandidates tries to lock the candidates of view v of lease's
+// slots as the pool's Walk says (see tryOrchCandidates), for a worker of
+// session owner owner whose filter is accept, and returns the item it
+// locked, nil when none.
+func (p *Provider) tryWorkCandidates(ctx context.Context, lease *SlotLease, v *candidates.View, owner *string, accept func(*candidates.Entry) bool,
+	session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, lockTimeout time.Duration, final bool) (*duroxide.LockedWorkItem, error) {
+	walk := p.workPool.Walk(v, "", owner, accept, final, maxCandidatesPerFetch)
+	for {
+		step := walk.Next(p.nowMs())
+		switch {
+		case step.Refresh:
+			if step.Stale {
+				p.idle.add(1) // the safety query of a view whose answer aged
+			}
+			if err := p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, step.All); err != nil {
+				return nil, err
+			}
+		case step.Try:
+			locked, drop, err := p.tryLockWork(ctx, step.Candidate, session, lockTimeout)
+			p.workPool.Release(step.Candidate, drop)
+			if err != nil || locked != nil {
+				return locked, err
+			}
+		default:
+			return nil, nil
+		}
+	}
 }
 
 // workLockCondition is the filter predicate of a work item's lock: the
