@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // Wake-ups across processes through the change feed. Unless
@@ -67,7 +69,7 @@ func (p *Provider) fallbackPoll() time.Duration {
 func (p *Provider) startChangeFeed(ctx context.Context) error {
 	r := changefeed.New(p.container, changefeed.Options{
 		Interval:    p.cfg.ChangeFeedInterval,
-		Context:     withCall(context.Background(), "change_feed"),
+		Context:     cosmos.WithCall(context.Background(), "change_feed"),
 		OnDocuments: p.changedDocuments,
 		Stretch:     p.idle.stretch,
 		OnError: func(err error) {
@@ -112,9 +114,9 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
 				p.heldStates.message(e)
 			}
-		case leaseSlotType, leaseOwnerType:
+		case leases.SlotType, leases.OwnerType:
 			if p.leases != nil && d.InstanceID == LeasePartitionKey {
-				p.leases.observed(raw)
+				p.leases.Observed(raw)
 			}
 		case typeInstance:
 			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)

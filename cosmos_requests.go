@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // Queries. Cross-partition queries go through the gateway, which serves
@@ -86,7 +87,7 @@ func (p *Provider) readDoc(ctx context.Context, instance, id string, v any) (eta
 		raw = resp.Value
 		return nil
 	})
-	if isStatus(err, http.StatusNotFound) {
+	if cosmos.IsStatus(err, http.StatusNotFound) {
 		return "", false, nil
 	}
 	if err != nil {

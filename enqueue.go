@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // EnqueueForOrchestrator adds item to its instance's orchestrator queue,
@@ -22,7 +23,7 @@ import (
 // nothing written. Requests: 1 (a create; a retry after a lost answer
 // reuses the document id, so its 409 means the first try landed).
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
-	ctx = withCall(ctx, "enqueue_for_orchestrator")
+	ctx = cosmos.WithCall(ctx, "enqueue_for_orchestrator")
 	const op = "enqueue_for_orchestrator"
 	if err := checkOrchestratorItem(item); err != nil {
 		return permanent(op, err.Error())
@@ -56,7 +57,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 // (duroxide.PendingStartMessage). Requests: 1, as any
 // enqueue (2 when refused or after a lost answer).
 func (p *Provider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
-	ctx = withCall(ctx, "enqueue_start")
+	ctx = cosmos.WithCall(ctx, "enqueue_start")
 	const op = "enqueue_start"
 	item := duroxide.WorkItem{Kind: start}
 	if err := validateInstanceID(op, start.Instance); err != nil {
@@ -123,7 +124,7 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 // derived from the activity's execution and id, so enqueuing the same
 // activity twice leaves one message. Requests: 1.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {
-	ctx = withCall(ctx, "enqueue_for_worker")
+	ctx = cosmos.WithCall(ctx, "enqueue_for_worker")
 	const op = "enqueue_for_worker"
 	act, ok := item.Kind.(duroxide.ActivityExecuteItem)
 	if !ok {
@@ -147,7 +148,7 @@ func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) 
 		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
 	}
 	err := p.createDoc(ctx, d.target, d.doc, idempotentWrite)
-	if err != nil && !isStatus(err, http.StatusConflict) {
+	if err != nil && !cosmos.IsStatus(err, http.StatusConflict) {
 		return mapError(op, err)
 	}
 	p.hint(d.entry)

@@ -279,12 +279,3 @@ func leaseKey(l *SlotLease) string {
 	}
 	return b.String()
 }
-
-// poolOf returns the candidate pool of lease queue q (0: orchestrator, 1:
-// worker).
-func (p *Provider) poolOf(q int) *candidates.Pool {
-	if q == 0 {
-		return p.orchPool
-	}
-	return p.workPool
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // Read returns the current execution's history, ordered by event id
@@ -20,7 +21,7 @@ import (
 // document, a single-partition history query); 1 for an unknown instance.
 // Undecodable history is a permanent error.
 func (p *Provider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	ctx = withCall(ctx, "read")
+	ctx = cosmos.WithCall(ctx, "read")
 	return p.readCurrent(ctx, "read", instance)
 }
 
@@ -51,7 +52,7 @@ func historyError(op string, err error) error {
 // not exist). Requests: 1 single-partition query (the execution document,
 // for its watermark, and its history).
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	ctx = withCall(ctx, "read_with_execution")
+	ctx = cosmos.WithCall(ctx, "read_with_execution")
 	return p.readExecution(ctx, "read_with_execution", instance, executionID)
 }
 
@@ -89,7 +90,7 @@ func (p *Provider) readExecution(ctx context.Context, op, instance string, execu
 // query, then 1 transactional batch (more, staged, for more than about 95
 // events).
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []duroxide.Event) error {
-	ctx = withCall(ctx, "append_with_execution")
+	ctx = cosmos.WithCall(ctx, "append_with_execution")
 	const op = "append_with_execution"
 	if err := validateInstanceID(op, instance); err != nil {
 		return err

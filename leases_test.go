@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -174,4 +175,12 @@ func TestNewSlotLeaseCountsDistinctSlots(t *testing.T) {
 	assert.True(t, l.All)
 	every[0] = 7
 	assert.Equal(t, uint8(0), l.Slots[0], "the lease keeps its own copy")
+}
+
+// TestContainerLeasesUseThePublicPartitionKey: internal/leases writes its
+// documents where LeasePartitionKey says, the partition every method of
+// the provider refuses as an instance id.
+func TestContainerLeasesUseThePublicPartitionKey(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, LeasePartitionKey, leases.PartitionKey)
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // ackInput is an AckOrchestrationItem call, validated.
@@ -131,7 +132,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // acked since, the tombstone of a consumed message) tells whether it
 // committed. Of two acks with one token, only the first succeeds.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
-	ctx = withCall(ctx, "ack_orchestration_item")
+	ctx = cosmos.WithCall(ctx, "ack_orchestration_item")
 	const op = "ack_orchestration_item"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
 	if !ok {
@@ -193,7 +194,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			default:
 				return mapError(op, err)
 			}
-		} else if isAmbiguous(err) {
+		} else if cosmos.IsAmbiguous(err) {
 			landed, rerr := p.turnLanded(ctx, instance, lockID, lock.messageIDs)
 			if rerr != nil {
 				return mapError(op, err)
@@ -493,7 +494,7 @@ func (p *Provider) removeCancelledActivities(ctx context.Context, in *ackInput) 
 			continue // never enqueued
 		}
 		_, err := p.patchDoc(ctx, c.Instance, workerDocID(c.ExecutionID, c.ActivityID), cancelPatch(in.lockID), idempotentWrite)
-		if err != nil && !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
+		if err != nil && !cosmos.IsStatus(err, http.StatusNotFound) && !cosmos.IsStatus(err, http.StatusPreconditionFailed) {
 			p.log.Debug("removing a cancelled activity failed", zap.String("instance", c.Instance), zap.Uint64("activity", c.ActivityID), zap.Error(err))
 		}
 	}
@@ -523,7 +524,7 @@ func (p *Provider) deleteKVPages(ctx context.Context, instance string, ids []str
 			continue
 		}
 		for _, id := range chunk {
-			if err := p.deleteDoc(ctx, instance, id, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+			if err := p.deleteDoc(ctx, instance, id, ""); err != nil && !cosmos.IsStatus(err, http.StatusNotFound) {
 				p.log.Debug("deleting a retired KV page failed; the next turn retires it again", zap.String("instance", instance), zap.String("id", id), zap.Error(err))
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 const (
@@ -97,7 +98,7 @@ const unknownVersion = "unknown"
 // (a held-state batch's lock is released, 1 batch, and the partition
 // read), or tries the still free instance again.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
-	ctx = withCall(ctx, "fetch_orchestration_item")
+	ctx = cosmos.WithCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
@@ -306,7 +307,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		if created, derr := decodeInstanceDoc(results[0].ResourceBody); st.inst == nil && derr == nil {
 			doc.RID = created.RID
 		}
-	case isAmbiguous(err):
+	case cosmos.IsAmbiguous(err):
 		// The lock batch may have committed: it did if the instance
 		// document now carries this lock. If it did not, the candidate
 		// stays in the pool, to be tried again at once.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // orchMessageLockCondition is the filter predicate a held message's lock
@@ -114,7 +115,7 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 			p.traceFetch(orchHeldRefused)
 			return nil, false, false, nil
 		}
-		if isAmbiguous(err) {
+		if cosmos.IsAmbiguous(err) {
 			// The lock may have landed: read it back. The turn cannot be
 			// built without the batch's answer, so a lock that landed is
 			// released (conditioned on this lock, so nothing else is

@@ -16,6 +16,8 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // ProviderName and ProviderVersion are what Name and Version report.
@@ -50,8 +52,8 @@ type Provider struct {
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider
 	// leases, with LeasesInContainer, owns this process's share of the
-	// slots (leases_container.go); nil otherwise.
-	leases *leaseCoordinator
+	// slots (internal/leases); nil otherwise.
+	leases *leases.Coordinator
 	// feed, unless DisableChangeFeedWakeups, reads the change feed
 	// (changefeed_wakeups.go); nil otherwise.
 	feed *changefeed.Reader
@@ -129,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
-	ctx = withCall(ctx, "new")
+	ctx = cosmos.WithCall(ctx, "new")
 	inContainer := cfg.Leases == LeasesInContainer && (p.orchLeases == nil || p.workerLeases == nil)
 	if p.orchLeases == nil && !inContainer {
 		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
@@ -161,17 +163,17 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if inContainer {
 		p.leases = newLeaseCoordinator(p)
 		if p.orchLeases == nil {
-			p.orchLeases = p.leases.queues[0]
+			p.orchLeases = containerLeases{p.leases.Queue(0)}
 		}
 		if p.workerLeases == nil {
-			p.workerLeases = p.leases.queues[1]
+			p.workerLeases = containerLeases{p.leases.Queue(1)}
 		}
 	}
 	if !cfg.DisableChangeFeedWakeups {
 		if err := p.startChangeFeed(ctx); err != nil {
 			if ctx.Err() != nil {
 				if p.leases != nil {
-					p.leases.close(ctx)
+					p.leases.Close(ctx)
 				}
 				p.metrics.close()
 				p.closeClient()
@@ -195,12 +197,12 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // fetchStarted notes that a fetch of queue q (0 orchestrations, 1 work
 // items) starts and returns the function that notes its end: with
 // LeasesInContainer, a Provider claims slots of the queues it fetches from
-// (leaseCoordinator.fetchStarted), and the error is that of the claim.
+// (leases.Coordinator.FetchStarted), and the error is that of the claim.
 func (p *Provider) fetchStarted(ctx context.Context, q int) (func(), error) {
 	if p.leases == nil {
 		return func() {}, nil
 	}
-	return p.leases.fetchStarted(ctx, q)
+	return p.leases.FetchStarted(ctx, q)
 }
 
 // Ping checks that the provider's container answers, for a readiness probe:
@@ -231,8 +233,8 @@ func (p *Provider) Close() error {
 			p.feed.Close()
 		}
 		if p.leases != nil {
-			ctx, cancel := context.WithTimeout(withCall(context.Background(), "close"), p.cfg.LeaseExpiry)
-			p.leases.close(ctx)
+			ctx, cancel := context.WithTimeout(cosmos.WithCall(context.Background(), "close"), p.cfg.LeaseExpiry)
+			p.leases.Close(ctx)
 			cancel()
 		}
 		close(p.stop)
