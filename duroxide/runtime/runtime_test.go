@@ -179,47 +179,6 @@ func sumOfActivity(activity string, first int) func(*runtime.OrchestrationContex
 	}
 }
 
-func TestTimerAndExternalEvent(t *testing.T) {
-	e := newEnv(t)
-	reg := runtime.NewRegistry()
-	mustRegister(t, reg.RegisterOrchestration("Approval", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-		if _, err := ctx.ScheduleTimer(50 * time.Millisecond).Get(); err != nil {
-			return "", err
-		}
-		ctx.SetCustomStatus("waiting")
-		w, data, _ := ctx.Select(ctx.ScheduleWait("Approve"), ctx.ScheduleTimer(time.Hour))
-		if w != 0 {
-			return "timeout", nil
-		}
-		return "approved:" + data, nil
-	}))
-	e.start(reg, fastOptions())
-	if err := e.client.StartOrchestration(e.ctx, "appr-1", "Approval", ""); err != nil {
-		t.Fatal(err)
-	}
-	st, err := e.client.WaitForStatusChange(e.ctx, "appr-1", 0, 5*time.Millisecond, waitTimeout)
-	if err != nil || st.CustomStatus == nil || *st.CustomStatus != "waiting" || st.Kind != runtime.StatusRunning {
-		t.Fatalf("status change = %+v, %v", st, err)
-	}
-	if err := e.client.RaiseEvent(e.ctx, "appr-1", "Approve", "yes"); err != nil {
-		t.Fatal(err)
-	}
-	wantOutput(t, e.wait("appr-1"), "approved:yes")
-	h := historyOf(t, e, "appr-1")
-	var cancelled int
-	for _, ev := range h {
-		if ev.Type() == duroxide.EventTypeTimerFired {
-			continue
-		}
-		if ev.Type() == duroxide.EventTypeExternalSubscribedCancelled {
-			cancelled++
-		}
-	}
-	if cancelled != 0 {
-		t.Fatalf("the won wait must not be cancelled: %v", eventTypes(h))
-	}
-}
-
 func TestSubOrchestrationsAndDetached(t *testing.T) {
 	e := newEnv(t)
 	reg := runtime.NewRegistry()

@@ -49,7 +49,7 @@ var importRules = []importRule{
 	// Its client's polling tests run on cdb too (client_poll_test.go,
 	// through the test kit); they would sit better in e2e.
 	{pkg: "duroxide/runtime", code: []string{"duroxide"},
-		tests:    []string{"duroxide/runtime", ".", "cdbtest", "providertest/memory"},
+		tests:    []string{"duroxide/runtime", "duroxide/runtime/runtimetest", ".", "cdbtest", "providertest/memory"},
 		external: []string{otel}},
 	// Users' tests of their orchestrations: the replayer, and an
 	// environment on the in-memory provider by default.
