@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -104,25 +105,37 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 		d.Exec = e
 	}
 	d.HPage, _ = strconv.Atoi(q.Get("hpage"))
-	h.fillExecutions(ctx, &d)
+	// The history, the executions, the children and the KV store are
+	// independent reads: they run concurrently, each with its own errors.
+	var histErrs, execErrs, childErrs []string
+	var wg sync.WaitGroup
+	var shown *duroxide.ExecutionInfo
 	if d.Exec > 0 {
-		h.fillHistory(ctx, &d)
+		wg.Go(func() { shown, histErrs = h.fillHistory(ctx, &d) })
+	}
+	wg.Go(func() { execErrs = h.fillExecutions(ctx, &d) })
+	wg.Go(func() { childErrs = h.fillChildren(ctx, &d) })
+	if h.kv != nil && info.Status != duroxide.StatusPending {
+		wg.Go(func() {
+			kv, err := h.kv.GetKVAllValues(ctx, id)
+			if err != nil {
+				d.KVError = err.Error()
+			}
+			for _, k := range slicesSortedKeys(kv) {
+				d.KV = append(d.KV, kvPair{k, kv[k]})
+			}
+		})
+	}
+	wg.Wait()
+	d.Errors = slices.Concat(histErrs, execErrs, childErrs)
+	if shown != nil {
+		h.addShownExecution(&d, *shown)
 	}
 	if info.Status == "Completed" || info.Status == "ContinuedAsNew" {
 		d.Output = info.Output
 	}
 	if info.Status == "Failed" && d.Failure == nil {
 		d.FailureText = deref(info.Output)
-	}
-	h.fillChildren(ctx, &d)
-	if h.kv != nil && info.Status != duroxide.StatusPending {
-		kv, err := h.kv.GetKVAllValues(ctx, id)
-		if err != nil {
-			d.KVError = err.Error()
-		}
-		for _, k := range slicesSortedKeys(kv) {
-			d.KV = append(d.KV, kvPair{k, kv[k]})
-		}
 	}
 	h.render(w, r, http.StatusOK, "instance", "Instance "+displayID(id), d)
 }
@@ -146,13 +159,14 @@ func (h *Handler) instanceInfo(ctx context.Context, id string) (duroxide.Instanc
 	return info, nil, nil
 }
 
-// fillExecutions lists the executions and reads the newest
-// maxExecutionsShown (and the one shown).
-func (h *Handler) fillExecutions(ctx context.Context, d *instanceData) {
+// fillExecutions lists the executions and reads the metadata of the newest
+// maxExecutionsShown but the one shown (fillHistory derives its metadata
+// from its history, which it reads anyway: GetExecutionInfo would read it
+// again).
+func (h *Handler) fillExecutions(ctx context.Context, d *instanceData) []string {
 	ids, err := h.admin.ListExecutions(ctx, d.ID)
 	if err != nil {
-		d.Errors = append(d.Errors, "executions: "+err.Error())
-		return
+		return []string{"executions: " + err.Error()}
 	}
 	slices.Reverse(ids)
 	shown := ids[:min(len(ids), maxExecutionsShown)]
@@ -160,35 +174,58 @@ func (h *Handler) fillExecutions(ctx context.Context, d *instanceData) {
 		shown = append(shown, d.Exec)
 	}
 	d.MoreExecs = len(ids) - len(shown)
+	var errs []string
 	for _, e := range shown {
-		ei, err := h.admin.GetExecutionInfo(ctx, d.ID, e)
-		if err != nil {
-			d.Errors = append(d.Errors, fmt.Sprintf("execution %d: %v", e, err))
+		if e == d.Exec {
+			d.Executions = append(d.Executions, execRow{Info: duroxide.ExecutionInfo{ExecutionID: e}})
 			continue
 		}
-		row := execRow{Info: ei, Started: h.age(ei.StartedAt)}
-		if ei.CompletedAt != nil {
-			row.Took = formatDuration(time.Duration(*ei.CompletedAt-ei.StartedAt) * time.Millisecond)
+		ei, err := h.admin.GetExecutionInfo(ctx, d.ID, e)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("execution %d: %v", e, err))
+			continue
 		}
-		d.Executions = append(d.Executions, row)
+		d.Executions = append(d.Executions, h.execRow(ei))
+	}
+	return errs
+}
+
+// execRow is one row of the executions table.
+func (h *Handler) execRow(ei duroxide.ExecutionInfo) execRow {
+	row := execRow{Info: ei, Started: h.age(ei.StartedAt)}
+	if ei.CompletedAt != nil && *ei.CompletedAt >= ei.StartedAt {
+		row.Took = formatDuration(time.Duration(*ei.CompletedAt-ei.StartedAt) * time.Millisecond)
+	}
+	return row
+}
+
+// addShownExecution fills the row of the execution shown.
+func (h *Handler) addShownExecution(d *instanceData, ei duroxide.ExecutionInfo) {
+	for i := range d.Executions {
+		if d.Executions[i].Info.ExecutionID == ei.ExecutionID {
+			d.Executions[i] = h.execRow(ei)
+		}
 	}
 }
 
 // fillHistory reads the shown execution's history and turns one page of it
-// into timeline rows; the input and the failure come from it too.
-func (h *Handler) fillHistory(ctx context.Context, d *instanceData) {
+// into timeline rows; the input, the failure and the execution's metadata
+// (status from its terminal event, start and end from the first and
+// terminal events' timestamps, the event count) come from it too.
+func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.ExecutionInfo, []string) {
 	events, err := h.admin.ReadHistoryWithExecutionID(ctx, d.ID, d.Exec)
 	if err != nil {
-		d.Errors = append(d.Errors, fmt.Sprintf("history of execution %d: %v", d.Exec, err))
-		return
+		return nil, []string{fmt.Sprintf("history of execution %d: %v", d.Exec, err)}
 	}
 	d.EventTotal = len(events)
+	ei := &duroxide.ExecutionInfo{ExecutionID: d.Exec, Status: "Running", EventCount: uint64(len(events))}
 	byID := make(map[uint64]uint64, len(events)) // event id -> timestamp
 	var start uint64
 	for _, ev := range events {
 		byID[ev.EventID] = ev.TimestampMs
 		if start == 0 {
 			start = ev.TimestampMs
+			ei.StartedAt = start
 		}
 		switch k := ev.Kind.(type) {
 		case duroxide.OrchestrationStarted:
@@ -197,6 +234,14 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) {
 		case duroxide.OrchestrationFailed:
 			det := k.Details
 			d.Failure = &det
+			ei.Status = "Failed"
+		case duroxide.OrchestrationCompleted:
+			ei.Status = "Completed"
+		case duroxide.OrchestrationContinuedAsNew:
+			ei.Status = "ContinuedAsNew"
+		}
+		if ev.IsTerminal() {
+			ei.CompletedAt = duroxide.Uint64Ptr(ev.TimestampMs)
 		}
 	}
 	size := h.opts.HistoryPageSize
@@ -213,6 +258,7 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) {
 		}
 		d.Events = append(d.Events, row)
 	}
+	return ei, nil
 }
 
 // describe is an event's kind, category, name and value.
@@ -287,17 +333,17 @@ func describe(ev duroxide.Event) eventRow {
 
 // fillChildren lists the direct sub-orchestrations and reads the status of
 // the first maxChildrenShown.
-func (h *Handler) fillChildren(ctx context.Context, d *instanceData) {
+func (h *Handler) fillChildren(ctx context.Context, d *instanceData) []string {
 	ids, err := h.admin.ListChildren(ctx, d.ID)
 	if err != nil {
-		d.Errors = append(d.Errors, "sub-orchestrations: "+err.Error())
-		return
+		return []string{"sub-orchestrations: " + err.Error()}
 	}
 	shown := ids[:min(len(ids), maxChildrenShown)]
 	d.MoreChildren = len(ids) - len(shown)
 	for i, info := range h.infos(ctx, shown) {
 		d.Children = append(d.Children, childRow{ID: shown[i], Info: info})
 	}
+	return nil
 }
 
 // treeNode is one instance of the tree page, with its depth.

@@ -30,11 +30,11 @@ const infoConcurrency = 8
 
 // listFilter is the list page's query.
 type listFilter struct {
-	Status, Name, Prefix   string
-	After, Before          string // as typed
-	after, before          uint64 // created after/before, ms; 0 = unset
-	Cursor                 string // the last id the previous page examined
-	CursorPos              int    // its position then (when it is gone)
+	Status, Name, Prefix string
+	After, Before        string // as typed
+	after, before        uint64 // created after/before, ms; 0 = unset
+	Cursor               string // the last id the previous page examined
+	CursorPos            int    // its position then (when it is gone)
 }
 
 // listRow is one instance on the page.
