@@ -196,7 +196,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	for _, shot := range shots {
 		ctx := browser(t, shot.width)
 		require.EqualValues(t, http.StatusOK, visit(t, ctx, s, shot.path))
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG (below: JPEG)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, shot.file), png, 0o644))
 	}
