@@ -13,12 +13,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
-// ProviderAdmin (duroxide-cdb's spec §6, duroxide's ProviderAdmin). Listings
+// ProviderAdmin (DESIGN.md §6, duroxide's ProviderAdmin). Listings
 // are cross-partition queries with plain filters and projections, sorted
 // and counted on the client (the gateway serves no ORDER BY or aggregates
-// across partitions: duroxide-cdb's architecture notes §11).
+// across partitions: DESIGN.md §10).
 
 // instanceRow is the projection admin listings read.
 type instanceRow struct {
@@ -64,7 +65,7 @@ func newestFirst(rows []instanceRow) []string {
 // ListInstances returns every instance id, newest first (as SQLite orders
 // by created_at DESC). Requests: 1 cross-partition query (per page).
 func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
-	ctx = withCall(ctx, "list_instances")
+	ctx = cosmos.WithCall(ctx, "list_instances")
 	rows, err := p.listInstanceRows(ctx, "", nil)
 	if err != nil {
 		return nil, mapError("list_instances", err)
@@ -77,7 +78,7 @@ func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
 // pending instances (their start stored, not run yet), newest first.
 // Requests: 1 cross-partition query.
 func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
-	ctx = withCall(ctx, "list_instances_by_status")
+	ctx = cosmos.WithCall(ctx, "list_instances_by_status")
 	if status == duroxide.StatusPending {
 		ids, err := p.listPending(ctx)
 		if err != nil {
@@ -95,7 +96,7 @@ func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]
 // ListExecutions returns the instance's execution ids in ascending order
 // (empty for an unknown instance). Requests: 1 single-partition query.
 func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
-	ctx = withCall(ctx, "list_executions")
+	ctx = cosmos.WithCall(ctx, "list_executions")
 	const op = "list_executions"
 	if err := validateInstanceID(op, instance); err != nil {
 		return nil, err
@@ -117,23 +118,23 @@ func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint6
 	return ids, nil
 }
 
-// ReadHistoryWithExecutionID returns one execution's history; undecodable
-// history is a permanent error. Requests: 1.
+// ReadHistoryWithExecutionID is ReadWithExecution under the name
+// duroxide.ProviderAdmin gives it: it calls ReadWithExecution, and its
+// errors and request metrics carry that name (read_with_execution).
 func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	ctx = withCall(ctx, "read_history_with_execution_id")
-	return p.readExecution(ctx, "read_history_with_execution_id", instance, executionID)
+	return p.ReadWithExecution(ctx, instance, executionID)
 }
 
-// ReadHistory returns the latest execution's history. Requests: 2.
+// ReadHistory is Read under the name duroxide.ProviderAdmin gives it: it
+// calls Read, and its errors and request metrics carry that name (read).
 func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	ctx = withCall(ctx, "read_history")
-	return p.readCurrent(ctx, "read_history", instance)
+	return p.Read(ctx, instance)
 }
 
 // LatestExecutionID returns the instance's current execution id; an
 // instance with no execution is a permanent error. Requests: 1 point read.
 func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
-	ctx = withCall(ctx, "latest_execution_id")
+	ctx = cosmos.WithCall(ctx, "latest_execution_id")
 	const op = "latest_execution_id"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil {
@@ -156,7 +157,7 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 // execution document too) when it does not: a terminal output larger than
 // 16 KB, an instance last acked before the instance document carried them.
 func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
-	ctx = withCall(ctx, "get_instance_info")
+	ctx = cosmos.WithCall(ctx, "get_instance_info")
 	info, _, err := p.instanceInfo(ctx, instance, p.currentStatus)
 	return info, err
 }
@@ -166,7 +167,7 @@ func (p *Provider) GetInstanceInfo(ctx context.Context, instance string) (duroxi
 // instance document. Requests: 1 point read (2 when the current execution's
 // status is not mirrored on the instance document, as GetInstanceInfo).
 func (p *Provider) GetInstanceStatus(ctx context.Context, instance string) (duroxide.InstanceInfo, *duroxide.CustomStatus, error) {
-	ctx = withCall(ctx, "get_instance_info")
+	ctx = cosmos.WithCall(ctx, "get_instance_info")
 	info, doc, err := p.instanceInfo(ctx, instance, p.currentStatus)
 	if err != nil || doc.CustomStatusVersion == 0 {
 		return info, nil, err
@@ -209,7 +210,7 @@ func (p *Provider) instanceInfo(ctx context.Context, instance string, status fun
 // completion times and event count; an unknown execution is a permanent
 // error. Requests: 1 single-partition query.
 func (p *Provider) GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (duroxide.ExecutionInfo, error) {
-	ctx = withCall(ctx, "get_execution_info")
+	ctx = cosmos.WithCall(ctx, "get_execution_info")
 	const op = "get_execution_info"
 	if err := validateInstanceID(op, instance); err != nil {
 		return duroxide.ExecutionInfo{}, err
@@ -244,7 +245,7 @@ func (p *Provider) GetExecutionInfo(ctx context.Context, instance string, execut
 // cross-partition query (per page) projecting a few fields of every
 // instance, execution and history document.
 func (p *Provider) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics, error) {
-	ctx = withCall(ctx, "get_system_metrics")
+	ctx = cosmos.WithCall(ctx, "get_system_metrics")
 	const op = "get_system_metrics"
 	raws, err := p.query(ctx, nil,
 		"SELECT c.type, c.instanceId, c.executionId, c.eventId, c.status, c.watermark FROM c WHERE c.type IN ('instance', 'execution', 'history')", nil, queryOpts{})
@@ -296,7 +297,7 @@ func (p *Provider) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics
 // unexpired lock. TimerQueue is 0: timers wait in the orchestrator queue.
 // Requests: 1 cross-partition query.
 func (p *Provider) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, error) {
-	ctx = withCall(ctx, "get_queue_depths")
+	ctx = cosmos.WithCall(ctx, "get_queue_depths")
 	const op = "get_queue_depths"
 	raws, err := p.query(ctx, nil, "SELECT c.type FROM c WHERE c.type IN ('orch_queue', 'worker_queue') AND c.lockedUntil <= @now",
 		[]azcosmos.QueryParameter{param("@now", p.nowMs())}, queryOpts{})
@@ -322,7 +323,7 @@ func (p *Provider) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, er
 // oldest first (empty for a leaf or an unknown instance). Requests: 1
 // cross-partition query.
 func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string, error) {
-	ctx = withCall(ctx, "list_children")
+	ctx = cosmos.WithCall(ctx, "list_children")
 	rows, err := p.listInstanceRows(ctx, " AND c.parentInstanceId = @p", []azcosmos.QueryParameter{param("@p", instance)})
 	if err != nil {
 		return nil, mapError("list_children", err)
@@ -338,7 +339,7 @@ func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string,
 // for a pending instance, which is deleted as one). An unknown instance is
 // a permanent error. Requests: 1 point read.
 func (p *Provider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
-	ctx = withCall(ctx, "get_parent_id")
+	ctx = cosmos.WithCall(ctx, "get_parent_id")
 	const op = "get_parent_id"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err == nil && doc.pending() {
@@ -359,6 +360,6 @@ func (p *Provider) GetParentID(ctx context.Context, instance string) (string, bo
 // GetInstanceTree returns the instance and all its descendants (duroxide's
 // default implementation, through ListChildren: 1 query per instance).
 func (p *Provider) GetInstanceTree(ctx context.Context, instance string) (duroxide.InstanceTree, error) {
-	ctx = withCall(ctx, "get_instance_tree")
+	ctx = cosmos.WithCall(ctx, "get_instance_tree")
 	return duroxide.GetInstanceTree(ctx, p, instance)
 }

@@ -15,10 +15,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // Queries. Cross-partition queries go through the gateway, which serves
-// only filters and projections (duroxide-cdb's architecture notes §11): no ORDER
+// only filters and projections (DESIGN.md §10): no ORDER
 // BY, TOP, DISTINCT or aggregates there; the provider sorts and counts on
 // the client. Single-partition queries are scoped by the partition key.
 
@@ -31,7 +32,7 @@ func param(name string, v any) azcosmos.QueryParameter {
 }
 
 // slotFilter returns " AND c.dispatchSlot IN (...)" for a lease, or "" when
-// the lease holds every slot (duroxide-cdb's architecture notes §11).
+// the lease holds every slot (DESIGN.md §10).
 func slotFilter(l *SlotLease) string {
 	if l == nil || l.All || len(l.Slots) == 0 {
 		return ""
@@ -86,7 +87,7 @@ func (p *Provider) readDoc(ctx context.Context, instance, id string, v any) (eta
 		raw = resp.Value
 		return nil
 	})
-	if isStatus(err, http.StatusNotFound) {
+	if cosmos.IsStatus(err, http.StatusNotFound) {
 		return "", false, nil
 	}
 	if err != nil {

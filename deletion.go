@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // defaultBulkLimit is how many instances a bulk operation processes when
@@ -66,7 +67,7 @@ func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string)
 		_, err := p.runBatch(ctx, instance, ops, idempotentWrite, false)
 		if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusNotFound {
 			for _, id := range ids[:n] {
-				if err := p.deleteDoc(ctx, instance, id, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+				if err := p.deleteDoc(ctx, instance, id, ""); err != nil && !cosmos.IsStatus(err, http.StatusNotFound) {
 					return err
 				}
 			}
@@ -104,7 +105,7 @@ func (p *Provider) deleteIDs(ctx context.Context, instance string, ids []string)
 // per instance, 1 cross-partition query for children, then the batches of
 // deletes.
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (duroxide.DeleteInstanceResult, error) {
-	ctx = withCall(ctx, "delete_instances_atomic")
+	ctx = cosmos.WithCall(ctx, "delete_instances_atomic")
 	const op = "delete_instances_atomic"
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	var res duroxide.DeleteInstanceResult
@@ -171,10 +172,10 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 	for _, id := range ids {
 		for attempt := 0; fences[id] != ""; attempt++ {
 			err := p.deleteDoc(ctx, id, instanceDocID, fences[id])
-			if err == nil || isStatus(err, http.StatusNotFound) {
+			if err == nil || cosmos.IsStatus(err, http.StatusNotFound) {
 				break
 			}
-			if !isStatus(err, http.StatusPreconditionFailed) || attempt == 9 {
+			if !cosmos.IsStatus(err, http.StatusPreconditionFailed) || attempt == 9 {
 				return res, mapError(op, err)
 			}
 			// Written since the fence (an AppendWithExecution): fence
@@ -190,7 +191,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			res.InstancesDeleted++
 		}
 		p.locks.DropInstance(id)
-		p.statusWatches.changed(id)
+		p.statusWatches.Changed(id)
 		p.orchPool.ForgetInstance(id)
 		p.workPool.ForgetInstance(id)
 	}
@@ -230,7 +231,7 @@ func (p *Provider) fenceForDeletion(ctx context.Context, op, instance, etag stri
 				return string(results[0].ETag), nil
 			}
 			_, refused := asBatchFailure(err)
-			if (!refused && !isAmbiguous(err)) || attempt == 9 {
+			if (!refused && !cosmos.IsAmbiguous(err)) || attempt == 9 {
 				return "", mapError(op, err)
 			}
 		}
@@ -305,7 +306,7 @@ func (p *Provider) sweepPartition(ctx context.Context, instance string, keepInst
 // sub-orchestration cannot be deleted on its own (duroxide's default
 // implementation).
 func (p *Provider) DeleteInstance(ctx context.Context, instance string, force bool) (duroxide.DeleteInstanceResult, error) {
-	ctx = withCall(ctx, "delete_instance")
+	ctx = cosmos.WithCall(ctx, "delete_instance")
 	return duroxide.DeleteInstance(ctx, p, instance, force)
 }
 
@@ -347,7 +348,7 @@ func (p *Provider) selectInstances(ctx context.Context, filter duroxide.Instance
 // each with its descendants (force, as the roots are terminal); Running
 // instances and sub-orchestrations are skipped.
 func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
-	ctx = withCall(ctx, "delete_instance_bulk")
+	ctx = cosmos.WithCall(ctx, "delete_instance_bulk")
 	const op = "delete_instance_bulk"
 	roots, err := p.selectInstances(ctx, filter, func(r instanceRow) bool {
 		return r.ParentInstanceID == nil && isTerminalStatus(&r.Status)
@@ -364,7 +365,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.Insta
 // prunes executions completed before that time. An unknown instance is a
 // permanent error. Requests: 1 point read, 1 query, then the deletes.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
-	ctx = withCall(ctx, "prune_executions")
+	ctx = cosmos.WithCall(ctx, "prune_executions")
 	const op = "prune_executions"
 	doc, err := p.requireInstance(ctx, op, instance)
 	if err != nil {
@@ -412,7 +413,7 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 // PruneExecutionsBulk applies PruneExecutions to every instance matching
 // filter (oldest first, at most Limit, default 1000).
 func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
-	ctx = withCall(ctx, "prune_executions_bulk")
+	ctx = cosmos.WithCall(ctx, "prune_executions_bulk")
 	ids, err := p.selectInstances(ctx, filter, func(instanceRow) bool { return true })
 	if err != nil {
 		return duroxide.PruneResult{}, mapError("prune_executions_bulk", err)

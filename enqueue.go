@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
 // EnqueueForOrchestrator adds item to its instance's orchestrator queue,
@@ -22,7 +24,7 @@ import (
 // nothing written. Requests: 1 (a create; a retry after a lost answer
 // reuses the document id, so its 409 means the first try landed).
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
-	ctx = withCall(ctx, "enqueue_for_orchestrator")
+	ctx = cosmos.WithCall(ctx, "enqueue_for_orchestrator")
 	const op = "enqueue_for_orchestrator"
 	if err := checkOrchestratorItem(item); err != nil {
 		return permanent(op, err.Error())
@@ -40,7 +42,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 	}
 	if s, ok := item.Kind.(duroxide.StartOrchestrationItem); ok {
 		// The instance's first fetch can be its lock batch alone.
-		p.heldStates.startWritten(d.target, heldStartOf(d.entry, s))
+		p.heldStates.StartWritten(d.target, held.StartOf(d.entry, s))
 	}
 	return nil
 }
@@ -56,7 +58,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 // (duroxide.PendingStartMessage). Requests: 1, as any
 // enqueue (2 when refused or after a lost answer).
 func (p *Provider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
-	ctx = withCall(ctx, "enqueue_start")
+	ctx = cosmos.WithCall(ctx, "enqueue_start")
 	const op = "enqueue_start"
 	item := duroxide.WorkItem{Kind: start}
 	if err := validateInstanceID(op, start.Instance); err != nil {
@@ -91,8 +93,8 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 	results, err := p.runBatch(ctx, d.target, []batchOp{createOp(instanceDocID, body), createOp(d.id, d.doc)}, idempotentWrite, false)
 	if err == nil {
 		// The first fetch of the instance needs only its lock batch.
-		m := heldStartOf(d.entry, start)
-		p.heldStates.hold(d.target, heldStateOf(&pending, string(results[0].ETag), nil, nil), true, &m)
+		m := held.StartOf(d.entry, start)
+		p.heldStates.Hold(d.target, heldStateOf(&pending, string(results[0].ETag), nil, nil), true, &m)
 	}
 	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
 		var cur instanceDoc
@@ -119,11 +121,11 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 }
 
 // EnqueueForWorker adds an ActivityExecuteItem to the worker queue
-// (duroxide-cdb's spec §3.10), with its session and tag. The document id is
+// (DESIGN.md §3.10), with its session and tag. The document id is
 // derived from the activity's execution and id, so enqueuing the same
 // activity twice leaves one message. Requests: 1.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {
-	ctx = withCall(ctx, "enqueue_for_worker")
+	ctx = cosmos.WithCall(ctx, "enqueue_for_worker")
 	const op = "enqueue_for_worker"
 	act, ok := item.Kind.(duroxide.ActivityExecuteItem)
 	if !ok {
@@ -147,7 +149,7 @@ func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) 
 		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
 	}
 	err := p.createDoc(ctx, d.target, d.doc, idempotentWrite)
-	if err != nil && !isStatus(err, http.StatusConflict) {
+	if err != nil && !cosmos.IsStatus(err, http.StatusConflict) {
 		return mapError(op, err)
 	}
 	p.hint(d.entry)

@@ -1,5 +1,5 @@
 // Errors: mapping Cosmos DB responses to duroxide.ProviderError (retryable
-// or permanent), ambiguous outcomes, errClosed.
+// or permanent), ambiguous outcomes, cosmos.ErrClosed.
 
 package cdb
 
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // permanent returns a ProviderError the runtime must not retry.
@@ -26,23 +27,6 @@ func permanent(op, msg string) *duroxide.ProviderError {
 // retryable returns a ProviderError the runtime may retry.
 func retryable(op, msg string) *duroxide.ProviderError {
 	return duroxide.NewRetryableError(op, msg)
-}
-
-// statusCode returns the HTTP status of a Cosmos DB error response, and
-// false when err is not one (a transport failure, a cancelled context, or a
-// client-side error).
-func statusCode(err error) (int, bool) {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode, true
-	}
-	return 0, false
-}
-
-// isStatus reports whether err is a Cosmos DB response with status code.
-func isStatus(err error, code int) bool {
-	c, ok := statusCode(err)
-	return ok && c == code
 }
 
 // mapError converts an error from the Cosmos DB SDK into a
@@ -58,13 +42,13 @@ func mapError(op string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	if errors.Is(err, errClosed) {
+	if errors.Is(err, cosmos.ErrClosed) {
 		return &duroxide.ProviderError{Operation: op, Message: "the provider is closed", Cause: err}
 	}
 	if nf, ok := missingContainer(err); ok {
 		return &duroxide.ProviderError{Operation: op, Message: nf.Error(), Cause: nf}
 	}
-	if code, ok := statusCode(err); ok {
+	if code, ok := cosmos.StatusCode(err); ok {
 		return &duroxide.ProviderError{
 			Operation: op,
 			Message:   fmt.Sprintf("Cosmos DB returned %d %s", code, http.StatusText(code)),
@@ -75,26 +59,11 @@ func mapError(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &duroxide.ProviderError{Operation: op, Message: "cancelled: " + err.Error(), Retryable: true, Cause: err}
 	}
-	var ae *ambiguousError
+	var ae *cosmos.AmbiguousError
 	if errors.As(err, &ae) {
-		return &duroxide.ProviderError{Operation: op, Message: "outcome unknown: " + ae.cause.Error(), Retryable: true, Cause: err}
+		return &duroxide.ProviderError{Operation: op, Message: "outcome unknown: " + ae.Cause.Error(), Retryable: true, Cause: err}
 	}
 	return &duroxide.ProviderError{Operation: op, Message: "Cosmos DB request failed: " + err.Error(), Retryable: true, Cause: err}
-}
-
-// ambiguousError marks a write whose outcome is unknown: the request may or
-// may not have been applied (a dropped connection, a 408, a 500). Callers
-// that can verify the outcome do so (verify-after-ambiguity); others make
-// the write idempotent.
-type ambiguousError struct{ cause error }
-
-func (e *ambiguousError) Error() string { return "ambiguous outcome: " + e.cause.Error() }
-func (e *ambiguousError) Unwrap() error { return e.cause }
-
-// isAmbiguous reports whether err is an ambiguousError.
-func isAmbiguous(err error) bool {
-	var ae *ambiguousError
-	return errors.As(err, &ae)
 }
 
 // lockOutcome is what reading back a lock write whose answer was lost
@@ -147,10 +116,6 @@ func (p *Provider) logLockReadBack(what, instance, id string, o lockOutcome, loc
 			append(fields, zap.String("write", what), zap.Time("lockExpiresBy", time.UnixMilli(lockedUntil)), zap.Error(readErr))...)
 	}
 }
-
-// errClosed is the error of a request made after Provider.Close; mapError
-// turns it into a permanent ProviderError.
-var errClosed = errors.New("the provider is closed")
 
 // ErrContainerNotFound is what every call of a Provider wraps (matched
 // with errors.Is, inside a permanent *duroxide.ProviderError) when Cosmos

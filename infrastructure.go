@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"go.uber.org/zap"
 )
 
-// indexingPolicy is the container's indexing policy: duroxide-cdb's spec §2.3
+// indexingPolicy is the container's indexing policy: DESIGN.md §2.3
 // (selective included paths, large blobs excluded, the three composite
 // indexes) plus the paths the provider's own queries filter on
-// (duroxide-cdb's architecture notes §2.3 adds /docType and /lockToken).
+// (DESIGN.md §2.3 adds /docType and /lockToken).
 func indexingPolicy() *azcosmos.IndexingPolicy {
 	included := []string{
 		"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?", "/enqueuedAt/?",
@@ -48,14 +49,14 @@ func indexingPolicy() *azcosmos.IndexingPolicy {
 }
 
 // ensureInfrastructure creates the database and the container when they are
-// missing (duroxide-cdb's architecture notes §12). It is New's first
+// missing (DESIGN.md §11). It is New's first
 // contact with the account, so its retries (connectRetry) tell errors that
 // waiting can heal from those it cannot.
 func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 	deadline := time.Now().Add(p.cfg.ConnectTimeout)
 	err := p.connectRetry(ctx, deadline, func(ctx context.Context, c *azcosmos.Client) error {
 		_, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: p.cfg.Database}, nil)
-		if isStatus(err, http.StatusConflict) {
+		if cosmos.IsStatus(err, http.StatusConflict) {
 			return nil
 		}
 		return err
@@ -80,7 +81,7 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 			return err
 		}
 		_, err = db.CreateContainer(ctx, props, nil)
-		if isStatus(err, http.StatusConflict) {
+		if cosmos.IsStatus(err, http.StatusConflict) {
 			return nil
 		}
 		return err
@@ -176,14 +177,14 @@ func connectAttemptsFor(err error) (int, string) {
 	switch {
 	case errors.As(err, &unknownCA), errors.As(err, &invalid), errors.As(err, &hostname):
 		return 1, "the endpoint's TLS certificate is not trusted: for a local emulator, trust the certificate it wrote (cdb-emulator -cert-out; SSL_CERT_FILE) or use its plain HTTP mode"
-	case isStatus(err, http.StatusUnauthorized) || isStatus(err, http.StatusForbidden):
+	case cosmos.IsStatus(err, http.StatusUnauthorized) || cosmos.IsStatus(err, http.StatusForbidden):
 		return 1, "the account refused the credentials: check COSMOS_KEY or the identity's data-plane role"
 	case errors.As(err, &dns):
 		return unreachableAttempts, "the endpoint's host name does not resolve: check COSMOS_ENDPOINT"
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
 		return unreachableAttempts, "nothing accepts connections at the endpoint: check COSMOS_ENDPOINT, or start the emulator"
 	}
-	if code, ok := statusCode(err); ok && !isRetryableStatus(code) {
+	if code, ok := cosmos.StatusCode(err); ok && !isRetryableStatus(code) {
 		return 1, ""
 	}
 	if errors.Is(err, context.Canceled) {

@@ -8,6 +8,7 @@ import (
 	"maps"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // KV store. duroxide materializes KeyValueSet, KeyValueCleared and
@@ -139,7 +140,7 @@ func (p *Provider) readKV(ctx context.Context, instance string) (kvState, error)
 // false for a missing key or instance. One single-partition query (more
 // pages of results for KV tables of several megabytes).
 func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string, bool, error) {
-	ctx = withCall(ctx, "get_kv_value")
+	ctx = cosmos.WithCall(ctx, "get_kv_value")
 	const op = "get_kv_value"
 	if err := validateInstanceID(op, instance); err != nil {
 		return "", false, err
@@ -156,7 +157,7 @@ func (p *Provider) GetKVValue(ctx context.Context, instance, key string) (string
 // store; empty for an unknown instance). One single-partition query (more
 // pages of results for KV tables of several megabytes).
 func (p *Provider) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
-	ctx = withCall(ctx, "get_kv_all_values")
+	ctx = cosmos.WithCall(ctx, "get_kv_all_values")
 	const op = "get_kv_all_values"
 	if err := validateInstanceID(op, instance); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -164,7 +165,7 @@ func (pm *providerMetrics) close() {
 func (p *Provider) outboxBacklog(ctx context.Context) (int, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, outboxGaugeTimeout)
 	defer cancel()
-	raws, err := p.query(withCall(ctx, "metrics"), nil, "SELECT c.createdAt FROM c WHERE c.type = 'outbox_intent'", nil, queryOpts{})
+	raws, err := p.query(cosmos.WithCall(ctx, "metrics"), nil, "SELECT c.createdAt FROM c WHERE c.type = 'outbox_intent'", nil, queryOpts{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -184,28 +185,10 @@ func (p *Provider) outboxBacklog(ctx context.Context) (int, time.Duration, error
 	return len(raws), age, nil
 }
 
-// callKey is the context key of the provider method a request belongs to.
-type callKey struct{}
-
-// withCall marks ctx as the context of the provider method call (its
-// duroxide name), for the request metrics' call label.
-func withCall(ctx context.Context, call string) context.Context {
-	return context.WithValue(ctx, callKey{}, call)
-}
-
-// callOf returns the provider method ctx belongs to, "sdk" when none (a
-// request the SDK makes on a context of its own).
-func callOf(ctx context.Context) string {
-	if c, ok := ctx.Value(callKey{}).(string); ok {
-		return c
-	}
-	return "sdk"
-}
-
 // request records one answered Cosmos DB request of req that took elapsed.
 func (pm *providerMetrics) request(req *http.Request, resp *http.Response, elapsed time.Duration) {
 	ctx := req.Context()
-	call, kind := attribute.String("call", callOf(ctx)), attribute.String("op_kind", opKind(req))
+	call, kind := attribute.String("call", cosmos.CallOf(ctx)), attribute.String("op_kind", opKind(req))
 	pm.requests.Add(ctx, 1, metric.WithAttributes(call, kind, attribute.String("status_code", strconv.Itoa(resp.StatusCode))))
 	labels := metric.WithAttributes(call, kind)
 	if ru := requestCharge(resp); ru > 0 {
@@ -221,10 +204,10 @@ func (pm *providerMetrics) request(req *http.Request, resp *http.Response, elaps
 // after err.
 func (pm *providerMetrics) retried(ctx context.Context, err error) {
 	reason := "transport"
-	if code, ok := statusCode(err); ok {
+	if code, ok := cosmos.StatusCode(err); ok {
 		reason = strconv.Itoa(code)
 	}
-	pm.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("call", callOf(ctx)), attribute.String("reason", reason)))
+	pm.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("call", cosmos.CallOf(ctx)), attribute.String("reason", reason)))
 }
 
 // fetchEvent counts the fetch steps that are metrics: a lost lock race.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 const (
@@ -43,8 +44,7 @@ var jsonNull = json.RawMessage("null")
 const unknownVersion = "unknown"
 
 // FetchOrchestrationItem locks the next instance with visible
-// orchestrator-queue messages and returns its turn (duroxide-cdb's spec §3.1,
-// duroxide-cdb's architecture notes §6.1), or nil when there is none.
+// orchestrator-queue messages and returns its turn (DESIGN.md §3.1), or nil when there is none.
 //
 // Requests: 1 when this process holds the instance's state (it started
 // the instance, or acked its last turn, and wrote the messages to take
@@ -97,7 +97,7 @@ const unknownVersion = "unknown"
 // (a held-state batch's lock is released, 1 batch, and the partition
 // read), or tries the still free instance again.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
-	ctx = withCall(ctx, "fetch_orchestration_item")
+	ctx = cosmos.WithCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
 	if filter != nil && len(filter.SupportedDuroxideVersions) == 0 {
 		return nil, nil // supports nothing
@@ -172,7 +172,7 @@ func compatibleFirstRange(filter *duroxide.DispatcherCapabilityFilter, v *pinned
 	core := func(x duroxide.Version) duroxide.Version {
 		return duroxide.Version{Major: x.Major, Minor: x.Minor, Patch: x.Patch}
 	}
-	pv := v.toVersion()
+	pv := v.ToVersion()
 	return pv.Compare(core(r.Min)) >= 0 && pv.Compare(core(r.Max)) <= 0
 }
 
@@ -222,7 +222,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	}
 	instance := c.Instance
 	execHint := max(p.orchPool.Exec(instance), duroxide.InitialExecutionID)
-	held, heldRID, heldExec, haveHeld := p.held.peek(instance)
+	held, heldRID, heldExec, haveHeld := p.held.Peek(instance)
 	if !haveHeld || heldExec != execHint {
 		held, haveHeld = nil, false
 	}
@@ -306,7 +306,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		if created, derr := decodeInstanceDoc(results[0].ResourceBody); st.inst == nil && derr == nil {
 			doc.RID = created.RID
 		}
-	case isAmbiguous(err):
+	case cosmos.IsAmbiguous(err):
 		// The lock batch may have committed: it did if the instance
 		// document now carries this lock. If it did not, the candidate
 		// stays in the pool, to be tried again at once.
@@ -426,7 +426,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	for _, id := range ids {
 		p.orchPool.LockedMessage(instance, id, t.lockedUntil)
 	}
-	p.heldStates.locked(instance, ids)
+	p.heldStates.Locked(instance, ids)
 	token := orchLockToken(instance, t.lockID)
 
 	item := &duroxide.OrchestrationItem{

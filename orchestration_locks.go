@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // loadOrchLock reads what an ack, renew or abandon needs when its lock is
@@ -56,7 +57,7 @@ func lockCondition(lockID string, nowMs int64) string {
 // expired, was taken by another fetch, or was released is a permanent
 // error.
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	ctx = withCall(ctx, "renew_orchestration_item_lock")
+	ctx = cosmos.WithCall(ctx, "renew_orchestration_item_lock")
 	const op = "renew_orchestration_item_lock"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
 	if !ok {
@@ -106,7 +107,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 // reason (when not "") as the pending reason of a pending instance, in the
 // same patch of its document (pending.go).
 func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool, reason string) error {
-	ctx = withCall(ctx, "abandon_orchestration_item")
+	ctx = cosmos.WithCall(ctx, "abandon_orchestration_item")
 	const op = "abandon_orchestration_item"
 	instance, lockID, ok := parseOrchLockToken(lockToken)
 	if !ok {
@@ -134,7 +135,7 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 		}
 	}
 	err := p.releaseOrchLockNoting(ctx, instance, lockID, ids, delay, ignoreAttempt, reason)
-	if isAmbiguous(err) {
+	if cosmos.IsAmbiguous(err) {
 		// The answer was lost: the release landed if the instance
 		// document names this lock as the last one released.
 		var cur instanceDoc
@@ -156,7 +157,7 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 
 // releaseOrchLock clears lockID from the instance document (conditioned on
 // it still being the lock, and recording it as the last lock released) and
-// from messageIDs, in one batch. A lost answer is an *ambiguousError.
+// from messageIDs, in one batch. A lost answer is an *cosmos.AmbiguousError.
 func (p *Provider) releaseOrchLock(ctx context.Context, instance, lockID string, messageIDs []string, delay time.Duration, ignoreAttempt bool) error {
 	return p.releaseOrchLockNoting(ctx, instance, lockID, messageIDs, delay, ignoreAttempt, "")
 }

@@ -16,6 +16,11 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
+	"github.com/duroxide-go/duroxide-cdb/internal/pkheader"
+	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 )
 
 // ProviderName and ProviderVersion are what Name and Version report.
@@ -32,15 +37,15 @@ type Provider struct {
 	// (idle_pacing.go).
 	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
-	statusWatches statusWatches
+	statusWatches statuswatch.Watches
 	client        *azcosmos.Client
 	ownClient     bool
-	// held is the history kept decoded between turns (held_history.go);
+	// held is the history kept decoded between turns (internal/held);
 	// nil holds nothing.
-	held *heldHistories
+	held *held.Histories
 	// heldStates is the instance states kept for one-request fetches
-	// (held_states.go); nil holds nothing.
-	heldStates *heldStates
+	// (internal/held); nil holds nothing.
+	heldStates *held.States
 	// newClient builds a fresh client when ownClient (see clientFactory).
 	newClient func() (*azcosmos.Client, error)
 	container *azcosmos.ContainerClient
@@ -50,8 +55,8 @@ type Provider struct {
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider
 	// leases, with LeasesInContainer, owns this process's share of the
-	// slots (leases_container.go); nil otherwise.
-	leases *leaseCoordinator
+	// slots (internal/leases); nil otherwise.
+	leases *leases.Coordinator
 	// feed, unless DisableChangeFeedWakeups, reads the change feed
 	// (changefeed_wakeups.go); nil otherwise.
 	feed *changefeed.Reader
@@ -82,7 +87,7 @@ var (
 
 // New connects to the account cfg names, creates the database and container
 // when they are missing (partition key /instanceId, large partition keys,
-// the indexing policy of duroxide-cdb's spec §2.3 with the paths this
+// the indexing policy of DESIGN.md §2.3 with the paths this
 // provider adds, per-item time to live for tombstones; a 409 means one
 // exists), and starts the outbox reconciler and, unless
 // DisableChangeFeedWakeups, the change-feed reader. An invalid cfg is an
@@ -122,14 +127,14 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	p.workPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	if cfg.HeldHistoryEvents > 0 {
-		p.held = newHeldHistories(cfg.HeldHistoryEvents)
+		p.held = held.NewHistories(cfg.HeldHistoryEvents)
 	}
 	if cfg.HeldInstanceStates > 0 {
-		p.heldStates = newHeldStates(cfg.HeldInstanceStates)
+		p.heldStates = held.NewStates(cfg.HeldInstanceStates)
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
-	ctx = withCall(ctx, "new")
+	ctx = cosmos.WithCall(ctx, "new")
 	inContainer := cfg.Leases == LeasesInContainer && (p.orchLeases == nil || p.workerLeases == nil)
 	if p.orchLeases == nil && !inContainer {
 		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
@@ -161,17 +166,17 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if inContainer {
 		p.leases = newLeaseCoordinator(p)
 		if p.orchLeases == nil {
-			p.orchLeases = p.leases.queues[0]
+			p.orchLeases = containerLeases{p.leases.Queue(0)}
 		}
 		if p.workerLeases == nil {
-			p.workerLeases = p.leases.queues[1]
+			p.workerLeases = containerLeases{p.leases.Queue(1)}
 		}
 	}
 	if !cfg.DisableChangeFeedWakeups {
 		if err := p.startChangeFeed(ctx); err != nil {
 			if ctx.Err() != nil {
 				if p.leases != nil {
-					p.leases.close(ctx)
+					p.leases.Close(ctx)
 				}
 				p.metrics.close()
 				p.closeClient()
@@ -195,12 +200,12 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // fetchStarted notes that a fetch of queue q (0 orchestrations, 1 work
 // items) starts and returns the function that notes its end: with
 // LeasesInContainer, a Provider claims slots of the queues it fetches from
-// (leaseCoordinator.fetchStarted), and the error is that of the claim.
+// (leases.Coordinator.FetchStarted), and the error is that of the claim.
 func (p *Provider) fetchStarted(ctx context.Context, q int) (func(), error) {
 	if p.leases == nil {
 		return func() {}, nil
 	}
-	return p.leases.fetchStarted(ctx, q)
+	return p.leases.FetchStarted(ctx, q)
 }
 
 // Ping checks that the provider's container answers, for a readiness probe:
@@ -221,7 +226,7 @@ func (p *Provider) Ping(ctx context.Context) error {
 
 // Close stops the reconciler and waits for it; intents still pending stay
 // in the container and the next provider on it delivers them
-// (duroxide-cdb's spec §4.5). Long-polling fetches return at once (nil), and
+// (DESIGN.md §4.5). Long-polling fetches return at once (nil), and
 // every call made afterwards, or still retrying, fails with a permanent
 // ProviderError ("the provider is closed") without sending a request.
 // Close is idempotent and always returns nil.
@@ -231,8 +236,8 @@ func (p *Provider) Close() error {
 			p.feed.Close()
 		}
 		if p.leases != nil {
-			ctx, cancel := context.WithTimeout(withCall(context.Background(), "close"), p.cfg.LeaseExpiry)
-			p.leases.close(ctx)
+			ctx, cancel := context.WithTimeout(cosmos.WithCall(context.Background(), "close"), p.cfg.LeaseExpiry)
+			p.leases.Close(ctx)
 			cancel()
 		}
 		close(p.stop)
@@ -308,3 +313,17 @@ func (p *Provider) Logger() *zap.Logger { return p.cfg.Logger }
 
 // nowMs returns the configured clock in milliseconds since the Unix epoch.
 func (p *Provider) nowMs() int64 { return p.cfg.Now().UnixMilli() }
+
+// PartitionKeyHeaderPolicy returns an HTTP pipeline policy that makes the
+// partition key header valid JSON. azcosmos v1.5.0 writes string partition
+// key values with strconv.QuoteToASCII, Go's quoting, which is JSON except
+// for characters outside the Basic Multilingual Plane (Go writes \U0001f680
+// where JSON needs the surrogate pair \ud83d\ude80) and a few ASCII control
+// characters (\a, \v, \x00): for an instance id holding an emoji the
+// service answers 400 ("partition key header has an invalid format"). The
+// policy re-encodes such headers; valid ones pass untouched.
+//
+// New adds it to the clients it builds. A ready client passed in
+// Config.Client needs it in its ClientOptions.PerCallPolicies for such
+// instance ids to work.
+func PartitionKeyHeaderPolicy() policy.Policy { return pkheader.Policy{} }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // retryAfter returns the delay a 429 (or other throttled) response asks
@@ -32,8 +33,8 @@ func retryAfter(err error) time.Duration {
 }
 
 // isRetryableStatus reports whether a Cosmos DB status is transient, per the
-// mapping of duroxide-cdb's spec §7.1 (409, 412, 408, 429, 503 retryable;
-// 400, 404, 413 permanent), extended to the statuses the spec does not list:
+// mapping of DESIGN.md §7.1 (409, 412, 408, 429, 503 retryable;
+// 400, 404, 413 permanent), extended to the statuses that table does not list:
 // 449 (retry with) and the other 5xx are transient, every other 4xx is not.
 func isRetryableStatus(code int) bool {
 	switch code {
@@ -55,7 +56,7 @@ type retrier struct {
 	base     time.Duration
 	maxDelay time.Duration
 	// closed, when set, is closed by Provider.Close: no request is sent
-	// after that, the call fails with errClosed instead.
+	// after that, the call fails with cosmos.ErrClosed instead.
 	closed <-chan struct{}
 	// onRetry, when set, is told of every request about to be sent again
 	// (metrics.go counts them).
@@ -77,14 +78,14 @@ func notApplied(code int) bool {
 
 // do runs fn until it succeeds, fails permanently, or runs out of tries,
 // and returns fn's last error unmapped (callers inspect status codes) or,
-// for a write whose outcome is unknown, an *ambiguousError; after the
-// provider was closed it sends nothing and returns errClosed.
+// for a write whose outcome is unknown, an *cosmos.AmbiguousError; after the
+// provider was closed it sends nothing and returns cosmos.ErrClosed.
 func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Context) error) error {
 	var err error
 	for attempt := 0; attempt < r.attempts; attempt++ {
 		select {
 		case <-r.closed:
-			return errClosed
+			return cosmos.ErrClosed
 		default:
 		}
 		err = fn(ctx)
@@ -94,7 +95,7 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 		if ctx.Err() != nil {
 			return err
 		}
-		code, isResp := statusCode(err)
+		code, isResp := cosmos.StatusCode(err)
 		switch {
 		case isResp && notApplied(code):
 			// safe to retry for every kind
@@ -104,7 +105,7 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 			// semantic answers: the caller decides
 			return err
 		case kind == write:
-			return &ambiguousError{cause: err}
+			return &cosmos.AmbiguousError{Cause: err}
 		}
 		if attempt == r.attempts-1 {
 			break

@@ -17,9 +17,10 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
-// Session affinity (duroxide-cdb's architecture notes §8). A session document lives
+// Session affinity (DESIGN.md §8). A session document lives
 // in the partition of the instance whose activities use the session, so a
 // work item and its session are claimed in one transactional batch. A
 // session is owned by OwnerID until its lockedUntil; the owner's fetches
@@ -80,7 +81,7 @@ func (p *Provider) touchSession(ctx context.Context, instance, sessionID string)
 	etag, err := p.patchDoc(ctx, instance, sessionDocID(sessionID), po, idempotentWrite)
 	if err == nil {
 		p.workPool.SessionWritten(instance, sessionID, etag, 0)
-	} else if !isStatus(err, http.StatusPreconditionFailed) && !isStatus(err, http.StatusNotFound) {
+	} else if !cosmos.IsStatus(err, http.StatusPreconditionFailed) && !cosmos.IsStatus(err, http.StatusNotFound) {
 		p.log.Debug("session last-activity update failed", zap.String("instance", instance), zap.Error(err))
 	}
 }
@@ -92,7 +93,7 @@ func (p *Provider) touchSession(ctx context.Context, instance, sessionID string)
 // predicate repeats the lock and idleness conditions, so a session that
 // changed in between is not renewed).
 func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
-	ctx = withCall(ctx, "renew_session_lock")
+	ctx = cosmos.WithCall(ctx, "renew_session_lock")
 	const op = "renew_session_lock"
 	if len(ownerIDs) == 0 {
 		return 0, nil
@@ -141,7 +142,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 // session), plus 1 delete per orphan, conditioned on its ETag so that a
 // session claimed in between survives.
 func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
-	ctx = withCall(ctx, "cleanup_orphaned_sessions")
+	ctx = cosmos.WithCall(ctx, "cleanup_orphaned_sessions")
 	const op = "cleanup_orphaned_sessions"
 	now := p.nowMs()
 	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId, c.sessionId, c._etag FROM c WHERE c.type = 'session' AND c.lockedUntil < @now",
@@ -183,7 +184,7 @@ func countWrite(n *int, err error) error {
 	switch {
 	case err == nil:
 		*n++
-	case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
+	case cosmos.IsStatus(err, http.StatusPreconditionFailed), cosmos.IsStatus(err, http.StatusNotFound):
 	default:
 		return err
 	}
@@ -226,7 +227,7 @@ func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po a
 			p.workPool.SetSession(claimed)
 			return d, string(results[0].ETag), lockApplied, nil
 		}
-		if isAmbiguous(err) {
+		if cosmos.IsAmbiguous(err) {
 			return p.readBackSessionClaim(ctx, c, lockID, claimed, err)
 		}
 		bf, isBatch := asBatchFailure(err)

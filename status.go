@@ -9,15 +9,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // GetCustomStatus returns the instance's custom status and its version when
 // the version is greater than lastSeenVersion, and nil when it has not
-// changed or the instance does not exist (duroxide-cdb's spec §6.7). The
+// changed or the instance does not exist (DESIGN.md §6.7). The
 // status comes from the last CustomStatusUpdated event an ack committed.
 // Requests: 1 point read.
 func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {
-	ctx = withCall(ctx, "get_custom_status")
+	ctx = cosmos.WithCall(ctx, "get_custom_status")
 	const op = "get_custom_status"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil {
@@ -37,7 +38,7 @@ func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSee
 // Requests: 2 (a point read of the instance document, one single-partition
 // query, more pages of results for megabytes of history or KV).
 func (p *Provider) GetInstanceStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
-	ctx = withCall(ctx, "get_instance_stats")
+	ctx = cosmos.WithCall(ctx, "get_instance_stats")
 	const op = "get_instance_stats"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil || !doc.exists() {

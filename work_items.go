@@ -16,11 +16,12 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // FetchWorkItem locks the oldest visible worker-queue message that the tag
 // filter accepts and, with session routing, whose session is unowned,
-// expired or owned by session.OwnerID (duroxide-cdb's spec §3.2, duroxide's
+// expired or owned by session.OwnerID (DESIGN.md §3.2, duroxide's
 // SQLite fetch_work_item); nil when there is none. With a nil session only
 // messages without a session are eligible. A fetch never returns a lock or
 // session lease that has expired: a lock timeout under 1 ms finds nothing,
@@ -57,7 +58,7 @@ import (
 // message, or 2 for a session item whose claim landed: the fetch goes on
 // with the lock that landed, or tries the still free message again.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
-	ctx = withCall(ctx, "fetch_work_item")
+	ctx = cosmos.WithCall(ctx, "fetch_work_item")
 	const op = "fetch_work_item"
 	tagClause, tagParams, ok := tagFilterClause(tagFilter)
 	if !ok {
@@ -155,10 +156,10 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 			return nil
 		})
 		switch {
-		case isStatus(err, http.StatusPreconditionFailed), isStatus(err, http.StatusNotFound):
+		case cosmos.IsStatus(err, http.StatusPreconditionFailed), cosmos.IsStatus(err, http.StatusNotFound):
 			p.traceFetch(workSkipLockLost)
 			return nil, true, nil
-		case isAmbiguous(err):
+		case cosmos.IsAmbiguous(err):
 			var o lockOutcome
 			var rerr error
 			d, etag, o, rerr = p.readBackWorkLock(ctx, c, lockID)
@@ -229,7 +230,7 @@ func (p *Provider) readBackWorkLock(ctx context.Context, c candidates.Entry, loc
 
 // AckWorkItem consumes the locked message (it becomes a tombstone, so that
 // a late repeated create cannot bring it back) and, when completion is non-nil, enqueues it on its
-// instance's orchestrator queue, atomically (duroxide-cdb's spec §3.4).
+// instance's orchestrator queue, atomically (DESIGN.md §3.4).
 // Requests: 1, a transactional batch in the instance's partition: the
 // consumption, conditioned on the lock by If-Match on
 // the ETag the fetch (or a renewal) left, and the completion's create (with
@@ -240,7 +241,7 @@ func (p *Provider) readBackWorkLock(ctx context.Context, c candidates.Entry, loc
 // taken, is a permanent error, and so is a completion that is not an
 // activity's or names an invalid instance (nothing is written then).
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion *duroxide.WorkItem) error {
-	ctx = withCall(ctx, "ack_work_item")
+	ctx = cosmos.WithCall(ctx, "ack_work_item")
 	const op = "ack_work_item"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
 	if !ok {
@@ -308,7 +309,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			}
 			return mapError(op, err)
 		}
-		if !isAmbiguous(err) {
+		if !cosmos.IsAmbiguous(err) {
 			return mapError(op, err)
 		}
 		// The answer was lost: the ack landed if the message is now the
@@ -351,7 +352,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 // effort (1 patch). A message that is gone (the activity was cancelled), or
 // whose lock expired or was taken, is a permanent error.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) (duroxide.ExecutionState, error) {
-	ctx = withCall(ctx, "renew_work_item_lock")
+	ctx = cosmos.WithCall(ctx, "renew_work_item_lock")
 	const op = "renew_work_item_lock"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
 	if !ok {
@@ -372,7 +373,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 		body, etag = resp.Value, string(resp.ETag)
 		return nil
 	})
-	if isStatus(err, http.StatusPreconditionFailed) || isStatus(err, http.StatusNotFound) {
+	if cosmos.IsStatus(err, http.StatusPreconditionFailed) || cosmos.IsStatus(err, http.StatusNotFound) {
 		return duroxide.ExecutionState{}, permanent(op, "Lock renewal failed - activity was cancelled or lock expired")
 	}
 	if err != nil {
@@ -408,7 +409,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 // on the lock; when its answer is lost, 1 point read tells whether it
 // landed). An unknown or already released lock is a permanent error.
 func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
-	ctx = withCall(ctx, "abandon_work_item")
+	ctx = cosmos.WithCall(ctx, "abandon_work_item")
 	const op = "abandon_work_item"
 	instance, docID, lockID, ok := parseWorkerLockToken(lockToken)
 	if !ok {
@@ -425,7 +426,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	visibleAt := p.nowMs() + max(delay, 0).Milliseconds()
 	po.AppendSet("/visibleAt", visibleAt)
 	_, err := p.patchDoc(ctx, instance, docID, po, write)
-	if isAmbiguous(err) {
+	if cosmos.IsAmbiguous(err) {
 		// The answer was lost: the abandon landed if the message names
 		// this lock as the last one released.
 		var d queueDoc
@@ -433,7 +434,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 			err = nil
 		}
 	}
-	if isStatus(err, http.StatusPreconditionFailed) || isStatus(err, http.StatusNotFound) {
+	if cosmos.IsStatus(err, http.StatusPreconditionFailed) || cosmos.IsStatus(err, http.StatusNotFound) {
 		return permanent(op, "Invalid lock token or already acked")
 	}
 	if err != nil {

@@ -1,35 +1,12 @@
-// Leases in the container (Config.Leases = LeasesInContainer): owner
-// documents, the fair share of slots per provider, heartbeat, takeover and
-// release.
-
-package cdb
-
-import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	"github.com/google/uuid"
-	"go.uber.org/zap"
-)
-
-// Leases stored in the container: several processes (replicas of a
-// service) share one container and split the NumDispatchSlots dispatch
+// Package leases keeps the dispatch-slot leases stored in the container
+// (cdb.LeasesInContainer): several processes (replicas of a
+// service) share one container and split the NumSlots dispatch
 // slots of each queue among themselves, so that their candidate queries
 // do not overlap (duroxide-cdb's design for cross-runtime coordination:
 // lease documents in a reserved partition, optimistic concurrency,
 // heartbeat renewal, expiry-based takeover).
 //
-// The documents live in the logical partition LeasePartitionKey:
+// The documents live in the logical partition PartitionKey:
 //   - one owner document per Provider ("owner-<uuid>"), replaced at every
 //     heartbeat; its ETag changing is the owner's sign of life;
 //   - one slot document per queue and slot ("slot-orch-017",
@@ -62,52 +39,129 @@ import (
 // stops handing out slots until it has renewed and read the slot documents
 // again. Instance locks stay ETag-based, so even a process that still
 // believes it owns a slot it lost cannot commit a turn twice.
+//
+// The provider (package cdb) reaches the container through Store, which
+// adds its retries, metrics and idle pacing; it starts a Coordinator with
+// New, notes each fetch with FetchStarted, hands it the lease documents
+// the change feed delivers (Observed), and lets its fetches take Leases
+// from the two Queues. This package never imports the provider.
+package leases
 
-// LeaseMode says where the dispatch-slot leases of a Provider live.
-type LeaseMode string
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-const (
-	// LeasesInProcess splits the slots among the dispatchers of this
-	// process only (InMemoryLeaseProvider): every process queries all 256
-	// slots, so several processes race for the same candidates (safe,
-	// because locking is ETag-based, but each lost race costs requests).
-	LeasesInProcess LeaseMode = "in-process"
-	// LeasesInContainer (the default) coordinates processes through lease
-	// documents in the container: each Provider that fetches from a queue
-	// owns a fair share of its slots and queries only those (and the slots
-	// of owners that missed two heartbeats).
-	LeasesInContainer LeaseMode = "container"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
-// Defaults of the container leases (LeasesInContainer).
-const (
-	// DefaultLeaseHeartbeatInterval is how often a Provider renews its
-	// owner document and rebalances: 5 s, two requests per heartbeat.
-	DefaultLeaseHeartbeatInterval = 5 * time.Second
-	// DefaultLeaseExpiry is how long an owner document may stay unchanged
-	// before the others take its slots: 30 s, six missed heartbeats, so a
-	// garbage-collection pause, a throttled minute or a slow node does not
-	// move leases, while the slots of a crashed process are served again
-	// within half a minute. A process that stops cleanly (Close) releases
-	// its slots at once and does not wait for expiry.
-	DefaultLeaseExpiry = 30 * time.Second
-)
+// NumSlots is the number of dispatch slots of each queue
+// (cdb.NumDispatchSlots).
+const NumSlots = 256
 
-// LeasePartitionKey is the logical partition (value of /instanceId) that
-// holds the lease documents. It is reserved: every method that takes an
-// instance id (directly or inside a work item) refuses this one with a
-// permanent *ProviderError and writes nothing, so no orchestration shares
-// the partition with the leases or deletes them with its own documents.
-const LeasePartitionKey = "__duroxide_leases__"
+// PartitionKey is the logical partition (value of /instanceId) that holds
+// the lease documents (cdb.LeasePartitionKey).
+const PartitionKey = "__duroxide_leases__"
 
-// Lease document types (the type field).
+// maxBatchOps is the service's limit of operations in one transactional
+// batch.
+const maxBatchOps = 100
+
+// Store is the lease partition (PartitionKey) of the container, as the
+// provider reaches it: with its retries (every method but Batch with
+// idempotent false retries transient failures), its request metrics and
+// its idle pacing. Errors are those of the Cosmos DB SDK (status codes
+// readable with cosmos.StatusCode), *cosmos.AmbiguousError for a write
+// whose outcome is unknown, cosmos.ErrClosed after the provider closed.
+type Store interface {
+	// Query runs a query in the lease partition and returns the raw
+	// documents of every page (pages as large as the service allows).
+	Query(ctx context.Context, sql string, params []azcosmos.QueryParameter) ([][]byte, error)
+	// Upsert writes document body and returns its new ETag.
+	Upsert(ctx context.Context, body []byte) (etag string, err error)
+	// Replace replaces document id with body under If-Match etag and
+	// returns its new ETag (412 when it changed, 404 when it is gone).
+	Replace(ctx context.Context, id string, body []byte, etag string) (newETag string, err error)
+	// Delete deletes document id, with If-Match when etag is non-empty.
+	Delete(ctx context.Context, id, etag string) error
+	// Batch runs ops as one transactional batch. When idempotent is false,
+	// a lost answer is an *cosmos.AmbiguousError and is not sent again.
+	Batch(ctx context.Context, ops []Op, idempotent bool) error
+	// CountIdle notes n requests a heartbeat is about to send, for the
+	// pacing of an idle process's change-feed reader.
+	CountIdle(n int)
+}
+
+// Op is one operation of a lease batch: the creation of a slot document
+// (Create) or its replacement under If-Match IfMatch.
+type Op struct {
+	Create  bool
+	ID      string
+	Body    []byte
+	IfMatch string
+}
+
+func createOp(id string, body []byte) Op { return Op{Create: true, ID: id, Body: body} }
+func replaceOp(id string, body []byte, etag string) Op {
+	return Op{ID: id, Body: body, IfMatch: etag}
+}
+
+// Waker is told when a queue gained slots, so that waiting fetches query
+// them now (the candidate pool's notifier).
+type Waker interface {
+	// Notify wakes the waiting fetches of the queue.
+	Notify()
+}
+
+// Config is what a Coordinator needs besides its Store.
+type Config struct {
+	// Heartbeat is how often the owner document is renewed and the slots
+	// rebalanced (cdb.Config.LeaseHeartbeatInterval).
+	Heartbeat time.Duration
+	// Expiry is how long another owner's document may stay unchanged
+	// before its slots are taken (cdb.Config.LeaseExpiry).
+	Expiry time.Duration
+	// Lanes is the number of lanes of each queue (0 orchestrations, 1
+	// work items): its concurrent fetches, 1 to NumSlots.
+	Lanes [2]int
+	// Wake is told when a queue gained slots.
+	Wake [2]Waker
+	// Log receives the heartbeat's failures and lost answers.
+	Log *zap.Logger
+}
+
+// Lease is a set of slots of one Queue held by one fetch.
+type Lease struct {
+	// Slots are the leased slots in ascending order.
+	Slots []uint8
+	// All is true when Slots holds all NumSlots slots.
+	All     bool
+	release func()
+}
+
+// Release returns the lease's lane to its queue; call it exactly once.
+func (l *Lease) Release() { l.release() }
+
+// Lease document types (the type field): the change feed hands documents
+// of these types in PartitionKey to Coordinator.Observed.
 const (
-	leaseOwnerType = "lease_owner"
-	leaseSlotType  = "lease_slot"
+	OwnerType = "lease_owner"
+	SlotType  = "lease_slot"
 )
 
 // leaseQueues are the two queues whose slots are leased, in the order of
-// leaseCoordinator.queues.
+// Coordinator.queues.
 var leaseQueues = [2]string{"orch", "work"}
 
 // leaseDoc is a lease document as stored.
@@ -134,9 +188,6 @@ func (d leaseDoc) serves(q int) bool {
 	return d.Queues == nil || slices.Contains(d.Queues, leaseQueues[q])
 }
 
-// leasePartition returns LeasePartitionKey as Provider.query takes it.
-func leasePartition() *string { s := LeasePartitionKey; return &s }
-
 func slotDocID(queue string, slot int) string { return fmt.Sprintf("slot-%s-%03d", queue, slot) }
 
 // body is the document as written (no system properties).
@@ -154,14 +205,16 @@ type observedOwner struct {
 	queues  string // the queues it serves, as its document lists them
 }
 
-// leaseCoordinator keeps this Provider's share of the slots of both
+// Coordinator keeps this Provider's share of the slots of both
 // queues: one goroutine renews, reads and rebalances every heartbeat.
-type leaseCoordinator struct {
-	p         *Provider
+type Coordinator struct {
+	store     Store
+	log       *zap.Logger
+	wake      [2]Waker
 	owner     string
 	heartbeat time.Duration
 	expiry    time.Duration
-	queues    [2]*ownedSlots
+	queues    [2]*Queue
 
 	// beatMu serializes heartbeats (the goroutine's, those a first fetch
 	// runs and those the change feed asks for) and guards closed.
@@ -177,7 +230,7 @@ type leaseCoordinator struct {
 	frozen atomic.Bool // test hook: the heartbeat skips its work
 	// kick asks the heartbeat goroutine for a heartbeat now: the change
 	// feed showed a slot another owner released, or an owner that joined
-	// or changed its queues (leaseCoordinator.observed).
+	// or changed its queues (Coordinator.Observed).
 	kick     chan struct{}
 	lastBeat atomic.Int64 // when the last heartbeat ended (Unix ns)
 	stop     chan struct{}
@@ -190,32 +243,38 @@ type leaseCoordinator struct {
 // heartbeat.
 const minKickGap = 100 * time.Millisecond
 
-// newLeaseCoordinator starts the heartbeat goroutine; it sends nothing
-// until the first fetch.
-func newLeaseCoordinator(p *Provider) *leaseCoordinator {
-	c := &leaseCoordinator{
-		p:         p,
+// New starts the heartbeat goroutine of a Coordinator over store; it
+// sends nothing until the first fetch. Stop it with Close.
+func New(cfg Config, store Store) *Coordinator {
+	log := cfg.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := &Coordinator{
+		store:     store,
+		log:       log,
+		wake:      cfg.Wake,
 		owner:     uuid.NewString(),
-		heartbeat: p.cfg.LeaseHeartbeatInterval,
-		expiry:    p.cfg.LeaseExpiry,
+		heartbeat: cfg.Heartbeat,
+		expiry:    cfg.Expiry,
 		seen:      map[string]observedOwner{},
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	c.queues[0] = newOwnedSlots(c, p.cfg.OrchestrationConcurrency)
-	c.queues[1] = newOwnedSlots(c, p.cfg.WorkerConcurrency)
+	c.queues[0] = newQueue(c, cfg.Lanes[0])
+	c.queues[1] = newQueue(c, cfg.Lanes[1])
 	go c.loop()
 	return c
 }
 
-// fetchStarted notes a fetch of queue q (0 orchestrations, 1 work items)
+// FetchStarted notes a fetch of queue q (0 orchestrations, 1 work items)
 // and returns the function that notes its end. The first fetch of a queue
 // this Provider does not serve yet runs a heartbeat at once, which
 // registers it and claims its share, so that the fetch queries slots; when
 // that heartbeat fails (after the retries of any write) the fetch fails
 // with its error, and the next fetch tries again.
-func (c *leaseCoordinator) fetchStarted(ctx context.Context, q int) (func(), error) {
+func (c *Coordinator) FetchStarted(ctx context.Context, q int) (func(), error) {
 	o := c.queues[q]
 	o.fetches.Add(1)
 	done := func() {
@@ -226,7 +285,7 @@ func (c *leaseCoordinator) fetchStarted(ctx context.Context, q int) (func(), err
 		c.beatMu.Lock()
 		var err error
 		if !o.serving.Load() {
-			err = c.beatLocked(withCall(ctx, "lease_heartbeat"))
+			err = c.beatLocked(cosmos.WithCall(ctx, "lease_heartbeat"))
 		}
 		c.beatMu.Unlock()
 		if err != nil {
@@ -237,7 +296,7 @@ func (c *leaseCoordinator) fetchStarted(ctx context.Context, q int) (func(), err
 	return done, nil
 }
 
-func (c *leaseCoordinator) loop() {
+func (c *Coordinator) loop() {
 	defer close(c.done)
 	t := time.NewTicker(c.heartbeat)
 	defer t.Stop()
@@ -258,33 +317,33 @@ func (c *leaseCoordinator) loop() {
 		if c.frozen.Load() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(withCall(context.Background(), "lease_heartbeat"), c.expiry)
-		if err := c.beat(ctx); err != nil {
-			c.p.log.Warn("lease heartbeat failed", zap.Error(err))
+		ctx, cancel := context.WithTimeout(cosmos.WithCall(context.Background(), "lease_heartbeat"), c.expiry)
+		if err := c.Beat(ctx); err != nil {
+			c.log.Warn("lease heartbeat failed", zap.Error(err))
 		}
 		cancel()
 	}
 }
 
-// observed takes a lease document the change-feed reader delivered and
+// Observed takes a lease document the change-feed reader delivered and
 // asks for a heartbeat now when it changes this Provider's share: a slot
 // of a queue it serves was released (another process closed, stopped
 // fetching or gave slots up to rebalance), or an owner joined or changed
 // the queues it serves (this one may have to give slots up). So slots
 // move within a few change-feed intervals rather than at the next
 // heartbeats. Renewals of known owners ask for nothing.
-func (c *leaseCoordinator) observed(raw []byte) {
+func (c *Coordinator) Observed(raw []byte) {
 	var d leaseDoc
 	if json.Unmarshal(raw, &d) != nil {
 		return
 	}
 	kick := false
 	switch d.Type {
-	case leaseSlotType:
+	case SlotType:
 		for q, name := range leaseQueues {
 			kick = kick || (d.Queue == name && d.Owner == "" && c.queues[q].serving.Load())
 		}
-	case leaseOwnerType:
+	case OwnerType:
 		if d.Owner == c.owner || !(c.queues[0].serving.Load() || c.queues[1].serving.Load()) {
 			return
 		}
@@ -304,35 +363,35 @@ func (c *leaseCoordinator) observed(raw []byte) {
 // suspectAfter is how long another owner's document d must stay unchanged
 // before this Provider also queries that owner's slots: two heartbeats
 // (the longer of the two owners'), two renewals missed (see
-// ownedSlots.suspect).
-func (c *leaseCoordinator) suspectAfter(d leaseDoc) time.Duration {
+// Queue.suspect).
+func (c *Coordinator) suspectAfter(d leaseDoc) time.Duration {
 	return 2 * max(c.heartbeat, time.Duration(d.HeartbeatMs)*time.Millisecond)
 }
 
 // renewedWithin reports whether this owner's last renewal is younger than
 // the expiry, so that no other process can have taken its slots.
-func (c *leaseCoordinator) renewedWithin() bool {
+func (c *Coordinator) renewedWithin() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return !c.lastRenew.IsZero() && time.Since(c.lastRenew) < c.expiry
 }
 
-// beat runs one heartbeat: when this Provider serves a queue (a fetch of
+// Beat runs one heartbeat: when this Provider serves a queue (a fetch of
 // it runs, or ended less than a heartbeat interval ago) it renews the owner
 // document, reads every lease document (1 query of one page: the 512 slot
 // documents and the owners fit in one 4 MB page), judges which owners
 // live, and rebalances both queues (a queue it does not serve gets a share
 // of 0); when it serves neither it releases its slots and owner document,
 // or sends nothing if it holds none.
-func (c *leaseCoordinator) beat(ctx context.Context) error {
+func (c *Coordinator) Beat(ctx context.Context) error {
 	c.beatMu.Lock()
 	defer c.beatMu.Unlock()
 	return c.beatLocked(ctx)
 }
 
-func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
+func (c *Coordinator) beatLocked(ctx context.Context) error {
 	if c.closed {
-		return errClosed
+		return cosmos.ErrClosed
 	}
 	defer func() { c.lastBeat.Store(time.Now().UnixNano()) }()
 	var want [2]bool
@@ -342,11 +401,11 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 	if !want[0] && !want[1] {
 		return c.release(ctx)
 	}
-	c.p.idle.add(2) // the renewal and the lease query
+	c.store.CountIdle(2) // the renewal and the lease query
 	if err := c.renew(ctx, want); err != nil {
 		return err
 	}
-	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type IN ('"+leaseOwnerType+"', '"+leaseSlotType+"')", nil, queryOpts{pageSize: -1})
+	raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type IN ('"+OwnerType+"', '"+SlotType+"')", nil)
 	if err != nil {
 		return err
 	}
@@ -360,13 +419,13 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 			continue
 		}
 		switch d.Type {
-		case leaseSlotType:
+		case SlotType:
 			for q, name := range leaseQueues {
-				if d.Queue == name && d.Slot >= 0 && d.Slot < NumDispatchSlots {
+				if d.Queue == name && d.Slot >= 0 && d.Slot < NumSlots {
 					slots[q][d.Slot] = d
 				}
 			}
-		case leaseOwnerType:
+		case OwnerType:
 			if d.Owner == c.owner {
 				serverNow = d.Ts
 				continue
@@ -421,15 +480,15 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 	for _, d := range dead {
 		// Best effort: the owner document of a dead owner goes; if it
 		// renewed meanwhile, the If-Match fails and it stays.
-		_ = c.p.deleteDoc(ctx, LeasePartitionKey, d.ID, d.ETag)
+		_ = c.store.Delete(ctx, d.ID, d.ETag)
 	}
 	for q := range leaseQueues {
 		share, idx := 0, 0
 		if want[q] {
 			sort.Strings(live[q])
 			idx = sort.SearchStrings(live[q], c.owner)
-			share = NumDispatchSlots / len(live[q])
-			if idx < NumDispatchSlots%len(live[q]) {
+			share = NumSlots / len(live[q])
+			if idx < NumSlots%len(live[q]) {
 				share++
 			}
 		}
@@ -454,7 +513,7 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 			}
 		}
 		if c.queues[q].setSuspect(extra) {
-			c.p.poolOf(q).Wake().Notify()
+			c.wake[q].Notify()
 		}
 		c.queues[q].serving.Store(want[q])
 	}
@@ -464,36 +523,29 @@ func (c *leaseCoordinator) beatLocked(ctx context.Context) error {
 // renew replaces the owner document under If-Match on its last ETag; when
 // the document is gone or changed (another process judged this one dead
 // and deleted it), it is created again.
-func (c *leaseCoordinator) renew(ctx context.Context, want [2]bool) error {
+func (c *Coordinator) renew(ctx context.Context, want [2]bool) error {
 	c.mu.Lock()
 	etag := c.ownerETag
 	c.mu.Unlock()
-	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: LeasePartitionKey, Type: leaseOwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli(), HeartbeatMs: c.heartbeat.Milliseconds()}
+	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: PartitionKey, Type: OwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli(), HeartbeatMs: c.heartbeat.Milliseconds()}
 	for q, name := range leaseQueues {
 		if want[q] {
 			doc.Queues = append(doc.Queues, name)
 		}
 	}
-	var resp azcosmos.ItemResponse
-	err := c.p.retry.do(ctx, idempotentWrite, func(ctx context.Context) error {
-		var err error
-		if etag == "" {
-			resp, err = c.p.container.UpsertItem(ctx, pk(LeasePartitionKey), doc.body(), nil)
-			return err
-		}
-		e := azcore.ETag(etag)
-		resp, err = c.p.container.ReplaceItem(ctx, pk(LeasePartitionKey), doc.ID, doc.body(), &azcosmos.ItemOptions{IfMatchEtag: &e})
-		if isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusPreconditionFailed) {
-			etag = ""
-			resp, err = c.p.container.UpsertItem(ctx, pk(LeasePartitionKey), doc.body(), nil)
-		}
-		return err
-	})
+	var newETag string
+	var err error
+	if etag != "" {
+		newETag, err = c.store.Replace(ctx, doc.ID, doc.body(), etag)
+	}
+	if etag == "" || cosmos.IsStatus(err, http.StatusNotFound) || cosmos.IsStatus(err, http.StatusPreconditionFailed) {
+		newETag, err = c.store.Upsert(ctx, doc.body())
+	}
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.ownerETag = string(resp.ETag)
+	c.ownerETag = newETag
 	c.lastRenew = time.Now()
 	c.mu.Unlock()
 	return nil
@@ -506,10 +558,10 @@ func (c *leaseCoordinator) renew(ctx context.Context, want [2]bool) error {
 // place among the serving owners of q, sharers how many they are. A slot
 // it fails to give up or claim (another process changed the document) is
 // tried again at the next heartbeat.
-func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, share, idx, sharers int) {
+func (c *Coordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, share, idx, sharers int) {
 	name := leaseQueues[q]
 	var mine []int
-	for s := 0; s < NumDispatchSlots; s++ {
+	for s := 0; s < NumSlots; s++ {
 		if d, ok := docs[s]; ok && d.Owner == c.owner {
 			mine = append(mine, s)
 		}
@@ -520,7 +572,7 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 	if len(mine) > share {
 		extra := mine[share:]
 		owned.set(mine[:share])
-		ops := make([]batchOp, 0, len(extra))
+		ops := make([]Op, 0, len(extra))
 		for _, s := range extra {
 			d := docs[s]
 			d.Owner = ""
@@ -533,19 +585,19 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 		want := share - len(mine)
 		// Start where this owner's share would begin, so that owners
 		// claiming at the same time mostly want different slots.
-		start := (idx * NumDispatchSlots / max(1, sharers)) % NumDispatchSlots
-		var ops []batchOp
+		start := (idx * NumSlots / max(1, sharers)) % NumSlots
+		var ops []Op
 		var opSlots []int
 		for pass := 0; pass < 2 && len(ops) < want; pass++ {
-			for i := 0; i < NumDispatchSlots && len(ops) < want; i++ {
-				s := (start + i) % NumDispatchSlots
+			for i := 0; i < NumSlots && len(ops) < want; i++ {
+				s := (start + i) % NumSlots
 				d, ok := docs[s]
 				free := !ok || d.Owner == ""
 				takeover := ok && d.Owner != "" && d.Owner != c.owner && !live[d.Owner]
 				if (pass == 0 && !free) || (pass == 1 && !takeover) {
 					continue
 				}
-				nd := leaseDoc{ID: slotDocID(name, s), InstanceID: LeasePartitionKey, Type: leaseSlotType, Owner: c.owner, Queue: name, Slot: s}
+				nd := leaseDoc{ID: slotDocID(name, s), InstanceID: PartitionKey, Type: SlotType, Owner: c.owner, Queue: name, Slot: s}
 				if ok {
 					ops = append(ops, replaceOp(nd.ID, nd.body(), d.ETag))
 				} else {
@@ -569,7 +621,7 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 			// Waiting fetches query the new slots now rather than at their
 			// next poll: a dead owner's messages are served within the
 			// takeover's heartbeat.
-			c.p.poolOf(q).Wake().Notify()
+			c.wake[q].Notify()
 		}
 	}
 	if d := owned.count() - before; d != 0 {
@@ -577,12 +629,12 @@ func (c *leaseCoordinator) balance(ctx context.Context, q int, docs map[int]leas
 	}
 }
 
-// ownedSlotsOf returns the slots of queue whose documents name this
+// QueueOf returns the slots of queue whose documents name this
 // owner (one query), after claims failed: a claim that was applied and
 // whose answer was lost (the retry then found the document changed, by
 // this claim) is this owner's all the same. nil (none) when the query
 // fails.
-func (c *leaseCoordinator) ownedSlotsOf(ctx context.Context, queue string) map[int]bool {
+func (c *Coordinator) ownedSlotsOf(ctx context.Context, queue string) map[int]bool {
 	docs, err := c.ownedSlotDocs(ctx)
 	if err != nil {
 		return map[int]bool{}
@@ -598,8 +650,8 @@ func (c *leaseCoordinator) ownedSlotsOf(ctx context.Context, queue string) map[i
 
 // ownedSlotDocs returns the slot documents, of both queues, that name this
 // owner (one query of one page).
-func (c *leaseCoordinator) ownedSlotDocs(ctx context.Context) ([]leaseDoc, error) {
-	raws, err := c.p.query(ctx, leasePartition(), "SELECT * FROM c WHERE c.type = '"+leaseSlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{param("@owner", c.owner)}, queryOpts{pageSize: -1})
+func (c *Coordinator) ownedSlotDocs(ctx context.Context) ([]leaseDoc, error) {
+	raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type = '"+SlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{{Name: "@owner", Value: c.owner}})
 	if err != nil {
 		return nil, err
 	}
@@ -621,12 +673,12 @@ func (c *leaseCoordinator) ownedSlotDocs(ctx context.Context) ([]leaseDoc, error
 // connection, a 408, a 500) is read back with one query of this owner's
 // slot documents (applyLost), so that neither a claim that landed nor one
 // that did not waits for the next heartbeat.
-func (c *leaseCoordinator) applyEach(ctx context.Context, ops []batchOp) []bool {
+func (c *Coordinator) applyEach(ctx context.Context, ops []Op) []bool {
 	done := make([]bool, len(ops))
 	for from := 0; from < len(ops); from += maxBatchOps {
 		to := min(from+maxBatchOps, len(ops))
-		_, err := c.p.runBatch(ctx, LeasePartitionKey, ops[from:to], write, false)
-		if isAmbiguous(err) {
+		err := c.store.Batch(ctx, ops[from:to], false)
+		if cosmos.IsAmbiguous(err) {
 			err = c.applyLost(ctx, ops[from:to], err)
 		}
 		if err == nil {
@@ -636,7 +688,7 @@ func (c *leaseCoordinator) applyEach(ctx context.Context, ops []batchOp) []bool 
 			continue
 		}
 		for i := from; i < to; i++ {
-			_, err := c.p.runBatch(ctx, LeasePartitionKey, ops[i:i+1], idempotentWrite, false)
+			err := c.store.Batch(ctx, ops[i:i+1], true)
 			done[i] = err == nil
 		}
 	}
@@ -653,12 +705,12 @@ const maxLeaseBatchReadBacks = 3
 // it gives up does not); when it did not land it sends the batch again,
 // up to maxLeaseBatchReadBacks times. Any other answer is returned for
 // applyEach to go one operation at a time.
-func (c *leaseCoordinator) applyLost(ctx context.Context, ops []batchOp, cause error) error {
+func (c *Coordinator) applyLost(ctx context.Context, ops []Op, cause error) error {
 	err := cause
-	for try := 0; try < maxLeaseBatchReadBacks && isAmbiguous(err); try++ {
+	for try := 0; try < maxLeaseBatchReadBacks && cosmos.IsAmbiguous(err); try++ {
 		docs, rerr := c.ownedSlotDocs(ctx)
 		if rerr != nil {
-			c.p.log.Warn("a lease batch's answer was lost and reading it back failed: its slots are tried one at a time", zap.NamedError("cause", err), zap.Error(rerr))
+			c.log.Warn("a lease batch's answer was lost and reading it back failed: its slots are tried one at a time", zap.NamedError("cause", err), zap.Error(rerr))
 			return err
 		}
 		mine := map[string]bool{}
@@ -668,25 +720,25 @@ func (c *leaseCoordinator) applyLost(ctx context.Context, ops []batchOp, cause e
 		applied := true
 		for _, o := range ops {
 			var want leaseDoc
-			if json.Unmarshal(o.body, &want) != nil || mine[o.id] != (want.Owner == c.owner) {
+			if json.Unmarshal(o.Body, &want) != nil || mine[o.ID] != (want.Owner == c.owner) {
 				applied = false
 				break
 			}
 		}
 		if applied {
-			c.p.log.Info("a lease batch's answer was lost; read back, it was applied", zap.Int("slots", len(ops)), zap.NamedError("cause", err))
+			c.log.Info("a lease batch's answer was lost; read back, it was applied", zap.Int("slots", len(ops)), zap.NamedError("cause", err))
 			return nil
 		}
-		c.p.log.Info("a lease batch's answer was lost; read back, it was not applied: sending it again", zap.Int("slots", len(ops)), zap.NamedError("cause", err))
-		_, err = c.p.runBatch(ctx, LeasePartitionKey, ops, write, false)
+		c.log.Info("a lease batch's answer was lost; read back, it was not applied: sending it again", zap.Int("slots", len(ops)), zap.NamedError("cause", err))
+		err = c.store.Batch(ctx, ops, false)
 	}
 	return err
 }
 
-// close stops the heartbeat and releases this owner's slots and owner
+// Close stops the heartbeat and releases this owner's slots and owner
 // document at once, so the other processes take them at their next
 // heartbeat instead of after the expiry.
-func (c *leaseCoordinator) close(ctx context.Context) {
+func (c *Coordinator) Close(ctx context.Context) {
 	close(c.stop)
 	<-c.done
 	c.beatMu.Lock()
@@ -699,7 +751,7 @@ func (c *leaseCoordinator) close(ctx context.Context) {
 // document: it no longer serves either queue. Slots whose release fails
 // stay with the owner document gone, and the others take them after the
 // expiry. The caller holds beatMu.
-func (c *leaseCoordinator) release(ctx context.Context) error {
+func (c *Coordinator) release(ctx context.Context) error {
 	c.mu.Lock()
 	registered := c.ownerETag != ""
 	c.mu.Unlock()
@@ -715,7 +767,7 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 	}
 	docs, err := c.ownedSlotDocs(ctx)
 	if err == nil {
-		ops := make([]batchOp, 0, len(docs))
+		ops := make([]Op, 0, len(docs))
 		for _, d := range docs {
 			d.Owner = ""
 			ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
@@ -725,17 +777,18 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 	c.mu.Lock()
 	c.ownerETag = ""
 	c.mu.Unlock()
-	if err2 := c.p.deleteDoc(ctx, LeasePartitionKey, "owner-"+c.owner, ""); err == nil && err2 != nil && !isStatus(err2, http.StatusNotFound) {
+	if err2 := c.store.Delete(ctx, "owner-"+c.owner, ""); err == nil && err2 != nil && !cosmos.IsStatus(err2, http.StatusNotFound) {
 		err = err2
 	}
 	return err
 }
 
-// ownedSlots is one queue's share of this process: the LeaseProvider its
-// fetches use. The owned slots are split into lanes as
-// InMemoryLeaseProvider splits all of them, one lane per dispatcher.
-type ownedSlots struct {
-	c    *leaseCoordinator
+// Queue is one queue's share of this process: the provider wraps it as
+// the cdb.LeaseProvider its fetches use. The owned slots are split into
+// lanes as cdb.InMemoryLeaseProvider splits all of them, one lane per
+// dispatcher.
+type Queue struct {
+	c    *Coordinator
 	free chan int
 
 	fetches   atomic.Int32 // fetches of the queue in progress
@@ -756,14 +809,9 @@ type ownedSlots struct {
 	suspect []uint8
 }
 
-var (
-	_ LeaseProvider = (*ownedSlots)(nil)
-	_ SlotOwner     = (*ownedSlots)(nil)
-)
-
-func newOwnedSlots(c *leaseCoordinator, lanes int) *ownedSlots {
-	lanes = max(1, min(lanes, NumDispatchSlots))
-	o := &ownedSlots{c: c, free: make(chan int, lanes)}
+func newQueue(c *Coordinator, lanes int) *Queue {
+	lanes = max(1, min(lanes, NumSlots))
+	o := &Queue{c: c, free: make(chan int, lanes)}
 	for i := 0; i < lanes; i++ {
 		o.free <- i
 	}
@@ -771,7 +819,7 @@ func newOwnedSlots(c *leaseCoordinator, lanes int) *ownedSlots {
 }
 
 // set replaces the owned slots.
-func (o *ownedSlots) set(slots []int) {
+func (o *Queue) set(slots []int) {
 	s := make([]uint8, 0, len(slots))
 	for _, v := range slots {
 		s = append(s, uint8(v))
@@ -784,7 +832,7 @@ func (o *ownedSlots) set(slots []int) {
 
 // wanted reports whether this Provider serves the queue: a fetch of it
 // runs, or one ended within the last window (a heartbeat interval).
-func (o *ownedSlots) wanted(window time.Duration) bool {
+func (o *Queue) wanted(window time.Duration) bool {
 	if o.pinned.Load() || o.fetches.Load() > 0 {
 		return true
 	}
@@ -794,7 +842,7 @@ func (o *ownedSlots) wanted(window time.Duration) bool {
 
 // setSuspect replaces the suspect slots and reports whether a slot was
 // added (waiting fetches should query).
-func (o *ownedSlots) setSuspect(slots []int) bool {
+func (o *Queue) setSuspect(slots []int) bool {
 	s := make([]uint8, 0, len(slots))
 	for _, v := range slots {
 		s = append(s, uint8(v))
@@ -812,21 +860,21 @@ func (o *ownedSlots) setSuspect(slots []int) bool {
 	return added
 }
 
-func (o *ownedSlots) count() int {
+func (o *Queue) count() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.slots)
 }
 
 // OwnedSlots returns how many slots of the queue this process owns now.
-func (o *ownedSlots) OwnedSlots() int { return o.count() }
+func (o *Queue) OwnedSlots() int { return o.count() }
 
 // Acquire takes a free lane and returns its share of the owned slots and
 // of the suspect slots: those at positions i, i+lanes, ... of each. An
 // empty lease (no slot, All false) means this lane has nothing to query
 // now: the process owns no slot yet, owns fewer slots than it has lanes,
 // or its own renewal is older than the expiry.
-func (o *ownedSlots) Acquire(ctx context.Context) (*SlotLease, error) {
+func (o *Queue) Acquire(ctx context.Context) (*Lease, error) {
 	var lane int
 	select {
 	case lane = <-o.free:
@@ -846,7 +894,7 @@ func (o *ownedSlots) Acquire(ctx context.Context) (*SlotLease, error) {
 		o.mu.Unlock()
 		slices.Sort(slots)
 	}
-	return &SlotLease{Slots: slots, All: len(slots) == NumDispatchSlots, release: func() { o.free <- lane }}, nil
+	return &Lease{Slots: slots, All: len(slots) == NumSlots, release: func() { o.free <- lane }}, nil
 }
 
 func abs(v int) int {
@@ -856,12 +904,34 @@ func abs(v int) int {
 	return v
 }
 
-// LeaseMoves returns how many dispatch slots this Provider has gained or
-// lost since New (both queues; a slot taken and later given up counts
-// twice); always 0 unless Config.Leases is LeasesInContainer.
-func (p *Provider) LeaseMoves() int64 {
-	if p.leases == nil {
-		return 0
-	}
-	return p.leases.moves.Load()
+// Moves returns how many slots this Coordinator has gained or lost since
+// New (both queues; a slot taken and later given up counts twice).
+func (c *Coordinator) Moves() int64 { return c.moves.Load() }
+
+// Queue returns the share of queue q (0 orchestrations, 1 work items)
+// whose Acquire the fetches of q call.
+func (c *Coordinator) Queue(q int) *Queue { return c.queues[q] }
+
+// Freeze stops (true) or resumes (false) the heartbeat goroutine's work and
+// the first fetch's claim, as if the process were frozen (SIGSTOP) while its
+// fetches still run: a test hook.
+func (c *Coordinator) Freeze(frozen bool) { c.frozen.Store(frozen) }
+
+// Pin makes the queue served as if a fetch of it always ran, so that
+// heartbeats claim its share without a fetch: a test hook.
+func (o *Queue) Pin() { o.pinned.Store(true) }
+
+// Slots returns a copy of the slots this process owns now, sorted.
+func (o *Queue) Slots() []uint8 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.slots)
+}
+
+// Suspect returns a copy of the slots of suspect owners (see Queue) that
+// this process queries besides its own, sorted.
+func (o *Queue) Suspect() []uint8 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.suspect)
 }
