@@ -436,7 +436,8 @@ func TestCancelActionFailsTheInstance(t *testing.T) {
 	st, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.StatusFailed, st.Kind)
-	assert.Contains(t, st.Error(), "operator says no")
+	require.Error(t, st.Err())
+	assert.Contains(t, st.Err().Error(), "operator says no")
 }
 
 func TestDeleteActionAfterSigningInRemovesTheTree(t *testing.T) {
