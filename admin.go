@@ -16,10 +16,10 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
-// ProviderAdmin (duroxide-cdb's spec §6, duroxide's ProviderAdmin). Listings
+// ProviderAdmin (DESIGN.md §6, duroxide's ProviderAdmin). Listings
 // are cross-partition queries with plain filters and projections, sorted
 // and counted on the client (the gateway serves no ORDER BY or aggregates
-// across partitions: duroxide-cdb's architecture notes §11).
+// across partitions: DESIGN.md §10).
 
 // instanceRow is the projection admin listings read.
 type instanceRow struct {
@@ -118,17 +118,17 @@ func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint6
 	return ids, nil
 }
 
-// ReadHistoryWithExecutionID returns one execution's history; undecodable
-// history is a permanent error. Requests: 1.
+// ReadHistoryWithExecutionID is ReadWithExecution under the name
+// duroxide.ProviderAdmin gives it: it calls ReadWithExecution, and its
+// errors and request metrics carry that name (read_with_execution).
 func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	ctx = cosmos.WithCall(ctx, "read_history_with_execution_id")
-	return p.readExecution(ctx, "read_history_with_execution_id", instance, executionID)
+	return p.ReadWithExecution(ctx, instance, executionID)
 }
 
-// ReadHistory returns the latest execution's history. Requests: 2.
+// ReadHistory is Read under the name duroxide.ProviderAdmin gives it: it
+// calls Read, and its errors and request metrics carry that name (read).
 func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	ctx = cosmos.WithCall(ctx, "read_history")
-	return p.readCurrent(ctx, "read_history", instance)
+	return p.Read(ctx, instance)
 }
 
 // LatestExecutionID returns the instance's current execution id; an

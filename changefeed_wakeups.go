@@ -112,14 +112,14 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				// Another process's message: the instance's held turn
 				// takes it too, once its lock (if any) has expired.
 				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
-				p.heldStates.message(e)
+				p.heldStates.Message(e)
 			}
 		case leases.SlotType, leases.OwnerType:
 			if p.leases != nil && d.InstanceID == LeasePartitionKey {
 				p.leases.Observed(raw)
 			}
 		case typeInstance:
-			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
+			p.statusWatches.Observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).

@@ -22,7 +22,7 @@ import (
 )
 
 // Defaults applied by New to the zero fields of a Config
-// (duroxide-cdb's spec §9, duroxide-cdb's architecture notes §13).
+// (DESIGN.md §9).
 const (
 	// DefaultDatabase is the database New uses when Config.Database is empty.
 	DefaultDatabase = "duroxide"
@@ -269,8 +269,8 @@ type HTTPDoer interface {
 const localRecipe = `to run without an account, start the embedded emulator in the process (srv, err := emulator.Start(emulator.Options{})) and set cfg.Endpoint, cfg.Key, cfg.HTTPClient = srv.Endpoint(), srv.Key(), srv.HTTPClient() (README: "Run your service locally")`
 
 // ConfigFromEnv returns a Config from the environment: COSMOS_ENDPOINT,
-// COSMOS_KEY, COSMOS_DATABASE and COSMOS_CONTAINER (duroxide-cdb's architecture notes
-// §13). Unset variables leave their fields empty, so New applies the
+// COSMOS_KEY, COSMOS_DATABASE and COSMOS_CONTAINER (DESIGN.md §9).
+// Unset variables leave their fields empty, so New applies the
 // defaults; it is New that reports a missing endpoint or key, naming the
 // variables to set and how to run on the embedded emulator instead. With
 // no COSMOS_ENDPOINT, a program that should run locally fills Endpoint,

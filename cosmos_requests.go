@@ -19,7 +19,7 @@ import (
 )
 
 // Queries. Cross-partition queries go through the gateway, which serves
-// only filters and projections (duroxide-cdb's architecture notes §11): no ORDER
+// only filters and projections (DESIGN.md §10): no ORDER
 // BY, TOP, DISTINCT or aggregates there; the provider sorts and counts on
 // the client. Single-partition queries are scoped by the partition key.
 
@@ -32,7 +32,7 @@ func param(name string, v any) azcosmos.QueryParameter {
 }
 
 // slotFilter returns " AND c.dispatchSlot IN (...)" for a lease, or "" when
-// the lease holds every slot (duroxide-cdb's architecture notes §11).
+// the lease holds every slot (DESIGN.md §10).
 func slotFilter(l *SlotLease) string {
 	if l == nil || l.All || len(l.Slots) == 0 {
 		return ""

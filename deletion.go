@@ -191,7 +191,7 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 			res.InstancesDeleted++
 		}
 		p.locks.DropInstance(id)
-		p.statusWatches.changed(id)
+		p.statusWatches.Changed(id)
 		p.orchPool.ForgetInstance(id)
 		p.workPool.ForgetInstance(id)
 	}

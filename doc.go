@@ -1,7 +1,7 @@
 // Package cdb is the Azure Cosmos DB (NoSQL API) provider for duroxide: it
 // implements duroxide.Provider and duroxide.ProviderAdmin over one container
-// partitioned by /instanceId (duroxide-cdb's spec, as amended by
-// duroxide-cdb's architecture notes, which ran against the real service).
+// partitioned by /instanceId, as docs/DESIGN.md describes (data model,
+// turns, outbox, leases, change feed, held state).
 //
 // Every document of an instance (its metadata and lock, history,
 // executions, orchestrator and worker queue messages, sessions, KV store

@@ -8,14 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/docs"
 )
 
 // Document types, the value of every document's "type" field
-// (duroxide-cdb's spec §2.2, plus the documents the spec predates).
+// (DESIGN.md §2.2).
 const (
 	// typeInstance: an instance's metadata, lock and custom status
-	// (spec §2.2.1), id "instance".
+	// (DESIGN.md §2.2.1), id "instance".
 	typeInstance = "instance"
 	// typeInstancePending: the same document before the first ack created
 	// the instance: it holds the lock of the first turn only. Queries for
@@ -24,14 +24,14 @@ const (
 	typeInstancePending = "instance_pending"
 	// typeExecution: one execution's status, output and history watermark.
 	typeExecution = "execution"
-	// typeHistory: one history event (spec §2.2.2).
+	// typeHistory: one history event (DESIGN.md §2.2.2).
 	typeHistory = "history"
-	// typeOrchQueue and typeWorkerQueue: queue messages (spec §2.2.3-4).
+	// typeOrchQueue and typeWorkerQueue: queue messages (DESIGN.md §2.2.3-4).
 	typeOrchQueue   = "orch_queue"
 	typeWorkerQueue = "worker_queue"
-	// typeOutboxIntent: cross-partition writes awaiting delivery (spec §2.2.5).
+	// typeOutboxIntent: cross-partition writes awaiting delivery (DESIGN.md §2.2.5).
 	typeOutboxIntent = "outbox_intent"
-	// typeSession: session ownership (spec §2.2.6).
+	// typeSession: session ownership (DESIGN.md §2.2.6).
 	typeSession = "session"
 	// typeKV: the instance's KV store and current-execution KV delta.
 	typeKV = "kv"
@@ -49,31 +49,16 @@ func docETag(raw []byte) string {
 	return s.ETag
 }
 
-// pinnedVersion is the duroxide version an execution is pinned to, for
-// capability filtering.
-type pinnedVersion struct {
-	Major uint64 `json:"major"`
-	Minor uint64 `json:"minor"`
-	Patch uint64 `json:"patch"`
-}
+// pinnedVersion is the duroxide version an execution is pinned to
+// (internal/docs, shared with the held states).
+type pinnedVersion = docs.PinnedVersion
 
-func (v *pinnedVersion) toVersion() duroxide.Version {
-	return duroxide.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
-}
-
-func pinnedFrom(v *duroxide.Version) *pinnedVersion {
-	if v == nil {
-		return nil
-	}
-	return &pinnedVersion{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
-}
-
-// instanceDoc is the instance document (spec §2.2.1), id "instance". Its
+// instanceDoc is the instance document (DESIGN.md §2.2.1), id "instance". Its
 // ETag is the instance lock's fencing token: the fetch takes the lock with
 // If-Match on the ETag it read, and the ack replaces it with If-Match, so
 // any write in between (another fetch, a delete) makes the later one fail.
 //
-// Differences from the spec: the output lives in the execution document;
+// The output lives in the execution document (a mirror of it here);
 // HistoryWatermark is the last committed event id of the current execution
 // (history documents above it are staged parts of an unfinished ack and are
 // ignored); LastAckedLock names the lock whose ack last committed, which
@@ -83,7 +68,7 @@ func pinnedFrom(v *duroxide.Version) *pinnedVersion {
 // StatusExecutionID names the execution whose status and output Status and
 // Output mirror, written by the ack's batch together with that execution's
 // document (status_mirror.go); 0 when they mirror none (documents written
-// before the field existed, a terminal output above maxMirroredOutputBytes).
+// before the field existed, a terminal output above statuswatch.MaxMirroredOutputBytes).
 type instanceDoc struct {
 	ID                    string         `json:"id"`
 	InstanceID            string         `json:"instanceId"`
@@ -183,7 +168,7 @@ type executionDoc struct {
 	ETag        string         `json:"-"`
 }
 
-// historyDoc is one history event (spec §2.2.2), id "hist-<exec>-<event>".
+// historyDoc is one history event (DESIGN.md §2.2.2), id "hist-<exec>-<event>".
 // EventData is the event's duroxide JSON, kept as a string so that a
 // document with undecodable data still loads (history_error contract).
 type historyDoc struct {
@@ -195,7 +180,7 @@ type historyDoc struct {
 	EventData   string `json:"eventData"`
 }
 
-// queueDoc is an orchestrator-queue or worker-queue message (spec §2.2.3
+// queueDoc is an orchestrator-queue or worker-queue message (DESIGN.md §2.2.3
 // and §2.2.4). LockedUntil is 0 when unlocked, so that one comparison
 // (lockedUntil <= now) finds unlocked messages. Seq orders messages
 // enqueued in the same millisecond.
@@ -233,7 +218,7 @@ func (d *queueDoc) before(o *queueDoc) bool {
 	return d.Seq < o.Seq
 }
 
-// sessionDoc is a session's ownership (spec §2.2.6), in the partition of
+// sessionDoc is a session's ownership (DESIGN.md §2.2.6), in the partition of
 // the instance whose activity claimed it, id "session-<encoded id>".
 type sessionDoc struct {
 	ID           string `json:"id"`
@@ -279,7 +264,7 @@ type delivery struct {
 	Document         json.RawMessage `json:"document"`
 }
 
-// intentDoc is an outbox intent (spec §2.2.5), written in the source
+// intentDoc is an outbox intent (DESIGN.md §2.2.5), written in the source
 // instance's partition in the same transactional batch as the turn that
 // produced it, id "intent-<lock>-<n>". Its deliveries create documents with
 // deterministic ids, so delivering twice is a 409, which counts as success.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
 // EnqueueForOrchestrator adds item to its instance's orchestrator queue,
@@ -41,7 +42,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.Wor
 	}
 	if s, ok := item.Kind.(duroxide.StartOrchestrationItem); ok {
 		// The instance's first fetch can be its lock batch alone.
-		p.heldStates.startWritten(d.target, heldStartOf(d.entry, s))
+		p.heldStates.StartWritten(d.target, held.StartOf(d.entry, s))
 	}
 	return nil
 }
@@ -92,8 +93,8 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 	results, err := p.runBatch(ctx, d.target, []batchOp{createOp(instanceDocID, body), createOp(d.id, d.doc)}, idempotentWrite, false)
 	if err == nil {
 		// The first fetch of the instance needs only its lock batch.
-		m := heldStartOf(d.entry, start)
-		p.heldStates.hold(d.target, heldStateOf(&pending, string(results[0].ETag), nil, nil), true, &m)
+		m := held.StartOf(d.entry, start)
+		p.heldStates.Hold(d.target, heldStateOf(&pending, string(results[0].ETag), nil, nil), true, &m)
 	}
 	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
 		var cur instanceDoc
@@ -120,7 +121,7 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 }
 
 // EnqueueForWorker adds an ActivityExecuteItem to the worker queue
-// (duroxide-cdb's spec §3.10), with its session and tag. The document id is
+// (DESIGN.md §3.10), with its session and tag. The document id is
 // derived from the activity's execution and id, so enqueuing the same
 // activity twice leaves one message. Requests: 1.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {

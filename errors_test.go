@@ -23,7 +23,7 @@ func responseError(code int, header http.Header) error {
 	return &azcore.ResponseError{StatusCode: code, RawResponse: &http.Response{StatusCode: code, Header: header}}
 }
 
-// TestMapErrorTable checks duroxide-cdb's spec §7.1: Cosmos DB status to
+// TestMapErrorTable checks DESIGN.md §7.1: Cosmos DB status to
 // ProviderError retryability.
 func TestMapErrorTable(t *testing.T) {
 	table := map[int]bool{

@@ -60,14 +60,14 @@ func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
 // process's ack does, changing the instance document too) calls it so
 // that p reads what was stored.
 func ForgetHeld(p *Provider, instance string) {
-	p.held.drop(instance)
-	p.heldStates.drop(instance)
+	p.held.Drop(instance)
+	p.heldStates.Drop(instance)
 }
 
 // ForgetHeldState makes p forget the state it holds of instance (not its
 // history), as when a message another process wrote made it read the
 // instance's partition.
-func ForgetHeldState(p *Provider, instance string) { p.heldStates.drop(instance) }
+func ForgetHeldState(p *Provider, instance string) { p.heldStates.Drop(instance) }
 
 // LeaseHeartbeat runs one heartbeat of p's container leases now (renewal,
 // lease read, rebalance), as its heartbeat goroutine does; p must use

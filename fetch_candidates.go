@@ -15,6 +15,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
 // How a fetch finds its candidates: from this process's candidate pool
@@ -150,7 +151,7 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 		if r.Type == typeOrchQueue {
 			e := candidates.Entry{Key: r.InstanceID, Instance: r.InstanceID, ID: r.ID, Slot: uint8(r.DispatchSlot),
 				VisibleAt: r.VisibleAt, EnqueuedAt: r.EnqueuedAt, Seq: r.Seq}
-			p.heldStates.message(e) // another process's, perhaps: the held turn takes it too
+			p.heldStates.Message(e) // another process's, perhaps: the held turn takes it too
 			rows = append(rows, e)
 		} else {
 			locks[r.InstanceID] = candidates.Hold{Until: r.LockedUntil, Slot: uint8(r.DispatchSlot)}
@@ -240,7 +241,7 @@ func (p *Provider) hint(e candidates.Entry) {
 	if e.Worker {
 		p.workPool.Hint(e)
 	} else {
-		p.heldStates.message(e)
+		p.heldStates.Message(e)
 		p.orchPool.Hint(e)
 	}
 }
@@ -259,7 +260,7 @@ func (p *Provider) hintDocument(raw []byte) {
 	if d.Type == typeOrchQueue && p.heldStates != nil {
 		if w, err := decodeWorkItem(d.WorkItem); err == nil {
 			if s, ok := w.Kind.(duroxide.StartOrchestrationItem); ok {
-				p.heldStates.startWritten(d.InstanceID, heldStartOf(e, s))
+				p.heldStates.StartWritten(d.InstanceID, held.StartOf(e, s))
 			}
 		}
 	}

@@ -23,8 +23,8 @@ import (
 // of the characters Cosmos DB forbids in ids (/ \ ? #). User-supplied text
 // that must go into an id (a session id) is encoded by encodeIDPart.
 const (
-	// instanceDocID is the id of the instance document (duroxide-cdb's spec
-	// §2.2.1, without the instance id prefix).
+	// instanceDocID is the id of the instance document (DESIGN.md §2.2.1,
+	// without the instance id prefix).
 	instanceDocID = "instance"
 	// kvStoreDocID and kvDeltaDocID are the ids of the two KV documents of
 	// an instance (see kv.go).
@@ -149,13 +149,13 @@ func newLockID() string {
 }
 
 // NumDispatchSlots is the number of dispatch slots the queues are
-// partitioned into (duroxide-cdb's spec §2.4).
+// partitioned into (DESIGN.md §2.4).
 const NumDispatchSlots = 256
 
 // DispatchSlot returns the dispatch slot of an instance, 0 to 255: the
 // 32-bit FNV-1a hash of the instance id's UTF-8 bytes, modulo 256. The hash
-// is stable across processes, platforms and releases (the spec's Rust
-// DefaultHasher is not), so every process agrees on an instance's slot.
+// is stable across processes, platforms and releases (Rust's
+// DefaultHasher, which duroxide-cdb's Rust code uses, is not), so every process agrees on an instance's slot.
 func DispatchSlot(instance string) uint8 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(instance))

@@ -20,7 +20,7 @@ import (
 )
 
 // TestNewCreatesContainer checks the container New creates: partition key
-// /instanceId (large keys), the spec's selective indexing policy and its
+// /instanceId (large keys), the selective indexing policy (DESIGN.md §2.3) and its
 // three composite indexes; and that a second New on the same container
 // finds it (409) and works.
 func TestNewCreatesContainer(t *testing.T) {

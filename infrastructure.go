@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// indexingPolicy is the container's indexing policy: duroxide-cdb's spec §2.3
+// indexingPolicy is the container's indexing policy: DESIGN.md §2.3
 // (selective included paths, large blobs excluded, the three composite
 // indexes) plus the paths the provider's own queries filter on
-// (duroxide-cdb's architecture notes §2.3 adds /docType and /lockToken).
+// (DESIGN.md §2.3 adds /docType and /lockToken).
 func indexingPolicy() *azcosmos.IndexingPolicy {
 	included := []string{
 		"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?", "/enqueuedAt/?",
@@ -49,7 +49,7 @@ func indexingPolicy() *azcosmos.IndexingPolicy {
 }
 
 // ensureInfrastructure creates the database and the container when they are
-// missing (duroxide-cdb's architecture notes §12). It is New's first
+// missing (DESIGN.md §11). It is New's first
 // contact with the account, so its retries (connectRetry) tell errors that
 // waiting can heal from those it cannot.
 func (p *Provider) ensureInfrastructure(ctx context.Context) error {

@@ -19,8 +19,8 @@ import (
 
 // LeaseProvider assigns dispatch slots to concurrent fetches, so that
 // concurrent dispatchers query disjoint parts of a queue and never contend
-// for the same messages (duroxide-cdb's spec §5, duroxide-cdb's architecture notes
-// §5). Every fetch calls Acquire, queries only the returned lease's slots,
+// for the same messages (DESIGN.md §5.1).
+// Every fetch calls Acquire, queries only the returned lease's slots,
 // and calls Release when done.
 //
 // duroxide-cdb's Rust LeaseProvider identifies callers by tokio task id and
@@ -38,7 +38,7 @@ type SlotLease struct {
 	// Slots are the leased slots in ascending order.
 	Slots []uint8
 	// All is true when Slots holds all NumDispatchSlots slots; a query then
-	// omits the slot filter (duroxide-cdb's architecture notes §11).
+	// omits the slot filter (DESIGN.md §10).
 	All     bool
 	release func()
 	once    sync.Once
@@ -69,14 +69,14 @@ func NewSlotLease(slots []uint8, release func()) *SlotLease {
 }
 
 // InMemoryLeaseProvider splits the 256 dispatch slots into lanes, lane i
-// owning the slots s with s % lanes == i (duroxide-cdb's spec §5.2: with 3
+// owning the slots s with s % lanes == i (DESIGN.md §5.2: with 3
 // lanes, 86, 85 and 85 slots). Acquire hands out a free lane, waiting when
 // all are taken; Release puts it back at the end of the line, so one caller
 // fetching repeatedly visits every lane in turn. With as many lanes as
 // dispatchers, each dispatcher's fetch gets a lane of its own and fetches
 // never query the same slots. It is safe for concurrent use; leases are
-// held by fetches of one process only (cross-process coordination is the
-// spec's Phase 2).
+// held by fetches of one process only (leases shared by processes are
+// LeasesInContainer, DESIGN.md §5.3).
 type InMemoryLeaseProvider struct {
 	lanes [][]uint8
 	free  chan int

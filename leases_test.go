@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestInMemoryLeaseProviderLanes checks the spec's slot distribution
-// (duroxide-cdb's spec §5.2): with 3 lanes, 86, 85 and 85 slots, s % 3 == i.
+// TestInMemoryLeaseProviderLanes checks the slot distribution
+// (DESIGN.md §5.2): with 3 lanes, 86, 85 and 85 slots, s % 3 == i.
 func TestInMemoryLeaseProviderLanes(t *testing.T) {
 	p := NewInMemoryLeaseProvider(3)
 	require.Equal(t, 3, p.Lanes())

@@ -17,6 +17,8 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/docs"
+	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 )
 
 // ackInput is an AckOrchestrationItem call, validated.
@@ -91,8 +93,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 	return nil
 }
 
-// AckOrchestrationItem commits a turn atomically (duroxide-cdb's spec §3.3 and
-// architecture notes §6.2, duroxide's contract). Requests: 1, a
+// AckOrchestrationItem commits a turn atomically (DESIGN.md §3.3, duroxide's contract). Requests: 1, a
 // transactional batch in the instance's partition that
 //
 //   - replaces the instance document with If-Match on the ETag of the lock
@@ -115,7 +116,7 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // The intents are then delivered at once (1 request per document, plus 1
 // to delete the intent); a failed delivery is left to the reconciler.
 // Cancelled activities are removed afterwards, best effort, a 404 ignored
-// (duroxide-cdb's architecture notes §10.2); an activity both scheduled and
+// (DESIGN.md §3.12); an activity both scheduled and
 // cancelled in the turn is never enqueued.
 //
 // A turn larger than one batch (100 operations, 2 MB) still commits
@@ -171,8 +172,8 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		final, err = p.commitTurn(ctx, instance, plan)
 		if err == nil {
 			// The instance's next fetch can be its lock batch alone.
-			plan.held.etag = string(final[0].ETag)
-			p.heldStates.hold(instance, plan.held, false, nil)
+			plan.held.ETag = string(final[0].ETag)
+			p.heldStates.Hold(instance, plan.held, false, nil)
 			break
 		}
 		if attempt >= 3 {
@@ -213,14 +214,14 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		}
 	}
 	p.locks.DropOrch(lockToken)
-	p.held.extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
+	p.held.Extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
 	p.orchPool.SetExec(instance, executionID)
 	for _, e := range plan.queued {
 		p.hint(e)
 	}
 	p.orchPool.Unlock(instance)
-	if statusChanging(metadata, historyDelta) {
-		p.statusWatches.changed(instance)
+	if statuswatch.Changing(metadata, historyDelta) {
+		p.statusWatches.Changed(instance)
 	}
 	for _, intent := range plan.intents {
 		if err := p.deliverIntent(ctx, intent, quickRetrier.withClosed(p.stop)); err != nil {
@@ -322,10 +323,10 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	}
 	if newExec {
 		doc.CurrentExecutionID = in.executionID
-		doc.PinnedDuroxideVersion = pinnedFrom(md.PinnedDuroxideVersion)
+		doc.PinnedDuroxideVersion = docs.PinnedFrom(md.PinnedDuroxideVersion)
 		doc.Status, doc.CompletedAt = duroxide.StatusRunning, nil
 	} else if md.PinnedDuroxideVersion != nil {
-		doc.PinnedDuroxideVersion = pinnedFrom(md.PinnedDuroxideVersion)
+		doc.PinnedDuroxideVersion = docs.PinnedFrom(md.PinnedDuroxideVersion)
 	}
 	doc.HistoryWatermark = maxEvent
 	if md.Status != nil {
@@ -355,7 +356,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	default:
 		execKnown = false
 	}
-	mirrorExecution(&doc, in.executionID, execStatus, execOutput, execKnown)
+	doc.StatusExecutionID, doc.Output = statuswatch.Mirror(doc.Status, in.executionID, execStatus, execOutput, execKnown)
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return turnPlan{}, 0, permanent(op, err.Error())
@@ -367,7 +368,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	if newExec || execMissing {
 		ed := executionDoc{
 			ID: executionDocID(in.executionID), InstanceID: in.instance, Type: typeExecution, ExecutionID: in.executionID,
-			Status: duroxide.StatusRunning, StartedAt: nowMs, Watermark: maxEvent, Pinned: pinnedFrom(md.PinnedDuroxideVersion),
+			Status: duroxide.StatusRunning, StartedAt: nowMs, Watermark: maxEvent, Pinned: docs.PinnedFrom(md.PinnedDuroxideVersion),
 		}
 		if !newExec {
 			ed.Pinned = doc.PinnedDuroxideVersion
@@ -404,7 +405,7 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 			}
 		}
 		if md.PinnedDuroxideVersion != nil {
-			po.AppendSet("/pinnedDuroxideVersion", pinnedFrom(md.PinnedDuroxideVersion))
+			po.AppendSet("/pinnedDuroxideVersion", docs.PinnedFrom(md.PinnedDuroxideVersion))
 		}
 		fixed = append(fixed, patchOp(executionDocID(in.executionID), po, ""))
 	}
@@ -483,7 +484,7 @@ func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPla
 // removeCancelledActivities removes the worker-queue messages of the turn's
 // cancelled activities, after the turn committed: a write to a message the
 // worker already consumed would fail a batch (404 → 424), so they are not
-// part of it (duroxide-cdb's architecture notes §10.2). Each becomes a tombstone
+// part of it (DESIGN.md §3.12). Each becomes a tombstone
 // (queue_documents.go), so that a late repeated create cannot bring the
 // cancelled activity back; a message already gone (404) or already a
 // tombstone (412) is left alone. Best effort. A worker holding the item

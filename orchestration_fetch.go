@@ -44,8 +44,7 @@ var jsonNull = json.RawMessage("null")
 const unknownVersion = "unknown"
 
 // FetchOrchestrationItem locks the next instance with visible
-// orchestrator-queue messages and returns its turn (duroxide-cdb's spec §3.1,
-// duroxide-cdb's architecture notes §6.1), or nil when there is none.
+// orchestrator-queue messages and returns its turn (DESIGN.md §3.1), or nil when there is none.
 //
 // Requests: 1 when this process holds the instance's state (it started
 // the instance, or acked its last turn, and wrote the messages to take
@@ -173,7 +172,7 @@ func compatibleFirstRange(filter *duroxide.DispatcherCapabilityFilter, v *pinned
 	core := func(x duroxide.Version) duroxide.Version {
 		return duroxide.Version{Major: x.Major, Minor: x.Minor, Patch: x.Patch}
 	}
-	pv := v.toVersion()
+	pv := v.ToVersion()
 	return pv.Compare(core(r.Min)) >= 0 && pv.Compare(core(r.Max)) <= 0
 }
 
@@ -223,7 +222,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	}
 	instance := c.Instance
 	execHint := max(p.orchPool.Exec(instance), duroxide.InitialExecutionID)
-	held, heldRID, heldExec, haveHeld := p.held.peek(instance)
+	held, heldRID, heldExec, haveHeld := p.held.Peek(instance)
 	if !haveHeld || heldExec != execHint {
 		held, haveHeld = nil, false
 	}
@@ -427,7 +426,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	for _, id := range ids {
 		p.orchPool.LockedMessage(instance, id, t.lockedUntil)
 	}
-	p.heldStates.locked(instance, ids)
+	p.heldStates.Locked(instance, ids)
 	token := orchLockToken(instance, t.lockID)
 
 	item := &duroxide.OrchestrationItem{

@@ -14,6 +14,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
 // orchMessageLockCondition is the filter predicate a held message's lock
@@ -25,9 +26,9 @@ func orchMessageLockCondition(nowMs int64) string {
 }
 
 // lockHeldTurn locks instance's turn with one request when this process
-// holds the instance's state (heldStates: it started the instance, or
+// holds the instance's state (held.States: it started the instance, or
 // acked its last turn, and wrote the messages to take since) and, for an
-// instance with an execution, its whole history (heldHistories). The
+// instance with an execution, its whole history (held.Histories). The
 // request is a transactional batch, with content responses, that
 //
 //   - patches the lock onto the instance document, If-Match on the held
@@ -53,23 +54,23 @@ func orchMessageLockCondition(nowMs int64) string {
 func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (item *duroxide.OrchestrationItem, drop, tried bool, err error) {
 	instance := c.Instance
 	now := p.nowMs()
-	st, msgs, ok := p.heldStates.turn(c, now)
-	if !ok || st.kvPaged {
+	st, msgs, ok := p.heldStates.Turn(c, now)
+	if !ok || st.KVPaged {
 		return nil, false, false, nil
 	}
 	var held []duroxide.Event
-	if st.context {
-		if filter != nil && st.pinned != nil && !compatibleFirstRange(filter, st.pinned) {
+	if st.Context {
+		if filter != nil && st.Pinned != nil && !compatibleFirstRange(filter, st.Pinned) {
 			return nil, false, false, nil // the partition read records the skip
 		}
-		h, rid, exec, ok := p.held.peek(instance)
-		if !ok || rid == "" || rid != st.rid || exec != st.exec || uint64(len(h)) != st.watermark {
+		h, rid, exec, ok := p.held.Peek(instance)
+		if !ok || rid == "" || rid != st.RID || exec != st.Exec || uint64(len(h)) != st.Watermark {
 			return nil, false, false, nil
 		}
 		held = h
 	}
 	start, hasStart := heldStart(msgs)
-	if !st.context && !hasStart {
+	if !st.Context && !hasStart {
 		return nil, false, false, nil
 	}
 	msgs = msgs[:min(len(msgs), maxMessagesPerTurn)]
@@ -77,8 +78,8 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 	lockID := newLockID()
 	lockedUntil := now + lockTimeout.Milliseconds()
 	var ops []batchOp
-	if st.absent {
-		_, op, err := pendingLockedDoc(instance, start.startName, start.startVersion, lockID, lockedUntil, now)
+	if st.Absent {
+		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, lockID, lockedUntil, now)
 		if err != nil {
 			return nil, false, true, err
 		}
@@ -87,12 +88,12 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 		var po azcosmos.PatchOperations
 		po.AppendSet("/lockToken", lockID)
 		po.AppendSet("/lockedUntil", lockedUntil)
-		ops = append(ops, patchOp(instanceDocID, po, st.etag))
+		ops = append(ops, patchOp(instanceDocID, po, st.ETag))
 	}
-	if st.kvStore {
+	if st.KVStore {
 		ops = append(ops, readOp(kvStoreDocID))
 	}
-	if st.kvDelta {
+	if st.KVDelta {
 		ops = append(ops, readOp(kvDeltaDocID))
 	}
 	first := len(ops)
@@ -104,13 +105,13 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 		mo.AppendSet("/lockToken", lockID)
 		mo.AppendSet("/lockedUntil", lockedUntil)
 		mo.AppendIncrement("/attemptCount", 1)
-		ops = append(ops, patchOp(m.id, mo, ""))
-		ids[i] = m.id
+		ops = append(ops, patchOp(m.ID, mo, ""))
+		ids[i] = m.ID
 	}
 	p.traceFetch(orchHeldLockBatch)
 	results, err := p.runBatch(ctx, instance, ops, write, true)
 	if err != nil {
-		p.heldStates.drop(instance)
+		p.heldStates.Drop(instance)
 		if _, ok := asBatchFailure(err); ok {
 			p.traceFetch(orchHeldRefused)
 			return nil, false, false, nil
@@ -136,8 +137,8 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 		return nil, false, true, err
 	}
 
-	t := lockedTurn{instance: instance, lockID: lockID, lockedUntil: lockedUntil, hasContext: st.context,
-		execHint: st.exec, held: held, heldRID: st.rid}
+	t := lockedTurn{instance: instance, lockID: lockID, lockedUntil: lockedUntil, hasContext: st.Context,
+		execHint: st.Exec, held: held, heldRID: st.RID}
 	parsed := func() error {
 		doc, err := decodeInstanceDoc(results[0].ResourceBody)
 		if err != nil {
@@ -171,7 +172,7 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 	}()
 	if parsed != nil {
 		// The service's answer is not what was written: give the lock up.
-		p.heldStates.drop(instance)
+		p.heldStates.Drop(instance)
 		p.releaseAfterFailedFetch(instance, lockID, ids)
 		return nil, false, true, parsed
 	}
@@ -185,11 +186,25 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 }
 
 // heldStart returns the first start message of msgs.
-func heldStart(msgs []heldMessage) (heldMessage, bool) {
+func heldStart(msgs []held.Message) (held.Message, bool) {
 	for _, m := range msgs {
-		if m.start {
+		if m.Start {
 			return m, true
 		}
 	}
-	return heldMessage{}, false
+	return held.Message{}, false
+}
+
+// DefaultHeldHistoryEvents is the default of Config.HeldHistoryEvents.
+const DefaultHeldHistoryEvents = 200_000
+
+// DefaultHeldInstanceStates is the default of Config.HeldInstanceStates.
+const DefaultHeldInstanceStates = 10_000
+
+// heldStateOf is the held state of instance document d as written with
+// etag, with its KV tables' roots as written (nil: absent).
+func heldStateOf(d *instanceDoc, etag string, kvStore, kvDelta *kvDoc) held.State {
+	return held.State{ETag: etag, RID: d.RID, Context: d.hasContext(), Exec: d.CurrentExecutionID,
+		Watermark: d.HistoryWatermark, Pinned: d.PinnedDuroxideVersion, KVStore: kvStore != nil, KVDelta: kvDelta != nil,
+		KVPaged: (kvStore != nil && len(kvStore.Pages) > 0) || (kvDelta != nil && len(kvDelta.Pages) > 0)}
 }

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Transactional outbox (duroxide-cdb's spec §4, duroxide-cdb's architecture notes §7).
+// Transactional outbox (DESIGN.md §4).
 // A turn's writes to other instances' partitions (sub-orchestration starts
 // and completions, detached starts, cancel cascades), and the queue
 // documents of a turn too large for one batch, are written as intent
@@ -87,7 +87,7 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 }
 
 // reconcileLoop runs the reconciler every ReconcilerInterval until Close
-// (duroxide-cdb's spec §4.4).
+// (DESIGN.md §4.4).
 func (p *Provider) reconcileLoop() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.cfg.ReconcilerInterval)

@@ -17,7 +17,10 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
+	"github.com/duroxide-go/duroxide-cdb/internal/pkheader"
+	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 )
 
 // ProviderName and ProviderVersion are what Name and Version report.
@@ -34,15 +37,15 @@ type Provider struct {
 	// (idle_pacing.go).
 	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
-	statusWatches statusWatches
+	statusWatches statuswatch.Watches
 	client        *azcosmos.Client
 	ownClient     bool
-	// held is the history kept decoded between turns (held_history.go);
+	// held is the history kept decoded between turns (internal/held);
 	// nil holds nothing.
-	held *heldHistories
+	held *held.Histories
 	// heldStates is the instance states kept for one-request fetches
-	// (held_states.go); nil holds nothing.
-	heldStates *heldStates
+	// (internal/held); nil holds nothing.
+	heldStates *held.States
 	// newClient builds a fresh client when ownClient (see clientFactory).
 	newClient func() (*azcosmos.Client, error)
 	container *azcosmos.ContainerClient
@@ -84,7 +87,7 @@ var (
 
 // New connects to the account cfg names, creates the database and container
 // when they are missing (partition key /instanceId, large partition keys,
-// the indexing policy of duroxide-cdb's spec §2.3 with the paths this
+// the indexing policy of DESIGN.md §2.3 with the paths this
 // provider adds, per-item time to live for tombstones; a 409 means one
 // exists), and starts the outbox reconciler and, unless
 // DisableChangeFeedWakeups, the change-feed reader. An invalid cfg is an
@@ -124,10 +127,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	p.workPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	if cfg.HeldHistoryEvents > 0 {
-		p.held = newHeldHistories(cfg.HeldHistoryEvents)
+		p.held = held.NewHistories(cfg.HeldHistoryEvents)
 	}
 	if cfg.HeldInstanceStates > 0 {
-		p.heldStates = newHeldStates(cfg.HeldInstanceStates)
+		p.heldStates = held.NewStates(cfg.HeldInstanceStates)
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
@@ -223,7 +226,7 @@ func (p *Provider) Ping(ctx context.Context) error {
 
 // Close stops the reconciler and waits for it; intents still pending stay
 // in the container and the next provider on it delivers them
-// (duroxide-cdb's spec §4.5). Long-polling fetches return at once (nil), and
+// (DESIGN.md §4.5). Long-polling fetches return at once (nil), and
 // every call made afterwards, or still retrying, fails with a permanent
 // ProviderError ("the provider is closed") without sending a request.
 // Close is idempotent and always returns nil.
@@ -310,3 +313,17 @@ func (p *Provider) Logger() *zap.Logger { return p.cfg.Logger }
 
 // nowMs returns the configured clock in milliseconds since the Unix epoch.
 func (p *Provider) nowMs() int64 { return p.cfg.Now().UnixMilli() }
+
+// PartitionKeyHeaderPolicy returns an HTTP pipeline policy that makes the
+// partition key header valid JSON. azcosmos v1.5.0 writes string partition
+// key values with strconv.QuoteToASCII, Go's quoting, which is JSON except
+// for characters outside the Basic Multilingual Plane (Go writes \U0001f680
+// where JSON needs the surrogate pair \ud83d\ude80) and a few ASCII control
+// characters (\a, \v, \x00): for an instance id holding an emoji the
+// service answers 400 ("partition key header has an invalid format"). The
+// policy re-encodes such headers; valid ones pass untouched.
+//
+// New adds it to the clients it builds. A ready client passed in
+// Config.Client needs it in its ClientOptions.PerCallPolicies for such
+// instance ids to work.
+func PartitionKeyHeaderPolicy() policy.Policy { return pkheader.Policy{} }

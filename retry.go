@@ -33,8 +33,8 @@ func retryAfter(err error) time.Duration {
 }
 
 // isRetryableStatus reports whether a Cosmos DB status is transient, per the
-// mapping of duroxide-cdb's spec §7.1 (409, 412, 408, 429, 503 retryable;
-// 400, 404, 413 permanent), extended to the statuses the spec does not list:
+// mapping of DESIGN.md §7.1 (409, 412, 408, 429, 503 retryable;
+// 400, 404, 413 permanent), extended to the statuses that table does not list:
 // 449 (retry with) and the other 5xx are transient, every other 4xx is not.
 func isRetryableStatus(code int) bool {
 	switch code {

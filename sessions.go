@@ -20,7 +20,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
-// Session affinity (duroxide-cdb's architecture notes §8). A session document lives
+// Session affinity (DESIGN.md §8). A session document lives
 // in the partition of the instance whose activities use the session, so a
 // work item and its session are claimed in one transactional batch. A
 // session is owned by OwnerID until its lockedUntil; the owner's fetches

@@ -14,7 +14,7 @@ import (
 
 // GetCustomStatus returns the instance's custom status and its version when
 // the version is greater than lastSeenVersion, and nil when it has not
-// changed or the instance does not exist (duroxide-cdb's spec §6.7). The
+// changed or the instance does not exist (DESIGN.md §6.7). The
 // status comes from the last CustomStatusUpdated event an ack committed.
 // Requests: 1 point read.
 func (p *Provider) GetCustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*duroxide.CustomStatus, error) {

@@ -1,5 +1,6 @@
-// Status mirror: the current execution's status kept on the instance
-// document, and reading an execution's status.
+// Status mirror: reading the current execution's status, from the
+// instance document when it mirrors it (statuswatch.Mirror decides what an
+// ack mirrors) or from the execution document.
 
 package cdb
 
@@ -8,34 +9,6 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
-
-// maxMirroredOutputBytes bounds the terminal output an ack copies onto the
-// instance document (bytes): a larger output stays on the execution
-// document only, so that it neither doubles the size of the ack's batch
-// nor of every later read of the instance document; GetInstanceInfo then
-// reads the execution document.
-const maxMirroredOutputBytes = 16 << 10
-
-// mirrorExecution records on doc, the instance document an ack writes,
-// the status and output that the same batch leaves on execution
-// executionID's document, when doc.Status is that status (it is, except
-// when the execution document was missing) and the output is small
-// enough; otherwise doc mirrors no execution. known is false when the
-// execution's status is not known without a read (an ack that leaves the
-// status alone, on an instance document that did not mirror it).
-// A running execution's output is nil by duroxide's contract
-// (duroxide.InstanceInfo), so a Running status is mirrored whatever the
-// output's size.
-func mirrorExecution(doc *instanceDoc, executionID uint64, status string, output *string, known bool) {
-	doc.StatusExecutionID, doc.Output = 0, nil
-	if !known || doc.Status != status {
-		return
-	}
-	if status != duroxide.StatusRunning && output != nil && len(*output) > maxMirroredOutputBytes {
-		return
-	}
-	doc.StatusExecutionID, doc.Output = executionID, output
-}
 
 // currentStatus returns the status and output of doc's current execution.
 // They come from doc itself when it mirrors that execution, or when it

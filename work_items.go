@@ -21,7 +21,7 @@ import (
 
 // FetchWorkItem locks the oldest visible worker-queue message that the tag
 // filter accepts and, with session routing, whose session is unowned,
-// expired or owned by session.OwnerID (duroxide-cdb's spec §3.2, duroxide's
+// expired or owned by session.OwnerID (DESIGN.md §3.2, duroxide's
 // SQLite fetch_work_item); nil when there is none. With a nil session only
 // messages without a session are eligible. A fetch never returns a lock or
 // session lease that has expired: a lock timeout under 1 ms finds nothing,
@@ -230,7 +230,7 @@ func (p *Provider) readBackWorkLock(ctx context.Context, c candidates.Entry, loc
 
 // AckWorkItem consumes the locked message (it becomes a tombstone, so that
 // a late repeated create cannot bring it back) and, when completion is non-nil, enqueues it on its
-// instance's orchestrator queue, atomically (duroxide-cdb's spec §3.4).
+// instance's orchestrator queue, atomically (DESIGN.md §3.4).
 // Requests: 1, a transactional batch in the instance's partition: the
 // consumption, conditioned on the lock by If-Match on
 // the ETag the fetch (or a renewal) left, and the completion's create (with

@@ -1,7 +1,9 @@
-// PartitionKeyHeaderPolicy: the azcore policy that writes the partition key
-// header as Cosmos DB expects it.
-
-package cdb
+// Package pkheader holds the HTTP pipeline policy that makes the partition
+// key header Cosmos DB receives valid JSON (cdb.PartitionKeyHeaderPolicy
+// documents why: azcosmos quotes partition keys the Go way, which the
+// service refuses for characters outside the Basic Multilingual Plane and a
+// few control characters).
+package pkheader
 
 import (
 	"fmt"
@@ -17,24 +19,12 @@ import (
 // a JSON array.
 const partitionKeyHeader = "x-ms-documentdb-partitionkey"
 
-// PartitionKeyHeaderPolicy returns an HTTP pipeline policy that makes the
-// partition key header valid JSON. azcosmos v1.5.0 writes string partition
-// key values with strconv.QuoteToASCII, Go's quoting, which is JSON except
-// for characters outside the Basic Multilingual Plane (Go writes \U0001f680
-// where JSON needs the surrogate pair \ud83d\ude80) and a few ASCII control
-// characters (\a, \v, \x00): for an instance id holding an emoji the
-// service answers 400 ("partition key header has an invalid format"). The
-// policy re-encodes such headers; valid ones pass untouched.
-//
-// New adds it to the clients it builds. A ready client passed in
-// Config.Client needs it in its ClientOptions.PerCallPolicies for such
-// instance ids to work.
-func PartitionKeyHeaderPolicy() policy.Policy { return pkHeaderPolicy{} }
-
-type pkHeaderPolicy struct{}
+// Policy re-encodes a request's partition key header as JSON with only
+// ASCII characters when it is not JSON; valid headers pass untouched.
+type Policy struct{}
 
 // Do re-encodes the request's partition key header when it is not JSON.
-func (pkHeaderPolicy) Do(req *policy.Request) (*http.Response, error) {
+func (Policy) Do(req *policy.Request) (*http.Response, error) {
 	h := req.Raw().Header
 	if v := h.Get(partitionKeyHeader); v != "" && strings.ContainsAny(v, `\`) {
 		if fixed, err := jsonPartitionKey(v); err == nil {

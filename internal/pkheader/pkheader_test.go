@@ -1,4 +1,4 @@
-package cdb
+package pkheader
 
 import (
 	"encoding/json"
