@@ -164,7 +164,7 @@ func BenchmarkIdleProcessRequests(b *testing.B) {
 			a := cdbtest.NewEmulatorAccount(b, emulator.Options{PhysicalPartitions: v.partitions})
 			cfg := a.Config()
 			cfg.DisableReconciler = true
-			cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = 2, 2
+			cfg.OrchestrationLanes, cfg.WorkerLanes = 2, 2
 			p := a.NewProvider(b, configModes[v.mode].adjust(cfg))
 			begin := a.Emulator().Counters()
 			ctx, cancel := context.WithCancel(context.Background())
