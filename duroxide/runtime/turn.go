@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -275,8 +276,8 @@ func (p *turnProcessor) decideVerified(item *duroxide.OrchestrationItem) turnDec
 	shadow := primary
 	shadow.sticky, shadow.verify = nil, nil
 	full := shadow.decideTurn(item)
-	a, errA := json.Marshal(decisionJSON(d))
-	b, errB := json.Marshal(decisionJSON(full))
+	a, errA := decisionJSON(d)
+	b, errB := decisionJSON(full)
 	var err error
 	switch {
 	case errA != nil || errB != nil:
@@ -289,9 +290,16 @@ func (p *turnProcessor) decideVerified(item *duroxide.OrchestrationItem) turnDec
 	return full
 }
 
-// decisionJSON is what a decision commits, for comparing two decisions.
-func decisionJSON(d turnDecision) any {
-	return struct {
+// decisionJSON is the JSON of what a decision commits, for comparing two
+// decisions: the events' timestamps are left out (zero), as the events a
+// turn appends to the history manager (a new OrchestrationStarted, a
+// terminal event) are stamped with the wall clock, not Options.Now.
+func decisionJSON(d turnDecision) ([]byte, error) {
+	delta := slices.Clone(d.ack.historyDelta)
+	for i := range delta {
+		delta[i].TimestampMs = 0
+	}
+	return json.Marshal(struct {
 		Abandon             bool
 		Delay               time.Duration
 		Poison              bool
@@ -301,7 +309,7 @@ func decisionJSON(d turnDecision) any {
 		OrchestratorItems   []duroxide.WorkItem
 		Metadata            duroxide.ExecutionMetadata
 		CancelledActivities []duroxide.ScheduledActivityIdentifier
-	}{d.abandon, d.delay, d.poison, d.ack.executionID, d.ack.historyDelta, d.ack.workerItems, d.ack.orchestratorItems, d.ack.metadata, d.ack.cancelledActivities}
+	}{d.abandon, d.delay, d.poison, d.ack.executionID, delta, d.ack.workerItems, d.ack.orchestratorItems, d.ack.metadata, d.ack.cancelledActivities})
 }
 
 // collisionNotices answers the duplicate starts of a batch: a start from a
