@@ -11,7 +11,10 @@
 //	go run ./cmd/cdb-stress [-scenario parallel|large|all] [-duration 10s]
 //	    [-max-concurrent 20] [-tasks 5] [-activity-delay 10ms]
 //	    [-configs 1/1,2/2,4/4] [-provider both|cdb|memory] [-record file]
+//	go run ./cmd/cdb-stress -sequential 200,2000 [-provider cdb]
 //
+// -sequential runs one orchestration calling N activities one after the
+// other per N and provider and prints the time per activity (sequential.go).
 // With no environment set, every cdb run gets a fresh embedded emulator
 // (emulator); with COSMOS_ENDPOINT and COSMOS_KEY it runs against
 // that account. At the end of each run every orchestration's history is
@@ -70,7 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var code int
-	if o.mp != nil {
+	if len(o.sequential) > 0 {
+		code = runSequential(ctx, o, args, stdout, stderr)
+	} else if o.mp != nil {
 		mp := *o.mp
 		mp.latency = o.latency
 		code = runMultiProcess(ctx, mp, args, o.record, stdout, stderr)
