@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -23,24 +22,9 @@ import (
 func BenchmarkSequentialActivities(b *testing.B) {
 	for _, n := range []int{200, 2000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			p := newProvider(b)
-			reg := runtime.NewRegistry()
-			if err := runtime.RegisterActivityTyped(reg, "Inc", func(_ *runtime.ActivityContext, i int) (int, error) {
+			ctx, client := startBenchRuntime(b, "Inc", func(_ *runtime.ActivityContext, i int) (int, error) {
 				return i + 1, nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-			if err := runtime.RegisterOrchestrationTyped(reg, "Sequence", sequenceOfActivities); err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-			defer cancel()
-			rt, err := runtime.Start(ctx, p, reg, options())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = rt.Shutdown(ctx) }()
-			client := runtime.NewClient(p)
+			}, "Sequence", sequenceOfActivities)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				instance := fmt.Sprintf("seq-%d-%d", n, i)

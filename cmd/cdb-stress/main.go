@@ -92,16 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runAll runs every scenario of o on every provider and configuration,
 // writes the report and records it when asked; it returns the exit status.
 func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
-	cdbT := newCDBTarget(o.latency)
-	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
-	var targets []target
-	for _, p := range o.providers {
-		if p == providerMemory {
-			targets = append(targets, memoryTarget{})
-		} else {
-			targets = append(targets, cdbT)
-		}
-	}
+	cdbT, targets := o.targets()
 	runID := time.Now().UTC().Format("20060102T150405")
 	loadAtStart := loadAverage()
 	var reps []scenarioReport
@@ -140,6 +131,22 @@ func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Wri
 		return exitFailures
 	}
 	return exitOK
+}
+
+// targets returns the providers of -provider, in order, and the cdb
+// target (with -latency and -change-feed) whether or not it is one of them.
+func (o options) targets() (cdbTarget, []target) {
+	cdbT := newCDBTarget(o.latency)
+	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
+	var targets []target
+	for _, p := range o.providers {
+		if p == providerMemory {
+			targets = append(targets, memoryTarget{})
+		} else {
+			targets = append(targets, cdbT)
+		}
+	}
+	return cdbT, targets
 }
 
 // runOne runs scenario on target t with configuration c.

@@ -72,16 +72,7 @@ func parseSequential(s string) ([]int, error) {
 // runSequential runs the sequential mode of o on every provider and writes
 // (and records, with -record) its table; it returns the exit status.
 func runSequential(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
-	cdbT := newCDBTarget(o.latency)
-	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
-	var targets []target
-	for _, p := range o.providers {
-		if p == providerMemory {
-			targets = append(targets, memoryTarget{})
-		} else {
-			targets = append(targets, cdbT)
-		}
-	}
+	cdbT, targets := o.targets()
 	sticky := os.Getenv(stickyEnv) != "off"
 	loadAtStart := loadAverage()
 	var rows []sequentialRow
