@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
 // Transactional batch limits of the service: 100 operations and 2 MB per
@@ -176,7 +177,7 @@ type turnPlan struct {
 	queued []candidates.Entry
 	// held is the instance's state once the final batch committed, its
 	// ETag (the answer to the final batch's first operation) excepted.
-	held heldState
+	held held.State
 	// kvRetired are the KV pages no root names once the final batch
 	// committed, to delete then.
 	kvRetired []string

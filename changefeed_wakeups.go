@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // Wake-ups across processes through the change feed. Unless
@@ -67,7 +69,7 @@ func (p *Provider) fallbackPoll() time.Duration {
 func (p *Provider) startChangeFeed(ctx context.Context) error {
 	r := changefeed.New(p.container, changefeed.Options{
 		Interval:    p.cfg.ChangeFeedInterval,
-		Context:     withCall(context.Background(), "change_feed"),
+		Context:     cosmos.WithCall(context.Background(), "change_feed"),
 		OnDocuments: p.changedDocuments,
 		Stretch:     p.idle.stretch,
 		OnError: func(err error) {
@@ -110,14 +112,14 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 				// Another process's message: the instance's held turn
 				// takes it too, once its lock (if any) has expired.
 				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
-				p.heldStates.message(e)
+				p.heldStates.Message(e)
 			}
-		case leaseSlotType, leaseOwnerType:
+		case leases.SlotType, leases.OwnerType:
 			if p.leases != nil && d.InstanceID == LeasePartitionKey {
-				p.leases.observed(raw)
+				p.leases.Observed(raw)
 			}
 		case typeInstance:
-			p.statusWatches.observed(d.InstanceID, d.Status, d.CustomStatusVersion)
+			p.statusWatches.Observed(d.InstanceID, d.Status, d.CustomStatusVersion)
 			// A copy showing no lock ends the lock this process saw
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).

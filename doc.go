@@ -1,7 +1,7 @@
 // Package cdb is the Azure Cosmos DB (NoSQL API) provider for duroxide: it
 // implements duroxide.Provider and duroxide.ProviderAdmin over one container
-// partitioned by /instanceId (duroxide-cdb's spec, as amended by
-// duroxide-cdb's architecture notes, which ran against the real service).
+// partitioned by /instanceId, as docs/DESIGN.md describes (data model,
+// turns, outbox, leases, change feed, held state).
 //
 // Every document of an instance (its metadata and lock, history,
 // executions, orchestrator and worker queue messages, sessions, KV store
@@ -14,4 +14,20 @@
 // the instance document's ETag.
 //
 // Start one with New and stop it with Close.
+//
+// # Layout
+//
+// This package holds the public API and the Provider's contract methods
+// (fetch, ack, renew and abandon of both queues, enqueues, reads, the admin
+// methods), the document models, batches, queries and their paging, the
+// outbox, the lease interface and the choice of leases, errors,
+// configuration and metrics. The machinery lives in internal packages, one
+// per concept, which never import this one: internal/leases (leases in the
+// container), internal/held (held instance state and history),
+// internal/statuswatch (status watches and the status mirror),
+// internal/candidates (candidate pools and the walk over them),
+// internal/locks (the lock cache), internal/changefeed (the change-feed
+// reader), internal/pkheader (the partition-key header policy),
+// internal/docs (document pieces they share) and internal/cosmos (call
+// labels, status codes, ambiguous outcomes).
 package cdb

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 func responseError(code int, header http.Header) error {
@@ -22,7 +23,7 @@ func responseError(code int, header http.Header) error {
 	return &azcore.ResponseError{StatusCode: code, RawResponse: &http.Response{StatusCode: code, Header: header}}
 }
 
-// TestMapErrorTable checks duroxide-cdb's spec §7.1: Cosmos DB status to
+// TestMapErrorTable checks DESIGN.md §7.1: Cosmos DB status to
 // ProviderError retryability.
 func TestMapErrorTable(t *testing.T) {
 	table := map[int]bool{
@@ -35,7 +36,7 @@ func TestMapErrorTable(t *testing.T) {
 		require.True(t, errors.As(err, &pe), "status %d", code)
 		assert.Equal(t, retry, pe.Retryable, "status %d", code)
 		assert.Equal(t, "some_op", pe.Operation)
-		assert.True(t, isStatus(pe, code), "the SDK error stays reachable through Unwrap")
+		assert.True(t, cosmos.IsStatus(pe, code), "the SDK error stays reachable through Unwrap")
 	}
 	var pe *duroxide.ProviderError
 	require.True(t, errors.As(mapError("op", io.ErrUnexpectedEOF), &pe))
@@ -85,20 +86,20 @@ func TestRetrierKinds(t *testing.T) {
 		assert.Equal(t, 2, *calls)
 		fn, calls = failThenOK(e)
 		err := r.do(context.Background(), write, fn)
-		assert.True(t, isAmbiguous(err), "%v", err)
+		assert.True(t, cosmos.IsAmbiguous(err), "%v", err)
 		assert.Equal(t, 1, *calls)
 	}
 	// Permanent and semantic answers are returned at once.
 	for _, code := range []int{400, 404, 409, 412, 413} {
 		fn, calls := failThenOK(responseError(code, nil))
 		err := r.do(context.Background(), readRequest, fn)
-		assert.True(t, isStatus(err, code))
+		assert.True(t, cosmos.IsStatus(err, code))
 		assert.Equal(t, 1, *calls)
 	}
 	// Retries run out.
 	fn, calls := failThenOK(responseError(503, nil), responseError(503, nil), responseError(503, nil), responseError(503, nil), responseError(503, nil))
 	err := r.do(context.Background(), readRequest, fn)
-	assert.True(t, isStatus(err, 503))
+	assert.True(t, cosmos.IsStatus(err, 503))
 	assert.Equal(t, 4, *calls)
 }
 
@@ -132,6 +133,6 @@ func TestRetrierStopsOnCancel(t *testing.T) {
 		cancel()
 		return responseError(503, nil)
 	})
-	assert.True(t, isStatus(err, 503))
+	assert.True(t, cosmos.IsStatus(err, 503))
 	assert.Equal(t, 1, calls)
 }

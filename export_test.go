@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // SetFetchTracer makes p report every step of its fetches to f; call it
@@ -23,38 +24,34 @@ func InstanceInfoFromExecution(ctx context.Context, p *Provider, instance string
 // FreezeLeases stops (true) or resumes (false) p's lease heartbeat, as if
 // its process were frozen (SIGSTOP) while its fetches still run; p must use
 // LeasesInContainer.
-func FreezeLeases(p *Provider, frozen bool) { p.leases.frozen.Store(frozen) }
+func FreezeLeases(p *Provider, frozen bool) { p.leases.Freeze(frozen) }
 
 // SuspectLeaseSlots returns the slots of queue ("orch" or "work") of
 // suspect owners that p queries now besides its own.
 func SuspectLeaseSlots(p *Provider, queue string) []uint8 {
-	return leaseSlotsOf(p, queue, func(o *ownedSlots) []uint8 { return o.suspect })
+	return leaseQueue(p, queue).Suspect()
 }
 
-// leaseSlotsOf returns a copy of what pick returns of p's queue ("orch"
-// or "work"), under the queue's lock.
-func leaseSlotsOf(p *Provider, queue string, pick func(*ownedSlots) []uint8) []uint8 {
-	o := p.leases.queues[0]
+// leaseQueue returns p's container lease share of queue ("orch" or
+// "work").
+func leaseQueue(p *Provider, queue string) *leases.Queue {
 	if queue == "work" {
-		o = p.leases.queues[1]
+		return p.leases.Queue(1)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]uint8(nil), pick(o)...)
+	return p.leases.Queue(0)
 }
 
 // ServeLeaseQueues makes p serve both queues as if a fetch of each always
 // ran: its heartbeats register it and claim its share without a fetch (for
 // tests of the rebalancing itself); p must use LeasesInContainer.
 func ServeLeaseQueues(p *Provider) {
-	for _, o := range p.leases.queues {
-		o.pinned.Store(true)
-	}
+	p.leases.Queue(0).Pin()
+	p.leases.Queue(1).Pin()
 }
 
 // OwnedLeaseSlots returns the slots of queue ("orch" or "work") p owns now.
 func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
-	return leaseSlotsOf(p, queue, func(o *ownedSlots) []uint8 { return o.slots })
+	return leaseQueue(p, queue).Slots()
 }
 
 // ForgetHeld makes p forget what it holds of instance (its decoded history
@@ -63,22 +60,22 @@ func OwnedLeaseSlots(p *Provider, queue string) []uint8 {
 // process's ack does, changing the instance document too) calls it so
 // that p reads what was stored.
 func ForgetHeld(p *Provider, instance string) {
-	p.held.drop(instance)
-	p.heldStates.drop(instance)
+	p.held.Drop(instance)
+	p.heldStates.Drop(instance)
 }
 
 // ForgetHeldState makes p forget the state it holds of instance (not its
 // history), as when a message another process wrote made it read the
 // instance's partition.
-func ForgetHeldState(p *Provider, instance string) { p.heldStates.drop(instance) }
+func ForgetHeldState(p *Provider, instance string) { p.heldStates.Drop(instance) }
 
 // LeaseHeartbeat runs one heartbeat of p's container leases now (renewal,
 // lease read, rebalance), as its heartbeat goroutine does; p must use
 // LeasesInContainer.
-func LeaseHeartbeat(ctx context.Context, p *Provider) error { return p.leases.beat(ctx) }
+func LeaseHeartbeat(ctx context.Context, p *Provider) error { return p.leases.Beat(ctx) }
 
 // LeaseDocumentCount returns how many documents p's lease partition holds.
 func LeaseDocumentCount(ctx context.Context, p *Provider) (int, error) {
-	raws, err := p.query(ctx, leasePartition(), "SELECT * FROM c", nil, queryOpts{pageSize: -1})
+	raws, err := leaseStore{p}.Query(ctx, "SELECT * FROM c", nil)
 	return len(raws), err
 }

@@ -11,20 +11,18 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
 
 // Read returns the current execution's history, ordered by event id
-// (duroxide-cdb's spec §3.11); an unknown instance has an empty history.
+// (DESIGN.md §3.11); an unknown instance has an empty history.
 // Events above the execution's watermark (staged by an ack that has not
 // committed) are not returned. Requests: 2 (a point read of the instance
 // document, a single-partition history query); 1 for an unknown instance.
 // Undecodable history is a permanent error.
 func (p *Provider) Read(ctx context.Context, instance string) ([]duroxide.Event, error) {
-	ctx = withCall(ctx, "read")
-	return p.readCurrent(ctx, "read", instance)
-}
-
-func (p *Provider) readCurrent(ctx context.Context, op, instance string) ([]duroxide.Event, error) {
+	ctx = cosmos.WithCall(ctx, "read")
+	const op = "read"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err != nil {
 		return nil, err
@@ -51,11 +49,8 @@ func historyError(op string, err error) error {
 // not exist). Requests: 1 single-partition query (the execution document,
 // for its watermark, and its history).
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
-	ctx = withCall(ctx, "read_with_execution")
-	return p.readExecution(ctx, "read_with_execution", instance, executionID)
-}
-
-func (p *Provider) readExecution(ctx context.Context, op, instance string, executionID uint64) ([]duroxide.Event, error) {
+	ctx = cosmos.WithCall(ctx, "read_with_execution")
+	const op = "read_with_execution"
 	if err := validateInstanceID(op, instance); err != nil {
 		return nil, err
 	}
@@ -89,7 +84,7 @@ func (p *Provider) readExecution(ctx context.Context, op, instance string, execu
 // query, then 1 transactional batch (more, staged, for more than about 95
 // events).
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []duroxide.Event) error {
-	ctx = withCall(ctx, "append_with_execution")
+	ctx = cosmos.WithCall(ctx, "append_with_execution")
 	const op = "append_with_execution"
 	if err := validateInstanceID(op, instance); err != nil {
 		return err
@@ -167,7 +162,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if err != nil {
 		return permanent(op, err.Error())
 	}
-	p.heldStates.drop(instance) // the instance document changes
+	p.heldStates.Drop(instance) // the instance document changes
 	if _, err := p.commitTurn(ctx, instance, plan); err != nil {
 		if _, ok := asBatchFailure(err); ok {
 			return retryable(op, "the execution changed concurrently: "+err.Error())
@@ -190,11 +185,11 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instan
 			return nil, &decodeError{err}
 		}
 		if from == 0 {
-			p.held.put(instance, doc.RID, exec, events)
+			p.held.Put(instance, doc.RID, exec, events)
 		} else {
-			p.held.extend(instance, doc.RID, exec, false, from, events)
+			p.held.Extend(instance, doc.RID, exec, false, from, events)
 		}
-		if h, rid, e, ok := p.held.peek(instance); ok && rid == doc.RID && e == exec && uint64(len(h)) == watermark {
+		if h, rid, e, ok := p.held.Peek(instance); ok && rid == doc.RID && e == exec && uint64(len(h)) == watermark {
 			return h, nil
 		}
 		if from == 0 {
@@ -208,7 +203,7 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instan
 	}
 	events, err := p.readHistory(ctx, instance, exec, watermark)
 	if err == nil {
-		p.held.put(instance, doc.RID, exec, events)
+		p.held.Put(instance, doc.RID, exec, events)
 		n := len(events)
 		events = events[:n:n]
 	}

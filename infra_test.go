@@ -20,7 +20,7 @@ import (
 )
 
 // TestNewCreatesContainer checks the container New creates: partition key
-// /instanceId (large keys), the spec's selective indexing policy and its
+// /instanceId (large keys), the selective indexing policy (DESIGN.md §2.3) and its
 // three composite indexes; and that a second New on the same container
 // finds it (409) and works.
 func TestNewCreatesContainer(t *testing.T) {
@@ -93,7 +93,7 @@ func TestCloseStopsReconciler(t *testing.T) {
 // configured concurrency and checks that every instance is fetched exactly
 // once, whatever lane its dispatch slot falls in.
 func TestConcurrentLanes(t *testing.T) {
-	p := newProvider(t, func(c *cdb.Config) { c.OrchestrationConcurrency, c.WorkerConcurrency = 4, 4 })
+	p := newProvider(t, func(c *cdb.Config) { c.OrchestrationLanes, c.WorkerLanes = 4, 4 })
 	ctx := context.Background()
 	const n = 40
 	for i := 0; i < n; i++ {

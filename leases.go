@@ -1,5 +1,7 @@
 // Leases over dispatch slots: the LeaseProvider interface, SlotLease,
-// SlotOwner and the in-process InMemoryLeaseProvider.
+// SlotOwner, the in-process InMemoryLeaseProvider, and the choice of
+// LeaseMode; the leases in the container are package internal/leases,
+// reached through leaseStore.
 
 package cdb
 
@@ -8,12 +10,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // LeaseProvider assigns dispatch slots to concurrent fetches, so that
 // concurrent dispatchers query disjoint parts of a queue and never contend
-// for the same messages (duroxide-cdb's spec §5, duroxide-cdb's architecture notes
-// §5). Every fetch calls Acquire, queries only the returned lease's slots,
+// for the same messages (DESIGN.md §5.1).
+// Every fetch calls Acquire, queries only the returned lease's slots,
 // and calls Release when done.
 //
 // duroxide-cdb's Rust LeaseProvider identifies callers by tokio task id and
@@ -31,7 +38,7 @@ type SlotLease struct {
 	// Slots are the leased slots in ascending order.
 	Slots []uint8
 	// All is true when Slots holds all NumDispatchSlots slots; a query then
-	// omits the slot filter (duroxide-cdb's architecture notes §11).
+	// omits the slot filter (DESIGN.md §10).
 	All     bool
 	release func()
 	once    sync.Once
@@ -62,14 +69,14 @@ func NewSlotLease(slots []uint8, release func()) *SlotLease {
 }
 
 // InMemoryLeaseProvider splits the 256 dispatch slots into lanes, lane i
-// owning the slots s with s % lanes == i (duroxide-cdb's spec §5.2: with 3
+// owning the slots s with s % lanes == i (DESIGN.md §5.2: with 3
 // lanes, 86, 85 and 85 slots). Acquire hands out a free lane, waiting when
 // all are taken; Release puts it back at the end of the line, so one caller
 // fetching repeatedly visits every lane in turn. With as many lanes as
 // dispatchers, each dispatcher's fetch gets a lane of its own and fetches
 // never query the same slots. It is safe for concurrent use; leases are
-// held by fetches of one process only (cross-process coordination is the
-// spec's Phase 2).
+// held by fetches of one process only (leases shared by processes are
+// LeasesInContainer, DESIGN.md §5.3).
 type InMemoryLeaseProvider struct {
 	lanes [][]uint8
 	free  chan int
@@ -132,3 +139,146 @@ type SlotOwner interface {
 // split all 256 slots among this process's dispatchers, and no other
 // process takes any (SlotOwner).
 func (p *InMemoryLeaseProvider) OwnedSlots() int { return NumDispatchSlots }
+
+// LeaseMode says where the dispatch-slot leases of a Provider live.
+type LeaseMode string
+
+const (
+	// LeasesInProcess splits the slots among the dispatchers of this
+	// process only (InMemoryLeaseProvider): every process queries all 256
+	// slots, so several processes race for the same candidates (safe,
+	// because locking is ETag-based, but each lost race costs requests).
+	LeasesInProcess LeaseMode = "in-process"
+	// LeasesInContainer (the default) coordinates processes through lease
+	// documents in the container: each Provider that fetches from a queue
+	// owns a fair share of its slots and queries only those (and the slots
+	// of owners that missed two heartbeats).
+	LeasesInContainer LeaseMode = "container"
+)
+
+// Defaults of the container leases (LeasesInContainer).
+const (
+	// DefaultLeaseHeartbeatInterval is how often a Provider renews its
+	// owner document and rebalances: 5 s, two requests per heartbeat.
+	DefaultLeaseHeartbeatInterval = 5 * time.Second
+	// DefaultLeaseExpiry is how long an owner document may stay unchanged
+	// before the others take its slots: 30 s, six missed heartbeats, so a
+	// garbage-collection pause, a throttled minute or a slow node does not
+	// move leases, while the slots of a crashed process are served again
+	// within half a minute. A process that stops cleanly (Close) releases
+	// its slots at once and does not wait for expiry.
+	DefaultLeaseExpiry = 30 * time.Second
+)
+
+// LeasePartitionKey is the logical partition (value of /instanceId) that
+// holds the lease documents. It is reserved: every method that takes an
+// instance id (directly or inside a work item) refuses this one with a
+// permanent *ProviderError and writes nothing, so no orchestration shares
+// the partition with the leases or deletes them with its own documents.
+const LeasePartitionKey = "__duroxide_leases__"
+
+// The container leases count the slots DispatchSlot does: the index is a
+// compile error unless leases.NumSlots == NumDispatchSlots.
+var _ = [1]struct{}{}[leases.NumSlots-NumDispatchSlots]
+
+// containerLeases is one queue of the container leases
+// (internal/leases) as a LeaseProvider and SlotOwner.
+type containerLeases struct{ q *leases.Queue }
+
+var (
+	_ LeaseProvider = containerLeases{}
+	_ SlotOwner     = containerLeases{}
+)
+
+// Acquire takes a free lane of the queue's share (leases.Queue.Acquire).
+func (c containerLeases) Acquire(ctx context.Context) (*SlotLease, error) {
+	l, err := c.q.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &SlotLease{Slots: l.Slots, All: l.All, release: l.Release}, nil
+}
+
+// OwnedSlots returns how many slots of the queue this process owns now.
+func (c containerLeases) OwnedSlots() int { return c.q.OwnedSlots() }
+
+// leaseStore is the lease partition as internal/leases reaches it: through
+// the provider's retries, metrics and idle pacing.
+type leaseStore struct{ p *Provider }
+
+var _ leases.Store = leaseStore{}
+
+// Query runs a query in the lease partition, pages as large as possible.
+func (s leaseStore) Query(ctx context.Context, sql string, params []azcosmos.QueryParameter) ([][]byte, error) {
+	return s.p.query(ctx, strp(LeasePartitionKey), sql, params, queryOpts{pageSize: -1})
+}
+
+// Upsert writes a lease document and returns its ETag.
+func (s leaseStore) Upsert(ctx context.Context, body []byte) (string, error) {
+	var resp azcosmos.ItemResponse
+	err := s.p.retry.do(ctx, idempotentWrite, func(ctx context.Context) error {
+		var err error
+		resp, err = s.p.container.UpsertItem(ctx, pk(LeasePartitionKey), body, nil)
+		return err
+	})
+	return string(resp.ETag), err
+}
+
+// Replace replaces a lease document under If-Match and returns its ETag.
+func (s leaseStore) Replace(ctx context.Context, id string, body []byte, etag string) (string, error) {
+	var resp azcosmos.ItemResponse
+	e := azcore.ETag(etag)
+	err := s.p.retry.do(ctx, idempotentWrite, func(ctx context.Context) error {
+		var err error
+		resp, err = s.p.container.ReplaceItem(ctx, pk(LeasePartitionKey), id, body, &azcosmos.ItemOptions{IfMatchEtag: &e})
+		return err
+	})
+	return string(resp.ETag), err
+}
+
+// Delete deletes a lease document, with If-Match when etag is non-empty.
+func (s leaseStore) Delete(ctx context.Context, id, etag string) error {
+	return s.p.deleteDoc(ctx, LeasePartitionKey, id, etag)
+}
+
+// Batch runs lease operations as one transactional batch.
+func (s leaseStore) Batch(ctx context.Context, ops []leases.Op, idempotent bool) error {
+	bops := make([]batchOp, 0, len(ops))
+	for _, o := range ops {
+		if o.Create {
+			bops = append(bops, createOp(o.ID, o.Body))
+		} else {
+			bops = append(bops, replaceOp(o.ID, o.Body, o.IfMatch))
+		}
+	}
+	kind := write
+	if idempotent {
+		kind = idempotentWrite
+	}
+	_, err := s.p.runBatch(ctx, LeasePartitionKey, bops, kind, false)
+	return err
+}
+
+// CountIdle counts a heartbeat's requests for the idle reader's pacing.
+func (s leaseStore) CountIdle(n int) { s.p.idle.add(n) }
+
+// newLeaseCoordinator starts the container leases of p (LeasesInContainer).
+func newLeaseCoordinator(p *Provider) *leases.Coordinator {
+	return leases.New(leases.Config{
+		Heartbeat: p.cfg.LeaseHeartbeatInterval,
+		Expiry:    p.cfg.LeaseExpiry,
+		Lanes:     [2]int{p.cfg.OrchestrationConcurrency, p.cfg.WorkerConcurrency},
+		Wake:      [2]leases.Waker{p.orchPool.Wake(), p.workPool.Wake()},
+		Log:       p.log,
+	}, leaseStore{p})
+}
+
+// LeaseMoves returns how many dispatch slots this Provider has gained or
+// lost since New (both queues; a slot taken and later given up counts
+// twice); always 0 unless Config.Leases is LeasesInContainer.
+func (p *Provider) LeaseMoves() int64 {
+	if p.leases == nil {
+		return 0
+	}
+	return p.leases.Moves()
+}

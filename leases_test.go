@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestInMemoryLeaseProviderLanes checks the spec's slot distribution
-// (duroxide-cdb's spec §5.2): with 3 lanes, 86, 85 and 85 slots, s % 3 == i.
+// TestInMemoryLeaseProviderLanes checks the slot distribution
+// (DESIGN.md §5.2): with 3 lanes, 86, 85 and 85 slots, s % 3 == i.
 func TestInMemoryLeaseProviderLanes(t *testing.T) {
 	p := NewInMemoryLeaseProvider(3)
 	require.Equal(t, 3, p.Lanes())
@@ -174,4 +175,12 @@ func TestNewSlotLeaseCountsDistinctSlots(t *testing.T) {
 	assert.True(t, l.All)
 	every[0] = 7
 	assert.Equal(t, uint8(0), l.Slots[0], "the lease keeps its own copy")
+}
+
+// TestContainerLeasesUseThePublicPartitionKey: internal/leases writes its
+// documents where LeasePartitionKey says, the partition every method of
+// the provider refuses as an instance id.
+func TestContainerLeasesUseThePublicPartitionKey(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, LeasePartitionKey, leases.PartitionKey)
 }

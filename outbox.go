@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"go.uber.org/zap"
 )
 
-// Transactional outbox (duroxide-cdb's spec §4, duroxide-cdb's architecture notes §7).
+// Transactional outbox (DESIGN.md §4).
 // A turn's writes to other instances' partitions (sub-orchestration starts
 // and completions, detached starts, cancel cascades), and the queue
 // documents of a turn too large for one batch, are written as intent
@@ -66,7 +67,7 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 					_, err := p.container.CreateItem(ctx, pk(target), o.body, nil)
 					return err
 				})
-				if err != nil && !isStatus(err, http.StatusConflict) {
+				if err != nil && !cosmos.IsStatus(err, http.StatusConflict) {
 					return err
 				}
 				if err == nil {
@@ -79,14 +80,14 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 		_, err := p.container.DeleteItem(ctx, pk(intent.InstanceID), intent.ID, nil)
 		return err
 	})
-	if err != nil && !isStatus(err, http.StatusNotFound) {
+	if err != nil && !cosmos.IsStatus(err, http.StatusNotFound) {
 		return err
 	}
 	return nil
 }
 
 // reconcileLoop runs the reconciler every ReconcilerInterval until Close
-// (duroxide-cdb's spec §4.4).
+// (DESIGN.md §4.4).
 func (p *Provider) reconcileLoop() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.cfg.ReconcilerInterval)
@@ -125,7 +126,7 @@ func (p *Provider) reconcileLoop() {
 // fails has its attempt count and last attempt time recorded (1 patch) and
 // is retried next time.
 func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
-	ctx = withCall(ctx, "reconcile_outbox")
+	ctx = cosmos.WithCall(ctx, "reconcile_outbox")
 	cutoff := p.nowMs() - p.cfg.ReconcilerAgeThreshold.Milliseconds()
 	raws, err := p.query(ctx, nil, "SELECT * FROM c WHERE c.type = 'outbox_intent' AND c.createdAt <= @cutoff",
 		[]azcosmos.QueryParameter{param("@cutoff", cutoff)}, queryOpts{})
@@ -149,7 +150,7 @@ func (p *Provider) ReconcileOutbox(ctx context.Context) (int, error) {
 				continue // its turn may still commit
 			case !landed:
 				// Its turn can no longer commit: the intent was never published.
-				if err := p.deleteDoc(ctx, intent.InstanceID, intent.ID, ""); err != nil && !isStatus(err, http.StatusNotFound) {
+				if err := p.deleteDoc(ctx, intent.InstanceID, intent.ID, ""); err != nil && !cosmos.IsStatus(err, http.StatusNotFound) {
 					p.log.Info("outbox: removing an unpublished staged intent failed; retrying next interval", zap.String("intent", intent.ID), zap.Error(err))
 				}
 				continue

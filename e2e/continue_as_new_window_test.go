@@ -130,7 +130,7 @@ func TestContinueAsNewWindowAcrossTwoProcesses(t *testing.T) {
 				want[k] = s.prefix + strconv.Itoa(k)
 			}
 			if st.Kind != runtime.StatusCompleted || st.Output != strings.Join(want, ",") {
-				t.Errorf("%s: %s %q %s, want every input once, in order: %q", s.instance, st.Kind, st.Output, st.Error(), strings.Join(want, ","))
+				t.Errorf("%s: %s %q %v, want every input once, in order: %q", s.instance, st.Kind, st.Output, st.Err(), strings.Join(want, ","))
 			}
 		}
 		ticker := fmt.Sprintf("ticker-%d", i)
@@ -140,7 +140,7 @@ func TestContinueAsNewWindowAcrossTwoProcesses(t *testing.T) {
 		}
 		if st.Kind != runtime.StatusFailed || st.Details == nil || st.Details.Application == nil ||
 			st.Details.Application.Kind.Name != duroxide.AppErrorCancelled || st.Details.Application.Kind.Reason != "stop" {
-			t.Errorf("%s: %s %s, want cancelled with reason stop", ticker, st.Kind, st.Error())
+			t.Errorf("%s: %s %v, want cancelled with reason stop", ticker, st.Kind, st.Err())
 		}
 	}
 }
@@ -184,7 +184,7 @@ func waitCount(ctx context.Context, c *runtime.Client, instance string, k int) e
 			return nil
 		}
 		if st.Kind == runtime.StatusCompleted || st.Kind == runtime.StatusFailed {
-			return fmt.Errorf("%s ended (%s %s) before it received %d inputs", instance, st.Kind, st.Error(), k)
+			return fmt.Errorf("%s ended (%s %v) before it received %d inputs", instance, st.Kind, st.Err(), k)
 		}
 		select {
 		case <-ctx.Done():

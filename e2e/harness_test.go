@@ -116,7 +116,7 @@ func (s *sample) completed(instance string) string {
 	s.t.Helper()
 	st := s.wait(instance)
 	if st.Kind != runtime.StatusCompleted {
-		s.t.Fatalf("%s: %s: %s", instance, st.Kind, st.Error())
+		s.t.Fatalf("%s: %s: %v", instance, st.Kind, st.Err())
 	}
 	return st.Output
 }

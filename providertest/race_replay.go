@@ -117,7 +117,7 @@ func waitStatus(t testing.TB, p duroxide.Provider, instance string) runtime.Orch
 // requireCompletedWith fails t unless st is Completed with output.
 func requireCompletedWith(t testing.TB, st runtime.OrchestrationStatus, output string, msgAndArgs ...any) {
 	t.Helper()
-	require.Equal(t, runtime.StatusCompleted, st.Kind, append([]any{"status %+v (%s)"}, st, st.Error())...)
+	require.Equal(t, runtime.StatusCompleted, st.Kind, append([]any{"status %+v (%s)"}, st, st.Err())...)
 	require.Equal(t, output, st.Output, msgAndArgs...)
 }
 

@@ -177,10 +177,10 @@ func TestWaitForOrchestrationReturnsTheHistoryStatus(t *testing.T) {
 			require.Equal(t, uint64(2), got["custom"].CustomStatusVersion)
 			require.Equal(t, runtime.StatusFailed, got["fails"].Kind)
 			require.Equal(t, "failing", *got["fails"].CustomStatus)
-			require.Contains(t, got["fails"].Error(), "it broke")
+			require.Contains(t, got["fails"].Err().Error(), "it broke")
 			require.Equal(t, "counted 2", got["counter"].Output)
 			require.Equal(t, runtime.StatusFailed, got["cancelled"].Kind)
-			require.Contains(t, got["cancelled"].Error(), "stop")
+			require.Contains(t, got["cancelled"].Err().Error(), "stop")
 			require.Equal(t, runtime.StatusFailed, got["unregistered"].Kind)
 			require.NotNil(t, got["unregistered"].Details.Poison)
 

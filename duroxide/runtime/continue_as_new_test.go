@@ -44,7 +44,7 @@ func TestChildrenOfLaterExecutionsGetDistinctIDs(t *testing.T) {
 	for _, child := range []string{"can-parent::sub::2", "can-parent::sub::2_2", "can-parent::sub::3_2"} {
 		st := e.wait(child)
 		if st.Kind != runtime.StatusCompleted {
-			t.Errorf("child %s: %s %s", child, st.Kind, st.Error())
+			t.Errorf("child %s: %s %v", child, st.Kind, st.Err())
 		}
 	}
 }

@@ -64,7 +64,7 @@ func TestMissingContinueAsNewStartPoisonsWaitingInputsAfterMaxAttempts(t *testin
 	e.start(reg, opts)
 	st := e.wait(instance)
 	if st.Kind != runtime.StatusFailed || st.Details == nil || st.Details.Poison == nil {
-		t.Fatalf("a start that never appears must poison the waiting inputs: %s %s", st.Kind, st.Error())
+		t.Fatalf("a start that never appears must poison the waiting inputs: %s %v", st.Kind, st.Err())
 	}
 	if execs, err := e.client.ListExecutions(e.ctx, instance); err != nil || len(execs) != 1 {
 		t.Fatalf("the successor ran: executions %v, %v", execs, err)

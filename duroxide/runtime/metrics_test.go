@@ -111,7 +111,7 @@ func runMetricsWorkload(t *testing.T) metricsRun {
 	for id, kind := range want {
 		st, err := client.WaitForOrchestration(e.ctx, id, waitTimeout)
 		require.NoError(t, err)
-		require.Equal(t, kind, st.Kind, "%s: %s", id, st.Error())
+		require.Equal(t, kind, st.Kind, "%s: %v", id, st.Err())
 	}
 	// Collected while the runtime runs (Shutdown unregisters the gauges);
 	// every instance is terminal, so only idle fetches still happen.

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -152,7 +153,7 @@ func TestPermanentAckFailureFailsTheOrchestration(t *testing.T) {
 	st := e.run("perm-1", "EchoTwice", "x")
 	inf := st.Details
 	if st.Kind != runtime.StatusFailed || inf == nil || inf.Infrastructure == nil || !strings.Contains(inf.Infrastructure.Message, "payload rejected") {
-		t.Fatalf("status = %s %q", st.Kind, st.Error())
+		t.Fatalf("status = %s %v", st.Kind, st.Err())
 	}
 }
 
@@ -210,7 +211,7 @@ func TestCancelInstanceCancelsRunningActivity(t *testing.T) {
 	if err := e.client.CancelInstance(e.ctx, "c-1", "enough"); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.wait("c-1").Error(); got != "canceled: enough" {
+	if got := fmt.Sprint(e.wait("c-1").Err()); got != "canceled: enough" {
 		t.Fatalf("error = %q", got)
 	}
 	select {

@@ -46,15 +46,23 @@ type OrchestrationStatus struct {
 	CustomStatusVersion uint64
 }
 
-// Error returns the failure's display message ("" unless Failed), with the
-// note of a poison message whose orchestration or activity is not
-// registered ("poison: orchestration X exceeded 11 attempts (max 10):
-// orchestration "Y" is not registered in the runtimes that fetched it: ...").
-func (s OrchestrationStatus) Error() string {
-	if s.Details == nil {
-		return ""
+// Err returns nil unless the status is Failed, and then the failure as an
+// *OrchestrationFailedError (match it with errors.As) whose message is the
+// failure's display message with the note of a poison message whose
+// orchestration or activity is not registered ("poison: orchestration X
+// exceeded 11 attempts (max 10): orchestration "Y" is not registered in the
+// runtimes that fetched it: ..."). A status is a value, not an error: ask
+// it for its failure. (OrchestrationStatus had an Error method before
+// issue 25; Err replaces it.)
+func (s OrchestrationStatus) Err() error {
+	if s.Kind != StatusFailed {
+		return nil
 	}
-	return failureMessage(*s.Details)
+	var d duroxide.ErrorDetails
+	if s.Details != nil {
+		d = *s.Details
+	}
+	return &OrchestrationFailedError{Details: d}
 }
 
 // IsTerminal reports whether the status is Completed or Failed.
@@ -64,18 +72,32 @@ func (s OrchestrationStatus) IsTerminal() bool {
 
 // OrchestrationFailedError reports a Failed orchestration to typed callers.
 type OrchestrationFailedError struct {
-	// Instance is the failed orchestration instance.
+	// Instance is the failed orchestration instance ("" when the error
+	// came from OrchestrationStatus.Err, which does not know it).
 	Instance string
 	// Details is its recorded failure.
 	Details duroxide.ErrorDetails
 }
 
 // Error returns "orchestration <instance> failed: <display message>", with
-// the not-registered note as OrchestrationStatus.Error ("<nil>" for a nil
-// e).
+// the note of a poison message whose orchestration or activity is not
+// registered; only the display message (Message) when Instance is empty,
+// as from OrchestrationStatus.Err ("<nil>" for a nil e).
 func (e *OrchestrationFailedError) Error() string {
 	if e == nil {
 		return "<nil>"
 	}
-	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, failureMessage(e.Details))
+	if e.Instance == "" {
+		return e.Message()
+	}
+	return fmt.Sprintf("orchestration %s failed: %s", e.Instance, e.Message())
+}
+
+// Message returns the failure's display message with the not-registered
+// note, without the "orchestration ... failed: " prefix of Error.
+func (e *OrchestrationFailedError) Message() string {
+	if e == nil {
+		return ""
+	}
+	return failureMessage(e.Details)
 }

@@ -81,7 +81,7 @@ func run() error {
 		return err
 	}
 	if st.Kind != runtime.StatusCompleted {
-		return fmt.Errorf("%s %s: %s", instance, st.Kind, st.Error())
+		return fmt.Errorf("%s %s: %v", instance, st.Kind, st.Err())
 	}
 	fmt.Printf("orchestration %s completed: %q\n", instance, st.Output)
 	history, err := client.ReadExecutionHistory(ctx, instance, 1)

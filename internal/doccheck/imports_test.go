@@ -36,15 +36,20 @@ var importRules = []importRule{
 	{pkg: ".", code: []string{"duroxide", "internal/..."},
 		tests:    []string{".", "cdbtest", "emulator", "providertest", "providertest/..."},
 		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap", otel}},
-	// Machinery of the provider.
-	{pkg: "internal/...", code: []string{"duroxide"}, tests: []string{"emulator", "internal/..."},
-		external: []string{azure}},
+	// Machinery of the provider, one package per concept: never the root
+	// (they return values to it and take narrow interfaces it
+	// implements), each other only downward (internal/cosmos holds the
+	// low-level pieces they share; Go refuses cycles). zap is the
+	// provider's logger (internal/leases logs its heartbeat), uuid names
+	// a lease owner.
+	{pkg: "internal/...", code: []string{"duroxide", "internal/..."}, tests: []string{"emulator", "internal/..."},
+		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap"}},
 	// duroxide's API: nothing of the project, standard library only.
 	{pkg: "duroxide", tests: []string{"duroxide"}},
 	// Its client's polling tests run on cdb too (client_poll_test.go,
 	// through the test kit); they would sit better in e2e.
 	{pkg: "duroxide/runtime", code: []string{"duroxide"},
-		tests:    []string{"duroxide/runtime", ".", "cdbtest", "providertest/memory"},
+		tests:    []string{"duroxide/runtime", "duroxide/runtime/runtimetest", ".", "cdbtest", "providertest/memory"},
 		external: []string{otel}},
 	// Users' tests of their orchestrations: the replayer, and an
 	// environment on the in-memory provider by default.
@@ -66,8 +71,12 @@ var importRules = []importRule{
 	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
 	{pkg: "cmd/cdb-stress", code: []string{".", "cdbtest", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
 		external: []string{azure, "github.com/google/uuid"}},
-	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
+	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide", "dashboard"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
+	// The dashboard: any ProviderAdmin and Client; the root only for the
+	// health and cost page of a *cdb.Provider. Its tests run it on cdb.
+	{pkg: "dashboard", code: []string{"duroxide", "duroxide/runtime", "."},
+		tests: []string{"dashboard", "cdbtest", "emulator", "providertest/..."}},
 	// Examples and the end-to-end tests use everything public.
 	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "duroxide/runtime/runtimetest", "emulator", "cdbtest", "examples/internal/..."},
 		external: []string{azure, "github.com/google/uuid", otel}},

@@ -461,7 +461,7 @@ func (r *StressResult) classify(ctx context.Context, p duroxide.Provider, w stre
 		default:
 			r.FailedInfrastructure++
 		}
-		r.addProblem(fmt.Sprintf("%s failed (%s): %s", o.instance, o.status.Details.Category(), o.status.Error()))
+		r.addProblem(fmt.Sprintf("%s failed (%s): %v", o.instance, o.status.Details.Category(), o.status.Err()))
 		return false
 	}
 	problems := w.verify(ctx, p, o.instance, o.status)

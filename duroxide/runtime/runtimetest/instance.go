@@ -300,7 +300,7 @@ func (i *Instance) AssertCompleted(output string) {
 	st := i.Status()
 	switch {
 	case st.Kind != runtime.StatusCompleted:
-		i.fail("status %s (%s), want Completed with output %q", st.Kind, st.Error(), output)
+		i.fail("status %s (%v), want Completed with output %q", st.Kind, st.Err(), output)
 	case st.Output != output:
 		i.fail("output %q, want %q", st.Output, output)
 	}
@@ -315,8 +315,8 @@ func (i *Instance) AssertFailed(message string) {
 	switch {
 	case st.Kind != runtime.StatusFailed:
 		i.fail("status %s (output %q), want Failed with %q", st.Kind, st.Output, message)
-	case !strings.Contains(st.Error(), message):
-		i.fail("failed with %q, want it to contain %q", st.Error(), message)
+	case !strings.Contains(fmt.Sprint(st.Err()), message):
+		i.fail("failed with %q, want it to contain %q", fmt.Sprint(st.Err()), message)
 	}
 }
 

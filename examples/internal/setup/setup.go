@@ -132,7 +132,7 @@ func Completed(ctx context.Context, c *runtime.Client, instance string) (string,
 		return "", fmt.Errorf("wait for %s: %w", instance, err)
 	}
 	if st.Kind != runtime.StatusCompleted {
-		return "", fmt.Errorf("%s %s: %s", instance, st.Kind, st.Error())
+		return "", fmt.Errorf("%s %s: %s", instance, st.Kind, st.Err())
 	}
 	return st.Output, nil
 }

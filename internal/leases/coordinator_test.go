@@ -1,0 +1,236 @@
+package leases
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// memStore is a Store over a map: the lease partition of one container,
+// with ETags and transactional batches, for tests without an emulator.
+type memStore struct {
+	mu   sync.Mutex
+	docs map[string]map[string]any
+	next int
+}
+
+func newMemStore() *memStore { return &memStore{docs: map[string]map[string]any{}} }
+
+func status(code int) error { return &azcore.ResponseError{StatusCode: code} }
+
+// put stores body under a fresh ETag; the caller holds mu.
+func (s *memStore) put(body []byte) (string, error) {
+	var d map[string]any
+	if err := json.Unmarshal(body, &d); err != nil {
+		return "", err
+	}
+	s.next++
+	etag := strconv.Itoa(s.next)
+	d["_etag"], d["_ts"] = etag, time.Now().Unix()
+	s.docs[d["id"].(string)] = d
+	return etag, nil
+}
+
+func (s *memStore) Query(_ context.Context, sql string, params []azcosmos.QueryParameter) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	for _, d := range s.docs {
+		if strings.Contains(sql, "@owner") && (d["type"] != SlotType || d["owner"] != params[0].Value) {
+			continue
+		}
+		b, _ := json.Marshal(d)
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func (s *memStore) Upsert(_ context.Context, body []byte) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.put(body)
+}
+
+func (s *memStore) Replace(_ context.Context, id string, body []byte, etag string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[id]
+	if !ok {
+		return "", status(http.StatusNotFound)
+	}
+	if d["_etag"] != etag {
+		return "", status(http.StatusPreconditionFailed)
+	}
+	return s.put(body)
+}
+
+func (s *memStore) Delete(_ context.Context, id, etag string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[id]
+	if !ok {
+		return status(http.StatusNotFound)
+	}
+	if etag != "" && d["_etag"] != etag {
+		return status(http.StatusPreconditionFailed)
+	}
+	delete(s.docs, id)
+	return nil
+}
+
+func (s *memStore) Batch(_ context.Context, ops []Op, _ bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range ops {
+		d, ok := s.docs[o.ID]
+		switch {
+		case o.Create && ok:
+			return status(http.StatusConflict)
+		case !o.Create && (!ok || d["_etag"] != o.IfMatch):
+			return status(http.StatusPreconditionFailed)
+		}
+	}
+	for _, o := range ops {
+		if _, err := s.put(o.Body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *memStore) CountIdle(int) {}
+
+// owners returns the owner of every slot document of queue.
+func (s *memStore) owners(queue string) map[int]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]string{}
+	for _, d := range s.docs {
+		if d["type"] == SlotType && d["queue"] == queue {
+			out[int(d["slot"].(float64))] = d["owner"].(string)
+		}
+	}
+	return out
+}
+
+type nopWaker struct{}
+
+func (nopWaker) Notify() {}
+
+func newTestCoordinator(t *testing.T, s Store) *Coordinator {
+	t.Helper()
+	c := New(Config{Heartbeat: time.Hour, Expiry: 2 * time.Hour, Lanes: [2]int{1, 1}, Wake: [2]Waker{nopWaker{}, nopWaker{}}}, s)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func TestFirstFetchOfAQueueClaimsAllItsSlotsAndNoneOfTheOther(t *testing.T) {
+	t.Parallel()
+	s := newMemStore()
+	c := newTestCoordinator(t, s)
+	done, err := c.FetchStarted(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if got := c.Queue(0).OwnedSlots(); got != NumSlots {
+		t.Fatalf("orchestration slots owned = %d, want %d", got, NumSlots)
+	}
+	if got := c.Queue(1).OwnedSlots(); got != 0 {
+		t.Fatalf("work slots owned = %d, want 0", got)
+	}
+	l, err := c.Queue(0).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if !l.All || len(l.Slots) != NumSlots {
+		t.Fatalf("lease holds %d slots (All %v), want all %d", len(l.Slots), l.All, NumSlots)
+	}
+	if n := len(s.owners("orch")); n != NumSlots {
+		t.Fatalf("%d slot documents of queue orch, want %d", n, NumSlots)
+	}
+}
+
+func TestTwoCoordinatorsSplitTheSlotsDisjointly(t *testing.T) {
+	t.Parallel()
+	s := newMemStore()
+	a, b := newTestCoordinator(t, s), newTestCoordinator(t, s)
+	a.Queue(0).Pin()
+	b.Queue(0).Pin()
+	ctx := context.Background()
+	// a claims everything first; b joins and claims the free half once a
+	// gives it up at its next heartbeat.
+	for _, c := range []*Coordinator{a, b, a, b} {
+		if err := c.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sa, sb := a.Queue(0).Slots(), b.Queue(0).Slots()
+	if len(sa) != NumSlots/2 || len(sb) != NumSlots/2 {
+		t.Fatalf("shares %d and %d, want %d each", len(sa), len(sb), NumSlots/2)
+	}
+	seen := map[uint8]bool{}
+	for _, v := range append(sa, sb...) {
+		if seen[v] {
+			t.Fatalf("slot %d owned twice", v)
+		}
+		seen[v] = true
+	}
+	if a.Moves() != NumSlots+NumSlots/2 || b.Moves() != NumSlots/2 {
+		t.Fatalf("moves %d and %d, want %d and %d", a.Moves(), b.Moves(), NumSlots+NumSlots/2, NumSlots/2)
+	}
+}
+
+func TestCloseReleasesTheSlotsAndDeletesTheOwnerDocument(t *testing.T) {
+	t.Parallel()
+	s := newMemStore()
+	c := New(Config{Heartbeat: time.Hour, Expiry: 2 * time.Hour, Lanes: [2]int{1, 1}, Wake: [2]Waker{nopWaker{}, nopWaker{}}}, s)
+	c.Queue(1).Pin()
+	if err := c.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(context.Background())
+	for slot, owner := range s.owners("work") {
+		if owner != "" {
+			t.Fatalf("slot %d still owned by %s after Close", slot, owner)
+		}
+	}
+	for id := range s.docs {
+		if strings.HasPrefix(id, "owner-") {
+			t.Fatalf("owner document %s left after Close", id)
+		}
+	}
+	if err := c.Beat(context.Background()); err == nil {
+		t.Fatal("a heartbeat after Close succeeded")
+	}
+}
+
+func TestReplaceOfAVanishedOwnerDocumentCreatesItAgain(t *testing.T) {
+	t.Parallel()
+	s := newMemStore()
+	c := newTestCoordinator(t, s)
+	c.Queue(0).Pin()
+	ctx := context.Background()
+	if err := c.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another process judged this owner dead and deleted its document.
+	if err := s.Delete(ctx, "owner-"+c.owner, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.docs["owner-"+c.owner]; !ok {
+		t.Fatal("the owner document was not written again")
+	}
+}
