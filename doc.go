@@ -14,4 +14,20 @@
 // the instance document's ETag.
 //
 // Start one with New and stop it with Close.
+//
+// # Layout
+//
+// This package holds the public API and the Provider's contract methods
+// (fetch, ack, renew and abandon of both queues, enqueues, reads, the admin
+// methods), the document models, batches, queries and their paging, the
+// outbox, the lease interface and the choice of leases, errors,
+// configuration and metrics. The machinery lives in internal packages, one
+// per concept, which never import this one: internal/leases (leases in the
+// container), internal/held (held instance state and history),
+// internal/statuswatch (status watches and the status mirror),
+// internal/candidates (candidate pools and the walk over them),
+// internal/locks (the lock cache), internal/changefeed (the change-feed
+// reader), internal/pkheader (the partition-key header policy),
+// internal/docs (document pieces they share) and internal/cosmos (call
+// labels, status codes, ambiguous outcomes).
 package cdb

@@ -1,6 +1,6 @@
-// Metrics: the provider's OpenTelemetry instruments (requests, RU, latency,
-// retries, lost races, outbox backlog) and the HTTP policy that records
-// them.
+// Observability: the provider's OpenTelemetry metrics and the HTTP policy
+// that records them, AzureTracingProvider, Usage (request and RU counters),
+// and the steps of a fetch reported to metrics and to a test's tracer.
 
 package cdb
 
@@ -8,18 +8,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
+
+// Metrics: the provider's OpenTelemetry instruments (requests, RU, latency,
+// retries, lost races, outbox backlog) and the HTTP policy that records
+// them.
 
 // The provider's metrics, beside the runtime's (which follow duroxide's
 // metrics specification, microsoft/duroxide docs/metrics-specification.md):
@@ -282,4 +292,202 @@ func (rp requestPolicy) Do(req *policy.Request) (*http.Response, error) {
 		rp.metrics.request(req.Raw(), resp, time.Since(start))
 	}
 	return resp, err
+}
+
+// Tracing: AzureTracingProvider adapts OpenTelemetry to azcore tracing so
+// azcosmos's spans nest beneath the runtime's.
+
+// AzureTracingProvider adapts an OpenTelemetry TracerProvider to azcore's
+// tracing abstraction (azcore/tracing), so that the azcosmos SDK's own spans
+// (one per Cosmos DB operation, with its request charge and status code)
+// are recorded in the application's traces, beneath the span in the
+// operation's context: the runtime's turn and activity spans
+// (as duroxide/runtime's spans do). New sets it as ClientOptions.TracingProvider
+// when Config.TracerProvider is set and ClientOptions names none; a nil tp
+// is the zero Provider, which traces nothing. It is the adapter the Azure
+// SDK's separate azotel module provides, without the extra dependency.
+func AzureTracingProvider(tp trace.TracerProvider) tracing.Provider {
+	if tp == nil {
+		return tracing.Provider{}
+	}
+	return tracing.NewProvider(func(name, version string) tracing.Tracer {
+		t := tp.Tracer(name, trace.WithInstrumentationVersion(version))
+		return tracing.NewTracer(func(ctx context.Context, spanName string, o *tracing.SpanOptions) (context.Context, tracing.Span) {
+			var opts []trace.SpanStartOption
+			if o != nil {
+				opts = append(opts, trace.WithSpanKind(trace.SpanKind(o.Kind)), trace.WithAttributes(otelAttributes(o.Attributes)...))
+			}
+			ctx, span := t.Start(ctx, spanName, opts...)
+			return ctx, azureSpan(span)
+		}, &tracing.TracerOptions{SpanFromContext: func(ctx context.Context) tracing.Span {
+			return azureSpan(trace.SpanFromContext(ctx))
+		}})
+	}, nil)
+}
+
+// azureSpan wraps an OpenTelemetry span as an azcore span.
+func azureSpan(span trace.Span) tracing.Span {
+	return tracing.NewSpan(tracing.SpanImpl{
+		End:           func() { span.End() },
+		SetAttributes: func(a ...tracing.Attribute) { span.SetAttributes(otelAttributes(a)...) },
+		AddEvent: func(name string, a ...tracing.Attribute) {
+			span.AddEvent(name, trace.WithAttributes(otelAttributes(a)...))
+		},
+		SetStatus: func(s tracing.SpanStatus, desc string) {
+			switch s {
+			case tracing.SpanStatusError:
+				span.SetStatus(codes.Error, desc)
+			case tracing.SpanStatusOK:
+				span.SetStatus(codes.Ok, desc)
+			}
+		},
+	})
+}
+
+// otelAttributes converts azcore attributes (values of any type) to
+// OpenTelemetry attributes.
+func otelAttributes(in []tracing.Attribute) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(in))
+	for _, a := range in {
+		switch v := a.Value.(type) {
+		case string:
+			out = append(out, attribute.String(a.Key, v))
+		case int:
+			out = append(out, attribute.Int(a.Key, v))
+		case int32:
+			out = append(out, attribute.Int64(a.Key, int64(v)))
+		case int64:
+			out = append(out, attribute.Int64(a.Key, v))
+		case float32:
+			out = append(out, attribute.Float64(a.Key, float64(v)))
+		case float64:
+			out = append(out, attribute.Float64(a.Key, v))
+		case bool:
+			out = append(out, attribute.Bool(a.Key, v))
+		default:
+			out = append(out, attribute.String(a.Key, fmt.Sprint(v)))
+		}
+	}
+	return out
+}
+
+// Usage: request and RU counters of a provider (Provider.Usage).
+
+// Usage is what the provider's Cosmos DB requests have cost since New: every
+// response is counted, its request charge (the x-ms-request-charge header
+// Cosmos DB puts on every answer, successful or not; see "Find the request
+// unit charge" in the Azure Cosmos DB documentation) added up.
+type Usage struct {
+	// Requests is the number of requests that got an answer (any status).
+	Requests int64
+	// RequestCharge is the sum of their request charges, in request units
+	// (RU), what a serverless account bills and a provisioned one
+	// subtracts from its RU/s.
+	RequestCharge float64
+	// Throttled is the number of answers with status 429 (request rate too
+	// large); the provider retried them.
+	Throttled int64
+	// LockRacesLost is the number of fetches that lost an instance or
+	// work-item lock to another dispatcher (of this or another process);
+	// the same count as the metric duroxide_cosmosdb_lock_races_lost_total.
+	LockRacesLost int64
+}
+
+// Usage returns the provider's Cosmos DB usage since New, retries and
+// failed requests included. It counts the requests of the client New
+// builds (from Endpoint and Key or Credential, with ClientOptions); with a
+// ready Config.Client it stays zero.
+func (p *Provider) Usage() Usage {
+	return Usage{
+		Requests:      p.usage.requests.Load(),
+		RequestCharge: float64(p.usage.microRU.Load()) / 1e6,
+		Throttled:     p.usage.throttled.Load(),
+		LockRacesLost: p.usage.lockRacesLost.Load(),
+	}
+}
+
+// usageCounters are the live counts behind Usage.
+type usageCounters struct {
+	requests  atomic.Int64
+	microRU   atomic.Int64 // millionths of a request unit
+	throttled atomic.Int64
+	// lockRacesLost counts lost lock races (fetchtrace.go).
+	lockRacesLost atomic.Int64
+}
+
+// record counts one answer.
+func (u *usageCounters) record(resp *http.Response) {
+	u.requests.Add(1)
+	if ru := requestCharge(resp); ru > 0 {
+		u.microRU.Add(int64(math.Round(ru * 1e6)))
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		u.throttled.Add(1)
+	}
+}
+
+// requestCharge reads a response's x-ms-request-charge, 0 when absent or
+// malformed.
+func requestCharge(resp *http.Response) float64 {
+	ru, err := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
+	if err != nil || ru < 0 || math.IsNaN(ru) || math.IsInf(ru, 0) {
+		return 0
+	}
+	return ru
+}
+
+// Fetch tracing: the steps of a fetch reported to an optional tracer (tests)
+// and to metrics.
+
+// fetchEvent is one step of a fetch, reported to the provider's fetch
+// tracer (tests attribute the requests of a fetch with it; nothing is
+// traced in production, where the tracer is nil).
+type fetchEvent string
+
+// The steps a fetch reports. Those ending in "Query" or "Batch", and
+// workPatch, are one Cosmos DB request each; the "skip" events say why a
+// candidate was given up.
+const (
+	orchAttempt        fetchEvent = "orch attempt"
+	orchCandidateQuery fetchEvent = "orch candidate query"
+	orchStateQuery     fetchEvent = "orch state query"
+	orchLockBatch      fetchEvent = "orch lock batch"
+	// orchHeldLockBatch is the lock batch of an instance whose state this
+	// process holds (the whole fetch); orchHeldRefused, that the service
+	// refused it (another process changed the instance) and the fetch
+	// reads the partition.
+	orchHeldLockBatch  fetchEvent = "orch held lock batch"
+	orchHeldRefused    fetchEvent = "orch held state refused"
+	orchHistoryQuery   fetchEvent = "orch history query"
+	orchSkipLocked     fetchEvent = "orch skip: instance locked"
+	orchSkipNoVisible  fetchEvent = "orch skip: no visible message"
+	orchSkipNotReady   fetchEvent = "orch skip: waits for a start"
+	orchSkipFiltered   fetchEvent = "orch skip: capability filter"
+	orchSkipLockLost   fetchEvent = "orch skip: lock batch lost"
+	orchFound          fetchEvent = "orch found"
+	workAttempt        fetchEvent = "work attempt"
+	workCandidateQuery fetchEvent = "work candidate query"
+	workPatch          fetchEvent = "work lock"
+	workSkipLockLost   fetchEvent = "work skip: lock lost"
+	workFound          fetchEvent = "work found"
+	// A long-polling fetch that found nothing waits (pollWait), then goes
+	// on because this process wrote to the queue (pollNotified) or because
+	// the poll interval, a candidate's visibility or the poll timeout came
+	// (pollTimer).
+	pollWait     fetchEvent = "poll wait"
+	pollNotified fetchEvent = "poll woken by a write"
+	pollTimer    fetchEvent = "poll woken by the timer"
+)
+
+// traceFetch reports ev to the fetch tracer, if one is set.
+func (p *Provider) traceFetch(ev fetchEvent) {
+	if p.metrics != nil {
+		p.metrics.fetchEvent(ev)
+	}
+	if ev == orchSkipLockLost || ev == workSkipLockLost || ev == orchHeldRefused {
+		p.usage.lockRacesLost.Add(1)
+	}
+	if p.fetchTracer != nil {
+		p.fetchTracer(ev)
+	}
 }

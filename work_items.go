@@ -1,5 +1,6 @@
-// Work items: FetchWorkItem, AckWorkItem, RenewWorkItemLock and
-// AbandonWorkItem.
+// Work items and enqueues: FetchWorkItem, AckWorkItem, RenewWorkItemLock,
+// AbandonWorkItem, the session claims behind them (RenewSessionLock,
+// CleanupOrphanedSessions), and EnqueueForOrchestrator and EnqueueForWorker.
 
 package cdb
 
@@ -9,15 +10,19 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	"go.uber.org/zap"
-
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
+	"go.uber.org/zap"
 )
+
+// Work items: FetchWorkItem, AckWorkItem, RenewWorkItemLock and
+// AbandonWorkItem.
 
 // FetchWorkItem locks the oldest visible worker-queue message that the tag
 // filter accepts and, with session routing, whose session is unowned,
@@ -72,16 +77,20 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, mapError(op, err)
 	}
 	defer done()
-	var locked *duroxide.LockedWorkItem
-	err = p.longPoll(ctx, pollTimeout, p.workPool, func(ctx context.Context, final bool) (bool, error) {
-		var err error
-		locked, err = p.fetchWorkOnce(ctx, lockTimeout, session, tagFilter, tagClause, tagParams, final)
-		return locked != nil, err
-	})
-	if err != nil {
-		return nil, mapError(op, err)
+	poll := p.startPoll(pollTimeout, p.workPool)
+	for {
+		final, last := poll.attempt()
+		locked, err := p.fetchWorkOnce(ctx, lockTimeout, session, tagFilter, tagClause, tagParams, final)
+		if err != nil {
+			return nil, mapError(op, err)
+		}
+		if locked != nil || last {
+			return locked, nil
+		}
+		if end, err := poll.wait(ctx); end {
+			return nil, mapError(op, err)
+		}
 	}
-	return locked, nil
 }
 
 // fetchWorkOnce is one attempt: it tries the candidates of a lease's
@@ -94,19 +103,48 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 	if session != nil {
 		owner = &session.OwnerID
 	}
-	var locked *duroxide.LockedWorkItem
-	err := p.acrossLeases(ctx, p.workerLeases, p.workPool, workViewSuffix(tagFilter, session), "", accept, func(lease *SlotLease, v *candidates.View) (bool, error) {
+	leases := &leaseWalk{leases: p.workerLeases, pool: p.workPool, suffix: workViewSuffix(tagFilter, session), covers: accept}
+	for {
+		lease, v, err := leases.next(ctx)
+		if err != nil || lease == nil {
+			return nil, err
+		}
 		p.traceFetch(workAttempt)
-		return p.tryCandidates(p.workPool, v, "", owner, accept, final, func(all bool) error {
-			return p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, all)
-		}, func(c candidates.Entry) (bool, bool, error) {
-			var err error
-			var drop bool
-			locked, drop, err = p.tryLockWork(ctx, c, session, lockTimeout)
-			return locked != nil, drop, err
-		})
-	})
-	return locked, err
+		locked, err := p.tryWorkCandidates(ctx, lease, v, owner, accept, session, tagClause, tagParams, lockTimeout, final)
+		lease.Release()
+		if err != nil || locked != nil || !leases.elsewhere(v, p.nowMs()) {
+			return locked, err
+		}
+	}
+}
+
+// tryWorkCandidates tries to lock the candidates of view v of lease's
+// slots as the pool's Walk says (see tryOrchCandidates), for a worker of
+// session owner owner whose filter is accept, and returns the item it
+// locked, nil when none.
+func (p *Provider) tryWorkCandidates(ctx context.Context, lease *SlotLease, v *candidates.View, owner *string, accept func(*candidates.Entry) bool,
+	session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, lockTimeout time.Duration, final bool) (*duroxide.LockedWorkItem, error) {
+	walk := p.workPool.Walk(v, "", owner, accept, final, maxCandidatesPerFetch)
+	for {
+		step := walk.Next(p.nowMs())
+		switch {
+		case step.Refresh:
+			if step.Stale {
+				p.idle.add(1) // the safety query of a view whose answer aged
+			}
+			if err := p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, step.All); err != nil {
+				return nil, err
+			}
+		case step.Try:
+			locked, drop, err := p.tryLockWork(ctx, step.Candidate, session, lockTimeout)
+			p.workPool.Release(step.Candidate, drop)
+			if err != nil || locked != nil {
+				return locked, err
+			}
+		default:
+			return nil, nil
+		}
+	}
 }
 
 // workLockCondition is the filter predicate of a work item's lock: the
@@ -445,5 +483,406 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 			VisibleAt: visibleAt, EnqueuedAt: l.enqueuedAt, Seq: l.seq, SessionID: l.sessionID, Tag: l.tag})
 	}
 	p.locks.DropWorker(lockToken)
+	return nil
+}
+
+// Sessions: claiming and touching session documents at work-item fetch,
+// RenewSessionLock and CleanupOrphanedSessions.
+
+// Session affinity (DESIGN.md §8). A session document lives
+// in the partition of the instance whose activities use the session, so a
+// work item and its session are claimed in one transactional batch. A
+// session is owned by OwnerID until its lockedUntil; the owner's fetches
+// refresh it, ack and renewal of its items refresh its last activity, and
+// RenewSessionLock extends the sessions that were active recently.
+
+// sessionClaimOp returns the batch operation that claims c's session for
+// the fetching worker: a replace with If-Match of the session the fetch
+// saw it owns, or, for a session the candidate pool does not know as
+// active, a create (none exists) or a replace with If-Match of the expired
+// one (1 point read). It returns nil when another worker owns the session,
+// and otherwise also the session as the claim writes it (without its new
+// ETag).
+func (p *Provider) sessionClaimOp(ctx context.Context, c candidates.Row, owned *candidates.Row, session *duroxide.SessionFetchConfig, nowMs int64) (*batchOp, candidates.Row, error) {
+	sid := *c.SessionID
+	doc := sessionDoc{
+		ID: sessionDocID(sid), InstanceID: c.InstanceID, Type: typeSession, DispatchSlot: int(DispatchSlot(c.InstanceID)),
+		SessionID: sid, OwnerID: session.OwnerID, LockedUntil: nowMs + session.LockTimeout.Milliseconds(),
+		LastActivity: nowMs, CreatedAt: nowMs,
+	}
+	etag := ""
+	if owned != nil {
+		doc.CreatedAt, etag = owned.CreatedAt, owned.ETag
+	} else {
+		var cur sessionDoc
+		e, found, err := p.readDoc(ctx, c.InstanceID, doc.ID, &cur)
+		if err != nil {
+			return nil, candidates.Row{}, err
+		}
+		if found {
+			if cur.LockedUntil > nowMs && cur.OwnerID != session.OwnerID {
+				return nil, candidates.Row{}, nil
+			}
+			doc.CreatedAt, etag = cur.CreatedAt, e
+		}
+	}
+	row := candidates.Row{ID: doc.ID, InstanceID: doc.InstanceID, Type: typeSession, SessionID: &doc.SessionID, OwnerID: doc.OwnerID,
+		LockedUntil: doc.LockedUntil, CreatedAt: doc.CreatedAt, DispatchSlot: doc.DispatchSlot}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, candidates.Row{}, err
+	}
+	if etag == "" {
+		op := createOp(doc.ID, body)
+		return &op, row, nil
+	}
+	op := replaceOp(doc.ID, body, etag)
+	return &op, row, nil
+}
+
+// touchSession records activity on a session whose lock still holds (the
+// piggybacked last-activity update of ack and renewal). Best effort.
+func (p *Provider) touchSession(ctx context.Context, instance, sessionID string) {
+	now := p.nowMs()
+	var po azcosmos.PatchOperations
+	po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10))
+	po.AppendSet("/lastActivity", now)
+	etag, err := p.patchDoc(ctx, instance, sessionDocID(sessionID), po, idempotentWrite)
+	if err == nil {
+		p.workPool.SessionWritten(instance, sessionID, etag, 0)
+	} else if !cosmos.IsStatus(err, http.StatusPreconditionFailed) && !cosmos.IsStatus(err, http.StatusNotFound) {
+		p.log.Debug("session last-activity update failed", zap.String("instance", instance), zap.Error(err))
+	}
+}
+
+// RenewSessionLock extends to now + extendFor the locks of the sessions
+// owned by any of ownerIDs whose lock still holds and that were active
+// within idleTimeout, and returns how many it renewed. Requests: 1
+// cross-partition query, plus 1 conditional patch per session (its filter
+// predicate repeats the lock and idleness conditions, so a session that
+// changed in between is not renewed).
+func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
+	ctx = cosmos.WithCall(ctx, "renew_session_lock")
+	const op = "renew_session_lock"
+	if len(ownerIDs) == 0 {
+		return 0, nil
+	}
+	now := p.nowMs()
+	cutoff := now - idleTimeout.Milliseconds()
+	params := []azcosmos.QueryParameter{param("@now", now), param("@cutoff", cutoff)}
+	names := make([]string, len(ownerIDs))
+	for i, o := range ownerIDs {
+		names[i] = "@o" + strconv.Itoa(i)
+		params = append(params, param(names[i], o))
+	}
+	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId, c.sessionId FROM c WHERE c.type = 'session' AND c.ownerId IN ("+
+		strings.Join(names, ",")+") AND c.lockedUntil > @now AND c.lastActivity > @cutoff", params, queryOpts{})
+	if err != nil {
+		return 0, mapError(op, err)
+	}
+	n := 0
+	for _, raw := range raws {
+		var s struct {
+			ID         string `json:"id"`
+			InstanceID string `json:"instanceId"`
+			SessionID  string `json:"sessionId"`
+		}
+		if json.Unmarshal(raw, &s) != nil {
+			continue
+		}
+		var po azcosmos.PatchOperations
+		po.SetCondition("FROM c WHERE c.lockedUntil > " + strconv.FormatInt(now, 10) + " AND c.lastActivity > " + strconv.FormatInt(cutoff, 10))
+		until := now + extendFor.Milliseconds()
+		po.AppendSet("/lockedUntil", until)
+		etag, err := p.patchDoc(ctx, s.InstanceID, s.ID, po, idempotentWrite)
+		if err == nil {
+			p.workPool.SessionWritten(s.InstanceID, s.SessionID, etag, until)
+		}
+		if err := countWrite(&n, err); err != nil {
+			return n, mapError(op, err)
+		}
+	}
+	return n, nil
+}
+
+// CleanupOrphanedSessions removes the sessions whose lock expired and that
+// have no pending worker-queue message, and returns how many it removed.
+// Requests: 2 cross-partition queries (expired sessions, messages with a
+// session), plus 1 delete per orphan, conditioned on its ETag so that a
+// session claimed in between survives.
+func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
+	ctx = cosmos.WithCall(ctx, "cleanup_orphaned_sessions")
+	const op = "cleanup_orphaned_sessions"
+	now := p.nowMs()
+	raws, err := p.query(ctx, nil, "SELECT c.id, c.instanceId, c.sessionId, c._etag FROM c WHERE c.type = 'session' AND c.lockedUntil < @now",
+		[]azcosmos.QueryParameter{param("@now", now)}, queryOpts{})
+	if err != nil {
+		return 0, mapError(op, err)
+	}
+	if len(raws) == 0 {
+		return 0, nil
+	}
+	pendingRaws, err := p.query(ctx, nil, "SELECT c.instanceId, c.sessionId FROM c WHERE c.type = 'worker_queue' AND NOT IS_NULL(c.sessionId)", nil, queryOpts{})
+	if err != nil {
+		return 0, mapError(op, err)
+	}
+	pending := map[[2]string]bool{}
+	for _, raw := range pendingRaws {
+		var w candidates.Row
+		if json.Unmarshal(raw, &w) == nil && w.SessionID != nil {
+			pending[[2]string{w.InstanceID, *w.SessionID}] = true
+		}
+	}
+	n := 0
+	for _, raw := range raws {
+		var s candidates.Row
+		if json.Unmarshal(raw, &s) != nil || s.SessionID == nil || pending[[2]string{s.InstanceID, *s.SessionID}] {
+			continue
+		}
+		if err := countWrite(&n, p.deleteDoc(ctx, s.InstanceID, s.ID, s.ETag)); err != nil {
+			return n, mapError(op, err)
+		}
+	}
+	return n, nil
+}
+
+// countWrite adds one to *n for a conditional write that succeeded, skips
+// one whose condition no longer held or whose document is gone (412, 404),
+// and returns any other error.
+func countWrite(n *int, err error) error {
+	switch {
+	case err == nil:
+		*n++
+	case cosmos.IsStatus(err, http.StatusPreconditionFailed), cosmos.IsStatus(err, http.StatusNotFound):
+	default:
+		return err
+	}
+	return nil
+}
+
+// lockSessionItem locks session item c with patch po (lock lockID) and
+// claims its session in one transactional batch, and returns the message
+// as locked and its ETag with lockApplied; lockTaken when the message or
+// the session is taken; lockNotApplied when a batch whose answer was lost
+// did not land (the message and its session are as they were: the
+// candidate may be tried again at once). A claim that fails because the
+// session this process knew changed since (another of its updates, or
+// another process's) is tried once more with the session read again, so
+// that a session's items keep their order. A batch whose answer was lost
+// is read back (1 point read of the message, and of the session when it
+// landed).
+func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po azcosmos.PatchOperations, lockID string, session *duroxide.SessionFetchConfig, now int64) (queueDoc, string, lockOutcome, error) {
+	key := [2]string{c.Instance, *c.SessionID}
+	cand := candidates.Row{ID: c.ID, InstanceID: c.Instance, SessionID: c.SessionID}
+	var owned *candidates.Row
+	if s, ok := p.workPool.Session(key); ok && s.LockedUntil > now && s.OwnerID == session.OwnerID {
+		owned = &s
+	}
+	for {
+		claim, claimed, err := p.sessionClaimOp(ctx, cand, owned, session, now)
+		if err != nil {
+			return queueDoc{}, "", lockUnknown, err
+		}
+		if claim == nil {
+			return queueDoc{}, "", lockTaken, nil
+		}
+		results, err := p.runBatch(ctx, c.Instance, []batchOp{patchOp(c.ID, po, ""), *claim}, write, true)
+		if err == nil {
+			var d queueDoc
+			if err := json.Unmarshal(results[0].ResourceBody, &d); err != nil {
+				return queueDoc{}, "", lockUnknown, fmt.Errorf("decode locked work item: %w", err)
+			}
+			claimed.ETag = string(results[1].ETag)
+			p.workPool.SetSession(claimed)
+			return d, string(results[0].ETag), lockApplied, nil
+		}
+		if cosmos.IsAmbiguous(err) {
+			return p.readBackSessionClaim(ctx, c, lockID, claimed, err)
+		}
+		bf, isBatch := asBatchFailure(err)
+		if !isBatch {
+			return queueDoc{}, "", lockUnknown, err
+		}
+		p.workPool.ForgetSession(key)
+		if bf.Index == 1 && owned != nil {
+			owned = nil // the session changed since this process saw it
+			continue
+		}
+		p.traceFetch(workSkipLockLost)
+		return queueDoc{}, "", lockTaken, nil
+	}
+}
+
+// readBackSessionClaim reads back the lock and session claim of session
+// item c (lock lockID) after the batch's answer was lost (cause), logs
+// what it found, and returns what lockSessionItem does. The batch is
+// transactional: the message carrying the lock means the claim landed
+// too, and the session is read for its ETag (if that read fails the pool
+// forgets the session, and the next claim reads it).
+func (p *Provider) readBackSessionClaim(ctx context.Context, c candidates.Entry, lockID string, claimed candidates.Row, cause error) (queueDoc, string, lockOutcome, error) {
+	key := [2]string{c.Instance, *c.SessionID}
+	d, etag, o, rerr := p.readBackWorkLock(ctx, c, lockID)
+	p.logLockReadBack("session claim", c.Instance, c.ID, o, claimed.LockedUntil, cause, rerr)
+	switch o {
+	case lockApplied:
+		var cur sessionDoc
+		setag, found, err := p.readDoc(ctx, c.Instance, claimed.ID, &cur)
+		if err == nil && found && cur.OwnerID == claimed.OwnerID {
+			claimed.ETag, claimed.LockedUntil = setag, cur.LockedUntil
+			p.workPool.SetSession(claimed)
+		} else {
+			p.workPool.ForgetSession(key)
+		}
+		return d, etag, lockApplied, nil
+	case lockNotApplied:
+		p.traceFetch(workSkipLockLost)
+		return queueDoc{}, "", lockNotApplied, nil
+	}
+	p.workPool.ForgetSession(key)
+	p.traceFetch(workSkipLockLost)
+	return queueDoc{}, "", o, nil
+}
+
+// Enqueue: EnqueueForOrchestrator and EnqueueForWorker, writing one queue
+// message.
+
+// EnqueueForOrchestrator adds item to its instance's orchestrator queue,
+// visible after delay (duroxide's enqueue_for_orchestrator). It never
+// creates the instance: that happens in the first ack, from its metadata; a
+// QueueMessageItem for an instance that was never started is dropped, with
+// a warning, by the fetch that finds it. An ActivityExecuteItem, an item
+// without a kind or an invalid instance id is a permanent error with
+// nothing written. Requests: 1 (a create; a retry after a lost answer
+// reuses the document id, so its 409 means the first try landed).
+func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item duroxide.WorkItem, delay time.Duration) error {
+	ctx = cosmos.WithCall(ctx, "enqueue_for_orchestrator")
+	const op = "enqueue_for_orchestrator"
+	if err := checkOrchestratorItem(item); err != nil {
+		return permanent(op, err.Error())
+	}
+	if err := validateInstanceID(op, item.Instance()); err != nil {
+		return err
+	}
+	now := p.nowMs()
+	d, err := newOrchDoc(item, newOrchQueueDocID(), now, now+max(delay, 0).Milliseconds())
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	if err := p.createQueueDoc(ctx, op, d); err != nil {
+		return err
+	}
+	if s, ok := item.Kind.(duroxide.StartOrchestrationItem); ok {
+		// The instance's first fetch can be its lock batch alone.
+		p.heldStates.StartWritten(d.target, held.StartOf(d.entry, s))
+	}
+	return nil
+}
+
+// EnqueueStart stores a client's start of an orchestration, refusing it
+// when the instance exists (duroxide.InstanceStarter): it has run (until it
+// is deleted), its start is already stored, or a parent's start of it has
+// been fetched. A refusal is a permanent *duroxide.ProviderError wrapping
+// duroxide.ErrInstanceExists, with nothing written; when the instance is
+// pending (duroxide.StatusPending: its start stored, not run yet) it wraps
+// duroxide.ErrInstancePending, which matches ErrInstanceExists too, and
+// its message says so, with the reason a runtime recorded
+// (duroxide.PendingStartMessage). Requests: 1, as any
+// enqueue (2 when refused or after a lost answer).
+func (p *Provider) EnqueueStart(ctx context.Context, start duroxide.StartOrchestrationItem) error {
+	ctx = cosmos.WithCall(ctx, "enqueue_start")
+	const op = "enqueue_start"
+	item := duroxide.WorkItem{Kind: start}
+	if err := validateInstanceID(op, start.Instance); err != nil {
+		return err
+	}
+	now := p.nowMs()
+	d, err := newOrchDoc(item, newOrchQueueDocID(), now, now)
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	return p.startInstance(ctx, op, start, d, now)
+}
+
+// startInstance stores a start in one transactional batch: the instance
+// document, pending (no instance query sees it until the first ack creates
+// the instance) and created only if absent, and the start message. The
+// pending document names the message, so that a retry whose first try
+// landed recognises its own start in the 409 and succeeds.
+func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.StartOrchestrationItem, d queueWrite, nowMs int64) error {
+	if len(d.doc) > maxItemBytes {
+		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
+	}
+	pending := instanceDoc{
+		ID: instanceDocID, InstanceID: d.target, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(d.target)),
+		OrchestrationName: start.Orchestration, OrchestrationVersion: start.Version, StartMessageID: d.id,
+		CreatedAt: nowMs, UpdatedAt: nowMs,
+	}
+	body, err := json.Marshal(pending)
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	results, err := p.runBatch(ctx, d.target, []batchOp{createOp(instanceDocID, body), createOp(d.id, d.doc)}, idempotentWrite, false)
+	if err == nil {
+		// The first fetch of the instance needs only its lock batch.
+		m := held.StartOf(d.entry, start)
+		p.heldStates.Hold(d.target, heldStateOf(&pending, string(results[0].ETag), nil, nil), true, &m)
+	}
+	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
+		var cur instanceDoc
+		_, found, rerr := p.readDoc(ctx, d.target, instanceDocID, &cur)
+		switch {
+		case rerr != nil:
+			return mapError(op, rerr)
+		case found && cur.StartMessageID == d.id:
+			err = nil // this start, stored by a try whose answer was lost
+		case found && cur.pending():
+			return &duroxide.ProviderError{Operation: op, Message: duroxide.PendingStartMessage(d.target, cur.PendingReason), Cause: duroxide.ErrInstancePending}
+		case found:
+			return &duroxide.ProviderError{Operation: op, Message: fmt.Sprintf("instance %s already exists", duroxide.QuoteInstanceID(d.target)), Cause: duroxide.ErrInstanceExists}
+		default:
+			// Deleted since the batch was refused: the start may be tried again.
+			return retryable(op, fmt.Sprintf("instance %s was being deleted; try the start again", duroxide.QuoteInstanceID(d.target)))
+		}
+	}
+	if err != nil {
+		return mapError(op, err)
+	}
+	p.hint(d.entry)
+	return nil
+}
+
+// EnqueueForWorker adds an ActivityExecuteItem to the worker queue
+// (DESIGN.md §3.10), with its session and tag. The document id is
+// derived from the activity's execution and id, so enqueuing the same
+// activity twice leaves one message. Requests: 1.
+func (p *Provider) EnqueueForWorker(ctx context.Context, item duroxide.WorkItem) error {
+	ctx = cosmos.WithCall(ctx, "enqueue_for_worker")
+	const op = "enqueue_for_worker"
+	act, ok := item.Kind.(duroxide.ActivityExecuteItem)
+	if !ok {
+		return permanent(op, fmt.Sprintf("Invalid work item type %q: only ActivityExecute goes to the worker queue", item.Type()))
+	}
+	if err := validateInstanceID(op, act.Instance); err != nil {
+		return err
+	}
+	d, err := newWorkerDoc(act, p.nowMs())
+	if err != nil {
+		return permanent(op, err.Error())
+	}
+	return p.createQueueDoc(ctx, op, d)
+}
+
+// createQueueDoc creates a queue document and adds it to this process's
+// candidate pool (which wakes waiting fetches); 409 means it exists (a retried create that had landed, or the
+// same activity enqueued again).
+func (p *Provider) createQueueDoc(ctx context.Context, op string, d queueWrite) error {
+	if len(d.doc) > maxItemBytes {
+		return permanent(op, fmt.Sprintf("work item is %d bytes; Cosmos DB items are limited to %d", len(d.doc), maxItemBytes))
+	}
+	err := p.createDoc(ctx, d.target, d.doc, idempotentWrite)
+	if err != nil && !cosmos.IsStatus(err, http.StatusConflict) {
+		return mapError(op, err)
+	}
+	p.hint(d.entry)
 	return nil
 }
