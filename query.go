@@ -18,6 +18,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
@@ -288,7 +289,7 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 	q := "SELECT c.id, c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
 		"((c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now) OR " +
 		"(c.type IN ('instance', 'instance_pending') AND c.lockedUntil > @now))" + slotFilter(lease)
-	p.traceFetch(orchCandidateQuery)
+	p.traceFetch(fetchtrace.OrchCandidateQuery)
 	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, candidateQueryOpts(all))
 	if err != nil {
 		pool.AbortRefresh()
@@ -341,7 +342,7 @@ func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View
 	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c.visibleAt, c.tag, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" +
 		where + ")" + slotFilter(lease)
 	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
-	p.traceFetch(workCandidateQuery)
+	p.traceFetch(fetchtrace.WorkCandidateQuery)
 	raws, err := p.query(ctx, nil, q, params, candidateQueryOpts(all))
 	if err != nil {
 		pool.AbortRefresh()
@@ -495,7 +496,7 @@ func (l *poll) wait(ctx context.Context) (end bool, err error) {
 	if at, ok := l.pool.NextChange(now); ok {
 		wait = min(wait, time.Duration(at-now)*time.Millisecond)
 	}
-	p.traceFetch(pollWait)
+	p.traceFetch(fetchtrace.PollWait)
 	t := time.NewTimer(max(wait, 0))
 	defer t.Stop()
 	select {
@@ -504,9 +505,9 @@ func (l *poll) wait(ctx context.Context) (end bool, err error) {
 	case <-p.stop:
 		return true, nil
 	case <-l.woken:
-		p.traceFetch(pollNotified)
+		p.traceFetch(fetchtrace.PollNotified)
 	case <-t.C:
-		p.traceFetch(pollTimer)
+		p.traceFetch(fetchtrace.PollTimer)
 	}
 	return false, nil
 }

@@ -45,6 +45,7 @@ var importRules = []importRule{
 	{pkg: "internal/docs", code: []string{"duroxide"}},
 	{pkg: "internal/candidates"},
 	{pkg: "internal/locks"},
+	{pkg: "internal/fetchtrace"},
 	{pkg: "internal/pkheader", external: []string{azure}},
 	{pkg: "internal/changefeed", tests: []string{"emulator"}, external: []string{azure}},
 	{pkg: "internal/statuswatch", code: []string{"duroxide"}},
