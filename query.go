@@ -217,11 +217,11 @@ func (p *Provider) patchDoc(ctx context.Context, instance, id string, ops azcosm
 func strp(s string) *string { return &s }
 
 // Fetch candidates: refreshing the candidate pools from queries over the
-// owned dispatch slots, trying candidates across leases, and hints that add
-// a known queue message to a pool.
+// owned dispatch slots, the walk of a fetch attempt over the leases
+// (leaseWalk), and hints that add a known queue message to a pool.
 
 // How a fetch finds its candidates: from this process's candidate pool
-// (pool.go), refreshed by a cross-partition candidate query of the fetch's
+// (internal/candidates), refreshed by a cross-partition candidate query of the fetch's
 // lease slots when the pool's view of them is old or has nothing for a
 // fetch that must answer now.
 
@@ -444,8 +444,8 @@ func leaseKey(l *SlotLease) string {
 	return b.String()
 }
 
-// Waiting for work: the notifier that wakes fetches and the long poll that
-// retries a fetch until its poll timeout.
+// Waiting for work: the long poll a fetch loops over (poll.attempt,
+// poll.wait) until its poll timeout, woken by the pool's notifier.
 
 // DefaultLongPollInterval is how often a fetch with a poll timeout queries
 // again while it waits for work, and how long a candidate query's answer
