@@ -93,17 +93,31 @@ type Config struct {
 	// Container is the container name; default DefaultContainer.
 	Container string
 
-	// OrchestrationConcurrency is the number of orchestration dispatchers
-	// that fetch concurrently, and so the number of lanes the default
-	// orchestration LeaseProvider splits the 256 dispatch slots into;
-	// default 1 (every fetch sees every slot). It is the one source of the
-	// number (Provider.DispatchConcurrency): a runtime started on this
-	// provider with its own OrchestrationConcurrency left at 0 runs this
-	// many dispatchers, and refuses to start with more, whose fetches
-	// would wait for each other's lanes.
+	// OrchestrationLanes is the number of lanes the default orchestration
+	// LeaseProvider splits the 256 dispatch slots into, 1 to 256; default 1
+	// (every fetch sees every slot, and any number of dispatchers share
+	// it). It is not a concurrency: how many dispatchers fetch at once is
+	// the runtime's choice, with its one documented default
+	// (runtime.Options.OrchestrationConcurrency, 2). A runtime reads the
+	// lanes (Provider.DispatchConcurrency) and runs at least as many
+	// dispatchers, one per lane, refusing fewer, whose fetches would wait
+	// for each other's lanes. Set it to the runtime's concurrency to give
+	// each dispatcher a lane of its own (fewer races between a process's
+	// own fetches).
+	OrchestrationLanes int
+	// WorkerLanes is the same for the worker queue's dispatch slots and the
+	// runtime's WorkerConcurrency; default 1.
+	WorkerLanes int
+	// OrchestrationConcurrency is the old name of OrchestrationLanes, used
+	// when OrchestrationLanes is 0; after defaults both hold the lanes.
+	//
+	// Deprecated: use OrchestrationLanes (the provider has lanes; the
+	// runtime has the concurrency).
 	OrchestrationConcurrency int
-	// WorkerConcurrency is the same for work-item fetches and the
-	// runtime's workers; default 1.
+	// WorkerConcurrency is the old name of WorkerLanes, used when
+	// WorkerLanes is 0; after defaults both hold the lanes.
+	//
+	// Deprecated: use WorkerLanes.
 	WorkerConcurrency int
 	// OrchestrationLeases and WorkerLeases replace the default
 	// InMemoryLeaseProviders built from the concurrencies above.
@@ -281,12 +295,20 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Container == "" {
 		c.Container = DefaultContainer
 	}
-	if c.OrchestrationConcurrency == 0 {
-		c.OrchestrationConcurrency = 1
+	if c.OrchestrationLanes == 0 {
+		c.OrchestrationLanes = c.OrchestrationConcurrency
 	}
-	if c.WorkerConcurrency == 0 {
-		c.WorkerConcurrency = 1
+	if c.OrchestrationLanes == 0 {
+		c.OrchestrationLanes = 1
 	}
+	c.OrchestrationConcurrency = c.OrchestrationLanes
+	if c.WorkerLanes == 0 {
+		c.WorkerLanes = c.WorkerConcurrency
+	}
+	if c.WorkerLanes == 0 {
+		c.WorkerLanes = 1
+	}
+	c.WorkerConcurrency = c.WorkerLanes
 	if c.HeldInstanceStates == 0 {
 		c.HeldInstanceStates = DefaultHeldInstanceStates
 	}
@@ -355,11 +377,11 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", n.field, err))
 		}
 	}
-	if c.OrchestrationConcurrency < 0 || c.OrchestrationConcurrency > NumDispatchSlots {
-		errs = append(errs, fmt.Errorf("OrchestrationConcurrency %d is outside 1..%d", c.OrchestrationConcurrency, NumDispatchSlots))
+	if c.OrchestrationLanes < 0 || c.OrchestrationLanes > NumDispatchSlots {
+		errs = append(errs, fmt.Errorf("OrchestrationLanes %d is outside 1..%d", c.OrchestrationLanes, NumDispatchSlots))
 	}
-	if c.WorkerConcurrency < 0 || c.WorkerConcurrency > NumDispatchSlots {
-		errs = append(errs, fmt.Errorf("WorkerConcurrency %d is outside 1..%d", c.WorkerConcurrency, NumDispatchSlots))
+	if c.WorkerLanes < 0 || c.WorkerLanes > NumDispatchSlots {
+		errs = append(errs, fmt.Errorf("WorkerLanes %d is outside 1..%d", c.WorkerLanes, NumDispatchSlots))
 	}
 	if c.ReconcilerInterval < 0 {
 		errs = append(errs, fmt.Errorf("ReconcilerInterval %v is negative", c.ReconcilerInterval))

@@ -26,8 +26,8 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, DefaultDatabase, c.Database)
 	assert.Equal(t, DefaultContainer, c.Container)
-	assert.Equal(t, 1, c.OrchestrationConcurrency)
-	assert.Equal(t, 1, c.WorkerConcurrency)
+	assert.Equal(t, 1, c.OrchestrationLanes)
+	assert.Equal(t, 1, c.WorkerLanes)
 	assert.Equal(t, 2*time.Second, c.ReconcilerInterval)
 	assert.Equal(t, 2*time.Second, c.ReconcilerAgeThreshold)
 	assert.Equal(t, DefaultLongPollInterval, c.LongPollInterval)
@@ -54,8 +54,8 @@ func TestConfigInvalid(t *testing.T) {
 		{Config{Endpoint: "https://a/", Key: "k", Database: "a/b"}, "Database"},
 		{Config{Endpoint: "https://a/", Key: "k", Container: "x#y"}, "Container"},
 		{Config{Endpoint: "https://a/", Key: "k", Container: strings.Repeat("c", 256)}, "Container"},
-		{Config{Endpoint: "https://a/", Key: "k", OrchestrationConcurrency: 300}, "OrchestrationConcurrency"},
-		{Config{Endpoint: "https://a/", Key: "k", WorkerConcurrency: -1}, "WorkerConcurrency"},
+		{Config{Endpoint: "https://a/", Key: "k", OrchestrationLanes: 300}, "OrchestrationLanes"},
+		{Config{Endpoint: "https://a/", Key: "k", WorkerLanes: -1}, "WorkerLanes"},
 		{Config{Endpoint: "https://a/", Key: "k", ReconcilerInterval: -time.Second}, "ReconcilerInterval"},
 		{Config{Endpoint: "https://a/", Key: "k", ReconcilerAgeThreshold: -time.Second}, "ReconcilerAgeThreshold"},
 		{Config{Endpoint: "https://a/", Key: "k", LongPollInterval: -time.Second}, "LongPollInterval"},
@@ -71,6 +71,18 @@ func TestConfigInvalid(t *testing.T) {
 
 // TestDeprecatedChangeFeedWakeupsIsAccepted: programs written when the
 // wake-ups were off by default still build and get them.
+func TestTheOldConcurrencyNamesSetTheLanes(t *testing.T) {
+	t.Parallel()
+	c, err := Config{Endpoint: "https://a/", Key: "k", OrchestrationConcurrency: 3, WorkerConcurrency: 4}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{3, 4}, [2]int{c.OrchestrationLanes, c.WorkerLanes})
+	c, err = Config{Endpoint: "https://a/", Key: "k", OrchestrationLanes: 5, OrchestrationConcurrency: 3}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, 5, c.OrchestrationLanes, "the new name wins")
+	_, err = Config{Endpoint: "https://a/", Key: "k", OrchestrationConcurrency: 300}.withDefaults()
+	require.ErrorContains(t, err, "OrchestrationLanes 300")
+}
+
 func TestDeprecatedChangeFeedWakeupsIsAccepted(t *testing.T) {
 	t.Parallel()
 	c, err := Config{Endpoint: "https://a/", Key: "k", ChangeFeedWakeups: true}.withDefaults()

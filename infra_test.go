@@ -93,7 +93,7 @@ func TestCloseStopsReconciler(t *testing.T) {
 // configured concurrency and checks that every instance is fetched exactly
 // once, whatever lane its dispatch slot falls in.
 func TestConcurrentLanes(t *testing.T) {
-	p := newProvider(t, func(c *cdb.Config) { c.OrchestrationConcurrency, c.WorkerConcurrency = 4, 4 })
+	p := newProvider(t, func(c *cdb.Config) { c.OrchestrationLanes, c.WorkerLanes = 4, 4 })
 	ctx := context.Background()
 	const n = 40
 	for i := 0; i < n; i++ {

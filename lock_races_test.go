@@ -199,7 +199,7 @@ func TestProcessesRaceOnInstances(t *testing.T) {
 	c := newCluster(t)
 	var procs []*cdb.Provider
 	for i := 0; i < 3; i++ {
-		p, _ := c.process(t, func(cfg *cdb.Config) { cfg.OrchestrationConcurrency = 2 })
+		p, _ := c.process(t, func(cfg *cdb.Config) { cfg.OrchestrationLanes = 2 })
 		procs = append(procs, p)
 	}
 	setup, _ := c.process(t, nil)
@@ -298,7 +298,7 @@ func TestProcessesRaceOnWorkItems(t *testing.T) {
 	c := newCluster(t)
 	var procs []*cdb.Provider
 	for i := 0; i < 3; i++ {
-		p, _ := c.process(t, func(cfg *cdb.Config) { cfg.WorkerConcurrency = 2 })
+		p, _ := c.process(t, func(cfg *cdb.Config) { cfg.WorkerLanes = 2 })
 		procs = append(procs, p)
 	}
 	setup, _ := c.process(t, nil)

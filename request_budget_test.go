@@ -227,8 +227,8 @@ func runStressOnCDB(t *testing.T, orch, worker int, d time.Duration) (stress.Str
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		cfg := cdb.Config{Endpoint: s.Endpoint(), Key: s.Key(), Container: "stress",
-			ClientOptions:            &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: attributingTransport{s.HTTPClient()}}},
-			OrchestrationConcurrency: run.OrchestrationConcurrency, WorkerConcurrency: run.WorkerConcurrency}
+			ClientOptions:      &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: attributingTransport{s.HTTPClient()}}},
+			OrchestrationLanes: run.OrchestrationConcurrency, WorkerLanes: run.WorkerConcurrency}
 		p, err := cdb.New(ctx, cfg)
 		if err != nil {
 			return nil, err

@@ -115,7 +115,7 @@ func BenchmarkIdleProcessRequests(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			cfg := env.config()
 			cfg.DisableReconciler = true
-			cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = 2, 2
+			cfg.OrchestrationLanes, cfg.WorkerLanes = 2, 2
 			p := startProvider(b, mode.adjust(cfg))
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup

@@ -93,7 +93,7 @@ func TestNewProviderReportsAnInvalidConfig(t *testing.T) {
 	t.Parallel()
 	rt := &recordingT{}
 	defer rt.finish()
-	p := cdbtest.NewProvider(rt, cdbtest.WithConfig(func(c *cdb.Config) { c.OrchestrationConcurrency = -1 }))
+	p := cdbtest.NewProvider(rt, cdbtest.WithConfig(func(c *cdb.Config) { c.OrchestrationLanes = -1 }))
 	require.Nil(t, p)
 	require.Len(t, rt.fatal, 1)
 	require.Contains(t, rt.fatal[0], "open the provider")

@@ -50,7 +50,7 @@
 //
 // # From Rust to Go
 //
-//	Rust (duroxide 0.1.26)                          Go
+//	Rust (duroxide 0.1.30)                          Go
 //	providers::Provider                             Provider
 //	  name / version                                Name / Version
 //	  fetch_orchestration_item → (item, token, n)   FetchOrchestrationItem → *OrchestrationItem (LockToken, AttemptCount)

@@ -6,7 +6,7 @@ import (
 )
 
 // Provider is the storage contract of a duroxide runtime (duroxide's
-// providers::Provider trait, v0.1.26): history persistence, the orchestrator
+// providers::Provider trait, v0.1.30): history persistence, the orchestrator
 // and worker queues with peek-lock semantics, and atomic commit of a turn.
 // Implementations must be safe for concurrent use by many goroutines.
 //

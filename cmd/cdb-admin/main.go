@@ -33,6 +33,11 @@
 //	         write the histories of the instances named, or of every
 //	         instance (with -status, -prefix: those that match), to DIR
 //	         (default: the current directory), one JSON file per instance
+//	serve    [-addr 127.0.0.1:8088] [-prefix /path] [-rw]
+//	         serve the web dashboard (package dashboard) for the container
+//	         until interrupted; read-only unless -rw, whose actions (raise
+//	         an event, cancel, delete, prune) need the token in
+//	         $DASHBOARD_TOKEN; -timeout bounds only the connection
 //
 // export's file for an instance is one JSON document with every execution
 // still stored, in ascending order, each event in duroxide's serde JSON

@@ -472,7 +472,7 @@ func TestMalformedInputIsAUsageError(t *testing.T) {
 		msg  string
 	}{
 		{nil, "no command given"},
-		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune, export)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (commands: list, show, history, tree, queues, metrics, delete, prune, export, serve)`},
 		{[]string{"list", "-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"list", "-status", "Sleeping"}, `unknown status "Sleeping" (one of Running, Completed, Failed, ContinuedAsNew, Pending)`},
 		{[]string{"list", "-limit", "x"}, `invalid value "x" for flag -limit`},

@@ -23,6 +23,9 @@ type command struct {
 	summary  string
 	details  string
 	setup    func(fs *flag.FlagSet) action
+	// noTimeout: -timeout does not bound the whole command (serve bounds
+	// only its connection with it).
+	noTimeout bool
 }
 
 // action runs a command with its positional arguments. It checks them
@@ -33,6 +36,7 @@ type action func(ctx context.Context, s *session, args []string) error
 var commands = []command{
 	listCommand, showCommand, historyCommand, treeCommand,
 	queuesCommand, metricsCommand, deleteCommand, pruneCommand, exportCommand,
+	serveCommand,
 }
 
 // commonFlags are the connection and output flags every command accepts,
@@ -168,8 +172,11 @@ func dispatch(ctx context.Context, args []string, env cmdIO) error {
 	if c.timeout <= 0 {
 		return usagef("-timeout must be positive, not %v", c.timeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	if !cmd.noTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	s := &session{flags: c, io: env}
 	defer s.close()
 	return act(ctx, s, positional)

@@ -109,7 +109,7 @@ func runChild(stdout, stderr io.Writer) int {
 	changeFeed, _ := strconv.ParseBool(os.Getenv(childChangeFeedEnv))
 	cfg := mpProviderConfig(os.Getenv(childEndpointEnv), os.Getenv(childKeyEnv), os.Getenv(childDatabaseEnv), os.Getenv(childContainerEnv),
 		cdb.LeaseMode(os.Getenv(childLeasesEnv)), changeFeed)
-	cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = max(orch, 1), max(work, 1)
+	cfg.OrchestrationLanes, cfg.WorkerLanes = max(orch, 1), max(work, 1)
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	p, err := cdb.New(startCtx, cfg)
 	cancel()
@@ -128,7 +128,7 @@ func runChild(stdout, stderr io.Writer) int {
 		return exitFailures
 	}
 	rt, err := runtime.Start(ctx, p, reg, runtime.Options{
-		OrchestrationConcurrency: cfg.OrchestrationConcurrency, WorkerConcurrency: cfg.WorkerConcurrency,
+		OrchestrationConcurrency: cfg.OrchestrationLanes, WorkerConcurrency: cfg.WorkerLanes,
 		OrchestratorLockTimeout: mpLockTimeout, WorkerLockTimeout: mpWorkerLock,
 		PollInterval: 10 * time.Millisecond, LongPollTimeout: 5 * time.Second,
 	})

@@ -158,7 +158,7 @@ func (r *cdbRun) factory() stress.StressProviderFactory {
 			cfg.Container = runContainerName(cfg.Container)
 		}
 		cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: r.transport}}
-		cfg.OrchestrationConcurrency, cfg.WorkerConcurrency = run.OrchestrationConcurrency, run.WorkerConcurrency
+		cfg.OrchestrationLanes, cfg.WorkerLanes = run.OrchestrationConcurrency, run.WorkerConcurrency
 		p, err := cdb.New(ctx, cfg)
 		if err != nil {
 			if emu != nil {

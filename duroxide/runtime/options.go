@@ -29,9 +29,11 @@ type Options struct {
 	// goroutines (turns processed in parallel). Default: 2, or the
 	// provider's number of orchestrator-queue lanes when it is a
 	// duroxide.DispatchConcurrency with more (cdb.Config's
-	// OrchestrationConcurrency); Start refuses a positive value below that
-	// number, which would leave lanes unfetched. A negative value starts
-	// none: a worker-only runtime (duroxide's 0).
+	// OrchestrationLanes, default 1); Start refuses a positive value below
+	// that number, which would leave lanes unfetched. This is the one
+	// default concurrency of the module: providers have lanes, not a
+	// concurrency of their own. A negative value starts none: a
+	// worker-only runtime (duroxide's 0).
 	OrchestrationConcurrency int
 	// WorkerConcurrency is the number of worker goroutines (activities
 	// executed in parallel). Default: 2, or the provider's number of
@@ -276,9 +278,10 @@ func (o Options) followProvider(p duroxide.Provider) (Options, error) {
 		case *c.value == 0:
 			*c.value = max(defaultConcurrency, c.lanes)
 		case *c.value > 0 && *c.value < c.lanes:
-			return o, fmt.Errorf("runtime: Options.%s is %d but the provider splits its queue into %d lanes (its %s): "+
-				"each dispatcher fetches one lane, so run at least %d, or leave it at 0 to follow the provider",
-				c.field, *c.value, c.lanes, c.field, c.lanes)
+			return o, fmt.Errorf("runtime: Options.%s is %d but the provider splits its queue into %d lanes (its DispatchConcurrency; "+
+				"cdb.Config's OrchestrationLanes and WorkerLanes): each dispatcher fetches one lane, so run at least %d, "+
+				"or leave it at 0 to follow the provider",
+				c.field, *c.value, c.lanes, c.lanes)
 		}
 	}
 	return o, nil

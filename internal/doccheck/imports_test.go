@@ -86,8 +86,12 @@ var importRules = []importRule{
 	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
 	{pkg: "cmd/cdb-stress", code: []string{".", "cdbtest", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
 		external: []string{azure, "github.com/google/uuid"}},
-	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
+	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide", "dashboard"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
+	// The dashboard: any ProviderAdmin and Client; the root only for the
+	// health and cost page of a *cdb.Provider. Its tests run it on cdb.
+	{pkg: "dashboard", code: []string{"duroxide", "duroxide/runtime", "."},
+		tests: []string{"dashboard", "cdbtest", "emulator", "providertest/..."}},
 	// Examples and the end-to-end tests use everything public.
 	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "duroxide/runtime/runtimetest", "emulator", "cdbtest", "examples/internal/..."},
 		external: []string{azure, "github.com/google/uuid", otel}},

@@ -1,0 +1,203 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/dashboard"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// The browser tests drive Debian's chromium headless through chromedp
+// against a dashboard served by httptest. They skip with one line when no
+// chromium binary is found ($CHROMIUM, else chromium, chromium-browser,
+// google-chrome on PATH). They run one at a time (no t.Parallel): each
+// starts a browser, and several at once on a small shared machine only
+// make each slower.
+
+// chromiumPath returns the browser binary, or skips the test.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("browser test skipped: no chromium binary found (apt-get install chromium, or set $CHROMIUM)")
+	return ""
+}
+
+// browser starts a headless chromium for t, with a viewport of width ×
+// 900 pixels, and returns its tab's context (ended with the test).
+func browser(t *testing.T, width int64) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // the tests may run as root (CI containers)
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(alloc)
+	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancelTime()
+		cancelTab()
+		cancelAlloc()
+	})
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)))
+	return ctx
+}
+
+// visit navigates to path of s and returns the HTTP status.
+func visit(t *testing.T, ctx context.Context, s *site, path string) int64 {
+	t.Helper()
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(s.srv.URL+path))
+	require.NoError(t, err)
+	return resp.Status
+}
+
+// click clicks the first element sel matches and waits for the page it
+// leads to, returning its HTTP status.
+func click(t *testing.T, ctx context.Context, sel string) int64 {
+	t.Helper()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	require.NoError(t, err, sel)
+	return resp.Status
+}
+
+// text returns the text of the first element sel matches.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
+	require.NoError(t, err, sel)
+	return s
+}
+
+// hrefSel is a CSS selector of the link to id's page.
+func hrefSel(id string) string {
+	return `a[href=` + strconv.Quote("/dash/instance?id="+url.QueryEscape(id)) + `]`
+}
+
+func TestBrowserGoesFromTheListToAnInstanceItsHistoryAndItsSubOrchestration(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{})
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/?prefix=parent"))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `td.id `+hrefSel(parentID)))
+	assert.Equal(t, "Instance "+parentID, text(t, ctx, "h1"))
+	assert.Contains(t, text(t, ctx, "#history + p"), "event(s)")
+	assert.Contains(t, text(t, ctx, "li.ev-sub"), "SubOrchestrationScheduled")
+	// The child's link in the history's SubOrchestrationScheduled event.
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `li.ev-sub a.id`))
+	assert.Equal(t, "Instance "+childID, text(t, ctx, "h1"))
+	assert.Equal(t, parentID, text(t, ctx, "dd "+hrefSel(parentID)), "the parent link")
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `a[href^="/dash/tree?"]`))
+	assert.Equal(t, leafID, text(t, ctx, "ul.tree li.d2 a"))
+}
+
+func TestBrowserRaisesAnEventInReadWriteMode(t *testing.T) {
+	ctx := browser(t, 1280)
+	f := shared(t)
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := "browser raise/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Waiter", "")
+	_, err := f.client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
+	require.NoError(t, err)
+
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/signin?next="+url.QueryEscape("/instance?id="+id)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#token"), token)))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `form button[type=submit]`), "signed in, back on the instance")
+	assert.Equal(t, "Instance "+id, text(t, ctx, "h1"))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `a[href^="/dash/action/raise?"]`))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#name"), "approve"),
+		chromedp.SendKeys(chromedp.CSS("#data"), "from the browser"),
+	))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `form button[type=submit]`))
+	assert.Contains(t, text(t, ctx, "p.ok"), "Event approve raised")
+	st, err := f.client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StatusCompleted, st.Kind)
+	assert.Equal(t, "from the browser", st.Output)
+}
+
+func TestBrowserReadOnlyDashboardRefusesAnAction(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{})
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/instance?id="+waitID))
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('a[href*="/action/"]').length`))
+	require.NoError(t, err)
+	assert.Zero(t, n, "no action links")
+	require.EqualValues(t, http.StatusForbidden, visit(t, ctx, s, "/dash/action/cancel?id="+waitID))
+	assert.Contains(t, text(t, ctx, "p.error"), "read-only")
+	assertRunning(t, waitID)
+}
+
+func TestBrowserShowsAScriptTagIDAsText(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{})
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/?prefix="+url.QueryEscape("<script")))
+	assert.Equal(t, strconv.Quote(scriptID), text(t, ctx, "td.id a"))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, "td.id a"))
+	assert.Equal(t, strconv.Quote(scriptID), text(t, ctx, "h1 .id"))
+	scripts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scripts.length`))
+	require.NoError(t, err)
+	assert.Zero(t, scripts, "no script element made it into the page")
+	input, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("pre.value").textContent`))
+	require.NoError(t, err)
+	assert.Equal(t, "<i>script</i>", input, "the input shown as text, not markup")
+}
+
+// TestBrowserScreenshots writes the README's screenshots when
+// $DASHBOARD_SCREENSHOTS names a directory (run by hand:
+// DASHBOARD_SCREENSHOTS=$PWD/../docs/dashboard go test -run Screenshots
+// ./dashboard/); it is skipped otherwise, so go test never writes into the
+// checkout.
+func TestBrowserScreenshots(t *testing.T) {
+	dir := os.Getenv("DASHBOARD_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("screenshots skipped: set DASHBOARD_SCREENSHOTS to a directory to write them")
+	}
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token, SampleInterval: 200 * time.Millisecond})
+	for range 10 {
+		s.get("/dash/")
+		s.get(instancePath(chattyID))
+		time.Sleep(150 * time.Millisecond)
+	}
+	shots := []struct {
+		file, path string
+		width      int64
+	}{
+		{"instances.png", "/dash/", 1280},
+		{"instance.png", instancePath(parentID), 1280},
+		{"history.png", instancePath(failID) + "#history", 1280},
+		{"tree.png", "/dash/tree?id=" + url.QueryEscape(childID), 1280},
+		{"queues.png", "/dash/queues?metrics=1", 1280},
+		{"health.png", "/dash/health", 1280},
+		{"instance-phone.png", instancePath(waitID), 390},
+	}
+	for _, shot := range shots {
+		ctx := browser(t, shot.width)
+		require.EqualValues(t, http.StatusOK, visit(t, ctx, s, shot.path))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG (below: JPEG)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, shot.file), png, 0o644))
+	}
+}

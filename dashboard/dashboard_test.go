@@ -1,0 +1,492 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/dashboard"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+)
+
+// instancePath is the page of id.
+func instancePath(id string) string { return "/dash/instance?id=" + url.QueryEscape(id) }
+
+// hrefs returns the unescaped href attributes of body.
+func hrefs(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`href="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		out = append(out, html.UnescapeString(m[1]))
+	}
+	return out
+}
+
+// idsLinked returns the instance ids the page links to, in order.
+func idsLinked(t *testing.T, body string) []string {
+	t.Helper()
+	var ids []string
+	for _, h := range hrefs(body) {
+		if rest, ok := strings.CutPrefix(h, "/dash/instance?"); ok {
+			q, err := url.ParseQuery(rest)
+			require.NoError(t, err)
+			ids = append(ids, q.Get("id"))
+		}
+	}
+	return ids
+}
+
+// workload is every instance of the fixture's workload.
+var workload = []string{helloID, failID, parentID, childID, leafID, waitID, eternalID, oddID, scriptID, chattyID}
+
+// rowIDs returns the ids of the list's rows, in order.
+func rowIDs(t *testing.T, body string) []string {
+	t.Helper()
+	var ids []string
+	for _, m := range regexp.MustCompile(`<td class="id"><a href="/dash/instance\?id=([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		id, err := url.QueryUnescape(html.UnescapeString(m[1]))
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestInstancesPageListsTheWorkloadWithStatuses(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get("/dash/")
+	require.Equal(t, http.StatusOK, code, body)
+	rows := rowIDs(t, body)
+	for _, id := range workload {
+		assert.Contains(t, rows, id)
+	}
+	assert.Contains(t, body, `st-failed">Failed<`)
+	assert.Contains(t, body, `st-running">Running<`)
+}
+
+func TestInstancesPageFiltersByStatusNamePrefixAndCreationTime(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"status=Failed", []string{failID}},
+		{"status=Running", []string{waitID}},
+		{"name=eterna", []string{eternalID}},
+		{"prefix=" + url.QueryEscape("parent-1/"), []string{childID, leafID}},
+		{"prefix=parent&name=Leaf", []string{leafID}},
+		{"after=" + url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), nil},
+		{"before=2000-01-01", nil},
+	} {
+		code, body := s.get("/dash/?" + c.query)
+		require.Equal(t, http.StatusOK, code, c.query)
+		if c.want == nil {
+			assert.Contains(t, body, "No instance matches", c.query)
+			continue
+		}
+		rows := rowIDs(t, body)
+		for _, id := range workload {
+			// The action tests add instances of their own meanwhile.
+			assert.Equal(t, slices.Contains(c.want, id), slices.Contains(rows, id), "%s: %q", c.query, id)
+		}
+	}
+	code, body := s.get("/dash/?after=yesterday")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "is not a time")
+}
+
+func TestInstancesPagePagesThroughEveryInstanceOnce(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{PageSize: 3})
+	seen := map[string]int{}
+	path := "/dash/"
+	pages := 0
+	for path != "" {
+		pages++
+		require.Less(t, pages, 20, "too many pages")
+		code, body := s.get(path)
+		require.Equal(t, http.StatusOK, code)
+		rows := rowIDs(t, body)
+		assert.LessOrEqual(t, len(rows), 3)
+		for _, id := range rows {
+			seen[id]++
+		}
+		path = ""
+		for _, h := range hrefs(body) {
+			if strings.HasPrefix(h, "/dash/?") && strings.Contains(h, "cursor=") {
+				path = h
+			}
+		}
+	}
+	for _, id := range workload {
+		assert.Contains(t, seen, id)
+	}
+	for id, n := range seen {
+		assert.Equal(t, 1, n, id)
+	}
+}
+
+func TestInstancePageShowsStatusInputOutputAndTimeline(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath(helloID))
+	require.Equal(t, http.StatusOK, code, body)
+	for _, want := range []string{
+		`st-completed">Completed<`, `>World</pre>`, `<h3>Output</h3><pre class="value">Hello, World!</pre>`,
+		`<strong class="ev-kind">OrchestrationStarted</strong>`,
+		`<strong class="ev-kind">ActivityScheduled</strong> <span class="ev-name">Greet</span>`,
+		`<strong class="ev-kind">ActivityCompleted</strong>`, `<a class="meta" href="#e2">for #2</a>`,
+		`<strong class="ev-kind">OrchestrationCompleted</strong>`, "took ", "Z</time>", " ago</span>",
+	} {
+		assert.Contains(t, body, want)
+	}
+}
+
+func TestFailedInstanceShowsItsErrorDetails(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath(failID))
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `st-failed">Failed<`)
+	assert.Contains(t, body, "boom: the &lt;disk&gt; is full")
+	assert.Contains(t, body, `<strong class="ev-kind">ActivityFailed</strong>`)
+	assert.NotContains(t, body, "<disk>")
+}
+
+func TestRunningInstanceShowsCustomStatusAndKV(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath(waitID))
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "waiting for &lt;b&gt;approval&lt;/b&gt; &amp;")
+	assert.Contains(t, body, "<td>stage</td><td><code>approval &lt;pending&gt;</code></td>")
+	assert.Contains(t, body, `<strong class="ev-kind">ExternalSubscribed</strong> <span class="ev-name">approve</span>`)
+}
+
+func TestContinuedAsNewInstanceListsItsExecutions(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath(eternalID))
+	require.Equal(t, http.StatusOK, code)
+	for e := 1; e <= 3; e++ {
+		assert.Contains(t, hrefs(body), "/dash/instance?id=eternal-1&exec="+strconv.Itoa(e)+"#history")
+	}
+	assert.Contains(t, body, "History of execution 3")
+	code, body = s.get(instancePath(eternalID) + "&exec=1")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "History of execution 1")
+	assert.Contains(t, body, `<strong class="ev-kind">OrchestrationContinuedAsNew</strong>`)
+}
+
+func TestParentLinksToItsSubOrchestrationsAndTheTree(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	_, body := s.get(instancePath(parentID))
+	assert.Contains(t, idsLinked(t, body), childID, "the children section and the SubOrchestrationScheduled event")
+	_, body = s.get(instancePath(childID))
+	links := idsLinked(t, body)
+	assert.Contains(t, links, parentID, "the parent")
+	assert.Contains(t, links, leafID, "the child")
+	code, body := s.get("/dash/tree?id=" + url.QueryEscape(leafID))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, []string{parentID, childID, leafID}, idsLinked(t, body), "root first, depth first")
+	assert.Contains(t, body, `<li class="d2" aria-current="true">`)
+}
+
+func TestScriptIDIsRenderedAsText(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	for _, path := range []string{"/dash/", instancePath(scriptID)} {
+		code, body := s.get(path)
+		require.Equal(t, http.StatusOK, code)
+		assert.NotContains(t, body, "<script>")
+		assert.NotContains(t, body, "<i>script")
+		assert.Contains(t, body, "&#34;&lt;script&gt;alert(\\&#34;x\\&#34;)&lt;/script&gt;&#34;", "quoted (it holds a double quote) and escaped")
+	}
+}
+
+func TestOddIDIsAddressableFromTheListAndShownQuoted(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	_, body := s.get("/dash/?prefix=" + url.QueryEscape("odd/"))
+	var link string
+	for _, h := range hrefs(body) {
+		if strings.HasPrefix(h, "/dash/instance?") {
+			link = h
+		}
+	}
+	require.NotEmpty(t, link)
+	code, page := s.get(link)
+	require.Equal(t, http.StatusOK, code, page)
+	assert.Contains(t, page, `&#34;odd/#?%25 id\twith tab&#34;`, "quoted, the tab escaped")
+	assert.Contains(t, page, `st-completed">Completed<`)
+}
+
+func TestUnknownInstanceIs404(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath("no such\x01instance"))
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, body, `&#34;no such\x01instance&#34; not found`)
+}
+
+func TestLongHistoryIsPaged(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{HistoryPageSize: 25})
+	code, body := s.get(instancePath(chattyID))
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "62 event(s); page 1 of 3")
+	assert.Equal(t, 25, strings.Count(body, `<li id="e`))
+	assert.Contains(t, body, `id="e1"`)
+	code, body = s.get(instancePath(chattyID) + "&hpage=3")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 12, strings.Count(body, `<li id="e`))
+	assert.Contains(t, body, `id="e62"`)
+	assert.Contains(t, body, "← Earlier events")
+}
+
+func TestQueuesPageShowsDepthsAndMetricsOnRequest(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get("/dash/queues")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "<td>Orchestrator</td><td>")
+	assert.Contains(t, body, "Count instances, executions and events")
+	code, body = s.get("/dash/queues?metrics=1")
+	require.Equal(t, http.StatusOK, code)
+	assert.Regexp(t, `<dt>Instances</dt><dd>\d+</dd>`, body)
+}
+
+func TestHealthPageChartsTheUsageRates(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{SampleInterval: 20 * time.Millisecond})
+	for range 3 {
+		s.get("/dash/")
+		time.Sleep(30 * time.Millisecond)
+	}
+	code, body := s.get("/dash/health")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "answering")
+	assert.Contains(t, body, "<polyline points=")
+	assert.Contains(t, body, "req/min")
+}
+
+func TestHealthPageIsAbsentWithoutACosmosProvider(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{Admin: adminOnly{shared(t).quiet}})
+	code, _ := s.get("/dash/health")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, body := s.get(instancePath(helloID))
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `st-completed">Completed<`)
+	assert.NotContains(t, body, "Health &amp; cost")
+}
+
+// adminOnly hides everything of a provider but ProviderAdmin.
+type adminOnly struct{ duroxide.ProviderAdmin }
+
+func TestNewHandlerRefusesReadWriteWithoutAuthentication(t *testing.T) {
+	t.Parallel()
+	_, err := dashboard.NewHandler(dashboard.Options{Admin: shared(t).quiet, ReadWrite: true})
+	assert.ErrorIs(t, err, dashboard.ErrNoAuthentication)
+	_, err = dashboard.NewHandler(dashboard.Options{})
+	assert.ErrorIs(t, err, dashboard.ErrNoAdmin)
+}
+
+// csrfToken reads the form token of a page.
+func csrfToken(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, m, "no csrf field")
+	return m[1]
+}
+
+const token = "s3cret-token"
+
+var bearer = http.Header{"Authorization": {"Bearer " + token}}
+
+func TestReadOnlyHandlerRefusesEveryAction(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{BearerToken: token})
+	_, body := s.get(instancePath(waitID))
+	assert.NotContains(t, body, "/dash/action/")
+	for _, a := range []string{"raise", "cancel", "delete", "prune"} {
+		code, _ := s.do(http.MethodGet, "/dash/action/"+a+"?id="+waitID, nil, bearer)
+		assert.Equal(t, http.StatusForbidden, code, a)
+		code, body := s.post("/dash/action/"+a, url.Values{"id": {waitID}, "name": {"approve"}}, bearer)
+		assert.Equal(t, http.StatusForbidden, code, a)
+		assert.Contains(t, body, "read-only")
+	}
+	assertRunning(t, waitID)
+}
+
+func TestUnauthenticatedActionIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	code, _ := s.get("/dash/action/delete?id=" + helloID)
+	assert.Equal(t, http.StatusForbidden, code)
+	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}}, http.Header{"Authorization": {"Bearer wrong"}})
+	assert.Equal(t, http.StatusForbidden, code)
+	hook := newSite(t, dashboard.Options{ReadWrite: true, Authorize: func(r *http.Request) error {
+		if r.Header.Get("X-User") == "ops" {
+			return nil
+		}
+		return errors.New("who are you?")
+	}})
+	code, body := hook.post("/dash/action/delete", url.Values{"id": {helloID}}, nil)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "who are you?")
+	assertExists(t, helloID)
+}
+
+func TestActionWithoutTheFormTokenOrFromAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	code, body := s.post("/dash/action/delete", url.Values{"id": {helloID}}, bearer)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "form token")
+	_, page := s.do(http.MethodGet, "/dash/action/delete?id="+helloID, nil, bearer)
+	tok := csrfToken(t, page)
+	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok + "0"}}, bearer)
+	assert.Equal(t, http.StatusForbidden, code)
+	cross := http.Header{"Authorization": bearer["Authorization"], "Sec-Fetch-Site": {"cross-site"}}
+	code, body = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok}}, cross)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "cross-origin")
+	evil := http.Header{"Authorization": bearer["Authorization"], "Origin": {"https://evil.example"}}
+	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok}}, evil)
+	assert.Equal(t, http.StatusForbidden, code)
+	assertExists(t, helloID)
+}
+
+// start starts an instance on the fixture's runtime.
+func start(t *testing.T, id, name, in string) {
+	t.Helper()
+	f := shared(t)
+	require.NoError(t, f.client.StartOrchestration(context.Background(), id, name, in))
+}
+
+func assertRunning(t *testing.T, id string) {
+	t.Helper()
+	info, err := shared(t).quiet.GetInstanceInfo(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, "Running", info.Status, id)
+}
+
+func assertExists(t *testing.T, id string) {
+	t.Helper()
+	_, err := shared(t).quiet.GetInstanceInfo(context.Background(), id)
+	assert.NoError(t, err, id)
+}
+
+// confirmAndPost opens an action's confirmation page, then posts its
+// form with fields, as a browser would.
+func confirmAndPost(t *testing.T, s *site, action, id string, fields url.Values, header http.Header) (int, string) {
+	t.Helper()
+	code, page := s.do(http.MethodGet, "/dash/action/"+action+"?id="+url.QueryEscape(id), nil, header)
+	require.Equal(t, http.StatusOK, code, page)
+	form := url.Values{"id": {id}, "csrf": {csrfToken(t, page)}}
+	for k, v := range fields {
+		form[k] = v
+	}
+	h := http.Header{"Origin": {s.srv.URL}}
+	for k, v := range header {
+		h[k] = v
+	}
+	return s.post("/dash/action/"+action, form, h)
+}
+
+func TestRaiseEventActionCompletesTheWaiter(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token, Client: shared(t).client})
+	id := "raise/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Waiter", "")
+	_, err := shared(t).client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
+	require.NoError(t, err)
+	code, body := confirmAndPost(t, s, "raise", id, url.Values{"name": {"approve"}, "data": {`"yes"`}}, bearer)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Event approve raised")
+	st, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StatusCompleted, st.Kind)
+	assert.Equal(t, `"yes"`, st.Output)
+}
+
+func TestCancelActionFailsTheInstance(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := "cancel-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Waiter", "")
+	_, err := shared(t).client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
+	require.NoError(t, err)
+	code, body := confirmAndPost(t, s, "cancel", id, url.Values{"reason": {"operator says no"}}, bearer)
+	require.Equal(t, http.StatusOK, code, body)
+	st, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StatusFailed, st.Kind)
+	require.Error(t, st.Err())
+	assert.Contains(t, st.Err().Error(), "operator says no")
+}
+
+func TestDeleteActionAfterSigningInRemovesTheTree(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := "delete-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Hello", "bye")
+	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	// Sign in through the form: the session cookie replaces the header.
+	code, page := s.get("/dash/signin?next=" + url.QueryEscape("/instance?id="+id))
+	require.Equal(t, http.StatusOK, code)
+	code, _ = s.post("/dash/signin", url.Values{"csrf": {csrfToken(t, page)}, "token": {"nope"}, "next": {"/"}}, nil)
+	assert.Equal(t, http.StatusForbidden, code)
+	code, _ = s.post("/dash/signin", url.Values{"csrf": {csrfToken(t, page)}, "token": {token}, "next": {"/instance?id=" + id}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	code, body := confirmAndPost(t, s, "delete", id, nil, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Deleted 1 instance(s)")
+	code, _ = s.get(instancePath(id))
+	assert.Equal(t, http.StatusNotFound, code)
+}
+
+func TestPruneActionKeepsTheNewestExecutions(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := "prune-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Eternal", "1")
+	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	code, body := confirmAndPost(t, s, "prune", id, url.Values{"keep": {"1"}}, bearer)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Pruned 2 execution(s)")
+	execs, err := shared(t).quiet.ListExecutions(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{3}, execs)
+	code, body = confirmAndPost(t, s, "prune", id, url.Values{"keep": {"zero"}}, bearer)
+	assert.Equal(t, http.StatusUnprocessableEntity, code)
+	assert.Contains(t, body, "positive number")
+}
+
+func TestMountedUnderItsPrefixOnly(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	code, _ := s.get("/dash")
+	assert.Equal(t, 3, code/100, "redirected to /dash/")
+	code, _ = s.get("/dash/nope")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, css := s.get("/dash/static/style.css")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, css, "@media (max-width: 640px)")
+}

@@ -1,0 +1,87 @@
+// Package dashboard is a web dashboard for duroxide orchestrations: an
+// http.Handler (html/template and embed, no JavaScript) that a service
+// mounts under a prefix, in the shape of river's riverui, and that
+// cdb-admin serve serves for the account in the environment.
+//
+//	h, err := dashboard.NewHandler(dashboard.Options{Admin: provider, Prefix: "/dashboard"})
+//	defer h.Close()
+//	mux.Handle("/dashboard/", h)
+//
+// It works on any duroxide.ProviderAdmin; a *cdb.Provider adds the health
+// and cost page. The pages:
+//
+//   - / lists the instances, newest first (the Pending ones first), with
+//     filters by status, orchestration name (a substring), id prefix and
+//     creation time, a page at a time (Options.PageSize).
+//   - /instance?id=ID shows one instance: status, input, output, the error
+//     of a failed one, custom status, KV store, its executions (the newest
+//     ten; &exec=N opens another), the history of one execution as a
+//     timeline (event kind, name, UTC time, time since the execution's
+//     first event, and for a completion the time since the event it
+//     completes), paged by Options.HistoryPageSize events (&hpage=N), its
+//     parent and its sub-orchestrations with links.
+//   - /tree?id=ID shows the whole tree the instance belongs to, from its
+//     root.
+//   - /queues shows the unlocked messages per queue (GetQueueDepths) and
+//     the Pending instances; ?metrics=1 adds GetSystemMetrics.
+//   - /health (a *cdb.Provider only) pings the container and shows the
+//     provider's Usage (requests, request units, throttled requests, lost
+//     lock races) and their rates per minute over the last hour as SVG
+//     charts, from readings a goroutine takes every
+//     Options.SampleInterval (Close stops it).
+//
+// Instance ids travel in query parameters (?id=), so an id with "/", "#",
+// "?", "%", spaces or control characters is addressable; it is shown as it
+// is, or quoted in Go syntax when it is empty, starts or ends with white
+// space or holds a control character, a double quote or bytes that are not
+// UTF-8. html/template escapes every string the pages show.
+//
+// # Actions
+//
+// A handler made with Options.ReadWrite offers, on an instance's page,
+// raise an event and cancel (through Options.Client), delete (the root
+// with its sub-orchestrations, ProviderAdmin.DeleteInstance) and prune
+// (keep the newest N executions, ProviderAdmin.PruneExecutions). Each is a
+// confirmation page (GET /action/NAME?id=ID) whose form posts to
+// /action/NAME. A post is refused with 403 Forbidden when the handler is
+// read-only, when the request is not authenticated (Options.Authorize, or
+// Options.BearerToken as an Authorization: Bearer header or the session
+// cookie /signin sets, HttpOnly and SameSite=Strict), when it comes from
+// another origin (net/http's CrossOriginProtection: Sec-Fetch-Site, then
+// Origin against Host) or when its form lacks the handler's token (a
+// random per-handler secret in a hidden field). NewHandler refuses a
+// read-write handler without authentication. Reads are not
+// authenticated: mount the handler behind the service's own
+// authentication, or on loopback.
+//
+// # Cosmos DB requests per page view
+//
+// ProviderAdmin has no paged listing: the list page asks the provider for
+// every id of the status (one query; cdb reads it as one cross-partition
+// query, a request per page of results) and reads the metadata of one page
+// of them only. On a *cdb.Provider one view costs, in requests
+// (TestCosmosRequestsPerPageView counts them):
+//
+//	list, any status         2 queries (the Pending ids, every other id) + 1 point read per instance examined
+//	list, one status         1 query + 1 point read per instance examined
+//	instance                 1 point read (status and custom status) + 1 query (executions)
+//	                         + 1 query per other execution shown (at most 9) + 1 query (the history: a request per
+//	                         page of results, about 100 events) + 1 query (children) + 1 point read per child
+//	                         shown (at most 50) + 1 query (KV); the history, executions, children and KV
+//	                         are read concurrently
+//	tree                     1 point read per level up to the root, then per instance of the tree 1 query (children)
+//	                         and 1 point read (status), at most 200 instances
+//	queues                   1 query (depths) + 1 query (Pending ids) + 1 point read per Pending instance shown (at most 50);
+//	                         ?metrics=1: + 1 query over every instance, execution and history document
+//	health                   1 (the ping)
+//	actions                  raise, cancel: 1 write; delete and prune: as ProviderAdmin's DeleteInstance and PruneExecutions
+//
+// The id listing is one request per page of query results (about 100
+// ids): with 10,000 instances a page of 50 costs about 150 requests, 100
+// of them the listing (BenchmarkInstanceListPageOf10000 reports
+// requests/view). A provider with a paged listing (a continuation token
+// over instances, newest first, with the metadata) would cost one request
+// per page; ProviderAdmin has none. With a name or time filter the page examines ids until it has
+// a page of matches or has examined ten pages' worth, then offers the next
+// page from where it stopped.
+package dashboard

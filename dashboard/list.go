@@ -1,0 +1,241 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// The instance list. ProviderAdmin has no paged listing: ListInstances and
+// ListInstancesByStatus return every id (newest first on cdb, one
+// cross-partition query). The list page takes that id list, filters it by
+// id prefix, starts after the cursor (the last id the previous page
+// examined) and reads GetInstanceInfo for one page of ids at a time,
+// concurrently, until a page of matches is found or scanLimit ids were
+// examined; it never reads the metadata of every instance.
+
+// statuses are the status filter's choices.
+var statuses = []string{"", duroxide.StatusPending, "Running", "Completed", "Failed", "ContinuedAsNew"}
+
+// infoConcurrency bounds the concurrent GetInstanceInfo reads of one page.
+const infoConcurrency = 8
+
+// listFilter is the list page's query.
+type listFilter struct {
+	Status, Name, Prefix string
+	After, Before        string // as typed
+	after, before        uint64 // created after/before, ms; 0 = unset
+	Cursor               string // the last id the previous page examined
+	CursorPos            int    // its position then (when it is gone)
+}
+
+// listRow is one instance on the page.
+type listRow struct {
+	Info    duroxide.InstanceInfo
+	Created string // relative age
+	Updated string
+}
+
+// listData is the list page.
+type listData struct {
+	Filter     listFilter
+	Statuses   []string
+	Rows       []listRow
+	Next       string // URL of the next page, "" on the last
+	Scanned    int    // ids examined for this page
+	Total      int    // ids listed (after the status and prefix filters)
+	Start      int    // position of the first id examined
+	Incomplete bool   // scanLimit reached before a full page of matches
+	Errors     []string
+}
+
+// parseTime reads a filter time: RFC 3339, a date (2026-01-31, UTC), or a
+// Go duration meaning that long ago ("24h"). "" is 0.
+func parseTime(s string, now time.Time) (uint64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return uint64(t.UnixMilli()), nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return uint64(t.UnixMilli()), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return uint64(now.Add(-d).UnixMilli()), nil
+	}
+	return 0, fmt.Errorf("%q is not a time: use 2026-01-31, 2026-01-31T08:00:00Z or a duration such as 24h", s)
+}
+
+// instancesPage is the list. Requests on cdb: the id listing (1
+// cross-partition query; 2 for every status, the Pending ones first) and
+// one point read per instance examined.
+func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := listFilter{Status: q.Get("status"), Name: strings.TrimSpace(q.Get("name")), Prefix: q.Get("prefix"),
+		After: q.Get("after"), Before: q.Get("before"), Cursor: q.Get("cursor")}
+	f.CursorPos, _ = strconv.Atoi(q.Get("pos"))
+	d := listData{Filter: f, Statuses: statuses}
+	var err error
+	now := h.opts.Now()
+	if d.Filter.after, err = parseTime(f.After, now); err != nil {
+		d.Errors = append(d.Errors, "created after: "+err.Error())
+	}
+	if d.Filter.before, err = parseTime(f.Before, now); err != nil {
+		d.Errors = append(d.Errors, "created before: "+err.Error())
+	}
+	if !slices.Contains(statuses, f.Status) {
+		d.Errors = append(d.Errors, fmt.Sprintf("unknown status %q", f.Status))
+		d.Filter.Status = ""
+	}
+	if len(d.Errors) == 0 {
+		if err := h.fillList(r.Context(), &d); err != nil {
+			d.Errors = append(d.Errors, err.Error())
+		}
+	}
+	h.render(w, r, http.StatusOK, "instances", "Instances", d)
+}
+
+// listIDs returns the ids with status, newest first ("": the Pending ones,
+// then every other).
+func (h *Handler) listIDs(ctx context.Context, status string) ([]string, error) {
+	if status != "" {
+		ids, err := h.admin.ListInstancesByStatus(ctx, status)
+		if err != nil {
+			return nil, fmt.Errorf("list the %s instances: %w", status, err)
+		}
+		return ids, nil
+	}
+	pending, err := h.admin.ListInstancesByStatus(ctx, duroxide.StatusPending)
+	if err != nil {
+		return nil, fmt.Errorf("list the pending instances: %w", err)
+	}
+	ids, err := h.admin.ListInstances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	if len(pending) == 0 {
+		return ids, nil
+	}
+	seen := make(map[string]bool, len(pending))
+	for _, id := range pending {
+		seen[id] = true
+	}
+	out := pending
+	for _, id := range ids {
+		if !seen[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// fillList lists, filters and reads one page into d.
+func (h *Handler) fillList(ctx context.Context, d *listData) error {
+	f := &d.Filter
+	ids, err := h.listIDs(ctx, f.Status)
+	if err != nil {
+		return err
+	}
+	if f.Prefix != "" {
+		kept := ids[:0:0]
+		for _, id := range ids {
+			if strings.HasPrefix(id, f.Prefix) {
+				kept = append(kept, id)
+			}
+		}
+		ids = kept
+	}
+	d.Total = len(ids)
+	start := 0
+	if f.Cursor != "" {
+		if i := slices.Index(ids, f.Cursor); i >= 0 {
+			start = i + 1
+		} else {
+			start = min(max(f.CursorPos, 0), len(ids))
+		}
+	}
+	d.Start = start
+	size := h.opts.PageSize
+	scanLimit := 10 * size
+	filtered := f.Name != "" || f.after != 0 || f.before != 0
+	pos := start
+	for pos < len(ids) && len(d.Rows) < size && pos-start < scanLimit {
+		chunk := ids[pos:min(pos+size, len(ids))]
+		if !filtered {
+			chunk = chunk[:min(len(chunk), size-len(d.Rows))]
+		}
+		infos := h.infos(ctx, chunk)
+		for _, info := range infos {
+			pos++
+			if info == nil || !f.match(*info) {
+				continue
+			}
+			d.Rows = append(d.Rows, listRow{Info: *info, Created: h.age(info.CreatedAt), Updated: h.age(info.UpdatedAt)})
+			if len(d.Rows) == size {
+				break // the rest of the chunk is examined by the next page
+			}
+		}
+	}
+	d.Scanned = pos - start
+	d.Incomplete = filtered && len(d.Rows) < size && pos < len(ids)
+	if pos < len(ids) && pos > start {
+		v := url.Values{}
+		for k, s := range map[string]string{"status": f.Status, "name": f.Name, "prefix": f.Prefix, "after": f.After, "before": f.Before} {
+			if s != "" {
+				v.Set(k, s)
+			}
+		}
+		v.Set("cursor", ids[pos-1])
+		v.Set("pos", strconv.Itoa(pos))
+		d.Next = h.opts.Prefix + "/?" + v.Encode()
+	}
+	return nil
+}
+
+// match reports whether info passes the name and creation-time filters
+// (the name: case-insensitive substring).
+func (f *listFilter) match(info duroxide.InstanceInfo) bool {
+	if f.Name != "" && !strings.Contains(strings.ToLower(info.OrchestrationName), strings.ToLower(f.Name)) {
+		return false
+	}
+	if f.after != 0 && info.CreatedAt < f.after {
+		return false
+	}
+	if f.before != 0 && info.CreatedAt >= f.before {
+		return false
+	}
+	return true
+}
+
+// infos reads GetInstanceInfo of ids, infoConcurrency at a time; an
+// instance that cannot be read (deleted since it was listed) is nil.
+func (h *Handler) infos(ctx context.Context, ids []string) []*duroxide.InstanceInfo {
+	out := make([]*duroxide.InstanceInfo, len(ids))
+	sem := make(chan struct{}, infoConcurrency)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if info, err := h.admin.GetInstanceInfo(ctx, id); err == nil {
+				out[i] = &info
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
