@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -110,6 +111,34 @@ func TestBrowserGoesFromTheListToAnInstanceItsHistoryAndItsSubOrchestration(t *t
 	assert.Equal(t, parentID, text(t, ctx, "dd "+hrefSel(parentID)), "the parent link")
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `a[href^="/dash/tree?"]`))
 	assert.Equal(t, leafID, text(t, ctx, "ul.tree li.d2 a"))
+}
+
+func TestBrowserReachesAnInstanceAndItsHistoryByKeyboardOnly(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{})
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/?prefix=hello"))
+	// Tab from the top of the page until the instance's link has the
+	// focus: the skip link, the navigation and the filters come first.
+	focused := ""
+	for range 30 {
+		require.NoError(t, chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
+		var err error
+		focused, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.getAttribute("href") || ""`))
+		require.NoError(t, err)
+		if focused == "/dash/instance?id="+helloID {
+			break
+		}
+	}
+	require.Equal(t, "/dash/instance?id="+helloID, focused, "the instance link is reachable with Tab")
+	resp, err := chromedp.RunResponse(ctx, chromedp.KeyEvent(kb.Enter))
+	require.NoError(t, err)
+	require.EqualValues(t, http.StatusOK, resp.Status)
+	assert.Equal(t, "Instance "+helloID, text(t, ctx, "h1"))
+	// The skip link is the first stop and leads to the content.
+	require.NoError(t, chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
+	first, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.textContent`))
+	require.NoError(t, err)
+	assert.Equal(t, "Skip to content", first)
 }
 
 func TestBrowserRaisesAnEventInReadWriteMode(t *testing.T) {

@@ -48,7 +48,7 @@ func idsLinked(t *testing.T, body string) []string {
 }
 
 // workload is every instance of the fixture's workload.
-var workload = []string{helloID, failID, parentID, childID, leafID, waitID, eternalID, oddID, scriptID, chattyID}
+var workload = []string{helloID, failID, parentID, childID, leafID, waitID, eternalID, oddID, scriptID, chattyID, pendingID}
 
 // rowIDs returns the ids of the list's rows, in order.
 func rowIDs(t *testing.T, body string) []string {
@@ -84,6 +84,7 @@ func TestInstancesPageFiltersByStatusNamePrefixAndCreationTime(t *testing.T) {
 	}{
 		{"status=Failed", []string{failID}},
 		{"status=Running", []string{waitID}},
+		{"status=Pending", []string{pendingID}},
 		{"name=eterna", []string{eternalID}},
 		{"prefix=" + url.QueryEscape("parent-1/"), []string{childID, leafID}},
 		{"prefix=parent&name=Leaf", []string{leafID}},
@@ -173,6 +174,7 @@ func TestRunningInstanceShowsCustomStatusAndKV(t *testing.T) {
 	assert.Contains(t, body, "waiting for &lt;b&gt;approval&lt;/b&gt; &amp;")
 	assert.Contains(t, body, "<td>stage</td><td><code>approval &lt;pending&gt;</code></td>")
 	assert.Contains(t, body, `<strong class="ev-kind">ExternalSubscribed</strong> <span class="ev-name">approve</span>`)
+	assert.Contains(t, body, `<h3>Input</h3><p class="meta">(empty)</p>`)
 }
 
 func TestContinuedAsNewInstanceListsItsExecutions(t *testing.T) {
@@ -267,6 +269,22 @@ func TestQueuesPageShowsDepthsAndMetricsOnRequest(t *testing.T) {
 	code, body = s.get("/dash/queues?metrics=1")
 	require.Equal(t, http.StatusOK, code)
 	assert.Regexp(t, `<dt>Instances</dt><dd>\d+</dd>`, body)
+}
+
+func TestPendingInstanceIsShownWithItsReason(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	reason := `orchestration &#34;Procss&#34; is not registered on runtime `
+	for _, path := range []string{"/dash/", "/dash/queues", instancePath(pendingID)} {
+		code, body := s.get(path)
+		require.Equal(t, http.StatusOK, code, path)
+		if path != "/dash/queues" {
+			assert.Contains(t, body, `st-pending">Pending<`, path)
+		}
+		assert.Contains(t, body, reason, path)
+	}
+	_, body := s.get(instancePath(pendingID))
+	assert.NotContains(t, body, "History of execution")
 }
 
 func TestHealthPageChartsTheUsageRates(t *testing.T) {

@@ -40,6 +40,7 @@ const (
 	oddID     = "odd/#?%25 id\twith tab"        // Hello, an id with / # ? % a space and a tab
 	scriptID  = `<script>alert("x")</script>`   // Hello, an id that is a script tag
 	chattyID  = "chatty-1"                      // Chatty: 30 activities, a history of 62 events
+	pendingID = "pending-1"                     // Procss (not registered): Pending, with the runtime's reason
 	customMsg = "waiting for <b>approval</b> &" // Waiter's custom status
 )
 
@@ -164,7 +165,10 @@ func openFixture() (*fixture, error) {
 		f.close()
 		return nil, err
 	}
-	if f.rt, err = runtime.Start(ctx, f.busy, registry(), runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond}); err != nil {
+	if f.rt, err = runtime.Start(ctx, f.busy, registry(), runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond,
+		// pendingID stays Pending, its first attempt's reason recorded,
+		// for the 10 minutes the tests may take.
+		UnregisteredBackoff: runtime.UnregisteredBackoff{Base: 10 * time.Minute, Max: 10 * time.Minute}}); err != nil {
 		f.close()
 		return nil, err
 	}
@@ -172,7 +176,7 @@ func openFixture() (*fixture, error) {
 	starts := []struct{ id, name, in string }{
 		{helloID, "Hello", "World"}, {failID, "Fails", "x"}, {parentID, "Parent", "P"},
 		{waitID, "Waiter", ""}, {eternalID, "Eternal", "1"}, {oddID, "Hello", "odd"},
-		{scriptID, "Hello", "<i>script</i>"}, {chattyID, "Chatty", "30"},
+		{scriptID, "Hello", "<i>script</i>"}, {chattyID, "Chatty", "30"}, {pendingID, "Procss", ""},
 	}
 	for _, s := range starts {
 		if err := f.client.StartOrchestration(ctx, s.id, s.name, s.in); err != nil {
@@ -181,9 +185,12 @@ func openFixture() (*fixture, error) {
 		}
 	}
 	for _, s := range starts {
-		if s.name == "Waiter" {
+		switch s.name {
+		case "Waiter":
 			_, err = f.client.WaitForStatusChange(ctx, s.id, 0, 5*time.Millisecond, time.Minute)
-		} else {
+		case "Procss":
+			err = waitPendingReason(ctx, f.client, s.id)
+		default:
 			_, err = f.client.WaitForOrchestration(ctx, s.id, time.Minute)
 		}
 		if err != nil {
@@ -194,6 +201,21 @@ func openFixture() (*fixture, error) {
 	// The waiter's KV entry is committed in the same turn as its custom
 	// status; leafID ends before parentID.
 	return f, nil
+}
+
+// waitPendingReason waits until a runtime has recorded why id's start
+// cannot run.
+func waitPendingReason(ctx context.Context, client *runtime.Client, id string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		st, err := client.GetOrchestrationStatus(ctx, id)
+		if err != nil {
+			return err
+		}
+		if st.PendingReason != "" {
+			return nil
+		}
+	}
+	return errors.New("no pending reason recorded for " + id)
 }
 
 // site is a dashboard under test, served by httptest.

@@ -27,7 +27,7 @@ func TestCosmosRequestsPerPageView(t *testing.T) {
 		{"instance, three executions", instancePath(eternalID), 1 + 1 + 2 + 1 + 1 + 1},
 		{"instance, one child", instancePath(parentID), 1 + 1 + 0 + 1 + 1 + 1 + 1},
 		{"tree of three", "/dash/tree?id=" + url.QueryEscape(leafID), 3 + 3 + 3},
-		{"queues", "/dash/queues", 1 + 1},
+		{"queues, one Pending instance", "/dash/queues", 1 + 1 + 1},
 		{"health", "/dash/health", 1},
 	} {
 		before := p.Usage().Requests
