@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"testing"
@@ -21,24 +22,9 @@ import (
 func BenchmarkFanOut(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			p := newProvider(b)
-			reg := runtime.NewRegistry()
-			if err := runtime.RegisterActivityTyped(reg, "Work", func(_ *runtime.ActivityContext, i int) (int, error) {
+			ctx, client := startBenchRuntime(b, "Work", func(_ *runtime.ActivityContext, i int) (int, error) {
 				return i, nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-			if err := runtime.RegisterOrchestrationTyped(reg, "FanOut", fanOutSum); err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-			defer cancel()
-			rt, err := runtime.Start(ctx, p, reg, options())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = rt.Shutdown(ctx) }()
-			client := runtime.NewClient(p)
+			}, "FanOut", fanOutSum)
 			want := n * (n - 1) / 2
 			peak := samplePeakHeap(ctx)
 			b.ResetTimer()
@@ -60,6 +46,27 @@ func BenchmarkFanOut(b *testing.B) {
 			b.ReportMetric(float64(peak())/(1<<20), "MB-peak-heap")
 		})
 	}
+}
+
+// startBenchRuntime registers activity and orchestration on a runtime
+// with the samples' options over a fresh container, and returns a context
+// of 30 minutes and a client; the runtime shuts down when b ends.
+func startBenchRuntime(b *testing.B, activity string, act func(*runtime.ActivityContext, int) (int, error),
+	orchestration string, orch func(*runtime.OrchestrationContext, int) (int, error)) (context.Context, *runtime.Client) {
+	b.Helper()
+	p := newProvider(b)
+	reg := runtime.NewRegistry()
+	if err := errors.Join(runtime.RegisterActivityTyped(reg, activity, act), runtime.RegisterOrchestrationTyped(reg, orchestration, orch)); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	b.Cleanup(cancel)
+	rt, err := runtime.Start(ctx, p, reg, options())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Shutdown(ctx) })
+	return ctx, runtime.NewClient(p)
 }
 
 // samplePeakHeap samples the heap in use every 50 ms until the returned

@@ -2,7 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +22,9 @@ type sample struct {
 	ctx      context.Context
 	provider duroxide.Provider
 	client   *runtime.Client
+	// verified counts the turns resumed from the sticky cache and
+	// checked against a full replay.
+	verified atomic.Int64
 }
 
 func newSample(t *testing.T) *sample {
@@ -26,18 +32,56 @@ func newSample(t *testing.T) *sample {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	p := newProvider(t)
-	return &sample{t: t, ctx: ctx, provider: p, client: runtime.NewClient(p)}
+	s := &sample{t: t, ctx: ctx, provider: p, client: runtime.NewClient(p)}
+	t.Cleanup(func() {
+		if n := s.verified.Load(); n > 0 {
+			t.Logf("sticky cache: %d resumed turns decided the same as a full replay", n)
+		}
+	})
+	return s
 }
 
 // options are the runtime options of the samples: duroxide's defaults with
-// a 10ms poll interval, as its samples that set one use.
+// a 10ms poll interval, as its samples that set one use; the sticky cache
+// is off when DUROXIDE_STICKY is "off".
 func options() runtime.Options {
-	return runtime.Options{PollInterval: 10 * time.Millisecond}
+	o := runtime.Options{PollInterval: 10 * time.Millisecond}
+	if os.Getenv(stickyEnv) == "off" {
+		o.StickyCacheSize = -1
+	}
+	return o
 }
 
-// start runs a runtime until the test ends.
+// stickyEnv names the environment variable that turns the sticky cache off
+// in the e2e tests ("off"); README's "Sticky executions" says how the
+// suites run both ways.
+const stickyEnv = "DUROXIDE_STICKY"
+
+// stickyOff reports whether t runs with the sticky cache off: under
+// DUROXIDE_STICKY=off, or in the "off" half of
+// TestEverySampleDecidesTheSameWithTheStickyCacheOnAndOff.
+func stickyOff(t testing.TB) bool {
+	return os.Getenv(stickyEnv) == "off" || strings.Contains(t.Name(), onAndOffTest+"/off/")
+}
+
+// start runs a runtime until the test ends. With the sticky cache on,
+// every turn that resumes a cached execution is decided a second time by
+// a full replay (Options.StickyVerify) and the test fails unless both
+// decisions are the same JSON byte for byte.
 func (s *sample) start(reg *runtime.Registry, opts runtime.Options) *runtime.Runtime {
 	s.t.Helper()
+	switch {
+	case stickyOff(s.t):
+		opts.StickyCacheSize = -1
+	case opts.StickyCacheSize >= 0 && opts.StickyVerify == nil:
+		t := s.t
+		opts.StickyVerify = func(instance string, err error) {
+			if err != nil {
+				t.Errorf("sticky cache: %v", err)
+			}
+			s.verified.Add(1)
+		}
+	}
 	rt, err := runtime.Start(s.ctx, s.provider, reg, opts)
 	if err != nil {
 		s.t.Fatal(err)

@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,11 +41,17 @@ const raceWait = 30 * time.Second
 // dispatcher_min_poll_interval of 10 ms, and the unregistered-handler
 // backoff (which also paces the inputs waiting in a continue-as-new
 // window) between base and max.
+// DUROXIDE_STICKY=off turns the runtime's sticky cache off, so that the
+// suite runs both ways (README's "Sticky executions").
 func raceOptions(base, max time.Duration) runtime.Options {
-	return runtime.Options{
+	o := runtime.Options{
 		PollInterval:        10 * time.Millisecond,
 		UnregisteredBackoff: runtime.UnregisteredBackoff{Base: base, Max: max},
 	}
+	if os.Getenv("DUROXIDE_STICKY") == "off" {
+		o.StickyCacheSize = -1
+	}
+	return o
 }
 
 // startRuntime starts a runtime over p with reg and opts and shuts it down

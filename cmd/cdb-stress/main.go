@@ -11,7 +11,10 @@
 //	go run ./cmd/cdb-stress [-scenario parallel|large|all] [-duration 10s]
 //	    [-max-concurrent 20] [-tasks 5] [-activity-delay 10ms]
 //	    [-configs 1/1,2/2,4/4] [-provider both|cdb|memory] [-record file]
+//	go run ./cmd/cdb-stress -sequential 200,2000 [-provider cdb]
 //
+// -sequential runs one orchestration calling N activities one after the
+// other per N and provider and prints the time per activity (sequential.go).
 // With no environment set, every cdb run gets a fresh embedded emulator
 // (emulator); with COSMOS_ENDPOINT and COSMOS_KEY it runs against
 // that account. At the end of each run every orchestration's history is
@@ -70,7 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var code int
-	if o.mp != nil {
+	if len(o.sequential) > 0 {
+		code = runSequential(ctx, o, args, stdout, stderr)
+	} else if o.mp != nil {
 		mp := *o.mp
 		mp.latency = o.latency
 		code = runMultiProcess(ctx, mp, args, o.record, stdout, stderr)
@@ -87,16 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runAll runs every scenario of o on every provider and configuration,
 // writes the report and records it when asked; it returns the exit status.
 func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
-	cdbT := newCDBTarget(o.latency)
-	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
-	var targets []target
-	for _, p := range o.providers {
-		if p == providerMemory {
-			targets = append(targets, memoryTarget{})
-		} else {
-			targets = append(targets, cdbT)
-		}
-	}
+	cdbT, targets := o.targets()
 	runID := time.Now().UTC().Format("20060102T150405")
 	loadAtStart := loadAverage()
 	var reps []scenarioReport
@@ -135,6 +131,22 @@ func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Wri
 		return exitFailures
 	}
 	return exitOK
+}
+
+// targets returns the providers of -provider, in order, and the cdb
+// target (with -latency and -change-feed) whether or not it is one of them.
+func (o options) targets() (cdbTarget, []target) {
+	cdbT := newCDBTarget(o.latency)
+	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
+	var targets []target
+	for _, p := range o.providers {
+		if p == providerMemory {
+			targets = append(targets, memoryTarget{})
+		} else {
+			targets = append(targets, cdbT)
+		}
+	}
+	return cdbT, targets
 }
 
 // runOne runs scenario on target t with configuration c.

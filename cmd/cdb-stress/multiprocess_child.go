@@ -33,6 +33,9 @@ const (
 	childWorkerEnv     = "CDB_STRESS_WORKER_DISPATCHERS"
 	childLeasesEnv     = "CDB_STRESS_LEASES"
 	childChangeFeedEnv = "CDB_STRESS_CHANGE_FEED"
+	// stickyEnv "off" turns the runtime's sticky cache off in every
+	// process (children inherit it), as in the project's test suites.
+	stickyEnv = "DUROXIDE_STICKY"
 )
 
 // Timings of the multi-process runs: short, so that a killed or frozen
@@ -127,11 +130,15 @@ func runChild(stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "child:", err)
 		return exitFailures
 	}
-	rt, err := runtime.Start(ctx, p, reg, runtime.Options{
+	opts := runtime.Options{
 		OrchestrationConcurrency: cfg.OrchestrationLanes, WorkerConcurrency: cfg.WorkerLanes,
 		OrchestratorLockTimeout: mpLockTimeout, WorkerLockTimeout: mpWorkerLock,
 		PollInterval: 10 * time.Millisecond, LongPollTimeout: 5 * time.Second,
-	})
+	}
+	if os.Getenv(stickyEnv) == "off" { // inherited from the parent
+		opts.StickyCacheSize = -1
+	}
+	rt, err := runtime.Start(ctx, p, reg, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "child:", err)
 		return exitFailures

@@ -35,6 +35,9 @@ type options struct {
 	// changeFeed is -change-feed: the cdb runs use change-feed wake-ups
 	// (the provider's default; -change-feed=false disables them).
 	changeFeed bool
+	// sequential, when set (-sequential), selects the sequential mode:
+	// one orchestration of N sequential activities per N.
+	sequential []int
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
 }
@@ -82,6 +85,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	provider := fs.String("provider", providerBoth, "provider(s) to run: cdb, memory or both")
 	progress := fs.Bool("progress", true, "print a progress line while running (on stderr)")
 	record := fs.String("record", "", "append this run, in RESULTS.md's format, to the given file")
+	sequential := fs.String("sequential", "", "sequential mode: comma-separated activity counts, e.g. 200,2000: one orchestration calling N activities one after the other, per N and provider (DUROXIDE_STICKY=off turns the sticky cache off)")
 	processes := fs.String("processes", "", "multi-process mode: comma-separated process counts, e.g. 1,2,4 (each a real OS process)")
 	orchestrations := fs.Int("orchestrations", 100, "multi-process mode: orchestrations per process count")
 	mpDispatchers := fs.String("mp-dispatchers", "4/4", "multi-process mode: orchestration/worker dispatchers in total, split across the processes")
@@ -142,6 +146,14 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	} {
 		if f.bad {
 			errs = append(errs, errors.New(f.name))
+		}
+	}
+	if *sequential != "" {
+		if o.sequential, err = parseSequential(*sequential); err != nil {
+			errs = append(errs, err)
+		}
+		if !o.set["poll-interval"] {
+			o.pollInterval = 10 * time.Millisecond // the e2e benchmark's
 		}
 	}
 	if *processes != "" {

@@ -24,6 +24,9 @@ type coroutine struct {
 	err      error
 	panicked *string
 	aborting bool
+	// aborted is set by abort once the goroutine has exited (engine side),
+	// so that a second abort returns at once.
+	aborted bool
 }
 
 func newCoroutine(fn func() (string, error)) *coroutine {
@@ -86,11 +89,13 @@ func (co *coroutine) block() {
 }
 
 // abort ends a suspended orchestration goroutine and waits until it has
-// exited, so that nothing touches the turn's state afterwards.
+// exited, so that nothing touches the turn's state afterwards. Aborting
+// twice is harmless.
 func (co *coroutine) abort() {
-	if !co.started || co.finished {
+	if !co.started || co.finished || co.aborted {
 		return
 	}
 	co.resume <- false
 	<-co.exited
+	co.aborted = true
 }

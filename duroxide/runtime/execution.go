@@ -29,23 +29,39 @@ type executionResult struct {
 // runExecution runs one turn of an execution whose history (with
 // OrchestrationStarted) is in h and turns its result into work items,
 // terminal events and parent notifications (duroxide's
-// run_single_execution_atomic).
+// run_single_execution_atomic). With sticky (the sticky cache is on), a
+// cached execution in sticky.entry is resumed instead of replayed, and the
+// run of a turn that leaves the execution running is returned as kept
+// (its goroutine parked; the caller caches or ends it).
 func runExecution(instance string, executionID uint64, h *historyManager, r workItemReader, fn OrchestrationFunc,
-	version string, kv map[string]duroxide.KvEntry, parentExec parentExecutionFunc, logger *slog.Logger, now func() time.Time) executionResult {
-	var res executionResult
+	version string, kv map[string]duroxide.KvEntry, parentExec parentExecutionFunc, logger *slog.Logger, now func() time.Time,
+	sticky *stickyResume) (res executionResult, kept *replayRun) {
 	started := h.startedEvent()
 	input := started.Input
 	link, hasParent := h.parentLink()
 	parent, parentID := link.instance, link.id
 
 	// The baseline includes what h.delta already holds (a new
-	// OrchestrationStarted), which is not replay.
-	engine := newReplayEngine(instance, executionID, h.full(), len(h.history), kv, logger)
+	// OrchestrationStarted), which is not replay. The engine only reads
+	// it, so the persisted history is used as it is when there is none.
+	baseline := h.history
+	if len(h.delta) > 0 {
+		baseline = h.full()
+	}
+	engine := newReplayEngine(instance, executionID, baseline, len(h.history), kv, logger)
 	engine.now = now
+	if sticky != nil {
+		engine.keep = true
+		if e := sticky.entry; e != nil {
+			engine.resumed = e.run
+			resumeKV(e.run.ctx, e.kvSetKeys, now)
+		}
+	}
 	if len(r.completions) > 0 {
 		engine.prepCompletions(r.completions)
 	}
 	turn := engine.execute(fn, input, r.name, version)
+	kept = engine.kept
 
 	for _, id := range engine.cancelledActivityIDs {
 		res.cancelledActivities = append(res.cancelledActivities, duroxide.ScheduledActivityIdentifier{Instance: instance, ExecutionID: executionID, ActivityID: id})
@@ -145,7 +161,29 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 		}
 	}
 	res.orchestratorItems = append(res.orchestratorItems, droppedChildren...)
-	return res
+	return res, kept
+}
+
+// resumeKV gives the keys an execution set the update time a full replay
+// would give them: a replayed SetKVValue stamps the key with the replay's
+// clock, so after a full replay every key the execution set (and has not
+// cleared) reads as updated now, and PruneKVValuesUpdatedBefore must see
+// the same on a resumed execution.
+func resumeKV(ctx *OrchestrationContext, setKeys map[string]bool, clock func() time.Time) {
+	if len(setKeys) == 0 {
+		return
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	now := uint64(clock().UnixMilli())
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	for k := range setKeys {
+		if _, live := ctx.state.kv[k]; live {
+			ctx.state.kvUpdatedAt[k] = now
+		}
+	}
 }
 
 // startItem builds the StartOrchestration message of a child (parent set)

@@ -20,13 +20,16 @@ type historyManager struct {
 func newHistoryManager(history []duroxide.Event) *historyManager {
 	h := &historyManager{history: history}
 	last := -1
-	for i, ev := range history {
-		if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
-			h.started = &s
+	for i := range history {
+		// Only the index: taking the address of the asserted value here
+		// would allocate it for every event of every turn.
+		if _, ok := history[i].Kind.(duroxide.OrchestrationStarted); ok {
 			last = i
 		}
 	}
 	if last >= 0 {
+		s := history[last].Kind.(duroxide.OrchestrationStarted)
+		h.started = &s
 	scan:
 		for _, ev := range history[last+1:] {
 			switch ev.Kind.(type) {

@@ -71,6 +71,10 @@ const (
 	metricOrchDispatchMs      = "duroxide.orchestration.dispatcher.processing_duration_ms"
 	metricWorkDispatchFetched = "duroxide.worker.dispatcher.items_fetched"
 	metricWorkDispatchMs      = "duroxide.worker.dispatcher.execution_duration_ms"
+	// The sticky cache's (this runtime's; duroxide has no sticky cache).
+	metricStickyHits      = "duroxide_orchestration_sticky_cache_hits_total"
+	metricStickyMisses    = "duroxide_orchestration_sticky_cache_misses_total"
+	metricStickyEvictions = "duroxide_orchestration_sticky_cache_evictions_total"
 )
 
 // Histogram buckets of duroxide's specification.
@@ -137,6 +141,7 @@ type runtimeMetrics struct {
 	providerErrors                                 metric.Int64Counter
 	orchFetched, workFetched                       metric.Int64Counter
 	orchProcessingMs, workExecutionMs              metric.Float64Histogram
+	stickyHits, stickyMisses, stickyEvictions      metric.Int64Counter
 
 	// registration is the gauges' callback, unregistered by close.
 	registration metric.Registration
@@ -195,6 +200,9 @@ func newRuntimeMetrics(mp metric.MeterProvider, admin duroxide.ProviderAdmin, lo
 	m.orchProcessingMs = in.histogram(metricOrchDispatchMs, "Time to process an orchestration item", "ms", nil)
 	m.workFetched = in.counter(metricWorkDispatchFetched, "Activities fetched by the worker dispatcher", "{item}")
 	m.workExecutionMs = in.histogram(metricWorkDispatchMs, "Activity execution duration", "ms", nil)
+	m.stickyHits = in.counter(metricStickyHits, "Turns that resumed a suspended execution from the sticky cache", "{turn}")
+	m.stickyMisses = in.counter(metricStickyMisses, "Turns of a running execution replayed in full, by reason", "{turn}")
+	m.stickyEvictions = in.counter(metricStickyEvictions, "Suspended executions dropped from the sticky cache, by reason", "{execution}")
 
 	activeOrchs, err := in.m.Int64ObservableGauge(metricActiveOrchs, metric.WithDescription("Orchestration instances currently running"), metric.WithUnit("{orchestration}"))
 	in.err = errors.Join(in.err, err)
@@ -481,5 +489,28 @@ func (m *runtimeMetrics) activity(item duroxide.ActivityExecuteItem, outcome str
 	}
 	if outcome == "poison" {
 		m.actPoison.Add(ctx, 1)
+	}
+}
+
+// stickyHit counts a turn that resumed a cached execution.
+func (m *runtimeMetrics) stickyHit() {
+	if m != nil {
+		m.stickyHits.Add(context.Background(), 1)
+	}
+}
+
+// stickyMissed counts a turn of a running execution that replayed in full
+// (reason: not_cached, history, execution, version, registry or kv).
+func (m *runtimeMetrics) stickyMissed(reason string) {
+	if m != nil {
+		m.stickyMisses.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+	}
+}
+
+// stickyEvicted counts a cached execution dropped for reason (size, bytes,
+// shutdown or turn_failed).
+func (m *runtimeMetrics) stickyEvicted(reason string) {
+	if m != nil {
+		m.stickyEvictions.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
 	}
 }

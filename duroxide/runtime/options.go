@@ -134,6 +134,38 @@ type Options struct {
 	// (memory.MemoryOptions.Now), so that a timer fires when that clock
 	// reaches it (package runtimetest's time skipping).
 	Now func() time.Time
+	// StickyCacheSize bounds the sticky cache, in instances: after a turn
+	// that leaves an execution running, the runtime keeps the execution
+	// suspended (its orchestration goroutine parked where it awaits, its
+	// replay state), so that the instance's next turn on this runtime
+	// resumes it with only the new events instead of replaying its history
+	// from the first event (a sequence of N activities then costs O(N)
+	// instead of O(N²)). A cached execution is resumed only when the
+	// fetched history is exactly what it consumed (same execution, length
+	// and last events, same KV snapshot, same orchestration version and
+	// registry); anything else (another process ran a turn, a lost lock,
+	// an abandoned or failed turn, continue-as-new) replays in full, as
+	// without the cache. Nondeterminism is detected as in a full replay.
+	// Past the bound the least recently used execution is dropped (its
+	// goroutine ended); Shutdown drops them all. Default: 1000; negative
+	// turns the cache off (every turn replays from the first event).
+	StickyCacheSize int
+	// StickyCacheBytes bounds the sticky cache by the estimated memory of
+	// the executions it keeps: 8 KiB each (goroutine stack, replay state)
+	// plus, per event consumed, 96 bytes and its payload strings (inputs,
+	// results, event data). Default: 128 MiB; Start refuses a negative
+	// value. An execution larger than the bound alone is not kept.
+	StickyCacheBytes int64
+	// StickyVerify, when set, makes every turn that resumes a cached
+	// execution be decided a second time by a full replay of the same
+	// fetched item (both on a clock frozen at the turn's start), and calls
+	// StickyVerify with the instance and nil when the two decisions (new
+	// events, work items, metadata) are the same JSON byte for byte, or an
+	// error showing both. The full replay's decision is committed and a
+	// cached execution that disagreed is dropped. It doubles the cost of
+	// the turns: for tests and for checking orchestration code, not for
+	// production. It is called on the dispatcher goroutines, concurrently.
+	StickyVerify func(instance string, err error)
 }
 
 // UnregisteredBackoff is duroxide's UnregisteredBackoffConfig: attempt n
@@ -199,6 +231,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.OrchestrationConcurrency = max(o.OrchestrationConcurrency, 0)
 	o.WorkerConcurrency = max(o.WorkerConcurrency, 0)
+	if o.StickyCacheSize == 0 {
+		o.StickyCacheSize = defaultStickyCacheSize
+	}
+	if o.StickyCacheBytes == 0 {
+		o.StickyCacheBytes = defaultStickyCacheBytes
+	}
+	if o.StickyCacheBytes < 0 {
+		return o, fmt.Errorf("runtime: Options.StickyCacheBytes must not be negative, got %d", o.StickyCacheBytes)
+	}
 	if o.MaxSessionsPerRuntime < 0 {
 		return o, fmt.Errorf("runtime: Options.MaxSessionsPerRuntime must not be negative, got %d", o.MaxSessionsPerRuntime)
 	}

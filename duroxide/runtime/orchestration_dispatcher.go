@@ -67,6 +67,11 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
 	}
 	err := r.ackCounted(turnCtx, item, d)
+	if err != nil {
+		// The execution the turn cached did not commit: the next turn
+		// would not match it anyway, drop it now.
+		r.sticky.discard(item.Instance, stickyEvictFailed)
+	}
 	if err == nil || r.runCtx.Err() != nil {
 		return
 	}

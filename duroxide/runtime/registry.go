@@ -56,6 +56,10 @@ type Registry struct {
 	orchestrations map[string][]versionedOrchestration // ascending versions
 	policies       map[string]VersionPolicy
 	activities     map[string]ActivityFunc
+	// gen counts the changes to orchestrations and policies: an execution
+	// suspended in the sticky cache resumes only under the generation it
+	// ran with.
+	gen uint64
 }
 
 // errNilRegistry is the error of a registration on a nil *Registry.
@@ -106,6 +110,7 @@ func (r *Registry) RegisterOrchestrationVersion(name, version string, fn Orchest
 	list = append(list, versionedOrchestration{version: v, fn: fn})
 	slices.SortFunc(list, func(a, b versionedOrchestration) int { return a.version.Compare(b.version) })
 	r.orchestrations[name] = list
+	r.gen++
 	return nil
 }
 
@@ -118,6 +123,14 @@ func (r *Registry) SetVersionPolicy(name string, p VersionPolicy) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.policies[name] = p
+	r.gen++
+}
+
+// generation returns the registry's change count (see gen).
+func (r *Registry) generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 // RegisterActivity registers fn as activity name. It returns an error for a

@@ -80,6 +80,16 @@ type replayEngine struct {
 	// now is the clock of timers, KV update times and event
 	// timestamps (Options.Now); nil means time.Now.
 	now func() time.Time
+
+	// resumed, when set before execute, is a suspended execution (from
+	// the sticky cache) that has consumed the whole baseline: execute
+	// applies only historyDelta to it instead of replaying from the first
+	// event. keep makes execute hand the run of a turn that leaves the
+	// execution running to the caller (kept) instead of ending it.
+	resumed  *replayRun
+	resuming bool
+	keep     bool
+	kept     *replayRun
 }
 
 // divergence is where the code and the history parted: the position of
@@ -306,44 +316,71 @@ func (r *replayRun) poll() bool {
 }
 
 // execute replays the history and runs the orchestration for one turn
-// (duroxide's execute_orchestration).
-func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string) turnResult {
+// (duroxide's execute_orchestration). A resumed execution (e.resumed)
+// skips the baseline it has already consumed; with e.keep, the run of a
+// turn that leaves the execution running is kept in e.kept, its goroutine
+// parked, instead of being ended.
+func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string) (res turnResult) {
+	resumed := e.resumed
+	e.resumed = nil
 	if e.abortError != nil {
+		if resumed != nil {
+			resumed.co.abort()
+		}
 		return failed(*e.abortError)
 	}
-	working := slices.Concat(e.baseline, e.historyDelta)
-	for _, ev := range working {
-		if ev.IsTerminal() {
-			return turnResult{kind: turnContinue}
+	n := len(e.baseline) + len(e.historyDelta)
+	var run *replayRun
+	first := 0
+	if resumed != nil {
+		run, first, e.resuming = resumed, len(e.baseline), true
+		if e.now != nil {
+			run.ctx.now = e.now
+		}
+		run.mustPoll = false
+	} else {
+		for i := range n {
+			if e.eventAt(i).IsTerminal() {
+				return turnResult{kind: turnContinue}
+			}
+		}
+		if n == 0 {
+			return nondeterminism("corrupted history: empty")
+		}
+		started, ok := e.eventAt(0).Kind.(duroxide.OrchestrationStarted)
+		if !ok {
+			return nondeterminism("corrupted history: first event must be OrchestrationStarted")
+		}
+		ctx := newOrchestrationContext(e.instance, e.executionID, name, version, e.logger)
+		if e.now != nil {
+			ctx.now = e.now
+		}
+		ctx.state.seedKV(e.kvSnapshot)
+		ctx.state.customStatus = started.InitialCustomStatus
+		co := newCoroutine(func() (string, error) {
+			out, err := fn(ctx, input)
+			ctx.dropPending()
+			return out, err
+		})
+		ctx.co = co
+		run = &replayRun{ctx: ctx, co: co, openSchedules: map[uint64]bool{}, scheduleKinds: map[uint64]duroxide.EventType{}, mustPoll: true}
+		if e.persistedLen == 0 {
+			ctx.setReplaying(false)
 		}
 	}
-	if len(working) == 0 {
-		return nondeterminism("corrupted history: empty")
-	}
-	started, ok := working[0].Kind.(duroxide.OrchestrationStarted)
-	if !ok {
-		return nondeterminism("corrupted history: first event must be OrchestrationStarted")
-	}
+	ctx, co := run.ctx, run.co
+	applied := -1 // how much of historyDelta the loop applied; -1 until it ran to the end
+	defer func() {
+		if e.keep && res.kind == turnContinue && !run.finished && applied >= 0 {
+			e.settle(run, e.historyDelta[applied:])
+			e.kept = run
+			return
+		}
+		co.abort()
+	}()
 
-	ctx := newOrchestrationContext(e.instance, e.executionID, name, version, e.logger)
-	if e.now != nil {
-		ctx.now = e.now
-	}
-	ctx.state.seedKV(e.kvSnapshot)
-	ctx.state.customStatus = started.InitialCustomStatus
-	co := newCoroutine(func() (string, error) {
-		out, err := fn(ctx, input)
-		ctx.dropPending()
-		return out, err
-	})
-	ctx.co = co
-	defer co.abort()
-
-	run := &replayRun{ctx: ctx, co: co, openSchedules: map[uint64]bool{}, scheduleKinds: map[uint64]duroxide.EventType{}, mustPoll: true}
-	if e.persistedLen == 0 {
-		ctx.setReplaying(false)
-	}
-	for i, ev := range working {
+	for i := first; i < n; i++ {
+		ev := e.eventAt(i)
 		if i >= e.persistedLen {
 			ctx.setReplaying(false)
 		}
@@ -367,6 +404,7 @@ func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string
 			Kind: duroxide.AppErrorKind{Name: duroxide.AppErrorPanicked}, Message: *co.panicked,
 		}})
 	}
+	applied = len(e.historyDelta)
 
 	ctx.mu.Lock()
 	for _, id := range ctx.state.cancelledIDs(kindQueueDequeue) {
@@ -380,6 +418,41 @@ func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string
 		return res
 	}
 	return e.finalize(run)
+}
+
+// eventAt returns event i of the baseline followed by the delta.
+func (e *replayEngine) eventAt(i int) duroxide.Event {
+	if i < len(e.baseline) {
+		return e.baseline[i]
+	}
+	return e.historyDelta[i-len(e.baseline)]
+}
+
+// settle brings a run that is kept after its turn to the state a full
+// replay of the turn's events would leave it in, for the events the turn
+// recorded itself rather than applied (new schedules, cancellations of
+// dropped futures): their schedules are open, the cancelled subscriptions
+// marked. The orchestration goroutine is parked.
+func (e *replayEngine) settle(run *replayRun, recorded []duroxide.Event) {
+	ctx := run.ctx
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	for _, ev := range recorded {
+		switch ev.Kind.(type) {
+		case duroxide.ActivityScheduled, duroxide.TimerCreated, duroxide.ExternalSubscribed,
+			duroxide.QueueSubscribed, duroxide.SubOrchestrationScheduled:
+			run.openSchedules[ev.EventID] = true
+			run.scheduleKinds[ev.EventID] = ev.Type()
+		case duroxide.ExternalSubscribedCancelled:
+			if ev.SourceEventID != nil {
+				ctx.state.extCancelled[*ev.SourceEventID] = true
+			}
+		case duroxide.QueueSubscriptionCancelled:
+			if ev.SourceEventID != nil {
+				ctx.state.queueCancelled[*ev.SourceEventID] = true
+			}
+		}
+	}
 }
 
 // applyHistoryEvent replays one event against the code's actions (duroxide's
@@ -646,7 +719,10 @@ func (e *replayEngine) collectCancelled(ctx *OrchestrationContext) (turnResult, 
 		childIDs[i] = c.scheduleID
 	}
 
-	if e.persistedLen > 0 {
+	// A resumed execution checked its persisted cancellations when it
+	// recorded or first replayed them; its code dropped those futures in
+	// earlier turns, which clearCancelled forgot.
+	if e.persistedLen > 0 && !e.resuming {
 		persisted := e.baseline[:e.persistedLen]
 		checks := []struct {
 			what     string

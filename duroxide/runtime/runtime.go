@@ -46,6 +46,7 @@ type Runtime struct {
 	metrics *runtimeMetrics // metrics.go
 	health  healthByQueue   // store_health.go
 	tracing *runtimeTracing // tracing.go
+	sticky  *stickyCache    // sticky.go; nil when off
 }
 
 // errShutdown is the cancellation cause of activities stopped by a
@@ -92,9 +93,11 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	r.reasons, _ = duroxide.AsPendingReasonRecorder(provider)
 	r.logger.Info("duroxide runtime starting", "duroxide_version", duroxide.DuroxideVersion,
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
+	r.sticky = newStickyCache(o.StickyCacheSize, o.StickyCacheBytes, r.metrics)
 	proc := &turnProcessor{
 		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff,
 		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger, now: o.Now, runtimeID: r.id,
+		sticky: r.sticky, verify: o.StickyVerify, metrics: r.metrics,
 	}
 	for i := range o.OrchestrationConcurrency {
 		r.spawn(func() { r.orchestrationLoop(fmt.Sprintf("orch-%d-%s", i, r.id), proc) })
@@ -178,6 +181,10 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		close(done)
 	}()
 	defer r.metrics.close()
+	// The suspended executions end with the runtime, whatever the path;
+	// a turn still running puts its execution into the closed cache,
+	// which ends it at once.
+	defer r.sticky.close()
 	select {
 	case <-done:
 		r.cancelRun()

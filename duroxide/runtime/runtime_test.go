@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ const waitTimeout = 20 * time.Second
 // fastOptions polls quickly and keeps locks short, so that tests that
 // depend on expiry or renewal run in about a second.
 func fastOptions() runtime.Options {
-	return runtime.Options{
+	return stickyFromEnv(runtime.Options{
 		PollInterval:                    5 * time.Millisecond,
 		LongPollTimeout:                 200 * time.Millisecond,
 		OrchestrationConcurrency:        4,
@@ -33,7 +34,16 @@ func fastOptions() runtime.Options {
 		WorkerLockTimeout:               2 * time.Second,
 		UnregisteredBackoff:             runtime.UnregisteredBackoff{Base: time.Millisecond, Max: 5 * time.Millisecond},
 		ActivityCancellationGracePeriod: 2 * time.Second,
+	})
+}
+
+// stickyFromEnv turns the sticky cache off in o when DUROXIDE_STICKY is
+// "off", so that the tests run both ways (README's "Sticky executions").
+func stickyFromEnv(o runtime.Options) runtime.Options {
+	if os.Getenv("DUROXIDE_STICKY") == "off" {
+		o.StickyCacheSize = -1
 	}
+	return o
 }
 
 type env struct {
@@ -446,7 +456,12 @@ func TestNondeterminismFailsOrchestration(t *testing.T) {
 			}
 			return ctx.ScheduleActivity(name, "").Get()
 		}))
-	e.start(reg, fastOptions())
+	// The flag stands for a deployment of changed code, which comes with
+	// a new process: a suspended execution in this runtime's sticky cache
+	// would not run its first step again, so the cache is off here.
+	opts := fastOptions()
+	opts.StickyCacheSize = -1
+	e.start(reg, opts)
 	if err := e.client.StartOrchestration(e.ctx, "nd-1", "Drifting", ""); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -52,10 +56,24 @@ type turnProcessor struct {
 	logger      *slog.Logger
 	now         func() time.Time // Options.Now; nil: time.Now
 	runtimeID   string           // named in the pending reasons
+	// sticky is the runtime's cache of suspended executions (nil: off);
+	// verify is Options.StickyVerify; metrics counts hits and misses (nil
+	// in tests: nothing counted).
+	sticky  *stickyCache
+	verify  func(instance string, err error)
+	metrics *runtimeMetrics
 }
 
 // decide processes one fetched item.
 func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
+	if p.verify == nil || p.sticky == nil {
+		return p.decideTurn(item)
+	}
+	return p.decideVerified(item)
+}
+
+// decideTurn processes one fetched item (decide without verification).
+func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecision {
 	instance := item.Instance
 	// Defense in depth behind the provider's capability filter.
 	if stamp, bad := invalidStamp(item.History); bad {
@@ -122,6 +140,9 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 	}
 
 	var exec executionResult
+	var kept *replayRun // the run to cache: the execution goes on
+	var keptResume *stickyResume
+	var resumedFrom *stickyEntry
 	if reader.named {
 		fn, resolved, ok := p.registry.resolveOrchestration(reader.name, reader.version)
 		if !ok {
@@ -148,7 +169,15 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 			}
 			h.delta = append(h.delta, duroxide.NewEvent(duroxide.InitialEventID, instance, executionID, nil, started))
 		}
-		exec = runExecution(instance, executionID, h, reader, fn, resolved.String(), item.KVSnapshot, p.parentExec, p.logger, p.now)
+		var sticky *stickyResume
+		if p.sticky != nil {
+			sticky = p.takeSticky(instance, executionID, h.history, reader.name, resolved.String(), item.KVSnapshot)
+		}
+		exec, kept = runExecution(instance, executionID, h, reader, fn, resolved.String(), item.KVSnapshot, p.parentExec, p.logger, p.now, sticky)
+		if kept != nil {
+			resumedFrom = sticky.entry
+			keptResume = sticky
+		}
 	} else if len(reader.completions) > 0 {
 		p.logger.Warn("messages for an instance with no orchestration name; dropping them", "instance", instance)
 	}
@@ -160,6 +189,15 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 		limited.cancelledActivities = exec.cancelledActivities
 		exec = limited
 		metadata = computeMetadata(h.delta)
+	}
+	if kept != nil {
+		if metadata.Status != nil {
+			kept.co.abort()
+		} else if e := newStickyEntry(instance, executionID, *keptResume, kept, h.history, h.delta, resumedFrom); e != nil {
+			p.sticky.put(e)
+		} else {
+			kept.co.abort()
+		}
 	}
 
 	cancelled := exec.cancelledActivities
@@ -186,6 +224,92 @@ func (p *turnProcessor) decide(item *duroxide.OrchestrationItem) turnDecision {
 		workerItems: exec.workerItems, orchestratorItems: orchestratorItems,
 		metadata: metadata, cancelledActivities: dedupeActivities(cancelled),
 	}}
+}
+
+// takeSticky takes instance's suspended execution out of the sticky cache
+// and returns it for the turn when it can be resumed: the same execution
+// of the same orchestration version under the same registry, with a
+// history exactly what it consumed and the same KV seed. Otherwise the
+// entry is released and the turn replays in full (a miss, counted when
+// the execution has history). The result also carries what the turn's own
+// entry is keyed and checked by.
+func (p *turnProcessor) takeSticky(instance string, executionID uint64, history []duroxide.Event, name, version string, kv map[string]duroxide.KvEntry) *stickyResume {
+	s := &stickyResume{name: name, version: version, registryGen: p.registry.generation(), kvSeed: maps.Clone(kv)}
+	e := p.sticky.take(instance)
+	if e == nil {
+		if len(history) > 0 {
+			p.metrics.stickyMissed(stickyMissNotCached)
+		}
+		return s
+	}
+	if reason := e.missReason(history, executionID, name, version, s.registryGen, kv); reason != "" {
+		e.release()
+		if len(history) > 0 {
+			p.metrics.stickyMissed(reason)
+		}
+		return s
+	}
+	p.metrics.stickyHit()
+	s.entry, s.kvSeed = e, e.kvSeed
+	return s
+}
+
+// decideVerified decides item as decideTurn does and, when the turn
+// resumed a cached execution, decides it again by a full replay on a
+// clock frozen for the turn and reports to p.verify whether the two
+// decisions are the same, byte for byte in JSON; the full replay's
+// decision is the one returned, and a resumed execution that disagreed is
+// dropped from the cache.
+func (p *turnProcessor) decideVerified(item *duroxide.OrchestrationItem) turnDecision {
+	clock := p.now
+	if clock == nil {
+		clock = time.Now
+	}
+	frozen := clock()
+	primary := *p
+	primary.now = func() time.Time { return frozen }
+	cached := p.sticky.has(item.Instance) // it may still not match: then two full replays are compared
+	d := primary.decideTurn(item)
+	if !cached {
+		return d
+	}
+	shadow := primary
+	shadow.sticky, shadow.verify = nil, nil
+	full := shadow.decideTurn(item)
+	a, errA := decisionJSON(d)
+	b, errB := decisionJSON(full)
+	var err error
+	switch {
+	case errA != nil || errB != nil:
+		err = fmt.Errorf("runtime: sticky verification of %s: %w", item.Instance, errors.Join(errA, errB))
+	case !bytes.Equal(a, b):
+		err = fmt.Errorf("runtime: sticky verification of %s: the resumed turn decided\n%s\nthe full replay\n%s", item.Instance, a, b)
+		p.sticky.discard(item.Instance, stickyEvictFailed)
+	}
+	p.verify(item.Instance, err)
+	return full
+}
+
+// decisionJSON is the JSON of what a decision commits, for comparing two
+// decisions: the events' timestamps are left out (zero), as the events a
+// turn appends to the history manager (a new OrchestrationStarted, a
+// terminal event) are stamped with the wall clock, not Options.Now.
+func decisionJSON(d turnDecision) ([]byte, error) {
+	delta := slices.Clone(d.ack.historyDelta)
+	for i := range delta {
+		delta[i].TimestampMs = 0
+	}
+	return json.Marshal(struct {
+		Abandon             bool
+		Delay               time.Duration
+		Poison              bool
+		ExecutionID         uint64
+		HistoryDelta        []duroxide.Event
+		WorkerItems         []duroxide.WorkItem
+		OrchestratorItems   []duroxide.WorkItem
+		Metadata            duroxide.ExecutionMetadata
+		CancelledActivities []duroxide.ScheduledActivityIdentifier
+	}{d.abandon, d.delay, d.poison, d.ack.executionID, delta, d.ack.workerItems, d.ack.orchestratorItems, d.ack.metadata, d.ack.cancelledActivities})
 }
 
 // collisionNotices answers the duplicate starts of a batch: a start from a
