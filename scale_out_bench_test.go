@@ -98,7 +98,9 @@ func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
 }
 
 // benchmarkWakeupAfter measures how soon waiter's waiting fetch returns
-// the start writer enqueues delay() after the fetch began to wait.
+// the start writer enqueues delay() after the fetch began to wait. The
+// fetched instances stay locked for an hour, so that none comes back
+// during a long run (the waiting fetch must find only the new one).
 func benchmarkWakeupAfter(b *testing.B, writer, waiter *cdb.Provider, delay func() time.Duration) {
 	tracer, waitIdle := waitForPollWait()
 	cdb.SetFetchTracer(waiter, tracer)
@@ -113,7 +115,7 @@ func benchmarkWakeupAfter(b *testing.B, writer, waiter *cdb.Provider, delay func
 		}
 		done := make(chan result, 1)
 		go func() {
-			item, err := waiter.FetchOrchestrationItem(ctx, longLock, time.Minute, nil)
+			item, err := waiter.FetchOrchestrationItem(ctx, time.Hour, time.Minute, nil)
 			done <- result{time.Now(), err, item != nil}
 		}()
 		waitIdle()
