@@ -26,8 +26,9 @@
 // container), internal/held (held instance state and history),
 // internal/statuswatch (status watches and the status mirror),
 // internal/candidates (candidate pools and the walk over them),
-// internal/locks (the lock cache), internal/changefeed (the change-feed
-// reader), internal/pkheader (the partition-key header policy),
+// internal/locks (the lock cache), internal/fetchtrace (the steps of a
+// fetch), internal/changefeed (the change-feed reader),
+// internal/pkheader (the partition-key header policy),
 // internal/docs (document pieces they share) and internal/cosmos (call
 // labels, status codes, ambiguous outcomes).
 package cdb

@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // SetFetchTracer makes p report every step of its fetches to f; call it
 // before p's first fetch.
 func SetFetchTracer(p *Provider, f func(event string)) {
-	p.fetchTracer = func(ev fetchEvent) { f(string(ev)) }
+	p.fetchTracer = func(ev fetchtrace.Event) { f(string(ev)) }
 }
 
 // InstanceInfoFromExecution is GetInstanceInfo as it was before the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
 )
 
 // Read returns the current execution's history, ordered by event id
@@ -199,7 +200,7 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, doc *instan
 		return append(held, events...), nil
 	}
 	if watermark > 0 {
-		p.traceFetch(orchHistoryQuery)
+		p.traceFetch(fetchtrace.OrchHistoryQuery)
 	}
 	events, err := p.readHistory(ctx, instance, exec, watermark)
 	if err == nil {

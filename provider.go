@@ -30,6 +30,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/docs"
+	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 	"github.com/duroxide-go/duroxide-cdb/internal/locks"
@@ -91,7 +92,7 @@ type Provider struct {
 	pollInterval time.Duration
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
-	fetchTracer func(fetchEvent)
+	fetchTracer func(fetchtrace.Event)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -718,7 +719,7 @@ func (p *Provider) fetchOrchestrationOnce(ctx context.Context, lockTimeout time.
 		if err != nil || lease == nil {
 			return nil, err
 		}
-		p.traceFetch(orchAttempt)
+		p.traceFetch(fetchtrace.OrchAttempt)
 		item, err := p.tryOrchCandidates(ctx, lease, v, scope, lockTimeout, filter, final)
 		lease.Release()
 		if err != nil || item != nil || !leases.elsewhere(v, p.nowMs()) {
@@ -840,14 +841,14 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	if !haveHeld || heldExec != execHint {
 		held, haveHeld = nil, false
 	}
-	p.traceFetch(orchStateQuery)
+	p.traceFetch(fetchtrace.OrchStateQuery)
 	st, err := p.readOrchState(ctx, instance, execHint, uint64(len(held)))
 	if err != nil {
 		return nil, false, err
 	}
 	now := p.nowMs()
 	if st.inst != nil && st.inst.locked(now) {
-		p.traceFetch(orchSkipLocked)
+		p.traceFetch(fetchtrace.OrchSkipLocked)
 		p.orchPool.Lock(instance, st.inst.LockedUntil)
 		return nil, false, nil
 	}
@@ -858,7 +859,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		}
 	}
 	if len(visible) == 0 {
-		p.traceFetch(orchSkipNoVisible)
+		p.traceFetch(fetchtrace.OrchSkipNoVisible)
 		return nil, true, nil
 	}
 	rest := len(visible) > maxMessagesPerTurn
@@ -873,12 +874,12 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 			p.dropOrphanQueueMessages(ctx, instance, visible)
 			return nil, !rest, nil
 		}
-		p.traceFetch(orchSkipNotReady)
+		p.traceFetch(fetchtrace.OrchSkipNotReady)
 		p.orchPool.Skip(instance, now+notReadySkipMs, "")
 		return nil, false, nil
 	}
 	if filter != nil && hasContext && st.inst.PinnedDuroxideVersion != nil && !compatibleFirstRange(filter, st.inst.PinnedDuroxideVersion) {
-		p.traceFetch(orchSkipFiltered)
+		p.traceFetch(fetchtrace.OrchSkipFiltered)
 		p.orchPool.Skip(instance, now+notReadySkipMs, capabilityScope(filter))
 		return nil, false, nil
 	}
@@ -910,7 +911,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		ops = append(ops, patchOp(m.ID, po, ""))
 		attempt = max(attempt, m.AttemptCount+1)
 	}
-	p.traceFetch(orchLockBatch)
+	p.traceFetch(fetchtrace.OrchLockBatch)
 	// A created instance document comes back with its _rid, which the
 	// history held after the turn is tied to.
 	results, err := p.runBatch(ctx, instance, ops, write, st.inst == nil)
@@ -927,13 +928,13 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		etag, o, rerr := p.readBackOrchLock(ctx, instance, lockID)
 		p.logLockReadBack("orchestration lock", instance, instanceDocID, o, lockedUntil, err, rerr)
 		if o != lockApplied {
-			p.traceFetch(orchSkipLockLost)
+			p.traceFetch(fetchtrace.OrchSkipLockLost)
 			return nil, false, nil
 		}
 		doc.ETag = etag
 	default:
 		if bf, ok := asBatchFailure(err); ok {
-			p.traceFetch(orchSkipLockLost)
+			p.traceFetch(fetchtrace.OrchSkipLockLost)
 			if bf.Index == 0 {
 				// The instance document changed since it was read:
 				// another process locked it (or acked a turn). Its lock
@@ -1092,7 +1093,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 	}
 	if p.nowMs() >= t.lockedUntil {
 		// The lock expired while the turn was read: never hand it out.
-		p.traceFetch(orchSkipLockLost)
+		p.traceFetch(fetchtrace.OrchSkipLockLost)
 		p.releaseAfterFailedFetch(instance, t.lockID, ids)
 		return nil, nil
 	}
@@ -1101,7 +1102,7 @@ func (p *Provider) finishTurn(ctx context.Context, t lockedTurn, now int64) (*du
 		kv: t.kv, lockedUntil: t.lockedUntil,
 		oldestEnqueuedAt: t.msgs[0].EnqueuedAt, oldestSeq: t.msgs[0].Seq,
 	}, now)
-	p.traceFetch(orchFound)
+	p.traceFetch(fetchtrace.OrchFound)
 	return item, nil
 }
 
@@ -1226,12 +1227,12 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 		ops = append(ops, patchOp(m.ID, mo, ""))
 		ids[i] = m.ID
 	}
-	p.traceFetch(orchHeldLockBatch)
+	p.traceFetch(fetchtrace.OrchHeldLockBatch)
 	results, err := p.runBatch(ctx, instance, ops, write, true)
 	if err != nil {
 		p.heldStates.Drop(instance)
 		if _, ok := asBatchFailure(err); ok {
-			p.traceFetch(orchHeldRefused)
+			p.traceFetch(fetchtrace.OrchHeldRefused)
 			return nil, false, false, nil
 		}
 		if cosmos.IsAmbiguous(err) {

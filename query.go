@@ -18,6 +18,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 )
 
@@ -216,11 +217,11 @@ func (p *Provider) patchDoc(ctx context.Context, instance, id string, ops azcosm
 func strp(s string) *string { return &s }
 
 // Fetch candidates: refreshing the candidate pools from queries over the
-// owned dispatch slots, trying candidates across leases, and hints that add
-// a known queue message to a pool.
+// owned dispatch slots, the walk of a fetch attempt over the leases
+// (leaseWalk), and hints that add a known queue message to a pool.
 
 // How a fetch finds its candidates: from this process's candidate pool
-// (pool.go), refreshed by a cross-partition candidate query of the fetch's
+// (internal/candidates), refreshed by a cross-partition candidate query of the fetch's
 // lease slots when the pool's view of them is old or has nothing for a
 // fetch that must answer now.
 
@@ -288,7 +289,7 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 	q := "SELECT c.id, c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
 		"((c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now) OR " +
 		"(c.type IN ('instance', 'instance_pending') AND c.lockedUntil > @now))" + slotFilter(lease)
-	p.traceFetch(orchCandidateQuery)
+	p.traceFetch(fetchtrace.OrchCandidateQuery)
 	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, candidateQueryOpts(all))
 	if err != nil {
 		pool.AbortRefresh()
@@ -341,7 +342,7 @@ func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View
 	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c.visibleAt, c.tag, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" +
 		where + ")" + slotFilter(lease)
 	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
-	p.traceFetch(workCandidateQuery)
+	p.traceFetch(fetchtrace.WorkCandidateQuery)
 	raws, err := p.query(ctx, nil, q, params, candidateQueryOpts(all))
 	if err != nil {
 		pool.AbortRefresh()
@@ -443,8 +444,8 @@ func leaseKey(l *SlotLease) string {
 	return b.String()
 }
 
-// Waiting for work: the notifier that wakes fetches and the long poll that
-// retries a fetch until its poll timeout.
+// Waiting for work: the long poll a fetch loops over (poll.attempt,
+// poll.wait) until its poll timeout, woken by the pool's notifier.
 
 // DefaultLongPollInterval is how often a fetch with a poll timeout queries
 // again while it waits for work, and how long a candidate query's answer
@@ -495,7 +496,7 @@ func (l *poll) wait(ctx context.Context) (end bool, err error) {
 	if at, ok := l.pool.NextChange(now); ok {
 		wait = min(wait, time.Duration(at-now)*time.Millisecond)
 	}
-	p.traceFetch(pollWait)
+	p.traceFetch(fetchtrace.PollWait)
 	t := time.NewTimer(max(wait, 0))
 	defer t.Stop()
 	select {
@@ -504,9 +505,9 @@ func (l *poll) wait(ctx context.Context) (end bool, err error) {
 	case <-p.stop:
 		return true, nil
 	case <-l.woken:
-		p.traceFetch(pollNotified)
+		p.traceFetch(fetchtrace.PollNotified)
 	case <-t.C:
-		p.traceFetch(pollTimer)
+		p.traceFetch(fetchtrace.PollTimer)
 	}
 	return false, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"go.uber.org/zap"
 )
@@ -109,7 +110,7 @@ func (p *Provider) fetchWorkOnce(ctx context.Context, lockTimeout time.Duration,
 		if err != nil || lease == nil {
 			return nil, err
 		}
-		p.traceFetch(workAttempt)
+		p.traceFetch(fetchtrace.WorkAttempt)
 		locked, err := p.tryWorkCandidates(ctx, lease, v, owner, accept, session, tagClause, tagParams, lockTimeout, final)
 		lease.Release()
 		if err != nil || locked != nil || !leases.elsewhere(v, p.nowMs()) {
@@ -182,7 +183,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 
 	var d queueDoc
 	var etag string
-	p.traceFetch(workPatch)
+	p.traceFetch(fetchtrace.WorkPatch)
 	if c.SessionID == nil {
 		var body []byte
 		err := p.retry.do(ctx, write, func(ctx context.Context) error {
@@ -195,7 +196,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 		})
 		switch {
 		case cosmos.IsStatus(err, http.StatusPreconditionFailed), cosmos.IsStatus(err, http.StatusNotFound):
-			p.traceFetch(workSkipLockLost)
+			p.traceFetch(fetchtrace.WorkSkipLockLost)
 			return nil, true, nil
 		case cosmos.IsAmbiguous(err):
 			var o lockOutcome
@@ -203,7 +204,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 			d, etag, o, rerr = p.readBackWorkLock(ctx, c, lockID)
 			p.logLockReadBack("work item lock", c.Instance, c.ID, o, until, err, rerr)
 			if o != lockApplied {
-				p.traceFetch(workSkipLockLost)
+				p.traceFetch(fetchtrace.WorkSkipLockLost)
 				return nil, o == lockTaken, nil
 			}
 		case err != nil:
@@ -234,13 +235,13 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 	if later := p.nowMs(); later >= until || (c.SessionID != nil && later >= now+session.LockTimeout.Milliseconds()) {
 		// The lock or the session lease expired during the fetch's
 		// requests: never hand it out.
-		p.traceFetch(workSkipLockLost)
+		p.traceFetch(fetchtrace.WorkSkipLockLost)
 		if err := p.AbandonWorkItem(ctx, token, 0, true); err != nil {
 			p.log.Debug("releasing a work item whose lock expired during its fetch failed; it is fetchable anyway", zap.String("instance", c.Instance), zap.Error(err))
 		}
 		return nil, true, nil
 	}
-	p.traceFetch(workFound)
+	p.traceFetch(fetchtrace.WorkFound)
 	return &duroxide.LockedWorkItem{Item: item, LockToken: token, AttemptCount: uint32(max(min(d.AttemptCount, int64(^uint32(0))), 1))}, true, nil
 }
 
@@ -708,7 +709,7 @@ func (p *Provider) lockSessionItem(ctx context.Context, c candidates.Entry, po a
 			owned = nil // the session changed since this process saw it
 			continue
 		}
-		p.traceFetch(workSkipLockLost)
+		p.traceFetch(fetchtrace.WorkSkipLockLost)
 		return queueDoc{}, "", lockTaken, nil
 	}
 }
@@ -735,11 +736,11 @@ func (p *Provider) readBackSessionClaim(ctx context.Context, c candidates.Entry,
 		}
 		return d, etag, lockApplied, nil
 	case lockNotApplied:
-		p.traceFetch(workSkipLockLost)
+		p.traceFetch(fetchtrace.WorkSkipLockLost)
 		return queueDoc{}, "", lockNotApplied, nil
 	}
 	p.workPool.ForgetSession(key)
-	p.traceFetch(workSkipLockLost)
+	p.traceFetch(fetchtrace.WorkSkipLockLost)
 	return queueDoc{}, "", o, nil
 }
 

@@ -38,10 +38,25 @@ var importRules = []importRule{
 		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap", otel}},
 	// Machinery of the provider, one package per concept: never the root
 	// (they return values to it and take narrow interfaces it
-	// implements), each other only downward (internal/cosmos holds the
-	// low-level pieces they share; Go refuses cycles). zap is the
-	// provider's logger (internal/leases logs its heartbeat), uuid names
-	// a lease owner.
+	// implements). Each names what it may use, so that the layers stay
+	// visible: internal/cosmos and internal/docs at the bottom (what the
+	// root and the machinery share), the concepts above them.
+	{pkg: "internal/cosmos", external: []string{azure}},
+	{pkg: "internal/docs", code: []string{"duroxide"}},
+	{pkg: "internal/candidates"},
+	{pkg: "internal/locks"},
+	{pkg: "internal/fetchtrace"},
+	{pkg: "internal/pkheader", external: []string{azure}},
+	{pkg: "internal/changefeed", tests: []string{"emulator"}, external: []string{azure}},
+	{pkg: "internal/statuswatch", code: []string{"duroxide"}},
+	{pkg: "internal/held", code: []string{"duroxide", "internal/candidates", "internal/docs"}},
+	// The leases in the container log their heartbeat with the
+	// provider's zap logger and name their owner with a uuid.
+	{pkg: "internal/leases", code: []string{"internal/cosmos"},
+		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap"}},
+	// Any other internal package (test helpers, the house rules' tests,
+	// machinery not listed above yet): the module's own lower packages,
+	// and the provider's logger and ids.
 	{pkg: "internal/...", code: []string{"duroxide", "internal/..."}, tests: []string{"emulator", "internal/..."},
 		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap"}},
 	// duroxide's API: nothing of the project, standard library only.
