@@ -34,7 +34,7 @@
 // page of changes other than lease documents (heartbeats of idle
 // processes are not activity), and for each of its own queue writes and
 // lock releases (which other processes' answers tend to follow). Once
-// Quiet has passed without an Active call (1 s by default), each read that
+// Quiet has passed without an Active call (5 s by default), each read that
 // finds nothing quadruples the pause before the next one, from Interval
 // up to the cap: the pause at which an idle read's requests (one per
 // physical partition) come to IdleRequestsPerSecond (0.8 by default), that
@@ -45,9 +45,9 @@
 // Interval after its last read began.
 //
 // What that costs and what it delays, with the defaults: a busy process
-// reads every 80 ms; an idle one reaches the cap after about 2.6 s of
-// quiet with one physical partition (1 s, then pauses of 320 ms and
-// 1.25 s) and 7.7 s with 4 or 10 (1 s, then 320 ms, 1.28 s and 5.12 s,
+// reads every 80 ms; an idle one reaches the cap after about 6.6 s of
+// quiet with one physical partition (5 s, then pauses of 320 ms and
+// 1.25 s) and 11.7 s with 4 or 10 (5 s, then 320 ms, 1.28 s and 5.12 s,
 // then 5 s or 12.5 s), and from then on its reads make 0.8 requests per
 // second (the lease heartbeat, 0.4, and the waiting fetches' safety
 // queries, 0.1 per lease view, come on top: 1.6 for a provider with two
@@ -55,7 +55,7 @@
 // issue 26's target is 2).
 // A write by another process is seen within Interval (plus the read's own
 // latency) while the reader is at its base pace, that is under load and
-// within 1 s of the last activity; after a quiet period, within the pause
+// within 5 s of the last activity; after a quiet period, within the pause
 // reached, at most the cap (1.25 s per physical partition), half of it on
 // average. The provider's waiting fetches still query for themselves every
 // 10 s (HealthyViewLifetime), and a runtime client waiting on another
@@ -83,10 +83,13 @@ import (
 const DefaultInterval = 80 * time.Millisecond
 
 // DefaultQuiet is how long a Reader keeps reading every Interval after the
-// last Active call (or Start) when Options.Quiet is zero:
-// 1 s, so that the gaps between the writes of a busy exchange between
-// processes do not slow its wake-ups.
-const DefaultQuiet = time.Second
+// last Active call (or Start) when Options.Quiet is zero: 5 s, so that the
+// gaps between the writes of an exchange between processes do not slow
+// its wake-ups. (With 1 s, a loaded 2-core machine's stalls of a second
+// let every process of a multi-process run back off, each hop of an
+// orchestration between processes then waited up to a backed-off pause,
+// the gaps grew, and one run in four took 25 s instead of 4.)
+const DefaultQuiet = 5 * time.Second
 
 // DefaultIdleRequestsPerSecond is the request rate an idle Reader's reads
 // come down to when Options.IdleRequestsPerSecond is zero: 0.8, which with
@@ -148,7 +151,7 @@ type Schedule struct {
 // next) after a read that found nothing: Interval while the reader has
 // been quiet for less than Quiet (quiet: the time since the last Active
 // call, or Start), then four times the previous pause prev, from
-// Interval up to Max (four, not two: the cap is reached within about 8 s
+// Interval up to Max (four, not two: the cap is reached within about 12 s
 // of quiet even with 10 physical partitions, so that the reads cost their
 // idle budget from then on).
 func (s Schedule) Pause(quiet, prev time.Duration) time.Duration {
