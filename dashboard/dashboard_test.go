@@ -169,6 +169,32 @@ func TestInstancesPagePagesThroughEveryInstanceOnce(t *testing.T) {
 	}
 }
 
+// TestInstancesPageNextLinkKeepsARelativeTime follows the next page of a
+// list filtered by a relative creation time ("720h"): the link carries the
+// instant it stood for, so the continuation meets the same filters.
+func TestInstancesPageNextLinkKeepsARelativeTime(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{PageSize: 2})
+	code, body := s.get("/dash/?after=720h")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, rowIDs(t, body), 2)
+	next := ""
+	for _, h := range hrefs(body) {
+		if strings.Contains(h, "cont=") {
+			next = h
+		}
+	}
+	require.NotEmpty(t, next, "a next page")
+	u, err := url.Parse(next)
+	require.NoError(t, err)
+	_, err = time.Parse(time.RFC3339Nano, u.Query().Get("after"))
+	require.NoError(t, err, "the next link's after is an instant")
+	code, body = s.get(next)
+	require.Equal(t, http.StatusOK, code)
+	assert.NotContains(t, body, `class="error"`)
+	assert.NotEmpty(t, rowIDs(t, body))
+}
+
 func TestInstancePageShowsStatusInputOutputAndTimeline(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, dashboard.Options{})

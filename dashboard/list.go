@@ -263,7 +263,14 @@ func (h *Handler) fillPage(ctx context.Context, pager duroxide.InstancePager, d 
 		d.Rows = append(d.Rows, h.row(s))
 	}
 	if page.Continuation != "" {
+		// The continuation belongs to these filters: a relative time
+		// ("24h") goes on as the instant it stood for.
 		v := f.values()
+		for k, ms := range map[string]uint64{"after": f.after, "before": f.before} {
+			if ms != 0 {
+				v.Set(k, time.UnixMilli(int64(ms)).UTC().Format(time.RFC3339Nano))
+			}
+		}
 		v.Set("cont", page.Continuation)
 		v.Set("page", strconv.Itoa(f.PageNo+1))
 		d.Next = h.opts.Prefix + "/?" + v.Encode()
