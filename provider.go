@@ -52,9 +52,6 @@ const (
 // goroutines. Create it with New; Close stops its reconciler.
 type Provider struct {
 	cfg Config
-	// idle paces the change-feed reader of an idle process
-	// (idle_pacing.go).
-	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
 	statusWatches statuswatch.Watches
 	client        *azcosmos.Client
@@ -87,9 +84,8 @@ type Provider struct {
 	metrics *providerMetrics
 	// orchPool and workPool are this process's candidates of the two
 	// queues (pool.go).
-	orchPool     *candidates.Pool
-	workPool     *candidates.Pool
-	pollInterval time.Duration
+	orchPool *candidates.Pool
+	workPool *candidates.Pool
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
 	fetchTracer func(fetchtrace.Event)
@@ -140,7 +136,6 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
-		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
@@ -739,9 +734,6 @@ func (p *Provider) tryOrchCandidates(ctx context.Context, lease *SlotLease, v *c
 		step := walk.Next(p.nowMs())
 		switch {
 		case step.Refresh:
-			if step.Stale {
-				p.idle.add(1) // the safety query of a view whose answer aged
-			}
 			if err := p.refreshOrchCandidates(ctx, v, lease, step.All); err != nil {
 				return nil, err
 			}
