@@ -345,16 +345,17 @@ func PartitionKeyHeaderPolicy() policy.Policy { return pkheader.Policy{} }
 // Infrastructure: the container's indexing policy and creating the database
 // and container at New when asked.
 
-// indexingPolicy is the container's indexing policy: DESIGN.md §2.3
-// (selective included paths, large blobs excluded, the three composite
-// indexes) plus the paths the provider's own queries filter on
-// (DESIGN.md §2.3 adds /docType and /lockToken).
+// indexingPolicy is the container's indexing policy (DESIGN.md §2.3):
+// only the paths the provider's queries filter on (the admin listings'
+// /orchestrationName included), large blobs excluded, and the three
+// composite indexes. It is set when New creates the container; an
+// existing container keeps its own.
 func indexingPolicy() *azcosmos.IndexingPolicy {
 	included := []string{
 		"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?", "/enqueuedAt/?",
 		"/lockedUntil/?", "/executionId/?", "/eventId/?", "/status/?", "/sessionId/?",
 		"/ownerId/?", "/parentInstanceId/?", "/createdAt/?", "/customStatusVersion/?",
-		"/lockToken/?", "/tag/?", "/lastActivity/?", "/updatedAt/?",
+		"/lockToken/?", "/tag/?", "/lastActivity/?", "/updatedAt/?", "/orchestrationName/?",
 	}
 	excluded := []string{"/eventData/*", "/workItem/*", "/payload/*", "/output/*", "/customStatus/*", "/deliveries/*", "/entries/*", "/*"}
 	pol := &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent}
@@ -882,7 +883,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	var ops []batchOp
 	if st.inst == nil {
 		var op batchOp
-		if doc, op, err = pendingLockedDoc(instance, startName, startVersion, lockID, lockedUntil, now); err != nil {
+		if doc, op, err = pendingLockedDoc(instance, startName, startVersion, duroxide.StartParent(items), lockID, lockedUntil, now); err != nil {
 			return nil, false, err
 		}
 		ops = append(ops, op)
@@ -966,11 +967,14 @@ func (p *Provider) readBackOrchLock(ctx context.Context, instance, lockID string
 }
 
 // pendingLockedDoc is the pending instance document a fetch creates, locked,
-// for an instance that has none, and its create operation.
-func pendingLockedDoc(instance, startName string, startVersion *string, lockID string, lockedUntil, now int64) (instanceDoc, batchOp, error) {
+// for an instance that has none, and its create operation. A
+// sub-orchestration's start names its parent (parent), so that a pending
+// child is refused by DeleteInstance like a running one and found with its
+// parent's tree.
+func pendingLockedDoc(instance, startName string, startVersion, parent *string, lockID string, lockedUntil, now int64) (instanceDoc, batchOp, error) {
 	doc := instanceDoc{
 		ID: instanceDocID, InstanceID: instance, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(instance)),
-		OrchestrationName: startName, OrchestrationVersion: startVersion,
+		OrchestrationName: startName, OrchestrationVersion: startVersion, ParentInstanceID: parent,
 		LockToken: strp(lockID), LockedUntil: lockedUntil, CreatedAt: now, UpdatedAt: now,
 	}
 	body, err := json.Marshal(doc)
@@ -1190,7 +1194,7 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 	lockedUntil := now + lockTimeout.Milliseconds()
 	var ops []batchOp
 	if st.Absent {
-		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, lockID, lockedUntil, now)
+		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, start.StartParent, lockID, lockedUntil, now)
 		if err != nil {
 			return nil, false, true, err
 		}
