@@ -1166,3 +1166,35 @@ func (p *Provider) instanceSummary(ctx context.Context, op string, doc *instance
 	}
 	return s, true, nil
 }
+
+// GetQueueStats implements duroxide.QueueStatsReporter: both queues'
+// messages ready, locked and delayed, and the oldest ready message's wait,
+// at this provider's clock. Requests: 1 cross-partition query (per page of
+// rows), as GetQueueDepths, projecting only each message's type, lock
+// expiry and visibility.
+func (p *Provider) GetQueueStats(ctx context.Context) (duroxide.QueueStats, error) {
+	ctx = cosmos.WithCall(ctx, "get_queue_stats")
+	const op = "get_queue_stats"
+	raws, err := p.query(ctx, nil, "SELECT c.type, c.lockedUntil, c.visibleAt FROM c WHERE c.type IN ('"+typeOrchQueue+"', '"+typeWorkerQueue+"')", nil, queryOpts{})
+	if err != nil {
+		return duroxide.QueueStats{}, mapError(op, err)
+	}
+	now := p.nowMs()
+	var s duroxide.QueueStats
+	for _, raw := range raws {
+		var row struct {
+			Type        string `json:"type"`
+			LockedUntil int64  `json:"lockedUntil"`
+			VisibleAt   int64  `json:"visibleAt"`
+		}
+		if json.Unmarshal(raw, &row) != nil {
+			continue
+		}
+		q := &s.Worker
+		if row.Type == typeOrchQueue {
+			q = &s.Orchestrator
+		}
+		q.Count(now, row.VisibleAt, row.LockedUntil)
+	}
+	return s, nil
+}
