@@ -108,7 +108,7 @@ func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // listIDs returns the ids with status, newest first ("": the Pending ones,
-// then every other).
+// when the provider lists them, then every other).
 func (h *Handler) listIDs(ctx context.Context, status string) ([]string, error) {
 	if status != "" {
 		ids, err := h.admin.ListInstancesByStatus(ctx, status)
@@ -117,10 +117,9 @@ func (h *Handler) listIDs(ctx context.Context, status string) ([]string, error) 
 		}
 		return ids, nil
 	}
-	pending, err := h.admin.ListInstancesByStatus(ctx, duroxide.StatusPending)
-	if err != nil {
-		return nil, fmt.Errorf("list the pending instances: %w", err)
-	}
+	// Best effort: a provider that keeps no Pending instances may refuse
+	// the status; its list is then ListInstances alone.
+	pending, _ := h.admin.ListInstancesByStatus(ctx, duroxide.StatusPending)
 	ids, err := h.admin.ListInstances(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
