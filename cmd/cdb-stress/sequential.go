@@ -131,6 +131,14 @@ func runSequentialOnce(ctx context.Context, t target, n int, sticky bool, poll t
 		_ = rt.Shutdown(sctx)
 	}()
 	client := rt.Client()
+	// One activity first, so that the provider's first-fetch work (lease
+	// claims, the change-feed reader's start) is not counted.
+	if err := runtime.StartOrchestrationTyped(ctx, client, "sequential-warm-up", sequentialOrchestration, 1); err != nil {
+		return 0, err
+	}
+	if _, err := runtime.WaitForOrchestrationTyped[int](ctx, client, "sequential-warm-up", time.Minute); err != nil {
+		return 0, err
+	}
 	instance := fmt.Sprintf("sequential-%d", n)
 	start := time.Now()
 	if err := runtime.StartOrchestrationTyped(ctx, client, instance, sequentialOrchestration, n); err != nil {

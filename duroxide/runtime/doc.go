@@ -20,7 +20,10 @@
 // the execution's history (duroxide's replay model): recorded calls resolve at
 // once from history, and the first call that has no result yet suspends the
 // function until a later turn. Nothing but the history is needed to resume,
-// so an orchestration survives any process restart.
+// so an orchestration survives any process restart. (A runtime keeps the
+// executions it runs suspended between turns and resumes one with only the
+// new events when its history is exactly what it consumed, which spares the
+// replay; see Options.StickyCacheSize.)
 //
 // Orchestration code must be deterministic: the same history must lead to the
 // same calls in the same order. Take time, randomness and I/O from the context

@@ -14,7 +14,10 @@ import (
 // session manager, lock renewals, activity and orchestration goroutines)
 // must be gone once Shutdown returns or the context given to Start is
 // cancelled. The runtime tests do not run in parallel, so the process's
-// goroutine count before Start is the baseline.
+// goroutine count before Start is the baseline. The workload's suspended
+// orchestrations sit in the runtime's sticky cache, their goroutines
+// parked, so these tests also check that shutting down ends them (with
+// DUROXIDE_STICKY=off they are unwound after each turn instead).
 
 // goroutineSettle bounds the wait for goroutines that are already on their
 // way out (a goroutine that has closed its last channel may still be

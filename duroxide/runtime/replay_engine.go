@@ -153,21 +153,47 @@ func (e *replayEngine) scheduleKindOf(id uint64) string {
 		if ev.EventID != id {
 			continue
 		}
-		switch ev.Kind.(type) {
-		case duroxide.ActivityScheduled:
-			return "activity"
-		case duroxide.TimerCreated:
-			return "timer"
-		case duroxide.SubOrchestrationScheduled:
-			return "suborchestration"
+		if kind := scheduleKindName(ev); kind != "" {
+			return kind
 		}
 	}
 	return ""
 }
 
+// scheduleKindName is scheduleKindOf for the event ev ("" when it is not a
+// schedule).
+func scheduleKindName(ev duroxide.Event) string {
+	switch ev.Kind.(type) {
+	case duroxide.ActivityScheduled:
+		return "activity"
+	case duroxide.TimerCreated:
+		return "timer"
+	case duroxide.SubOrchestrationScheduled:
+		return "suborchestration"
+	}
+	return ""
+}
+
+// scheduleKindAt is scheduleKindOf, looking first where the event with id
+// stands when ids are positions (the first event is 1).
+func (e *replayEngine) scheduleKindAt(id uint64) string {
+	if id >= 1 && id <= uint64(len(e.baseline)) && e.baseline[id-1].EventID == id {
+		if kind := scheduleKindName(e.baseline[id-1]); kind != "" {
+			return kind
+		}
+	}
+	return e.scheduleKindOf(id)
+}
+
 // hasCompletion reports whether events already hold a completion of the
 // given kinds for schedule id.
 func hasCompletion(events []duroxide.Event, id uint64, kinds ...duroxide.EventType) bool {
+	// Event ids are positions (the first event is 1): a completion comes
+	// after its schedule, so a history whose event at the schedule's
+	// position is the schedule is scanned from there only.
+	if id >= 1 && id <= uint64(len(events)) && events[id-1].EventID == id {
+		events = events[id:]
+	}
 	for _, ev := range events {
 		if ev.SourceEventID != nil && *ev.SourceEventID == id && slices.Contains(kinds, ev.Type()) {
 			return true
@@ -254,7 +280,7 @@ func (e *replayEngine) prepCompletions(messages []duroxide.WorkItem) {
 				e.logger.Warn("dropping duplicate completion in current run", "instance", e.instance, "id", id)
 				continue
 			}
-			switch got := e.scheduleKindOf(id); {
+			switch got := e.scheduleKindAt(id); {
 			case got == "":
 				what := map[string]string{"activity": "completion", "timer": "timer", "suborchestration": "sub-orchestration"}[wantKind]
 				d := duroxide.NondeterminismError("", fmt.Sprintf("no matching schedule for %s id=%d", what, id))
@@ -639,14 +665,22 @@ func (e *replayEngine) convertEmitted(ctx *OrchestrationContext, emitted []token
 // (duroxide's run_quiescence_loop): a dequeue whose message is already
 // buffered resolves in the same turn.
 func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
-	limit := maxQuiescenceIterations
-	for ev := range e.allEvents() {
-		if _, ok := ev.Kind.(duroxide.QueueEventDelivered); ok {
-			limit++
+	// The limit grows by the queue messages in history; they are counted
+	// only if the loop gets that far, not on every turn.
+	limit, counted := maxQuiescenceIterations, false
+	reached := func(iter int) bool {
+		if iter >= limit && !counted {
+			counted = true
+			for ev := range e.allEvents() {
+				if _, ok := ev.Kind.(duroxide.QueueEventDelivered); ok {
+					limit++
+				}
+			}
 		}
+		return iter >= limit
 	}
 	iter := 0
-	for !run.finished && len(e.pendingActions) > 0 && iter < limit {
+	for !run.finished && len(e.pendingActions) > 0 && !reached(iter) {
 		iter++
 		before := len(e.pendingActions)
 		run.poll()
@@ -661,7 +695,7 @@ func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
 			break
 		}
 	}
-	if iter >= limit {
+	if reached(iter) {
 		return failed(duroxide.ErrorDetails{Infrastructure: &duroxide.InfrastructureDetails{
 			Operation: "quiescence_loop",
 			Message:   fmt.Sprintf("quiescence loop exceeded %d iterations — orchestration is emitting unbounded persistent event subscriptions", limit),
@@ -764,6 +798,10 @@ func (e *replayEngine) collectCancelled(ctx *OrchestrationContext) (turnResult, 
 		}
 	}
 
+	if len(acts) == 0 && len(children) == 0 && len(exts) == 0 && len(queues) == 0 {
+		s.clearCancelled()
+		return turnResult{}, false
+	}
 	already := map[duroxide.EventType]map[uint64]bool{}
 	for ev := range e.allEvents() {
 		switch ev.Kind.(type) {
