@@ -156,10 +156,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	ctx = cosmos.WithCall(ctx, "new")
 	inContainer := cfg.Leases == LeasesInContainer && (p.orchLeases == nil || p.workerLeases == nil)
 	if p.orchLeases == nil && !inContainer {
-		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
+		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationLanes)
 	}
 	if p.workerLeases == nil && !inContainer {
-		p.workerLeases = NewInMemoryLeaseProvider(cfg.WorkerConcurrency)
+		p.workerLeases = NewInMemoryLeaseProvider(cfg.WorkerLanes)
 	}
 	p.client = cfg.Client
 	if p.client == nil {
@@ -308,13 +308,13 @@ func (p *Provider) closeClient() {
 // Name returns "cosmosdb".
 func (p *Provider) Name() string { return ProviderName }
 
-// DispatchConcurrency returns Config.OrchestrationConcurrency and
-// WorkerConcurrency after defaults: the lanes each queue's dispatch slots
+// DispatchConcurrency returns Config.OrchestrationLanes and WorkerLanes
+// after defaults: the lanes each queue's dispatch slots
 // are split into (duroxide.DispatchConcurrency). A runtime on this provider
 // runs at least that many dispatchers of each kind by default and refuses
 // to start with fewer.
 func (p *Provider) DispatchConcurrency() (orchestration, worker int) {
-	return p.cfg.OrchestrationConcurrency, p.cfg.WorkerConcurrency
+	return p.cfg.OrchestrationLanes, p.cfg.WorkerLanes
 }
 
 // Version returns the provider's version.
