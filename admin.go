@@ -41,7 +41,13 @@ type instanceRow struct {
 // listInstanceRows runs a cross-partition query over instance documents;
 // where is appended to "c.type = 'instance'". Rows come oldest first.
 func (p *Provider) listInstanceRows(ctx context.Context, where string, params []azcosmos.QueryParameter) ([]instanceRow, error) {
-	raws, err := p.query(ctx, nil, "SELECT c.instanceId, c.createdAt, c.status, c.parentInstanceId, c.completedAt FROM c WHERE c.type = 'instance'"+where, params, queryOpts{})
+	return p.listRows(ctx, "c.type = '"+typeInstance+"'", where, params)
+}
+
+// listRows is listInstanceRows over the documents that typeClause
+// selects (instance documents, or pending ones too).
+func (p *Provider) listRows(ctx context.Context, typeClause, where string, params []azcosmos.QueryParameter) ([]instanceRow, error) {
+	raws, err := p.query(ctx, nil, "SELECT c.instanceId, c.createdAt, c.status, c.parentInstanceId, c.completedAt FROM c WHERE "+typeClause+where, params, queryOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -328,11 +334,12 @@ func (p *Provider) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, er
 }
 
 // ListChildren returns the ids of the instance's direct sub-orchestrations,
-// oldest first (empty for a leaf or an unknown instance). Requests: 1
-// cross-partition query.
+// oldest first (empty for a leaf or an unknown instance), pending ones (a
+// child's start that no turn has run) included, so that a tree's deletion
+// takes them too. Requests: 1 cross-partition query.
 func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string, error) {
 	ctx = cosmos.WithCall(ctx, "list_children")
-	rows, err := p.listInstanceRows(ctx, " AND c.parentInstanceId = @p", []azcosmos.QueryParameter{param("@p", instance)})
+	rows, err := p.listRows(ctx, "c.type IN ('"+typeInstance+"', '"+typeInstancePending+"')", " AND c.parentInstanceId = @p", []azcosmos.QueryParameter{param("@p", instance)})
 	if err != nil {
 		return nil, mapError("list_children", err)
 	}
@@ -344,13 +351,18 @@ func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string,
 }
 
 // GetParentID returns the instance's parent; ok is false for a root (and
-// for a pending instance, which is deleted as one). An unknown instance is
-// a permanent error. Requests: 1 point read.
+// for a pending root). A pending sub-orchestration (its start locked by a
+// fetch, no turn run) names its parent, so that it is deleted with its
+// root's tree, never alone. An unknown instance is a permanent error.
+// Requests: 1 point read.
 func (p *Provider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	ctx = cosmos.WithCall(ctx, "get_parent_id")
 	const op = "get_parent_id"
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err == nil && doc.pending() {
+		if doc.ParentInstanceID != nil {
+			return *doc.ParentInstanceID, true, nil
+		}
 		return "", false, nil
 	}
 	if err == nil && !doc.exists() {

@@ -1,12 +1,16 @@
 // Change-feed wake-ups (on unless Config.DisableChangeFeedWakeups): the
-// change-feed reader that hints other processes' queue messages to the
-// candidate pools and wakes waiting fetches.
+// provider's side of its change-feed reader (package internal/changefeed
+// holds the reading, its idle backoff and the polling policy it allows):
+// starting it, handing the documents it returns to the candidate pools,
+// the leases and the status watches, and telling it of this process's
+// writes.
 
 package cdb
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,69 +23,92 @@ import (
 
 // Wake-ups across processes through the change feed. Unless
 // Config.DisableChangeFeedWakeups, one change-feed reader per Provider
-// (not per dispatcher) follows the container (internal/changefeed): every
-// queue message another process writes becomes a candidate of this process's
-// pool and wakes its waiting fetches at once, instead of at their next
-// candidate query. While the reader is healthy, the answer of a candidate
-// query is trusted for 10 s instead of LongPollInterval, and waiting
-// fetches query again only that often, as a safety net (every
-// 4 × LongPollInterval while its reads fail); a long poll that reaches its
-// deadline trusts such an answer too. So an idle process costs one
-// change-feed read per ChangeFeedInterval (one request per physical
-// partition) plus one candidate query per lease view every 10 s.
-
-// changeFeedFallbackFactor multiplies LongPollInterval into the fallback
-// poll of waiting fetches when the change feed wakes them but its reader is
-// not healthy (its reads fail); while it is healthy they query only every
-// changeFeedHealthyFallback, as a safety net.
-const (
-	changeFeedFallbackFactor  = 4
-	changeFeedHealthyFallback = 10 * time.Second
-)
+// (not per dispatcher) follows the container: every queue message another
+// process writes becomes a candidate of this process's pool and wakes its
+// waiting fetches at once, instead of at their next candidate query. While
+// the reader is healthy, the answer of a candidate query is trusted for
+// 10 s instead of LongPollInterval, and waiting fetches query again only
+// that often, as a safety net (every 4 × LongPollInterval while its reads
+// fail); a long poll that reaches its deadline trusts such an answer too.
+// The reader reads every ChangeFeedInterval while it sees changes and
+// backs off when the process is idle (internal/changefeed's package doc):
+// an idle process costs 0.8 requests per second for its reads (one read
+// per 1.25 s per physical partition) plus the lease heartbeat and one
+// candidate query per lease view every 10 s.
 
 // viewLifetime is how long the answer of a candidate query stands for the
-// queue (candidates.Pool's views): while the change-feed reader is
-// healthy, every message written since reaches the pool through it or
-// through this process's own hints, so the answer stands for
-// changeFeedHealthyFallback; otherwise for LongPollInterval.
+// queue (candidates.Pool's views): 10 s while the change-feed reader is
+// healthy, LongPollInterval otherwise.
 func (p *Provider) viewLifetime() time.Duration {
-	if p.feedHealthy() {
-		return changeFeedHealthyFallback
-	}
-	return p.cfg.LongPollInterval
+	return p.feed.ViewLifetime(p.cfg.LongPollInterval)
 }
 
 // feedHealthy reports whether the change-feed reader runs and its last
 // read succeeded.
-func (p *Provider) feedHealthy() bool { return p.feed != nil && p.feed.Healthy() }
+func (p *Provider) feedHealthy() bool { return p.feed.Healthy() }
 
 // fallbackPoll is how long a waiting fetch sleeps before it queries again
 // when nothing wakes it.
 func (p *Provider) fallbackPoll() time.Duration {
-	if p.feedHealthy() {
-		return changeFeedHealthyFallback
-	}
-	return p.pollInterval
+	return p.feed.FallbackPoll(p.cfg.LongPollInterval)
 }
 
-// startChangeFeed starts the reader; it fails when its first read fails
-// after the retries of any read (throttling, 5xx, timeouts).
+// startChangeFeed starts the reader (it fails when its first read fails
+// after the retries of any read: throttling, 5xx, timeouts) and the two
+// goroutines that feed this process's pools from it and tell it of this
+// process's writes; Close stops them.
 func (p *Provider) startChangeFeed(ctx context.Context) error {
 	r := changefeed.New(p.container, changefeed.Options{
-		Interval:    p.cfg.ChangeFeedInterval,
-		Context:     cosmos.WithCall(context.Background(), "change_feed"),
-		OnDocuments: p.changedDocuments,
-		Stretch:     p.idle.stretch,
-		OnError: func(err error) {
-			p.log.Debug("change feed read failed; retrying", zap.Error(err))
-		},
+		Interval: p.cfg.ChangeFeedInterval,
+		Context:  cosmos.WithCall(context.Background(), "change_feed"),
 	})
 	if err := p.retry.do(ctx, readRequest, r.Start); err != nil {
 		return fmt.Errorf("cdb: start the change feed reader: %w", err)
 	}
 	p.feed = r
-	p.pollInterval = changeFeedFallbackFactor * p.cfg.LongPollInterval
+	p.wg.Add(2)
+	go p.followChangeFeed()
+	go p.reportWrites()
 	return nil
+}
+
+// followChangeFeed hands every page of changed documents the reader
+// returns to changedDocuments, and tells the reader of the pages that held
+// anything but lease documents (activity: it reads at its base interval
+// again), until the reader is closed.
+func (p *Provider) followChangeFeed() {
+	defer p.wg.Done()
+	for {
+		docs, err := p.feed.Next(context.Background())
+		switch {
+		case errors.Is(err, changefeed.ErrClosed):
+			return
+		case err != nil:
+			p.log.Debug("change feed read failed; retrying", zap.Error(err))
+		default:
+			if p.changedDocuments(docs) {
+				p.feed.Active()
+			}
+		}
+	}
+}
+
+// reportWrites tells the reader of each of this process's queue writes
+// and lock releases (what wakes the pools' waiting fetches: the replies of
+// other processes tend to follow them), so that it reads at its base
+// interval again, until Close.
+func (p *Provider) reportWrites() {
+	defer p.wg.Done()
+	for {
+		orch, work := p.orchPool.Wake().Wait(), p.workPool.Wake().Wait()
+		select {
+		case <-orch:
+		case <-work:
+		case <-p.stop:
+			return
+		}
+		p.feed.Active()
+	}
 }
 
 // changedDocuments turns documents other processes (or this one) wrote
@@ -89,7 +116,9 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 // they are echoes of messages this process locked); an instance document
 // whose lock is released ends this process's record of that lock, and one
 // whose status or custom status changed wakes the clients waiting on it.
-func (p *Provider) changedDocuments(docs [][]byte) {
+// It reports whether docs held anything but lease documents (the lease
+// heartbeats of idle processes are not activity).
+func (p *Provider) changedDocuments(docs [][]byte) (activity bool) {
 	for _, raw := range docs {
 		// One decode serves both kinds: a queue message's fields, and an
 		// instance document's type, id, lock expiry and status.
@@ -99,8 +128,10 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			CustomStatusVersion uint64 `json:"customStatusVersion"`
 		}
 		if json.Unmarshal(raw, &d) != nil || d.InstanceID == "" {
+			activity = true
 			continue
 		}
+		activity = activity || (d.Type != leases.SlotType && d.Type != leases.OwnerType)
 		switch d.Type {
 		case typeOrchQueue, typeWorkerQueue:
 			e := queueEntry(&d.queueDoc)
@@ -128,15 +159,19 @@ func (p *Provider) changedDocuments(docs [][]byte) {
 			}
 		}
 	}
+	return activity
 }
 
 // Changes returns a channel closed the next time the change-feed reader
-// delivers documents written to the container (by any process): code that
-// waits for another process's writes (a client waiting for an
-// orchestration's completion) takes the channel, checks its state, and
-// waits on the channel (with a timeout of its own). Without the reader
-// (Config.DisableChangeFeedWakeups) it returns nil, which blocks forever
-// in a select: such code must then poll.
+// delivers documents written to the container (by any process), once
+// this provider has handled them: code that waits for another process's
+// writes (a client waiting for an orchestration's completion) takes the
+// channel, checks its state, and waits on the channel (with a timeout of
+// its own). Without the reader (Config.DisableChangeFeedWakeups) it
+// returns nil, which blocks forever in a select: such code must then poll.
+// After a quiet period the reader reads less often (README, "Several
+// replicas"): a change is then delivered within the reader's pause, at
+// most 1.25 s per physical partition.
 func (p *Provider) Changes() <-chan struct{} {
 	if p.feed == nil {
 		return nil

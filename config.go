@@ -201,8 +201,10 @@ type Config struct {
 	// (LongPollInterval, and every 4 × LongPollInterval for waiting
 	// fetches, while they fail); status watches then cover other
 	// processes too (Provider.WatchesAllProcesses), and Provider.Changes
-	// exposes the reader to other code. An idle process then costs one
-	// change-feed read per ChangeFeedInterval and physical partition
+	// exposes the reader to other code. The reader backs off while the
+	// process is idle (after 1 s without activity, up to one read per
+	// 1.25 s and physical partition: 0.8 requests per second), so an idle
+	// process costs that plus its lease heartbeat and safety queries
 	// instead of one candidate query per LongPollInterval and lease (README,
 	// "Several replicas"). Disabled, every waiting fetch polls every
 	// LongPollInterval.
@@ -215,9 +217,12 @@ type Config struct {
 	// DisableChangeFeedWakeups to turn them off.
 	ChangeFeedWakeups bool
 	// ChangeFeedInterval is how often the reader reads the change feed
-	// while nothing changes (one request per physical partition per read);
-	// default 80 ms (internal/changefeed's DefaultInterval: a change is seen
-	// within 100 ms at the 95th percentile, one read per 80 ms while idle).
+	// while the process is busy or was active within the last second (a
+	// read that finds nothing costs one request per physical partition);
+	// default 80 ms (internal/changefeed's DefaultInterval: a change is
+	// seen within 100 ms at the 95th percentile). An idle reader's pause
+	// grows from it (fourfold per empty read) up to 1.25 s per physical
+	// partition.
 	ChangeFeedInterval time.Duration
 
 	// MeterProvider receives the provider's metrics (the Cosmos DB

@@ -203,7 +203,7 @@ func (c containerLeases) Acquire(ctx context.Context) (*SlotLease, error) {
 func (c containerLeases) OwnedSlots() int { return c.q.OwnedSlots() }
 
 // leaseStore is the lease partition as internal/leases reaches it: through
-// the provider's retries, metrics and idle pacing.
+// the provider's retries and metrics.
 type leaseStore struct{ p *Provider }
 
 var _ leases.Store = leaseStore{}
@@ -258,9 +258,6 @@ func (s leaseStore) Batch(ctx context.Context, ops []leases.Op, idempotent bool)
 	_, err := s.p.runBatch(ctx, LeasePartitionKey, bops, kind, false)
 	return err
 }
-
-// CountIdle counts a heartbeat's requests for the idle reader's pacing.
-func (s leaseStore) CountIdle(n int) { s.p.idle.add(n) }
 
 // newLeaseCoordinator starts the container leases of p (LeasesInContainer).
 func newLeaseCoordinator(p *Provider) *leases.Coordinator {

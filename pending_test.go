@@ -185,3 +185,37 @@ func TestDeletePurgesAPendingInstance(t *testing.T) {
 	require.Len(t, item.Messages, 1)
 	assert.Equal(t, "Process", item.Messages[0].Kind.(duroxide.StartOrchestrationItem).Orchestration)
 }
+
+// TestAPendingChildNamesItsParent: a sub-orchestration's start that a
+// fetch locked and no runtime ran keeps its parent on the pending
+// document, so that deleting the child alone is refused as for a running
+// child (the parent would wait for it for ever) and the child is found
+// with its parent's tree. Both fetch paths are covered: the partition read
+// (another process's start) and the held state (this process's).
+func TestAPendingChildNamesItsParent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const parent = "pending-parent"
+	for _, c := range []struct {
+		child, via string
+		held       int
+	}{{"pending-parent::sub::2", "partition read", -1}, {"pending-parent::sub::3", "held state", 0}} {
+		p := newProvider(t, func(cfg *cdb.Config) { cfg.HeldInstanceStates = c.held })
+		item := startItem(c.child)
+		k := item.Kind.(duroxide.StartOrchestrationItem)
+		k.ParentInstance, k.ParentID = duroxide.StringPtr(parent), duroxide.Uint64Ptr(2)
+		item.Kind = k
+		require.NoError(t, p.EnqueueForOrchestrator(ctx, item, 0), c.via)
+		abandonUnregistered(t, p, c.child, "not registered")
+		info := requirePending(t, p, c.child, "not registered")
+		require.NotNil(t, info.ParentInstanceID, c.via)
+		assert.Equal(t, parent, *info.ParentInstanceID, c.via)
+		_, err := p.DeleteInstance(ctx, c.child, true)
+		requirePermanent(t, err, "a sub-orchestration is deleted with its root ("+c.via+")")
+		_, err = p.GetInstanceInfo(ctx, c.child)
+		require.NoError(t, err, "nothing deleted (%s)", c.via)
+		children, err := p.ListChildren(ctx, parent)
+		require.NoError(t, err)
+		assert.Equal(t, []string{c.child}, children, "the parent's tree takes it (%s)", c.via)
+	}
+}

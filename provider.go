@@ -52,9 +52,6 @@ const (
 // goroutines. Create it with New; Close stops its reconciler.
 type Provider struct {
 	cfg Config
-	// idle paces the change-feed reader of an idle process
-	// (idle_pacing.go).
-	idle idlePacer
 	// statusWatches wakes status waits of this process on its acks.
 	statusWatches statuswatch.Watches
 	client        *azcosmos.Client
@@ -87,9 +84,8 @@ type Provider struct {
 	metrics *providerMetrics
 	// orchPool and workPool are this process's candidates of the two
 	// queues (internal/candidates).
-	orchPool     *candidates.Pool
-	workPool     *candidates.Pool
-	pollInterval time.Duration
+	orchPool *candidates.Pool
+	workPool *candidates.Pool
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
 	fetchTracer func(fetchtrace.Event)
@@ -140,7 +136,6 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
-		pollInterval: cfg.LongPollInterval,
 		stop:         stop,
 	}
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
@@ -739,9 +734,6 @@ func (p *Provider) tryOrchCandidates(ctx context.Context, lease *SlotLease, v *c
 		step := walk.Next(p.nowMs())
 		switch {
 		case step.Refresh:
-			if step.Stale {
-				p.idle.add(1) // the safety query of a view whose answer aged
-			}
 			if err := p.refreshOrchCandidates(ctx, v, lease, step.All); err != nil {
 				return nil, err
 			}
@@ -890,7 +882,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 	var ops []batchOp
 	if st.inst == nil {
 		var op batchOp
-		if doc, op, err = pendingLockedDoc(instance, startName, startVersion, lockID, lockedUntil, now); err != nil {
+		if doc, op, err = pendingLockedDoc(instance, startName, startVersion, duroxide.StartParent(items), lockID, lockedUntil, now); err != nil {
 			return nil, false, err
 		}
 		ops = append(ops, op)
@@ -974,11 +966,14 @@ func (p *Provider) readBackOrchLock(ctx context.Context, instance, lockID string
 }
 
 // pendingLockedDoc is the pending instance document a fetch creates, locked,
-// for an instance that has none, and its create operation.
-func pendingLockedDoc(instance, startName string, startVersion *string, lockID string, lockedUntil, now int64) (instanceDoc, batchOp, error) {
+// for an instance that has none, and its create operation. A
+// sub-orchestration's start names its parent (parent), so that a pending
+// child is refused by DeleteInstance like a running one and found with its
+// parent's tree.
+func pendingLockedDoc(instance, startName string, startVersion, parent *string, lockID string, lockedUntil, now int64) (instanceDoc, batchOp, error) {
 	doc := instanceDoc{
 		ID: instanceDocID, InstanceID: instance, Type: typeInstancePending, DispatchSlot: int(DispatchSlot(instance)),
-		OrchestrationName: startName, OrchestrationVersion: startVersion,
+		OrchestrationName: startName, OrchestrationVersion: startVersion, ParentInstanceID: parent,
 		LockToken: strp(lockID), LockedUntil: lockedUntil, CreatedAt: now, UpdatedAt: now,
 	}
 	body, err := json.Marshal(doc)
@@ -1198,7 +1193,7 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 	lockedUntil := now + lockTimeout.Milliseconds()
 	var ops []batchOp
 	if st.Absent {
-		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, lockID, lockedUntil, now)
+		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, start.StartParent, lockID, lockedUntil, now)
 		if err != nil {
 			return nil, false, true, err
 		}

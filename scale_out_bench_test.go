@@ -10,7 +10,9 @@ import (
 	"time"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 )
 
@@ -20,7 +22,8 @@ import (
 // again. They report measurements (ms, requests per second); they assert
 // only that the work arrived.
 //
-//	go test -run '^$' -bench 'CrossProcessWakeup|IdleProcess|DeadOwner' -benchtime 20x .
+//	go test -run '^$' -bench 'CrossProcessWakeup$|IdleProcess|DeadOwner' -benchtime 20x .
+//	go test -run '^$' -bench 'CrossProcessWakeupAfterQuiet' -benchtime 5x .
 
 // waitForPollWait returns a tracer and a function that blocks until the
 // traced provider's fetch reports "poll wait" (it found nothing and
@@ -54,6 +57,27 @@ func BenchmarkCrossProcessWakeup(b *testing.B) {
 	}
 }
 
+// BenchmarkCrossProcessWakeupAfterQuiet measures the same as
+// BenchmarkCrossProcessWakeup for a write that comes after idleQuiet of
+// quiet (and up to one backed-off pause more, at random), when the waiting
+// process's change-feed reader has backed off: on containers of 1 and 4
+// physical partitions (the reader's pause is then at most 1.25 s and
+// 5 s). Reported: p50-ms, p95-ms and max-ms.
+func BenchmarkCrossProcessWakeupAfterQuiet(b *testing.B) {
+	for _, partitions := range []int{1, 4} {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			a := cdbtest.NewEmulatorAccount(b, emulator.Options{PhysicalPartitions: partitions})
+			cfg := a.Config()
+			cfg.DisableReconciler = true
+			writer := a.NewProvider(b, cfg)
+			waiter := a.NewProvider(b, cfg)
+			// At any moment of the backed-off reader's cycle.
+			cycle := changefeed.MaxPause(changefeed.DefaultInterval, partitions, changefeed.DefaultIdleRequestsPerSecond)
+			benchmarkWakeupAfter(b, writer, waiter, func() time.Duration { return idleQuiet + rand.N(cycle) })
+		})
+	}
+}
+
 // configModes are the configurations the benchmarks compare: the default
 // (leases in the container, change-feed wake-ups), in-process leases, and
 // the default without the change feed (every waiting fetch polls every
@@ -68,8 +92,16 @@ var configModes = []struct {
 }
 
 // benchmarkWakeup measures how soon waiter's waiting fetch returns the
-// start writer enqueues.
+// start writer enqueues, written at any moment of the reader's cycle.
 func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
+	benchmarkWakeupAfter(b, writer, waiter, func() time.Duration { return rand.N(changefeed.DefaultInterval) })
+}
+
+// benchmarkWakeupAfter measures how soon waiter's waiting fetch returns
+// the start writer enqueues delay() after the fetch began to wait. The
+// fetched instances stay locked for an hour, so that none comes back
+// during a long run (the waiting fetch must find only the new one).
+func benchmarkWakeupAfter(b *testing.B, writer, waiter *cdb.Provider, delay func() time.Duration) {
 	tracer, waitIdle := waitForPollWait()
 	cdb.SetFetchTracer(waiter, tracer)
 	ctx := context.Background()
@@ -83,13 +115,11 @@ func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			item, err := waiter.FetchOrchestrationItem(ctx, longLock, time.Minute, nil)
+			item, err := waiter.FetchOrchestrationItem(ctx, time.Hour, time.Minute, nil)
 			done <- result{time.Now(), err, item != nil}
 		}()
 		waitIdle()
-		// Writes arrive at any moment of the reader's cycle, not just
-		// after its read.
-		time.Sleep(rand.N(changefeed.DefaultInterval))
+		time.Sleep(delay())
 		start := time.Now()
 		if err := writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("wake-%d", i)), 0); err != nil {
 			b.Fatal(err)
@@ -104,19 +134,41 @@ func benchmarkWakeup(b *testing.B, writer, waiter *cdb.Provider) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[(len(lat)*95+99)/100-1].Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }
 
 // BenchmarkIdleProcessRequests measures the requests per second of a
 // process with nothing to do anywhere: a provider whose two orchestration
 // and two worker dispatchers wait in long-polling fetches, as a runtime's
-// do, for one second per iteration, in each of configModes.
+// do, on a container of an emulator of its own with 1, 4 or 10 physical
+// partitions (the default configuration), and with 1 in the other
+// configModes. It measures one second per iteration after idleQuiet of
+// quiet (issue 26's target: at most 2 requests/s then, whatever the
+// partitions). Reported: requests/s (all of the provider's requests: the
+// change-feed reads, the lease heartbeat, the safety queries),
+// feed-requests/s (the change-feed reads' share, one request per physical
+// partition per read, counted by the emulator) and first-10s-requests/s,
+// the rate during the quiet period before the measurement (from New's
+// return), which includes the first queries, the leases' first claim and
+// the change feed's backoff.
 func BenchmarkIdleProcessRequests(b *testing.B) {
-	for _, mode := range configModes {
-		b.Run(mode.name, func(b *testing.B) {
-			cfg := env.config()
+	type variant struct {
+		name       string
+		mode       int // index in configModes
+		partitions int
+	}
+	variants := []variant{
+		{"default/partitions=1", 0, 1}, {"default/partitions=4", 0, 4}, {"default/partitions=10", 0, 10},
+		{"in-process/partitions=1", 1, 1}, {"polling/partitions=1", 2, 1},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			a := cdbtest.NewEmulatorAccount(b, emulator.Options{PhysicalPartitions: v.partitions})
+			cfg := a.Config()
 			cfg.DisableReconciler = true
 			cfg.OrchestrationLanes, cfg.WorkerLanes = 2, 2
-			p := startProvider(b, mode.adjust(cfg))
+			p := a.NewProvider(b, configModes[v.mode].adjust(cfg))
+			begin := a.Emulator().Counters()
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			for i := 0; i < 2; i++ {
@@ -134,20 +186,32 @@ func BenchmarkIdleProcessRequests(b *testing.B) {
 					}
 				}()
 			}
-			time.Sleep(500 * time.Millisecond) // past the first queries
+			time.Sleep(idleQuiet)
+			quiet := a.Emulator().Counters()
 			before := p.Usage().Requests
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for b.Loop() {
 				time.Sleep(time.Second)
 			}
-			b.StopTimer()
 			n := p.Usage().Requests - before
+			after := a.Emulator().Counters()
 			cancel()
 			wg.Wait()
-			b.ReportMetric(float64(n)/float64(b.N), "requests/s")
+			secs := b.Elapsed().Seconds()
+			b.ReportMetric(float64(n)/secs, "requests/s")
+			feed := after[emulator.OpChangeFeed].Requests - quiet[emulator.OpChangeFeed].Requests
+			b.ReportMetric(float64(feed)/secs, "feed-requests/s")
+			var first int64
+			for op, c := range quiet {
+				first += c.Requests - begin[op].Requests
+			}
+			b.ReportMetric(float64(first)/idleQuiet.Seconds(), "first-10s-requests/s")
 		})
 	}
 }
+
+// idleQuiet is how long BenchmarkIdleProcessRequests lets a process idle
+// before it measures.
+const idleQuiet = 10 * time.Second
 
 // BenchmarkDeadOwnerSlotsServedAgain measures how long the slots of a
 // process that stopped (its heartbeat and fetches end, as at a SIGKILL)

@@ -130,9 +130,6 @@ func (p *Provider) tryWorkCandidates(ctx context.Context, lease *SlotLease, v *c
 		step := walk.Next(p.nowMs())
 		switch {
 		case step.Refresh:
-			if step.Stale {
-				p.idle.add(1) // the safety query of a view whose answer aged
-			}
 			if err := p.refreshWorkCandidates(ctx, v, lease, session, tagClause, tagParams, step.All); err != nil {
 				return nil, err
 			}

@@ -284,3 +284,17 @@ func (SubOrchFailedItem) isWorkItemKind()      {}
 func (CancelInstanceItem) isWorkItemKind()     {}
 func (ContinueAsNewItem) isWorkItemKind()      {}
 func (QueueMessageItem) isWorkItemKind()       {}
+
+// StartParent returns the parent instance named by the first
+// StartOrchestration among items (a sub-orchestration's start), nil when
+// that start is a root's or there is none. Providers record it on a
+// pending instance, so that a child's start that no turn has run yet is
+// deleted with its root's tree, never alone.
+func StartParent(items []WorkItem) *string {
+	for _, it := range items {
+		if k, ok := it.Kind.(StartOrchestrationItem); ok {
+			return k.ParentInstance
+		}
+	}
+	return nil
+}

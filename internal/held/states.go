@@ -51,10 +51,12 @@ type Message struct {
 	EnqueuedAt int64
 	Seq        string
 	// start is true for a StartOrchestration message, with its
-	// orchestration's name and version.
+	// orchestration's name and version, and the parent instance of a
+	// sub-orchestration's start (nil for a root).
 	Start        bool
 	StartName    string
 	StartVersion *string
+	StartParent  *string
 }
 
 // heldInstance is one instance's held state (nil while this process holds
@@ -253,5 +255,5 @@ func (h *States) dropLocked(instance string) {
 // StartOf is the held message of e, the queue entry of start.
 func StartOf(e candidates.Entry, start duroxide.StartOrchestrationItem) Message {
 	return Message{ID: e.ID, VisibleAt: e.VisibleAt, EnqueuedAt: e.EnqueuedAt, Seq: e.Seq,
-		Start: true, StartName: start.Orchestration, StartVersion: start.Version}
+		Start: true, StartName: start.Orchestration, StartVersion: start.Version, StartParent: start.ParentInstance}
 }

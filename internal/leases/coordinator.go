@@ -40,7 +40,7 @@
 // believes it owns a slot it lost cannot commit a turn twice.
 //
 // The provider (package cdb) reaches the container through Store, which
-// adds its retries, metrics and idle pacing; it starts a Coordinator with
+// adds its retries and metrics; it starts a Coordinator with
 // New, notes each fetch with FetchStarted, hands it the lease documents
 // the change feed delivers (Observed), and lets its fetches take Leases
 // from the two Queues. This package never imports the provider.
@@ -79,8 +79,8 @@ const maxBatchOps = 100
 
 // Store is the lease partition (PartitionKey) of the container, as the
 // provider reaches it: with its retries (every method but Batch with
-// idempotent false retries transient failures), its request metrics and
-// its idle pacing. Errors are those of the Cosmos DB SDK (status codes
+// idempotent false retries transient failures) and its request metrics.
+// Errors are those of the Cosmos DB SDK (status codes
 // readable with cosmos.StatusCode), *cosmos.AmbiguousError for a write
 // whose outcome is unknown, cosmos.ErrClosed after the provider closed.
 type Store interface {
@@ -97,9 +97,6 @@ type Store interface {
 	// Batch runs ops as one transactional batch. When idempotent is false,
 	// a lost answer is an *cosmos.AmbiguousError and is not sent again.
 	Batch(ctx context.Context, ops []Op, idempotent bool) error
-	// CountIdle notes n requests a heartbeat is about to send, for the
-	// pacing of an idle process's change-feed reader.
-	CountIdle(n int)
 }
 
 // Op is one operation of a lease batch: the creation of a slot document
@@ -400,7 +397,6 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 	if !want[0] && !want[1] {
 		return c.release(ctx)
 	}
-	c.store.CountIdle(2) // the renewal and the lease query
 	if err := c.renew(ctx, want); err != nil {
 		return err
 	}

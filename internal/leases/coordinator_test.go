@@ -106,8 +106,6 @@ func (s *memStore) Batch(_ context.Context, ops []Op, _ bool) error {
 	return nil
 }
 
-func (s *memStore) CountIdle(int) {}
-
 // owners returns the owner of every slot document of queue.
 func (s *memStore) owners(queue string) map[int]string {
 	s.mu.Lock()

@@ -218,22 +218,30 @@ func (p *MemoryProvider) GetQueueDepths(ctx context.Context) (duroxide.QueueDept
 }
 
 // ListChildren returns the ids of the instance's direct sub-orchestrations,
-// oldest first.
+// oldest first, then its pending ones (a child's start that no turn has
+// run), so that a tree's deletion takes them too.
 func (p *MemoryProvider) ListChildren(ctx context.Context, instance string) ([]string, error) {
 	if err := memCtxErr("list_children", ctx); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.DeleteFunc(p.instanceIDsByAge(), func(id string) bool {
+	children := slices.DeleteFunc(p.instanceIDsByAge(), func(id string) bool {
 		parent := p.instances[id].parent
 		return parent == nil || *parent != instance
-	}), nil
+	})
+	pending := slices.DeleteFunc(p.pendingIDs(), func(id string) bool {
+		parent := p.pendingOf(id).parent
+		return parent == nil || *parent != instance
+	})
+	slices.Reverse(pending) // pendingIDs is newest first
+	return append(children, pending...), nil
 }
 
 // GetParentID returns the instance's parent; ok is false for a root (and
-// for a pending instance, which is deleted as one). An unknown instance is
-// a permanent error.
+// for a pending root). A pending sub-orchestration names its parent, so
+// that it is deleted with its root's tree, never alone. An unknown
+// instance is a permanent error.
 func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	const op = "get_parent_id"
 	if err := memCtxErr(op, ctx); err != nil {
@@ -242,8 +250,11 @@ func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (stri
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
-	if inst == nil && p.pendingOf(instance) != nil {
-		return "", false, nil // pending: deleted as a root
+	if pend := p.pendingOf(instance); inst == nil && pend != nil {
+		if pend.parent != nil {
+			return *pend.parent, true, nil
+		}
+		return "", false, nil
 	}
 	if inst == nil {
 		return "", false, memPermanent(op, "Instance %s not found", instance)

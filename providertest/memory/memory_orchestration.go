@@ -59,7 +59,7 @@ func (p *MemoryProvider) EnqueueStart(ctx context.Context, start duroxide.StartO
 		return memPermanentCause(op, fmt.Sprintf("instance %q: ", start.Instance), duroxide.ErrInstanceExists)
 	}
 	p.pushOrchestrator(item, data, p.nowMs())
-	p.markPending(start.Instance, start.Orchestration, start.Version)
+	p.markPending(start.Instance, start.Orchestration, start.Version, start.ParentInstance)
 	p.signal()
 	return nil
 }
@@ -187,7 +187,7 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 			if item.Version == "unknown" {
 				version = nil
 			}
-			p.markPending(instance, item.OrchestrationName, version)
+			p.markPending(instance, item.OrchestrationName, version, duroxide.StartParent(messages))
 		}
 		token := p.newToken()
 		p.locks[instance] = &memInstanceLock{token: token, lockedUntil: memAfter(now, lockTimeout)}

@@ -20,15 +20,17 @@ import (
 // memPending is the record of a pending instance.
 type memPending struct {
 	name      string
-	version   string // "unknown" when the start named none
-	createdAt uint64 // ms since the Unix epoch
-	seq       uint64 // creation order
-	reason    string // the last reason a runtime reported, "" for none
+	version   string  // "unknown" when the start named none
+	createdAt uint64  // ms since the Unix epoch
+	seq       uint64  // creation order
+	reason    string  // the last reason a runtime reported, "" for none
+	parent    *string // a sub-orchestration's parent instance, nil for a root
 }
 
 // markPending records instance's start of orchestration name and version
-// (nil: none) unless a record exists; the caller holds p.mu.
-func (p *MemoryProvider) markPending(instance, name string, version *string) {
+// (nil: none), by parent (nil for a root), unless a record exists; the
+// caller holds p.mu.
+func (p *MemoryProvider) markPending(instance, name string, version, parent *string) {
 	if p.pending[instance] != nil {
 		return
 	}
@@ -36,7 +38,7 @@ func (p *MemoryProvider) markPending(instance, name string, version *string) {
 	if version != nil {
 		v = *version
 	}
-	p.pending[instance] = &memPending{name: name, version: v, createdAt: uint64(max(p.nowMs(), 0)), seq: p.nextID()}
+	p.pending[instance] = &memPending{name: name, version: v, createdAt: uint64(max(p.nowMs(), 0)), seq: p.nextID(), parent: memClone(parent)}
 }
 
 // pendingOf returns instance's pending record when the instance is
@@ -55,6 +57,7 @@ func pendingInfo(instance string, pend *memPending) duroxide.InstanceInfo {
 	return duroxide.InstanceInfo{
 		InstanceID: instance, OrchestrationName: pend.name, OrchestrationVersion: pend.version,
 		Status: duroxide.StatusPending, CreatedAt: pend.createdAt, UpdatedAt: pend.createdAt, PendingReason: pend.reason,
+		ParentInstanceID: memClone(pend.parent),
 	}
 }
 

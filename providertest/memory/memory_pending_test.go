@@ -99,3 +99,28 @@ func TestMemoryFirstTurnEndsPending(t *testing.T) {
 	err = p.EnqueueStart(ctx, memStart("b", "Approval"))
 	assert.True(t, errors.Is(err, duroxide.ErrInstanceExists) && !errors.Is(err, duroxide.ErrInstancePending), "%v", err)
 }
+
+// A sub-orchestration's start that a fetch locked and no turn ran names
+// its parent, as on the cdb provider: deleting it alone is refused, and
+// it is in its parent's tree, so that deleting the root takes it.
+func TestMemoryPendingChildNamesItsParent(t *testing.T) {
+	t.Parallel()
+	p := memory.NewMemoryProvider(memory.MemoryOptions{})
+	ctx := context.Background()
+	start := memStart("root::sub::2", "Child")
+	start.ParentInstance, start.ParentID = duroxide.StringPtr("root"), duroxide.Uint64Ptr(2)
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, duroxide.WorkItem{Kind: start}, 0))
+	fetchAndAbandon(t, p, "root::sub::2", "not registered")
+	info, err := p.GetInstanceInfo(ctx, "root::sub::2")
+	require.NoError(t, err)
+	require.NotNil(t, info.ParentInstanceID)
+	assert.Equal(t, "root", *info.ParentInstanceID)
+	parent, ok, err := p.GetParentID(ctx, "root::sub::2")
+	require.NoError(t, err)
+	assert.True(t, ok && parent == "root", "GetParentID = %q, %v", parent, ok)
+	_, err = p.DeleteInstance(ctx, "root::sub::2", true)
+	require.Error(t, err, "a sub-orchestration is deleted with its root")
+	children, err := p.ListChildren(ctx, "root")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"root::sub::2"}, children)
+}
