@@ -6,6 +6,7 @@ package cdb
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -983,4 +984,185 @@ func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter duroxide.Inst
 		return duroxide.PruneResult{}, mapError("prune_executions_bulk", err)
 	}
 	return duroxide.PruneEach(ctx, p, ids, options)
+}
+
+// The paged instance listing (duroxide.InstancePager): one cross-partition
+// query over the instance documents, resumed from the service's
+// continuation, so that a page costs about one request however many
+// instances there are.
+
+var _ duroxide.InstancePager = (*Provider)(nil)
+
+// instancePageTokenPrefix starts every continuation ListInstancesPage
+// returns.
+const instancePageTokenPrefix = "cdb1."
+
+// instancePageToken is a ListInstancesPage continuation before its
+// encoding: the query's filters, which the next page must repeat, and the
+// service's continuation.
+type instancePageToken struct {
+	Status  string `json:"s,omitempty"`
+	Name    string `json:"n,omitempty"`
+	Prefix  string `json:"p,omitempty"`
+	After   uint64 `json:"a,omitempty"`
+	Before  uint64 `json:"b,omitempty"`
+	Service string `json:"t"`
+}
+
+// ListInstancesPage implements duroxide.InstancePager: one cross-partition
+// query over the instance documents (type instance, and instance_pending
+// for the Pending instances) with every filter in its WHERE clause: the
+// status, the name (CONTAINS ignoring case; /orchestrationName is not
+// indexed, so the service tests it on the documents the indexed filters
+// select, which costs request units, not requests), the id prefix
+// (STARTSWITH) and the creation bounds. It asks the service for the rest
+// of the page until the page is full or the query is done.
+//
+// Order: the service's order for a cross-partition query without ORDER BY
+// (DESIGN.md §10: none is sent across partitions): partition key range
+// after partition key range, and within one in the order the service keeps
+// documents; neither newest first nor by id. A Pending instance keeps its
+// place when its first turn creates it (the same document, replaced).
+//
+// The continuation is "cdb1." and, in unpadded URL-safe base64, the
+// query's filters with the service's continuation: one that does not
+// decode, or that was returned for other filters, is a permanent
+// *duroxide.ProviderError without a request; one the service refuses is
+// its permanent 400. A page size outside 0..1000 is a permanent error.
+//
+// Requests: 1 cross-partition query request per page, more when the
+// service returns a short page (each physical partition the query moves to
+// may take one); 1 point read more per listed instance whose document does
+// not carry its current execution's status (an instance last acked before
+// the instance document carried it), as GetInstanceInfo.
+func (p *Provider) ListInstancesPage(ctx context.Context, q duroxide.InstancePageQuery) (duroxide.InstancePage, error) {
+	const op = "list_instances_page"
+	ctx = cosmos.WithCall(ctx, op)
+	size, err := q.PageSizeOf(op)
+	if err != nil {
+		return duroxide.InstancePage{}, err
+	}
+	filters := instancePageToken{Status: q.Status, Name: q.NameContains, Prefix: q.IDPrefix, After: q.CreatedAfter, Before: q.CreatedBefore}
+	cont, err := decodeInstancePageToken(op, q.Continuation, filters)
+	if err != nil {
+		return duroxide.InstancePage{}, err
+	}
+	text, params := instancePageQuery(q)
+	var page duroxide.InstancePage
+	for first := true; first || (cont != "" && len(page.Instances) < size); first = false {
+		raws, next, err := p.queryPage(ctx, text, params, cont, int32(size-len(page.Instances)))
+		if err != nil {
+			return duroxide.InstancePage{}, mapError(op, err)
+		}
+		for _, raw := range raws {
+			var doc instanceDoc
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				return duroxide.InstancePage{}, mapError(op, fmt.Errorf("decode instance row: %w", err))
+			}
+			s, ok, err := p.instanceSummary(ctx, op, &doc)
+			if err != nil {
+				return duroxide.InstancePage{}, err
+			}
+			if ok {
+				page.Instances = append(page.Instances, s)
+			}
+		}
+		cont = next
+	}
+	if cont != "" {
+		filters.Service = cont
+		b, err := json.Marshal(filters)
+		if err != nil {
+			return duroxide.InstancePage{}, mapError(op, err)
+		}
+		page.Continuation = instancePageTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	}
+	return page, nil
+}
+
+// instancePageQuery returns ListInstancesPage's query text and parameters.
+func instancePageQuery(q duroxide.InstancePageQuery) (string, []azcosmos.QueryParameter) {
+	var b strings.Builder
+	var params []azcosmos.QueryParameter
+	b.WriteString("SELECT c.instanceId, c.type, c.orchestrationName, c.orchestrationVersion, c.currentExecutionId, c.status, " +
+		"c.statusExecutionId, c.createdAt, c.updatedAt, c.parentInstanceId, c.pendingReason FROM c WHERE ")
+	switch q.Status {
+	case "":
+		b.WriteString("c.type IN ('instance', 'instance_pending')")
+	case duroxide.StatusPending:
+		b.WriteString("c.type = 'instance_pending'")
+	default:
+		b.WriteString("c.type = 'instance' AND c.status = @status")
+		params = append(params, param("@status", q.Status))
+	}
+	if q.IDPrefix != "" {
+		b.WriteString(" AND STARTSWITH(c.instanceId, @prefix)")
+		params = append(params, param("@prefix", q.IDPrefix))
+	}
+	if q.CreatedAfter != 0 {
+		b.WriteString(" AND c.createdAt >= @after")
+		params = append(params, param("@after", q.CreatedAfter))
+	}
+	if q.CreatedBefore != 0 {
+		b.WriteString(" AND c.createdAt < @before")
+		params = append(params, param("@before", q.CreatedBefore))
+	}
+	if q.NameContains != "" {
+		b.WriteString(" AND CONTAINS(c.orchestrationName, @name, true)")
+		params = append(params, param("@name", q.NameContains))
+	}
+	return b.String(), params
+}
+
+// decodeInstancePageToken returns the service's continuation in token
+// ("" for the first page), or a permanent error when token is malformed
+// or was returned for filters other than filters.
+func decodeInstancePageToken(op, token string, filters instancePageToken) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	bad := func(why string) error {
+		return permanent(op, fmt.Sprintf("continuation %q %s: pass the Continuation of the page before, with the same filters", token, why))
+	}
+	rest, ok := strings.CutPrefix(token, instancePageTokenPrefix)
+	if !ok {
+		return "", bad("is not one this provider returns")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	var t instancePageToken
+	if err != nil || json.Unmarshal(b, &t) != nil || t.Service == "" {
+		return "", bad("is malformed")
+	}
+	service := t.Service
+	if t.Service = ""; t != filters {
+		return "", bad("was returned for other filters")
+	}
+	return service, nil
+}
+
+// instanceSummary returns the summary of an instance document a listing
+// read; ok is false for a document that is neither an instance nor a
+// pending instance's (history appended to a pending document outside a
+// turn). The status is the one the document carries, or (1 point read)
+// its execution document's when it does not carry the current one, as
+// GetInstanceInfo reads it.
+func (p *Provider) instanceSummary(ctx context.Context, op string, doc *instanceDoc) (s duroxide.InstanceSummary, ok bool, err error) {
+	switch {
+	case doc.pending():
+		return pendingInfo(doc).Summary(), true, nil
+	case !doc.exists():
+		return s, false, nil
+	}
+	s = duroxide.InstanceSummary{
+		InstanceID: doc.InstanceID, OrchestrationName: doc.OrchestrationName, OrchestrationVersion: unknownVersion,
+		CurrentExecutionID: doc.CurrentExecutionID, CreatedAt: uint64(max(doc.CreatedAt, 0)), UpdatedAt: uint64(max(doc.UpdatedAt, 0)),
+		ParentInstanceID: doc.ParentInstanceID,
+	}
+	if doc.OrchestrationVersion != nil {
+		s.OrchestrationVersion = *doc.OrchestrationVersion
+	}
+	if s.Status, _, err = p.currentStatus(ctx, op, doc.InstanceID, doc); err != nil {
+		return duroxide.InstanceSummary{}, false, err
+	}
+	return s, true, nil
 }

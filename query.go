@@ -511,3 +511,33 @@ func (l *poll) wait(ctx context.Context) (end bool, err error) {
 	}
 	return false, nil
 }
+
+// Paged queries: one request of a cross-partition query resumed from the
+// service's continuation, for listings that hand the continuation to their
+// caller (ListInstancesPage) instead of reading every page.
+
+// queryPage runs one request of a cross-partition query: at most pageSize
+// documents from the service's continuation cont ("" for the start), and
+// the service's continuation after them ("" when the query is done). The
+// service may return fewer documents than pageSize, none at all, and still
+// a continuation (DESIGN.md §10). The request is retried as query's pages
+// are.
+func (p *Provider) queryPage(ctx context.Context, q string, params []azcosmos.QueryParameter, cont string, pageSize int32) (items [][]byte, next string, err error) {
+	opts := azcosmos.QueryOptions{QueryParameters: params, PageSizeHint: pageSize}
+	if cont != "" {
+		opts.ContinuationToken = &cont
+	}
+	var page azcosmos.QueryItemsResponse
+	err = p.retry.do(ctx, readRequest, func(ctx context.Context) error {
+		var err error
+		page, err = p.container.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), &opts).NextPage(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if page.ContinuationToken != nil {
+		next = *page.ContinuationToken
+	}
+	return page.Items, next, nil
+}

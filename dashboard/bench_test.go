@@ -14,6 +14,7 @@ import (
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/dashboard"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
@@ -115,8 +116,18 @@ func fillBench() (*cdb.Provider, error) {
 // benchPage measures GET path on a dashboard over the benchmark data,
 // reporting the Cosmos DB requests per view.
 func benchPage(b *testing.B, path, want string) {
+	benchPageOf(b, false, path, want)
+}
+
+// benchPageOf is benchPage, through an admin without
+// duroxide.InstancePager when idListing is set.
+func benchPageOf(b *testing.B, idListing bool, path, want string) {
 	p := benchProvider(b)
-	h, err := dashboard.NewHandler(dashboard.Options{Admin: p, Prefix: "/dash"})
+	var admin duroxide.ProviderAdmin = p
+	if idListing {
+		admin = idsOnly{p}
+	}
+	h, err := dashboard.NewHandler(dashboard.Options{Admin: admin, Prefix: "/dash"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +147,7 @@ func benchPage(b *testing.B, path, want string) {
 }
 
 // BenchmarkInstanceListPageOf10000 is a page (50) of the list among
-// 10,000 Completed instances, every status.
+// 10,000 Completed instances, every status (on cdb one ListInstancesPage).
 func BenchmarkInstanceListPageOf10000(b *testing.B) {
 	benchPage(b, "/dash/", "order-")
 }
@@ -144,6 +155,13 @@ func BenchmarkInstanceListPageOf10000(b *testing.B) {
 // BenchmarkInstanceListPageOf10000ByStatus is the same filtered by status.
 func BenchmarkInstanceListPageOf10000ByStatus(b *testing.B) {
 	benchPage(b, "/dash/?status=Completed", "order-")
+}
+
+// BenchmarkInstanceListPageOf10000WithoutPager is the first benchmark
+// through an admin without duroxide.InstancePager: the list pages over
+// the id listing, as it did before cdb had a paged listing.
+func BenchmarkInstanceListPageOf10000WithoutPager(b *testing.B) {
+	benchPageOf(b, true, "/dash/", "order-")
 }
 
 // BenchmarkInstanceWith5000Events opens the instance whose history has

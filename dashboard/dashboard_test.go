@@ -77,7 +77,18 @@ func TestInstancesPageListsTheWorkloadWithStatuses(t *testing.T) {
 
 func TestInstancesPageFiltersByStatusNamePrefixAndCreationTime(t *testing.T) {
 	t.Parallel()
-	s := newSite(t, dashboard.Options{})
+	t.Run("the provider's pager", func(t *testing.T) {
+		t.Parallel()
+		checkListFilters(t, newSite(t, dashboard.Options{}))
+	})
+	t.Run("the id listing", func(t *testing.T) {
+		t.Parallel()
+		checkListFilters(t, newSite(t, dashboard.Options{Admin: idsOnly{shared(t).quiet}}))
+	})
+}
+
+// checkListFilters checks the list's filters on s.
+func checkListFilters(t *testing.T, s *site) {
 	for _, c := range []struct {
 		query string
 		want  []string
@@ -108,35 +119,80 @@ func TestInstancesPageFiltersByStatusNamePrefixAndCreationTime(t *testing.T) {
 	assert.Contains(t, body, "is not a time")
 }
 
+// idsOnly hides every capability of an admin but ProviderAdmin, such as
+// duroxide.InstancePager: the list then pages over the id listing.
+type idsOnly struct{ duroxide.ProviderAdmin }
+
+// TestInstancesPagePagesThroughEveryInstanceOnce follows the next-page
+// links with a page of 3, over cdb's paged listing (the continuation) and
+// over an admin without one (the id listing and its cursor).
 func TestInstancesPagePagesThroughEveryInstanceOnce(t *testing.T) {
 	t.Parallel()
-	s := newSite(t, dashboard.Options{PageSize: 3})
-	seen := map[string]int{}
-	path := "/dash/"
-	pages := 0
-	for path != "" {
-		pages++
-		require.Less(t, pages, 20, "too many pages")
-		code, body := s.get(path)
-		require.Equal(t, http.StatusOK, code)
-		rows := rowIDs(t, body)
-		assert.LessOrEqual(t, len(rows), 3)
-		for _, id := range rows {
-			seen[id]++
-		}
-		path = ""
-		for _, h := range hrefs(body) {
-			if strings.HasPrefix(h, "/dash/?") && strings.Contains(h, "cursor=") {
-				path = h
+	for _, c := range []struct {
+		name  string
+		admin duroxide.ProviderAdmin
+		param string
+	}{
+		{"the provider's pager", shared(t).quiet, "cont="},
+		{"the id listing", idsOnly{shared(t).quiet}, "cursor="},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, dashboard.Options{Admin: c.admin, PageSize: 3})
+			seen := map[string]int{}
+			path := "/dash/"
+			pages := 0
+			for path != "" {
+				pages++
+				require.Less(t, pages, 20, "too many pages")
+				code, body := s.get(path)
+				require.Equal(t, http.StatusOK, code)
+				rows := rowIDs(t, body)
+				assert.LessOrEqual(t, len(rows), 3)
+				for _, id := range rows {
+					seen[id]++
+				}
+				path = ""
+				for _, h := range hrefs(body) {
+					if strings.HasPrefix(h, "/dash/?") && strings.Contains(h, c.param) {
+						path = h
+					}
+				}
 			}
+			for _, id := range workload {
+				assert.Contains(t, seen, id)
+			}
+			for id, n := range seen {
+				assert.Equal(t, 1, n, id)
+			}
+		})
+	}
+}
+
+// TestInstancesPageNextLinkKeepsARelativeTime follows the next page of a
+// list filtered by a relative creation time ("720h"): the link carries the
+// instant it stood for, so the continuation meets the same filters.
+func TestInstancesPageNextLinkKeepsARelativeTime(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{PageSize: 2})
+	code, body := s.get("/dash/?after=720h")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, rowIDs(t, body), 2)
+	next := ""
+	for _, h := range hrefs(body) {
+		if strings.Contains(h, "cont=") {
+			next = h
 		}
 	}
-	for _, id := range workload {
-		assert.Contains(t, seen, id)
-	}
-	for id, n := range seen {
-		assert.Equal(t, 1, n, id)
-	}
+	require.NotEmpty(t, next, "a next page")
+	u, err := url.Parse(next)
+	require.NoError(t, err)
+	_, err = time.Parse(time.RFC3339Nano, u.Query().Get("after"))
+	require.NoError(t, err, "the next link's after is an instant")
+	code, body = s.get(next)
+	require.Equal(t, http.StatusOK, code)
+	assert.NotContains(t, body, `class="error"`)
+	assert.NotEmpty(t, rowIDs(t, body))
 }
 
 func TestInstancePageShowsStatusInputOutputAndTimeline(t *testing.T) {

@@ -10,9 +10,14 @@
 // It works on any duroxide.ProviderAdmin; a *cdb.Provider adds the health
 // and cost page. The pages:
 //
-//   - / lists the instances, newest first (the Pending ones first), with
-//     filters by status, orchestration name (a substring), id prefix and
-//     creation time, a page at a time (Options.PageSize).
+//   - / lists the instances with filters by status, orchestration name (a
+//     substring, ignoring case), id prefix and creation time, a page at a
+//     time (Options.PageSize). When the admin implements
+//     duroxide.InstancePager (cdb and the in-memory provider do), each page
+//     is one ListInstancesPage, in that provider's order (cdb: the
+//     service's cross-partition order; in memory: by id), and the next
+//     page's link carries its continuation; otherwise the list pages over
+//     the id listing, newest first with the Pending ones first.
 //   - /instance?id=ID shows one instance: status, input, output, the error
 //     of a failed one, custom status, KV store, its executions (the newest
 //     ten; &exec=N opens another), the history of one execution as a
@@ -56,14 +61,14 @@
 //
 // # Cosmos DB requests per page view
 //
-// ProviderAdmin has no paged listing: the list page asks the provider for
-// every id of the status (one query; cdb reads it as one cross-partition
-// query, a request per page of results) and reads the metadata of one page
-// of them only. On a *cdb.Provider one view costs, in requests
-// (TestCosmosRequestsPerPageView counts them):
+// The list asks a *cdb.Provider for one page of the filtered instances
+// with their metadata (duroxide.InstancePager: one cross-partition query
+// with every filter in its WHERE clause, resumed from the service's
+// continuation), whatever the number of instances. One view costs, in
+// requests (TestCosmosRequestsPerPageView counts them):
 //
-//	list, any status         2 queries (the Pending ids, every other id) + 1 point read per instance examined
-//	list, one status         1 query + 1 point read per instance examined
+//	list                     1 query request (any status and filter; more only when the service answers with
+//	                         short pages)
 //	instance                 1 point read (status and custom status) + 1 query (executions)
 //	                         + 1 query per other execution shown (at most 9) + 1 query (the history: a request per
 //	                         page of results, about 100 events) + 1 query (children) + 1 point read per child
@@ -76,12 +81,13 @@
 //	health                   1 (the ping)
 //	actions                  raise, cancel: 1 write; delete and prune: as ProviderAdmin's DeleteInstance and PruneExecutions
 //
-// The id listing is one request per page of query results (about 100
-// ids): with 10,000 instances a page of 50 costs about 150 requests, 100
-// of them the listing (BenchmarkInstanceListPageOf10000 reports
-// requests/view). A provider with a paged listing (a continuation token
-// over instances, newest first, with the metadata) would cost one request
-// per page; ProviderAdmin has none. With a name or time filter the page examines ids until it has
-// a page of matches or has examined ten pages' worth, then offers the next
-// page from where it stopped.
+// With 10,000 instances a page of 50 costs 1 request
+// (BenchmarkInstanceListPageOf10000 reports requests/view; it cost about
+// 152 before the paged listing). An admin without duroxide.InstancePager
+// offers only the id listing: the list then asks for every id of the
+// status (cdb: 1 query, a request per page of about 100 ids; 2 for every
+// status, the Pending ids first) and reads the metadata of the page's
+// instances (1 point read each). With a name or time filter that page
+// examines ids until it has a page of matches or has examined ten pages'
+// worth, then offers the next page from where it stopped.
 package dashboard

@@ -14,13 +14,18 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// The instance list. ProviderAdmin has no paged listing: ListInstances and
-// ListInstancesByStatus return every id (newest first on cdb, one
-// cross-partition query). The list page takes that id list, filters it by
-// id prefix, starts after the cursor (the last id the previous page
-// examined) and reads GetInstanceInfo for one page of ids at a time,
-// concurrently, until a page of matches is found or scanLimit ids were
-// examined; it never reads the metadata of every instance.
+// The instance list. An admin that implements duroxide.InstancePager
+// (cdb and the in-memory provider do) is asked for one page of the
+// filtered instances with their metadata, and its continuation is the
+// next page's link (cont=): a page costs what ListInstancesPage costs
+// (one request on cdb), in the provider's continuation order. Any other
+// admin has only ListInstances and ListInstancesByStatus, which return
+// every id (newest first on cdb, one cross-partition query): the page
+// takes that id list, filters it by id prefix, starts after the cursor
+// (the last id the previous page examined) and reads GetInstanceInfo for
+// one page of ids at a time, concurrently, until a page of matches is
+// found or scanLimit ids were examined; it never reads the metadata of
+// every instance.
 
 // statuses are the status filter's choices.
 var statuses = []string{"", duroxide.StatusPending, "Running", "Completed", "Failed", "ContinuedAsNew"}
@@ -35,11 +40,13 @@ type listFilter struct {
 	after, before        uint64 // created after/before, ms; 0 = unset
 	Cursor               string // the last id the previous page examined
 	CursorPos            int    // its position then (when it is gone)
+	Cont                 string // the pager's continuation of this page ("" = the first)
+	PageNo               int    // this page's number with a pager, from 1
 }
 
 // listRow is one instance on the page.
 type listRow struct {
-	Info    duroxide.InstanceInfo
+	Info    duroxide.InstanceSummary
 	Created string // relative age
 	Updated string
 }
@@ -54,6 +61,7 @@ type listData struct {
 	Total      int    // ids listed (after the status and prefix filters)
 	Start      int    // position of the first id examined
 	Incomplete bool   // scanLimit reached before a full page of matches
+	Paged      bool   // the page came from a duroxide.InstancePager
 	Errors     []string
 }
 
@@ -78,14 +86,16 @@ func parseTime(s string, now time.Time) (uint64, error) {
 	return 0, fmt.Errorf("%q is not a time: use 2026-01-31, 2026-01-31T08:00:00Z or a duration such as 24h", s)
 }
 
-// instancesPage is the list. Requests on cdb: the id listing (1
-// cross-partition query; 2 for every status, the Pending ones first) and
-// one point read per instance examined.
+// instancesPage is the list. Requests on cdb: one ListInstancesPage (1
+// cross-partition query request, more when the service answers with short
+// pages).
 func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := listFilter{Status: q.Get("status"), Name: strings.TrimSpace(q.Get("name")), Prefix: q.Get("prefix"),
-		After: q.Get("after"), Before: q.Get("before"), Cursor: q.Get("cursor")}
+		After: q.Get("after"), Before: q.Get("before"), Cursor: q.Get("cursor"), Cont: q.Get("cont")}
 	f.CursorPos, _ = strconv.Atoi(q.Get("pos"))
+	f.PageNo, _ = strconv.Atoi(q.Get("page"))
+	f.PageNo = max(f.PageNo, 1)
 	d := listData{Filter: f, Statuses: statuses}
 	var err error
 	now := h.opts.Now()
@@ -100,7 +110,11 @@ func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 		d.Filter.Status = ""
 	}
 	if len(d.Errors) == 0 {
-		if err := h.fillList(r.Context(), &d); err != nil {
+		fill := h.fillList
+		if pager, ok := h.admin.(duroxide.InstancePager); ok {
+			fill = func(ctx context.Context, d *listData) error { return h.fillPage(ctx, pager, d) }
+		}
+		if err := fill(r.Context(), &d); err != nil {
 			d.Errors = append(d.Errors, err.Error())
 		}
 	}
@@ -181,7 +195,7 @@ func (h *Handler) fillList(ctx context.Context, d *listData) error {
 			if info == nil || !f.match(*info) {
 				continue
 			}
-			d.Rows = append(d.Rows, listRow{Info: *info, Created: h.age(info.CreatedAt), Updated: h.age(info.UpdatedAt)})
+			d.Rows = append(d.Rows, h.row(info.Summary()))
 			if len(d.Rows) == size {
 				break // the rest of the chunk is examined by the next page
 			}
@@ -190,12 +204,7 @@ func (h *Handler) fillList(ctx context.Context, d *listData) error {
 	d.Scanned = pos - start
 	d.Incomplete = filtered && len(d.Rows) < size && pos < len(ids)
 	if pos < len(ids) && pos > start {
-		v := url.Values{}
-		for k, s := range map[string]string{"status": f.Status, "name": f.Name, "prefix": f.Prefix, "after": f.After, "before": f.Before} {
-			if s != "" {
-				v.Set(k, s)
-			}
-		}
+		v := f.values()
 		v.Set("cursor", ids[pos-1])
 		v.Set("pos", strconv.Itoa(pos))
 		d.Next = h.opts.Prefix + "/?" + v.Encode()
@@ -237,4 +246,50 @@ func (h *Handler) infos(ctx context.Context, ids []string) []*duroxide.InstanceI
 	}
 	wg.Wait()
 	return out
+}
+
+// fillPage reads one page of the filtered instances from pager into d.
+func (h *Handler) fillPage(ctx context.Context, pager duroxide.InstancePager, d *listData) error {
+	f := &d.Filter
+	d.Paged = true
+	page, err := pager.ListInstancesPage(ctx, duroxide.InstancePageQuery{
+		Status: f.Status, NameContains: f.Name, IDPrefix: f.Prefix, CreatedAfter: f.after, CreatedBefore: f.before,
+		PageSize: h.opts.PageSize, Continuation: f.Cont,
+	})
+	if err != nil {
+		return fmt.Errorf("list instances: %w", err)
+	}
+	for _, s := range page.Instances {
+		d.Rows = append(d.Rows, h.row(s))
+	}
+	if page.Continuation != "" {
+		// The continuation belongs to these filters: a relative time
+		// ("24h") goes on as the instant it stood for.
+		v := f.values()
+		for k, ms := range map[string]uint64{"after": f.after, "before": f.before} {
+			if ms != 0 {
+				v.Set(k, time.UnixMilli(int64(ms)).UTC().Format(time.RFC3339Nano))
+			}
+		}
+		v.Set("cont", page.Continuation)
+		v.Set("page", strconv.Itoa(f.PageNo+1))
+		d.Next = h.opts.Prefix + "/?" + v.Encode()
+	}
+	return nil
+}
+
+// row is the list's row of s.
+func (h *Handler) row(s duroxide.InstanceSummary) listRow {
+	return listRow{Info: s, Created: h.age(s.CreatedAt), Updated: h.age(s.UpdatedAt)}
+}
+
+// values returns the filters as they were typed, as query parameters.
+func (f *listFilter) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"status": f.Status, "name": f.Name, "prefix": f.Prefix, "after": f.After, "before": f.Before} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
 }

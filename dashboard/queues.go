@@ -37,7 +37,7 @@ func (h *Handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 		d.PendingTotal = len(ids)
 		for _, info := range h.infos(ctx, ids[:min(len(ids), maxPendingShown)]) {
 			if info != nil {
-				d.Pending = append(d.Pending, listRow{Info: *info, Created: h.age(info.CreatedAt)})
+				d.Pending = append(d.Pending, listRow{Info: info.Summary(), Created: h.age(info.CreatedAt)})
 			}
 		}
 	}

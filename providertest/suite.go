@@ -31,6 +31,7 @@ func Groups() []Group {
 		{"error_handling", errorHandlingCases},
 		{"instance_creation", instanceCreationCases},
 		{"instance_locking", instanceLockingCases},
+		{"instance_pages", instancePagesCases},
 		{"kv_store", kvStoreCases},
 		{"lock_expiration", lockExpirationCases},
 		{"long_polling", longPollingCases},

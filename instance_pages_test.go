@@ -1,0 +1,210 @@
+package cdb_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/emulator"
+)
+
+// pagesProvider returns a quiet provider (no reconciler, change feed or
+// lease documents, so that its Usage counts only the calls the test makes)
+// on a private emulator with partitions physical partitions, holding three
+// Running instances run-0..2 and n Pending ones page-%04d (a client's
+// start each). With pageCap > 0 every query is answered with at most
+// pageCap documents a request, as a service returning short pages does.
+func pagesProvider(t *testing.T, partitions, n, pageCap int) *cdb.Provider {
+	t.Helper()
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{PhysicalPartitions: partitions})
+	cfg := a.Config()
+	cfg.Container = "pages"
+	cfg.DisableReconciler, cfg.DisableChangeFeedWakeups, cfg.Leases = true, true, cdb.LeasesInProcess
+	if pageCap > 0 {
+		opts := *cfg.ClientOptions
+		opts.Transport = shortPages{next: opts.Transport, max: pageCap}
+		cfg.ClientOptions = &opts
+	}
+	p := a.NewProvider(t, cfg)
+	ctx := context.Background()
+	for i := range 3 {
+		id := fmt.Sprintf("run-%d", i)
+		require.NoError(t, p.EnqueueStart(ctx, start(id, "Runner")))
+		item, err := fetchInstance(ctx, p, id)
+		require.NoError(t, err)
+		require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(id)}, nil, nil, runningMetadata(), nil))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				if err := p.EnqueueStart(ctx, start(fmt.Sprintf("page-%04d", i), "Waiting")); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	return p
+}
+
+// shortPages caps the page size a query asks for (x-ms-max-item-count),
+// so that the service answers with shorter pages than the caller wanted.
+type shortPages struct {
+	next policy.Transporter
+	max  int
+}
+
+func (s shortPages) Do(r *http.Request) (*http.Response, error) {
+	if v := r.Header.Get("x-ms-max-item-count"); v != "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/query+json") {
+		if n, err := strconv.Atoi(v); err == nil && (n < 0 || n > s.max) {
+			r.Header.Set("x-ms-max-item-count", strconv.Itoa(s.max))
+		}
+	}
+	return s.next.Do(r)
+}
+
+// requests returns the requests p makes in call.
+func requests(p *cdb.Provider, call func()) int64 {
+	before := p.Usage().Requests
+	call()
+	return p.Usage().Requests - before
+}
+
+// TestInstancePageCostsOneRequest counts the requests of the paged listing
+// among 1,003 instances on one physical partition: a page (of 50, of 100,
+// filtered by status to 3 instances) is 1 cross-partition query request,
+// and a walk of every page is one request per page; listing every Pending
+// id instead takes a request per 100 of them.
+func TestInstancePageCostsOneRequest(t *testing.T) {
+	t.Parallel()
+	p := pagesProvider(t, 1, 1000, 0)
+	ctx := t.Context()
+
+	var page duroxide.InstancePage
+	var err error
+	n := requests(p, func() { page, err = p.ListInstancesPage(ctx, duroxide.InstancePageQuery{}) })
+	require.NoError(t, err)
+	assert.Len(t, page.Instances, duroxide.DefaultInstancePageSize)
+	assert.NotEmpty(t, page.Continuation)
+	assert.EqualValues(t, 1, n, "the first page of 50")
+
+	n = requests(p, func() {
+		page, err = p.ListInstancesPage(ctx, duroxide.InstancePageQuery{PageSize: 100, Continuation: ""})
+	})
+	require.NoError(t, err)
+	assert.Len(t, page.Instances, 100)
+	assert.EqualValues(t, 1, n, "a page of 100")
+
+	n = requests(p, func() {
+		page, err = p.ListInstancesPage(ctx, duroxide.InstancePageQuery{Status: duroxide.StatusRunning})
+	})
+	require.NoError(t, err)
+	assert.Len(t, page.Instances, 3)
+	assert.Empty(t, page.Continuation)
+	assert.EqualValues(t, 1, n, "3 Running among 1,003")
+
+	seen := map[string]bool{}
+	pages := 0
+	n = requests(p, func() {
+		q := duroxide.InstancePageQuery{PageSize: 100}
+		for {
+			page, err := p.ListInstancesPage(ctx, q)
+			require.NoError(t, err)
+			pages++
+			for _, s := range page.Instances {
+				require.False(t, seen[s.InstanceID], "%s listed twice", s.InstanceID)
+				seen[s.InstanceID] = true
+			}
+			if page.Continuation == "" {
+				return
+			}
+			q.Continuation = page.Continuation
+		}
+	})
+	assert.Len(t, seen, 1003)
+	assert.Equal(t, 11, pages, "1,003 instances, 100 a page")
+	assert.EqualValues(t, pages, n, "one request per page")
+
+	n = requests(p, func() {
+		ids, err := p.ListInstancesByStatus(ctx, duroxide.StatusPending)
+		require.NoError(t, err)
+		assert.Len(t, ids, 1000)
+	})
+	assert.EqualValues(t, 11, n, "the id listing: a request per 100 ids, and an empty last page")
+}
+
+// TestInstancePagesAreFullWhenTheServiceAnswersShortPages checks that a
+// page is full though the service answers with at most 30 documents a
+// request: the provider asks again for the rest of the page (4 requests
+// for 100), and the walk over 4 physical partitions still lists every
+// instance once.
+func TestInstancePagesAreFullWhenTheServiceAnswersShortPages(t *testing.T) {
+	t.Parallel()
+	p := pagesProvider(t, 4, 250, 30)
+	ctx := t.Context()
+	seen := map[string]int{}
+	q := duroxide.InstancePageQuery{PageSize: 100, IDPrefix: "page-"}
+	var sizes []int
+	var requestsPerPage []int64
+	for {
+		var page duroxide.InstancePage
+		var err error
+		requestsPerPage = append(requestsPerPage, requests(p, func() { page, err = p.ListInstancesPage(ctx, q) }))
+		require.NoError(t, err)
+		sizes = append(sizes, len(page.Instances))
+		for _, s := range page.Instances {
+			seen[s.InstanceID]++
+			assert.True(t, strings.HasPrefix(s.InstanceID, "page-"), s.InstanceID)
+			assert.Equal(t, duroxide.StatusPending, s.Status, s.InstanceID)
+			assert.Equal(t, "Waiting", s.OrchestrationName, s.InstanceID)
+		}
+		if page.Continuation == "" {
+			break
+		}
+		q.Continuation = page.Continuation
+	}
+	require.Len(t, seen, 250)
+	for id, c := range seen {
+		require.Equal(t, 1, c, "%s listed %d times", id, c)
+	}
+	assert.Equal(t, []int{100, 100, 50}, sizes, "full pages, then the rest")
+	assert.Equal(t, []int64{4, 4, 2}, requestsPerPage, "30 documents a request")
+}
+
+// TestInstancePageContinuationIsTiedToItsFilters checks that a
+// continuation returned for one filter is refused, permanently and without
+// a request, with another.
+func TestInstancePageContinuationIsTiedToItsFilters(t *testing.T) {
+	t.Parallel()
+	p := pagesProvider(t, 1, 30, 0)
+	ctx := t.Context()
+	page, err := p.ListInstancesPage(ctx, duroxide.InstancePageQuery{PageSize: 10, Status: duroxide.StatusPending})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Continuation)
+	n := requests(p, func() {
+		_, err = p.ListInstancesPage(ctx, duroxide.InstancePageQuery{PageSize: 10, Continuation: page.Continuation})
+	})
+	requirePermanent(t, err)
+	assert.Contains(t, err.Error(), "other filters")
+	assert.Zero(t, n)
+	next, err := p.ListInstancesPage(ctx, duroxide.InstancePageQuery{PageSize: 20, Status: duroxide.StatusPending, Continuation: page.Continuation})
+	require.NoError(t, err, "the same filters with another page size")
+	assert.Len(t, next.Instances, 20)
+}
