@@ -345,16 +345,17 @@ func PartitionKeyHeaderPolicy() policy.Policy { return pkheader.Policy{} }
 // Infrastructure: the container's indexing policy and creating the database
 // and container at New when asked.
 
-// indexingPolicy is the container's indexing policy: DESIGN.md §2.3
-// (selective included paths, large blobs excluded, the three composite
-// indexes) plus the paths the provider's own queries filter on
-// (DESIGN.md §2.3 adds /docType and /lockToken).
+// indexingPolicy is the container's indexing policy (DESIGN.md §2.3):
+// only the paths the provider's queries filter on (the admin listings'
+// /orchestrationName included), large blobs excluded, and the three
+// composite indexes. It is set when New creates the container; an
+// existing container keeps its own.
 func indexingPolicy() *azcosmos.IndexingPolicy {
 	included := []string{
 		"/type/?", "/instanceId/?", "/dispatchSlot/?", "/visibleAt/?", "/enqueuedAt/?",
 		"/lockedUntil/?", "/executionId/?", "/eventId/?", "/status/?", "/sessionId/?",
 		"/ownerId/?", "/parentInstanceId/?", "/createdAt/?", "/customStatusVersion/?",
-		"/lockToken/?", "/tag/?", "/lastActivity/?", "/updatedAt/?",
+		"/lockToken/?", "/tag/?", "/lastActivity/?", "/updatedAt/?", "/orchestrationName/?",
 	}
 	excluded := []string{"/eventData/*", "/workItem/*", "/payload/*", "/output/*", "/customStatus/*", "/deliveries/*", "/entries/*", "/*"}
 	pol := &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent}
