@@ -555,7 +555,7 @@ func pendingInfo(doc *instanceDoc) duroxide.InstanceInfo {
 // Requests: 1 cross-partition query (per page).
 func (p *Provider) listPending(ctx context.Context) ([]string, error) {
 	// The filter on the execution is applied here: /currentExecutionId
-	// is not indexed (infrastructure.go).
+	// is not indexed (the indexing policy, provider.go).
 	raws, err := p.query(ctx, nil, "SELECT c.instanceId, c.createdAt, c.currentExecutionId FROM c WHERE c.type = 'instance_pending'", nil, queryOpts{})
 	if err != nil {
 		return nil, err
