@@ -555,7 +555,7 @@ func pendingInfo(doc *instanceDoc) duroxide.InstanceInfo {
 // Requests: 1 cross-partition query (per page).
 func (p *Provider) listPending(ctx context.Context) ([]string, error) {
 	// The filter on the execution is applied here: /currentExecutionId
-	// is not indexed (infrastructure.go).
+	// is not indexed (the indexing policy, provider.go).
 	raws, err := p.query(ctx, nil, "SELECT c.instanceId, c.createdAt, c.currentExecutionId FROM c WHERE c.type = 'instance_pending'", nil, queryOpts{})
 	if err != nil {
 		return nil, err
@@ -1165,4 +1165,36 @@ func (p *Provider) instanceSummary(ctx context.Context, op string, doc *instance
 		return duroxide.InstanceSummary{}, false, err
 	}
 	return s, true, nil
+}
+
+// GetQueueStats implements duroxide.QueueStatsReporter: both queues'
+// messages ready, locked and delayed, and the oldest ready message's wait,
+// at this provider's clock. Requests: 1 cross-partition query (per page of
+// rows), as GetQueueDepths, projecting only each message's type, lock
+// expiry and visibility.
+func (p *Provider) GetQueueStats(ctx context.Context) (duroxide.QueueStats, error) {
+	ctx = cosmos.WithCall(ctx, "get_queue_stats")
+	const op = "get_queue_stats"
+	raws, err := p.query(ctx, nil, "SELECT c.type, c.lockedUntil, c.visibleAt FROM c WHERE c.type IN ('"+typeOrchQueue+"', '"+typeWorkerQueue+"')", nil, queryOpts{})
+	if err != nil {
+		return duroxide.QueueStats{}, mapError(op, err)
+	}
+	now := p.nowMs()
+	var s duroxide.QueueStats
+	for _, raw := range raws {
+		var row struct {
+			Type        string `json:"type"`
+			LockedUntil int64  `json:"lockedUntil"`
+			VisibleAt   int64  `json:"visibleAt"`
+		}
+		if json.Unmarshal(raw, &row) != nil {
+			continue
+		}
+		q := &s.Worker
+		if row.Type == typeOrchQueue {
+			q = &s.Orchestrator
+		}
+		q.Count(now, row.VisibleAt, row.LockedUntil)
+	}
+	return s, nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // The fetch of an instance whose state this process holds is its lock
-// batch alone (held_states.go); these tests check that whatever another
+// batch alone (internal/held); these tests check that whatever another
 // process did meanwhile, the turn is still the stored one.
 
 // fetchSteps records the fetch steps of a provider (cdb.SetFetchTracer).

@@ -30,7 +30,7 @@ import (
 //
 // Here each table is a root document in the instance's partition,
 // "kv-store" and "kv-delta", continued in page documents when it outgrows
-// the root (kv_pages.go): duroxide.MaxKVKeys keys of
+// the root (KV pages, below): duroxide.MaxKVKeys keys of
 // duroxide.MaxKVValueBytes each are far more than one document holds. A
 // turn whose tables fit their roots writes at most two KV operations into
 // its batch, whatever the number of keys it touches (KeyValuesCleared

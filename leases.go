@@ -264,7 +264,7 @@ func newLeaseCoordinator(p *Provider) *leases.Coordinator {
 	return leases.New(leases.Config{
 		Heartbeat: p.cfg.LeaseHeartbeatInterval,
 		Expiry:    p.cfg.LeaseExpiry,
-		Lanes:     [2]int{p.cfg.OrchestrationConcurrency, p.cfg.WorkerConcurrency},
+		Lanes:     [2]int{p.cfg.OrchestrationLanes, p.cfg.WorkerLanes},
 		Wake:      [2]leases.Waker{p.orchPool.Wake(), p.workPool.Wake()},
 		Log:       p.log,
 	}, leaseStore{p})

@@ -408,7 +408,7 @@ type usageCounters struct {
 	requests  atomic.Int64
 	microRU   atomic.Int64 // millionths of a request unit
 	throttled atomic.Int64
-	// lockRacesLost counts lost lock races (fetchtrace.go).
+	// lockRacesLost counts lost lock races (fetchtrace.LostRace).
 	lockRacesLost atomic.Int64
 }
 

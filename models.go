@@ -83,7 +83,7 @@ type pinnedVersion = docs.PinnedVersion
 // CompletedAt mirror the current execution's, for listings and bulk filters.
 // StatusExecutionID names the execution whose status and output Status and
 // Output mirror, written by the ack's batch together with that execution's
-// document (status_mirror.go); 0 when they mirror none (documents written
+// document (statuswatch.Mirror); 0 when they mirror none (documents written
 // before the field existed, a terminal output above statuswatch.MaxMirroredOutputBytes).
 type instanceDoc struct {
 	ID                    string         `json:"id"`
@@ -112,7 +112,7 @@ type instanceDoc struct {
 	// stored with the pending document (see startInstance).
 	StartMessageID string `json:"startMessageId,omitempty"`
 	// PendingReason is why the pending instance's start has not run, as
-	// the last runtime that abandoned it reported (pending.go); the ack
+	// the last runtime that abandoned it reported (pending instances, admin.go); the ack
 	// that creates the instance clears it.
 	PendingReason string `json:"pendingReason,omitempty"`
 	ETag          string `json:"-"`
@@ -216,7 +216,7 @@ type queueDoc struct {
 	// so that an abandon whose answer was lost can tell it landed.
 	ReleasedLock string `json:"releasedLock,omitempty"`
 	// ConsumedBy is the lock whose ack consumed the message, in its
-	// tombstone (type "consumed": queue_documents.go).
+	// tombstone (type "consumed": queue documents, below).
 	ConsumedBy string `json:"consumedBy,omitempty"`
 	// Worker queue only.
 	ExecutionID *uint64 `json:"executionId,omitempty"`
@@ -263,7 +263,7 @@ type kvValue struct {
 // changes the current execution made (duroxide's kv_delta), merged into the
 // store when the execution ends. Those two are the tables' roots; a table
 // too large for its root continues in the page documents its root names in
-// Pages (kv_pages.go), which have no Pages of their own.
+// Pages (kv.go), which have no Pages of their own.
 type kvDoc struct {
 	ID         string             `json:"id"`
 	InstanceID string             `json:"instanceId"`

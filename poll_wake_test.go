@@ -13,7 +13,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
-// Long-poll steps a provider traces (fetchtrace.go).
+// Long-poll steps a provider traces (internal/fetchtrace).
 const (
 	tracePollWait     = "poll wait"
 	tracePollNotified = "poll woken by a write"

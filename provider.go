@@ -78,12 +78,12 @@ type Provider struct {
 	feed *changefeed.Reader
 
 	locks *lockCache
-	// usage counts every Cosmos DB answer (usage.go); metrics records the
+	// usage counts every Cosmos DB answer (metrics.go); metrics records the
 	// provider's metrics (metrics.go).
 	usage   usageCounters
 	metrics *providerMetrics
 	// orchPool and workPool are this process's candidates of the two
-	// queues (pool.go).
+	// queues (internal/candidates).
 	orchPool *candidates.Pool
 	workPool *candidates.Pool
 	// fetchTracer, when set (by tests, before the first call), is told
@@ -151,10 +151,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	ctx = cosmos.WithCall(ctx, "new")
 	inContainer := cfg.Leases == LeasesInContainer && (p.orchLeases == nil || p.workerLeases == nil)
 	if p.orchLeases == nil && !inContainer {
-		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationConcurrency)
+		p.orchLeases = NewInMemoryLeaseProvider(cfg.OrchestrationLanes)
 	}
 	if p.workerLeases == nil && !inContainer {
-		p.workerLeases = NewInMemoryLeaseProvider(cfg.WorkerConcurrency)
+		p.workerLeases = NewInMemoryLeaseProvider(cfg.WorkerLanes)
 	}
 	p.client = cfg.Client
 	if p.client == nil {
@@ -303,13 +303,13 @@ func (p *Provider) closeClient() {
 // Name returns "cosmosdb".
 func (p *Provider) Name() string { return ProviderName }
 
-// DispatchConcurrency returns Config.OrchestrationConcurrency and
-// WorkerConcurrency after defaults: the lanes each queue's dispatch slots
+// DispatchConcurrency returns Config.OrchestrationLanes and WorkerLanes
+// after defaults: the lanes each queue's dispatch slots
 // are split into (duroxide.DispatchConcurrency). A runtime on this provider
 // runs at least that many dispatchers of each kind by default and refuses
 // to start with fewer.
 func (p *Provider) DispatchConcurrency() (orchestration, worker int) {
-	return p.cfg.OrchestrationConcurrency, p.cfg.WorkerConcurrency
+	return p.cfg.OrchestrationLanes, p.cfg.WorkerLanes
 }
 
 // Version returns the provider's version.
@@ -400,7 +400,7 @@ func (p *Provider) ensureInfrastructure(ctx context.Context) error {
 		},
 		IndexingPolicy: indexingPolicy(),
 		// -1: per-item time to live on, with no default expiry, so that
-		// only the tombstones of consumed messages expire (queue_documents.go).
+		// only the tombstones of consumed messages expire (queue documents, models.go).
 		DefaultTimeToLive: &ttlOn,
 	}
 	err = p.connectRetry(ctx, deadline, func(ctx context.Context, c *azcosmos.Client) error {
@@ -1791,7 +1791,7 @@ func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPla
 // cancelled activities, after the turn committed: a write to a message the
 // worker already consumed would fail a batch (404 → 424), so they are not
 // part of it (DESIGN.md §3.12). Each becomes a tombstone
-// (queue_documents.go), so that a late repeated create cannot bring the
+// (queue documents, models.go), so that a late repeated create cannot bring the
 // cancelled activity back; a message already gone (404) or already a
 // tombstone (412) is left alone. Best effort. A worker holding the item
 // learns of the cancellation when its lock renewal or ack fails.
@@ -1930,7 +1930,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 
 // abandonOrchestrationItem is AbandonOrchestrationItem that also writes
 // reason (when not "") as the pending reason of a pending instance, in the
-// same patch of its document (pending.go).
+// same patch of its document (pending instances, admin.go).
 func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool, reason string) error {
 	ctx = cosmos.WithCall(ctx, "abandon_orchestration_item")
 	const op = "abandon_orchestration_item"

@@ -27,8 +27,11 @@
 //     parent and its sub-orchestrations with links.
 //   - /tree?id=ID shows the whole tree the instance belongs to, from its
 //     root.
-//   - /queues shows the unlocked messages per queue (GetQueueDepths) and
-//     the Pending instances; ?metrics=1 adds GetSystemMetrics.
+//   - /queues shows per queue the messages ready, locked and delayed and
+//     how long the oldest ready one has waited when the admin is a
+//     duroxide.QueueStatsReporter (cdb and the in-memory provider), the
+//     unlocked messages (GetQueueDepths) otherwise, and the Pending
+//     instances; ?metrics=1 adds GetSystemMetrics.
 //   - /health (a *cdb.Provider only) pings the container and shows the
 //     provider's Usage (requests, request units, throttled requests, lost
 //     lock races) and their rates per minute over the last hour as SVG
@@ -76,7 +79,7 @@
 //	                         are read concurrently
 //	tree                     1 point read per level up to the root, then per instance of the tree 1 query (children)
 //	                         and 1 point read (status), at most 200 instances
-//	queues                   1 query (depths) + 1 query (Pending ids) + 1 point read per Pending instance shown (at most 50);
+//	queues                   1 query (stats or depths) + 1 query (Pending ids) + 1 point read per Pending instance shown (at most 50);
 //	                         ?metrics=1: + 1 query over every instance, execution and history document
 //	health                   1 (the ping)
 //	actions                  raise, cancel: 1 write; delete and prune: as ProviderAdmin's DeleteInstance and PruneExecutions

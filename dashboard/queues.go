@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -11,6 +12,9 @@ const maxPendingShown = 50
 
 // queuesData is the queues page.
 type queuesData struct {
+	// Stats is one row per queue when the admin is a
+	// duroxide.QueueStatsReporter; Depths otherwise.
+	Stats        []queueRow
 	Depths       *duroxide.QueueDepths
 	Pending      []listRow
 	PendingTotal int
@@ -19,14 +23,40 @@ type queuesData struct {
 	Errors       []string
 }
 
-// queuesPage shows GetQueueDepths (the unlocked messages per queue), the
+// queueRow is one queue's line of the queues page.
+type queueRow struct {
+	Name   string
+	Counts duroxide.QueueCounts
+	// OldestWait is the oldest ready message's wait ("" when none).
+	OldestWait string
+}
+
+// queueRowOf is the line of queue name with counts c.
+func queueRowOf(name string, c duroxide.QueueCounts) queueRow {
+	r := queueRow{Name: name, Counts: c}
+	if c.Ready > 0 {
+		r.OldestWait = formatDuration(time.Duration(c.OldestReadyAgeMs) * time.Millisecond)
+	}
+	return r
+}
+
+// queuesPage shows per queue the messages ready, locked and delayed and the
+// oldest ready message's wait when the admin is a
+// duroxide.QueueStatsReporter (cdb and the in-memory provider; 1 request
+// on cdb), GetQueueDepths (the unlocked messages) otherwise, the
 // Pending instances (starts stored that no runtime has run, with why), and,
 // on request (?metrics=1: a query over every instance, execution and event
 // document on cdb), GetSystemMetrics.
 func (h *Handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	d := queuesData{WantMetrics: r.URL.Query().Get("metrics") == "1"}
-	if qd, err := h.admin.GetQueueDepths(ctx); err != nil {
+	if reporter, ok := h.admin.(duroxide.QueueStatsReporter); ok {
+		if qs, err := reporter.GetQueueStats(ctx); err != nil {
+			d.Errors = append(d.Errors, "queue stats: "+err.Error())
+		} else {
+			d.Stats = []queueRow{queueRowOf("Orchestrator", qs.Orchestrator), queueRowOf("Worker", qs.Worker)}
+		}
+	} else if qd, err := h.admin.GetQueueDepths(ctx); err != nil {
 		d.Errors = append(d.Errors, "queue depths: "+err.Error())
 	} else {
 		d.Depths = &qd

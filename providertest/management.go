@@ -3,6 +3,7 @@ package providertest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,7 @@ var managementCases = []Case{
 	{"test_get_execution_info", GetExecutionInfo},
 	{"test_get_system_metrics", GetSystemMetrics},
 	{"test_get_queue_depths", GetQueueDepths},
+	{"test_get_queue_stats", GetQueueStats},
 	{"test_get_instance_stats_nonexistent", GetInstanceStatsNonexistent},
 	{"test_get_instance_stats_history", GetInstanceStatsHistory},
 	{"test_get_instance_stats_kv", GetInstanceStatsKv},
@@ -133,6 +135,34 @@ func GetQueueDepths(t *testing.T, f Factory) {
 	updated, err := admin.GetQueueDepths(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, updated.OrchestratorQueue, baseline.OrchestratorQueue, "orchestrator_queue should increase")
+}
+
+// GetQueueStats checks duroxide.QueueStatsReporter, a Go addition: each
+// queue's messages counted once, as ready, locked (a live peek-lock) or
+// delayed (not visible yet), and a ready message's wait. Skipped for a
+// provider without the capability.
+func GetQueueStats(t *testing.T, f Factory) {
+	p, admin := delProvider(t, f)
+	reporter, ok := admin.(duroxide.QueueStatsReporter)
+	if !ok {
+		t.Skip("skipped: the provider's admin lacks the optional capability duroxide.QueueStatsReporter")
+	}
+	ctx := t.Context()
+	enqueueOrch(t, p, startItem("mgmt-stats-locked"))
+	fetchOrch(t, p, longLock) // the only visible message: locks it
+	enqueueOrch(t, p, startItem("mgmt-stats-ready"))
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem("mgmt-stats-delayed"), time.Hour))
+	for _, id := range []uint64{1, 2} {
+		require.NoError(t, p.EnqueueForWorker(ctx, cancellationActivity("mgmt-stats-locked", id, "A")))
+	}
+	lockingFetchWork(t, p, longLock)
+
+	stats, err := reporter.GetQueueStats(ctx)
+	require.NoError(t, err)
+	age := func(c duroxide.QueueCounts) duroxide.QueueCounts { c.OldestReadyAgeMs = 0; return c }
+	assert.Equal(t, duroxide.QueueCounts{Ready: 1, Locked: 1, Delayed: 1}, age(stats.Orchestrator), "orchestrator queue")
+	assert.Equal(t, duroxide.QueueCounts{Ready: 1, Locked: 1}, age(stats.Worker), "worker queue")
+	assert.Less(t, stats.Orchestrator.OldestReadyAgeMs, uint64(time.Hour.Milliseconds()), "a message enqueued during the test waited less than an hour")
 }
 
 // requireStats returns the instance's stats, failing t when it has none.

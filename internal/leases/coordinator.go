@@ -2,9 +2,8 @@
 // (cdb.LeasesInContainer): several processes (replicas of a
 // service) share one container and split the NumSlots dispatch
 // slots of each queue among themselves, so that their candidate queries
-// do not overlap (duroxide-cdb's design for cross-runtime coordination:
-// lease documents in a reserved partition, optimistic concurrency,
-// heartbeat renewal, expiry-based takeover).
+// do not overlap (DESIGN.md §5.3: lease documents in a reserved partition,
+// optimistic concurrency, heartbeat renewal, expiry-based takeover).
 //
 // The documents live in the logical partition PartitionKey:
 //   - one owner document per Provider ("owner-<uuid>"), replaced at every

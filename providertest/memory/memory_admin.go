@@ -270,3 +270,31 @@ func (p *MemoryProvider) GetParentID(ctx context.Context, instance string) (stri
 func (p *MemoryProvider) GetInstanceTree(ctx context.Context, instance string) (duroxide.InstanceTree, error) {
 	return duroxide.GetInstanceTree(ctx, p, instance)
 }
+
+// GetQueueStats implements duroxide.QueueStatsReporter: both queues'
+// messages ready, locked and delayed, and the oldest ready message's wait,
+// by the rule of duroxide.QueueCounts.Count (as the cdb provider).
+func (p *MemoryProvider) GetQueueStats(ctx context.Context) (duroxide.QueueStats, error) {
+	if err := memCtxErr("get_queue_stats", ctx); err != nil {
+		return duroxide.QueueStats{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	var s duroxide.QueueStats
+	for _, r := range p.orchQueue {
+		var lockedUntil int64
+		if l := p.locks[r.instance]; l != nil && r.lockToken != "" && r.lockToken == l.token {
+			lockedUntil = l.lockedUntil
+		}
+		s.Orchestrator.Count(now, r.visibleAt, lockedUntil)
+	}
+	for _, r := range p.workQueue {
+		var lockedUntil int64
+		if r.lockToken != "" {
+			lockedUntil = r.lockedUntil
+		}
+		s.Worker.Count(now, r.visibleAt, lockedUntil)
+	}
+	return s, nil
+}
