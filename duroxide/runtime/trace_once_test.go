@@ -1,33 +1,13 @@
 package runtime_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime/runtimetest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the runtime's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // An orchestration's trace runs again on every turn's replay; it must reach
 // the log once (issue 24: a message repeated by replay is logged once).
@@ -46,7 +26,7 @@ func TestATraceRepeatedByReplayIsLoggedOnce(t *testing.T) {
 			}
 			return "done", nil
 		}))
-	var logs syncBuffer
+	var logs lockedBuffer
 	env := runtimetest.New(t, reg, runtimetest.WithOptions(runtime.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 	env.Run("Steps", "").AssertCompleted("done")
 	for _, msg := range []string{"steps started", "step a done", "step b done", "step c done"} {
