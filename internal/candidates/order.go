@@ -27,12 +27,26 @@ type readyNode struct {
 	e   *Entry
 }
 
-// readyHeap is a min-heap of readyNode by (enq, seq, key).
-type readyHeap []readyNode
+// nodeHeap is a min-heap of nodes by less, for container/heap.
+type nodeHeap[T any] struct {
+	s    []T
+	less func(a, b *T) bool
+}
 
-func (h readyHeap) Len() int { return len(h) }
-func (h readyHeap) Less(i, j int) bool {
-	a, b := &h[i], &h[j]
+func (h *nodeHeap[T]) Len() int           { return len(h.s) }
+func (h *nodeHeap[T]) Less(i, j int) bool { return h.less(&h.s[i], &h.s[j]) }
+func (h *nodeHeap[T]) Swap(i, j int)      { h.s[i], h.s[j] = h.s[j], h.s[i] }
+func (h *nodeHeap[T]) Push(x any)         { h.s = append(h.s, x.(T)) }
+func (h *nodeHeap[T]) Pop() any {
+	var zero T
+	n := h.s[len(h.s)-1]
+	h.s[len(h.s)-1] = zero
+	h.s = h.s[:len(h.s)-1]
+	return n
+}
+
+// readyBefore orders ready nodes by (enq, seq, key).
+func readyBefore(a, b *readyNode) bool {
 	if a.enq != b.enq {
 		return a.enq < b.enq
 	}
@@ -41,15 +55,6 @@ func (h readyHeap) Less(i, j int) bool {
 	}
 	return a.e.Key < b.e.Key
 }
-func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)   { *h = append(*h, x.(readyNode)) }
-func (h *readyHeap) Pop() any {
-	old := *h
-	n := old[len(old)-1]
-	old[len(old)-1] = readyNode{}
-	*h = old[:len(old)-1]
-	return n
-}
 
 // waitNode is an entry that was not visible when a pick looked at it.
 type waitNode struct {
@@ -57,20 +62,8 @@ type waitNode struct {
 	e  *Entry
 }
 
-// waitHeap is a min-heap of waitNode by at.
-type waitHeap []waitNode
-
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *waitHeap) Push(x any)        { *h = append(*h, x.(waitNode)) }
-func (h *waitHeap) Pop() any {
-	old := *h
-	n := old[len(old)-1]
-	old[len(old)-1] = waitNode{}
-	*h = old[:len(old)-1]
-	return n
-}
+// waitBefore orders waiting nodes by at.
+func waitBefore(a, b *waitNode) bool { return a.at < b.at }
 
 // live reports whether e is still the view's entry of its key.
 func (v *View) live(e *Entry) bool { return v.entries[e.Key] == e }
@@ -93,7 +86,7 @@ func (v *View) offer(e *Entry) {
 		return
 	}
 	e.inReady = true
-	heap.Push(&v.ready, readyNode{enq: e.EnqueuedAt, seq: e.Seq, e: e})
+	heap.Push(v.ready, readyNode{enq: e.EnqueuedAt, seq: e.Seq, e: e})
 	v.compactOrder()
 }
 
@@ -112,15 +105,15 @@ func (v *View) merge(cur, s *Entry) {
 // compactOrder rebuilds the heaps from the entries when stale nodes
 // outnumber them.
 func (v *View) compactOrder() {
-	if len(v.ready)+len(v.waiting) <= 2*len(v.entries)+64 {
+	if len(v.ready.s)+len(v.waiting.s) <= 2*len(v.entries)+64 {
 		return
 	}
-	v.ready, v.waiting = v.ready[:0], v.waiting[:0]
+	v.ready.s, v.waiting.s = v.ready.s[:0], v.waiting.s[:0]
 	for _, e := range v.entries {
 		e.inReady = true
-		v.ready = append(v.ready, readyNode{enq: e.EnqueuedAt, seq: e.Seq, e: e})
+		v.ready.s = append(v.ready.s, readyNode{enq: e.EnqueuedAt, seq: e.Seq, e: e})
 	}
-	heap.Init(&v.ready)
+	heap.Init(v.ready)
 }
 
 // visit calls fn on v's live entries that are visible at nowMs, oldest
@@ -128,34 +121,34 @@ func (v *View) compactOrder() {
 // when fn accepted none). Entries found not visible move to the waiting
 // heap; those whose time has come move back first.
 func (v *View) visit(nowMs int64, fn func(*Entry) bool) *Entry {
-	for len(v.waiting) > 0 && v.waiting[0].at <= nowMs {
-		n := heap.Pop(&v.waiting).(waitNode)
+	for len(v.waiting.s) > 0 && v.waiting.s[0].at <= nowMs {
+		n := heap.Pop(v.waiting).(waitNode)
 		if v.live(n.e) {
 			v.offer(n.e)
 		}
 	}
 	var passed []readyNode
 	var found *Entry
-	for len(v.ready) > 0 {
-		n := v.ready[0]
+	for len(v.ready.s) > 0 {
+		n := v.ready.s[0]
 		if !n.current(v) {
-			heap.Pop(&v.ready)
+			heap.Pop(v.ready)
 			continue
 		}
 		if n.e.VisibleAt > nowMs {
-			heap.Pop(&v.ready)
+			heap.Pop(v.ready)
 			n.e.inReady = false
-			heap.Push(&v.waiting, waitNode{at: n.e.VisibleAt, e: n.e})
+			heap.Push(v.waiting, waitNode{at: n.e.VisibleAt, e: n.e})
 			continue
 		}
 		if fn(n.e) {
 			found = n.e
 			break
 		}
-		passed = append(passed, heap.Pop(&v.ready).(readyNode))
+		passed = append(passed, heap.Pop(v.ready).(readyNode))
 	}
 	for _, n := range passed {
-		heap.Push(&v.ready, n)
+		heap.Push(v.ready, n)
 	}
 	return found
 }

@@ -101,5 +101,5 @@ func TestPickIndexStaysBoundedUnderChurn(t *testing.T) {
 		require.True(t, ok)
 		p.Release(e, true)
 	}
-	require.LessOrEqual(t, len(v.ready)+len(v.waiting), 2*len(v.entries)+64)
+	require.LessOrEqual(t, len(v.ready.s)+len(v.waiting.s), 2*len(v.entries)+64)
 }

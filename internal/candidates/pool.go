@@ -195,8 +195,8 @@ type View struct {
 	queriedMs int64
 	partial   bool
 	// ready and waiting order the entries for Pick (order.go).
-	ready   readyHeap
-	waiting waitHeap
+	ready   *nodeHeap[readyNode]
+	waiting *nodeHeap[waitNode]
 }
 
 // Bounds that keep the pool small whatever the load.
@@ -237,7 +237,8 @@ func (p *Pool) View(key string, all bool, slots []uint8, covers func(*Entry) boo
 	if len(p.views) >= maxPoolViews {
 		p.views = map[string]*View{}
 	}
-	v := &View{covers: covers, entries: map[string]*Entry{}}
+	v := &View{covers: covers, entries: map[string]*Entry{},
+		ready: &nodeHeap[readyNode]{less: readyBefore}, waiting: &nodeHeap[waitNode]{less: waitBefore}}
 	if all || len(slots) == 0 {
 		for i := range v.slots {
 			v.slots[i] = true
