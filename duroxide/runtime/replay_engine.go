@@ -402,13 +402,9 @@ func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string
 		if e.now != nil {
 			ctx.now = e.now
 		}
+		// An unreadable stamp keeps the legacy rules; the dispatcher warns
+		// about it every turn (decideTurn).
 		ctx.state.raceFix = raceFixFor(e.eventAt(0))
-		if !ctx.state.raceFix && e.eventAt(0).DuroxideVersion != "" {
-			if _, err := duroxide.ParseVersion(e.eventAt(0).DuroxideVersion); err != nil {
-				e.logger.Warn("unreadable duroxide_version stamp; keeping the legacy race cancellation",
-					"instance", e.instance, "duroxide_version", e.eventAt(0).DuroxideVersion, "error", err)
-			}
-		}
 		ctx.state.seedKV(e.kvSnapshot)
 		ctx.state.customStatus = started.InitialCustomStatus
 		co := newCoroutine(func() (string, error) {
