@@ -164,18 +164,25 @@ func indexedProperty(e expr, alias string) (string, bool) {
 	return pe.path[0], true
 }
 
+// operandValue returns the value of e when it is a literal or a parameter;
+// ok is false for any other expression.
+func operandValue(e expr, params map[string]value) (v value, ok bool) {
+	switch x := e.(type) {
+	case litExpr:
+		return x.v, true
+	case paramExpr:
+		return params[x.name], true
+	}
+	return value{}, false
+}
+
 // leafPlan returns the plan "property key equals one of vals", or nil when
 // a value is not a scalar literal or parameter.
 func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
 	p := &indexPlan{key: key, texts: make([]string, 0, len(vals))}
 	for _, e := range vals {
-		var v value
-		switch x := e.(type) {
-		case litExpr:
-			v = x.v
-		case paramExpr:
-			v = params[x.name]
-		default:
+		v, ok := operandValue(e, params)
+		if !ok {
 			return nil
 		}
 		switch v.k {
@@ -193,13 +200,8 @@ func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
 // rangePlan returns the plan "property key op v" (v a literal or a
 // parameter), or nil when v is not a number.
 func rangePlan(key, op string, v expr, params map[string]value, propOnLeft bool) *indexPlan {
-	var val value
-	switch x := v.(type) {
-	case litExpr:
-		val = x.v
-	case paramExpr:
-		val = params[x.name]
-	default:
+	val, ok := operandValue(v, params)
+	if !ok {
 		return nil
 	}
 	b, ok := rangeOf(op, val, propOnLeft)

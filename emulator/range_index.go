@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -187,15 +188,7 @@ func (rx *rangeIndex) list(b rangeBound) []*item {
 			out = append(out, e.it)
 		}
 	}
-	slices.SortFunc(out, func(a, b *item) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *item) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
