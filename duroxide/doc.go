@@ -20,8 +20,14 @@
 // ContinuedAsNew and its successor's start wait for the start (counted
 // backoff, poisoned after MaxAttempts); stale completions of the old
 // execution are dropped; a cancel reaches the successor; events round-trip
-// exactly (a fetch never restamps). Not adopted: main's stamp-dependent
-// queue-race replay (its 0.1.31 decisions for competing queue waits).
+// exactly (a fetch never restamps); an instance poisoned after it continued
+// as new is terminal (later inputs drained); the failure committed after a
+// failed ack keeps the turn's collision notices; a terminal child ignores a
+// redelivery of its own start; explicit child ids are used exactly as given
+// but may not begin with "sub::", and detached ids obey the client's rule
+// (tests/instance_id_validation_tests.rs). Not adopted: main's
+// stamp-dependent queue-race replay (its 0.1.31 decisions for competing
+// queue waits).
 //
 // Event and WorkItem marshal with encoding/json to exactly the JSON
 // duroxide's serde attributes produce, so history written by a Go provider

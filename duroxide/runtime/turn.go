@@ -141,8 +141,9 @@ func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecisio
 			"instance", instance, "execution_id", item.ExecutionID, "messages", len(item.Messages), "attempt_count", item.AttemptCount, "backoff", delay)
 		return turnDecision{abandon: true, delay: delay, reason: "waiting for the continue-as-new successor"}
 	}
-	collisions := p.collisionNotices(instance, temp, reader.duplicates)
-	if temp.completed || temp.failed || poisoned {
+	terminal := temp.completed || temp.failed || poisoned
+	collisions := p.collisionNotices(instance, temp, reader.duplicates, terminal)
+	if terminal {
 		p.logger.Info("instance is terminal, acking batch without processing", "instance", instance, "messages", len(item.Messages))
 		return turnDecision{ack: ackRequest{executionID: item.ExecutionID, orchestratorItems: collisions}, collisions: collisions}
 	}
@@ -348,7 +349,7 @@ func decisionJSON(d turnDecision) ([]byte, error) {
 // client's duplicate start is inert (duroxide main's race rules: a call is
 // the same only when the parent instance, its event id and its execution
 // are all known and equal).
-func (p *turnProcessor) collisionNotices(instance string, h *historyManager, duplicates []duroxide.StartOrchestrationItem) []duroxide.WorkItem {
+func (p *turnProcessor) collisionNotices(instance string, h *historyManager, duplicates []duroxide.StartOrchestrationItem, terminal bool) []duroxide.WorkItem {
 	var created *duroxide.OrchestrationStarted
 	if h != nil {
 		created = h.started
@@ -358,7 +359,7 @@ func (p *turnProcessor) collisionNotices(instance string, h *historyManager, dup
 		if s.ParentInstance == nil || s.ParentID == nil {
 			continue
 		}
-		if created != nil && sameParentCall(created, s) {
+		if created != nil && sameParentCall(created, s, terminal) {
 			continue
 		}
 		d := duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed,
@@ -379,11 +380,23 @@ func (p *turnProcessor) collisionNotices(instance string, h *historyManager, dup
 }
 
 // sameParentCall reports whether start s is a redelivery of the parent call
-// recorded in created: same parent instance, event id and known execution.
-func sameParentCall(created *duroxide.OrchestrationStarted, s duroxide.StartOrchestrationItem) bool {
-	return created.ParentInstance != nil && *created.ParentInstance == *s.ParentInstance &&
-		created.ParentID != nil && *created.ParentID == *s.ParentID &&
-		created.ParentExecutionID != nil && s.ParentExecutionID != nil && *created.ParentExecutionID == *s.ParentExecutionID
+// recorded in created: same parent instance and event id, and the same
+// parent execution when both sides know it. When one side does not (a
+// message or history older than duroxide 0.1.30), a running instance
+// cannot prove the call is the same and notifies the parent
+// (live_collision_ignores_only_the_same_known_parent_call), while a
+// terminal one takes it for the redelivery of its own start and does not
+// (redelivered_child_start_does_not_fail_parent, duroxide main's
+// tests/scenarios/suborch_id_collision.rs).
+func sameParentCall(created *duroxide.OrchestrationStarted, s duroxide.StartOrchestrationItem, terminal bool) bool {
+	if created.ParentInstance == nil || *created.ParentInstance != *s.ParentInstance ||
+		created.ParentID == nil || *created.ParentID != *s.ParentID {
+		return false
+	}
+	if created.ParentExecutionID != nil && s.ParentExecutionID != nil {
+		return *created.ParentExecutionID == *s.ParentExecutionID
+	}
+	return terminal
 }
 
 // failForLimit fails the turn because a runtime limit was exceeded
