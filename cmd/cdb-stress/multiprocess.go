@@ -61,6 +61,13 @@ type mpResult struct {
 	wall           time.Duration
 	p95            time.Duration
 	requests       int64
+	// byOp are the emulator's requests of the run per operation kind,
+	// every process's (the starting process's starts and polls
+	// included); nil against COSMOS_ENDPOINT.
+	byOp map[emulator.OpKind]int64
+	// client are the starting process's own requests (in byOp, not in
+	// requests).
+	client         int64
 	races          int64
 	moves          int64
 	activities     int
@@ -213,7 +220,9 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	defer run.stopAll()
 	startUsage := p.Usage()
 	var startRequests int64
+	var startCounters map[emulator.OpKind]emulator.OpCounters
 	if emu != nil {
+		startCounters = emu.Counters()
 		startRequests = totalRequests(emu)
 	}
 	start := time.Now()
@@ -270,6 +279,13 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 		// Every process's requests, the killed ones included, less this
 		// client's own (starts and status polls).
 		res.requests = totalRequests(emu) - startRequests - (p.Usage().Requests - startUsage.Requests)
+		res.client = p.Usage().Requests - startUsage.Requests
+		res.byOp = map[emulator.OpKind]int64{}
+		for op, c := range emu.Counters() {
+			if d := c.Requests - startCounters[op].Requests; d > 0 {
+				res.byOp[op] = d
+			}
+		}
 	}
 	res.p95, res.problems = verifyRun(ctx, p, client, instances, res.problems)
 	return res, nil
@@ -536,7 +552,33 @@ func mpReport(o mpOptions, results []mpResult, store string) string {
 			r.moves, r.activities, r.reexecutions, r.kills, r.freezes, verdict)
 	}
 	b.WriteString("races and lease moves are reported by processes that stopped cleanly (a killed process reports none); requests are counted by the emulator (every process, the killed ones included).\n")
+	for _, r := range results {
+		if line := opBreakdown(r.byOp, r.orchestrations); line != "" {
+			fmt.Fprintf(&b, "N=%d requests per orchestration by operation: %s (the starting process's starts and status polls included: %.2f)\n",
+				r.n, line, float64(r.client)/float64(max(r.orchestrations, 1)))
+		}
+	}
 	return b.String()
+}
+
+// opBreakdown formats requests per orchestration by operation kind, the
+// largest first ("ChangeFeed 3.41, Batch 6.02, ..."); "" for no counts.
+func opBreakdown(byOp map[emulator.OpKind]int64, orchestrations int) string {
+	ops := make([]emulator.OpKind, 0, len(byOp))
+	for op := range byOp {
+		ops = append(ops, op)
+	}
+	slices.SortFunc(ops, func(a, b emulator.OpKind) int {
+		if byOp[a] != byOp[b] {
+			return int(byOp[b] - byOp[a])
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	parts := make([]string, 0, len(ops))
+	for _, op := range ops {
+		parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(byOp[op])/float64(max(orchestrations, 1))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // parseProcesses parses "1,2,4".
