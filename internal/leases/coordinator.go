@@ -484,16 +484,12 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 		_ = c.store.Delete(ctx, d.ID, d.ETag)
 	}
 	for q := range leaseQueues {
-		share, idx := 0, 0
+		lo, hi := 0, 0
 		if want[q] {
 			sort.Strings(live[q])
-			idx = sort.SearchStrings(live[q], c.owner)
-			share = NumSlots / len(live[q])
-			if idx < NumSlots%len(live[q]) {
-				share++
-			}
+			lo, hi = home(sort.SearchStrings(live[q], c.owner), len(live[q]))
 		}
-		c.balance(ctx, q, slots[q], liveSet, share, idx, len(live[q]))
+		c.balance(ctx, q, slots[q], liveSet, lo, hi)
 		// The suspect owners' slots are split among the owners serving q
 		// that are not suspect: slot s goes to the (s mod n)-th of them by
 		// id, so that processes that agree on who is healthy query
@@ -552,77 +548,91 @@ func (c *Coordinator) renew(ctx context.Context, want [2]bool) error {
 	return nil
 }
 
-// balance makes this owner hold share slots of queue q: it adopts what the
-// documents say it owns, gives up slots above its share, and claims free
-// slots or slots of dead owners below it (never a live owner's slot: that
-// owner gives it up itself at its next heartbeat). idx is this owner's
-// place among the serving owners of q, sharers how many they are. A slot
-// it fails to give up or claim (another process changed the document) is
-// tried again at the next heartbeat.
-func (c *Coordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, share, idx, sharers int) {
+// home returns the slots [lo, hi) of the owner at place idx among n
+// owners serving a queue, sorted by id: the n owners' home ranges are
+// contiguous, disjoint, cover the NumSlots slots, and hold NumSlots/n
+// slots each, one more for some. The owners of both queues being the same
+// processes (each serves both), a process's home ranges are the same
+// slots in both queues: an instance's orchestrator and worker messages
+// have one slot (its DispatchSlot), so one process serves all of it, and
+// the instance's turns and activities go from one process to another only
+// when the slots move.
+func home(idx, n int) (lo, hi int) {
+	n = max(n, 1)
+	return idx * NumSlots / n, (idx + 1) * NumSlots / n
+}
+
+// balance makes this owner hold its home slots [lo, hi) of queue q: it
+// adopts what the documents say it owns, gives up what it owns outside its
+// home (another live owner's home: that owner claims it at its next
+// heartbeat, or at once when its change feed shows the release), and
+// claims its home slots that are free or held by dead owners (never a live
+// owner's slot: that owner gives it up itself at its next heartbeat).
+// Owners that agree on who lives thus split each queue the same way, and
+// both queues alike. A slot it fails to give up or claim (another process
+// changed the document) is tried again at the next heartbeat, which a
+// refused batch asks for at once.
+func (c *Coordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc, live map[string]bool, lo, hi int) {
 	name := leaseQueues[q]
-	var mine []int
+	var mine, keep, away []int
 	for s := 0; s < NumSlots; s++ {
 		if d, ok := docs[s]; ok && d.Owner == c.owner {
 			mine = append(mine, s)
+			if s >= lo && s < hi {
+				keep = append(keep, s)
+			} else {
+				away = append(away, s)
+			}
 		}
 	}
 	owned := c.queues[q]
 	before := owned.count()
 	owned.set(mine)
-	if len(mine) > share {
-		extra := mine[share:]
-		owned.set(mine[:share])
-		ops := make([]Op, 0, len(extra))
-		for _, s := range extra {
+	if len(away) > 0 {
+		owned.set(keep)
+		ops := make([]Op, 0, len(away))
+		for _, s := range away {
 			d := docs[s]
 			d.Owner = ""
 			ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
 		}
 		c.applyEach(ctx, ops, false)
 	}
-	var claimed []int
-	if len(mine) < share {
-		want := share - len(mine)
-		// Start where this owner's share would begin, so that owners
-		// claiming at the same time mostly want different slots.
-		start := (idx * NumSlots / max(1, sharers)) % NumSlots
-		var ops []Op
-		var opSlots []int
-		for pass := 0; pass < 2 && len(ops) < want; pass++ {
-			for i := 0; i < NumSlots && len(ops) < want; i++ {
-				s := (start + i) % NumSlots
-				d, ok := docs[s]
-				free := !ok || d.Owner == ""
-				takeover := ok && d.Owner != "" && d.Owner != c.owner && !live[d.Owner]
-				if (pass == 0 && !free) || (pass == 1 && !takeover) {
-					continue
-				}
-				nd := leaseDoc{ID: slotDocID(name, s), InstanceID: PartitionKey, Type: SlotType, Owner: c.owner, Queue: name, Slot: s}
-				if ok {
-					ops = append(ops, replaceOp(nd.ID, nd.body(), d.ETag))
-				} else {
-					ops = append(ops, createOp(nd.ID, nd.body()))
-				}
-				opSlots = append(opSlots, s)
+	var ops []Op
+	var opSlots []int
+	for pass := 0; pass < 2; pass++ {
+		for s := lo; s < hi; s++ {
+			d, ok := docs[s]
+			free := !ok || d.Owner == ""
+			takeover := ok && d.Owner != "" && d.Owner != c.owner && !live[d.Owner]
+			if (pass == 0 && !free) || (pass == 1 && !takeover) {
+				continue
 			}
-		}
-		// A claim not applied is not this owner's: a refused batch
-		// changed nothing, and one whose answer was lost was read back
-		// (applyLost); when even that failed, the next heartbeat's query
-		// finds the slot documents that name this owner and adopts them.
-		for i, ok := range c.applyEach(ctx, ops, false) {
+			nd := leaseDoc{ID: slotDocID(name, s), InstanceID: PartitionKey, Type: SlotType, Owner: c.owner, Queue: name, Slot: s}
 			if ok {
-				claimed = append(claimed, opSlots[i])
+				ops = append(ops, replaceOp(nd.ID, nd.body(), d.ETag))
+			} else {
+				ops = append(ops, createOp(nd.ID, nd.body()))
 			}
+			opSlots = append(opSlots, s)
 		}
-		if len(claimed) > 0 {
-			owned.set(append(append([]int(nil), mine...), claimed...))
-			// Waiting fetches query the new slots now rather than at their
-			// next poll: a dead owner's messages are served within the
-			// takeover's heartbeat.
-			c.wake[q].Notify()
+	}
+	// A claim not applied is not this owner's: a refused batch changed
+	// nothing, and one whose answer was lost was read back (applyLost);
+	// when even that failed, the next heartbeat's query finds the slot
+	// documents that name this owner and adopts them.
+	var claimed []int
+	for i, ok := range c.applyEach(ctx, ops, false) {
+		if ok {
+			claimed = append(claimed, opSlots[i])
 		}
+	}
+	if len(claimed) > 0 {
+		owned.set(append(append([]int(nil), keep...), claimed...))
+		// Waiting fetches query the new slots now rather than at their
+		// next poll: a dead owner's messages are served within the
+		// takeover's heartbeat.
+		c.wake[q].Notify()
 	}
 	if d := owned.count() - before; d != 0 {
 		c.moves.Add(int64(abs(d)))
