@@ -50,6 +50,10 @@ type mpOptions struct {
 	// change-feed wake-ups (Config.DisableChangeFeedWakeups when false).
 	leases     cdb.LeaseMode
 	changeFeed bool
+	// leaseHeartbeat and leaseExpiry are the children's
+	// Config.LeaseHeartbeatInterval and LeaseExpiry (-lease-heartbeat,
+	// -lease-expiry; mpLeaseHeartbeat and mpLeaseExpiry when zero).
+	leaseHeartbeat, leaseExpiry time.Duration
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
 }
@@ -172,7 +176,7 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	// This process is only a client, with the children's lease mode (a
 	// Provider that never fetches claims no slot), no change feed, no
 	// reconciler.
-	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed)
+	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed, o.leaseHeartbeat, o.leaseExpiry)
 	pcfg.DisableChangeFeedWakeups, pcfg.DisableReconciler = true, true
 	p, err := cdb.New(ctx, pcfg)
 	if err != nil {
@@ -187,7 +191,8 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 		cmd.Env = append(os.Environ(), childEnv+"=1", childEndpointEnv+"="+endpoint, childKeyEnv+"="+key,
 			childDatabaseEnv+"="+database, childContainerEnv+"="+container,
 			childOrchEnv+"="+strconv.Itoa(orchPer), childWorkerEnv+"="+strconv.Itoa(workPer),
-			childLeasesEnv+"="+string(o.leases), childChangeFeedEnv+"="+strconv.FormatBool(o.changeFeed))
+			childLeasesEnv+"="+string(o.leases), childChangeFeedEnv+"="+strconv.FormatBool(o.changeFeed),
+			childHeartbeatEnv+"="+pcfg.LeaseHeartbeatInterval.String(), childExpiryEnv+"="+pcfg.LeaseExpiry.String())
 		cmd.Stderr = stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -533,8 +538,12 @@ func checkContainer(ctx context.Context, p *cdb.Provider) []string {
 // mpReport formats the results.
 func mpReport(o mpOptions, results []mpResult, store string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Multi-process run: %d Chain orchestrations (%d activities each, %v of work) per N, %s dispatchers in total, store: %s; chaos: %v\n",
-		o.orchestrations, mpActivitySteps, mpActivityWorkDur, o.dispatchers, store, o.chaos)
+	hb, exp := o.leaseHeartbeat, o.leaseExpiry
+	if hb <= 0 || exp <= 0 {
+		hb, exp = mpLeaseHeartbeat, mpLeaseExpiry
+	}
+	fmt.Fprintf(&b, "Multi-process run: %d Chain orchestrations (%d activities each, %v of work) per N, %s dispatchers in total, store: %s; lease heartbeat %v, expiry %v; chaos: %v\n",
+		o.orchestrations, mpActivitySteps, mpActivityWorkDur, o.dispatchers, store, hb, exp, o.chaos)
 	fmt.Fprintf(&b, "%-3s %9s %9s %10s %12s %12s %11s %11s %6s %7s  %s\n",
 		"N", "orch/s", "p95", "req/orch", "races/orch", "lease moves", "activities", "re-executed", "kills", "freezes", "verification")
 	for _, r := range results {
