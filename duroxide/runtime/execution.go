@@ -123,7 +123,10 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 		emitTerminalBreadcrumbs(h, instance, executionID, outstandingSchedules(h.full()))
 		failWith(turn.details)
 	case turnContinueAsNew:
-		carry := unmatchedQueueMessages(h.full())
+		carry := turn.carry
+		if !turn.exactCarry {
+			carry = unmatchedQueueMessages(h.full())
+		}
 		emitTerminalBreadcrumbs(h, instance, executionID, outstandingSchedules(h.full()))
 		h.appendNew(instance, executionID, nil, duroxide.OrchestrationContinuedAsNew{Input: turn.input})
 		var overflow []duroxide.NameData

@@ -77,9 +77,10 @@ func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecisio
 	instance := item.Instance
 	// Defense in depth behind the provider's capability filter.
 	if stamp, bad := invalidStamp(item.History); bad {
-		// duroxide main: replayed as the oldest rules would, with a warning
-		// every turn (tests/runtime_version_warnings.rs).
-		p.logger.Warn("Invalid pinned version on the execution's OrchestrationStarted; replaying it anyway",
+		// duroxide main: replayed as the oldest rules would (the legacy
+		// race cancellation, see raceFixFor), with a warning every turn
+		// (tests/runtime_version_warnings.rs).
+		p.logger.Warn("Invalid pinned version on the execution's OrchestrationStarted; replaying it anyway with the legacy race cancellation",
 			"instance", instance, "duroxide_version", stamp)
 	}
 	if pinned, ok := pinnedVersion(item.History); ok && !p.supported.IsCompatible(pinned) {
