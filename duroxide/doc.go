@@ -11,17 +11,43 @@
 // The wire format and limits are 0.1.30's: parent_execution_id on
 // StartOrchestration and OrchestrationStarted, the parent link on
 // ContinueAsNew (all omitted when nil, so 0.1.26 JSON is unchanged and
-// still read), 100 carry-forward events, 150 KV keys of at most 64 KiB; the
-// runtime stamps events "0.1.30" (DuroxideVersion). Of duroxide's main
-// branch (stamped 0.1.31) the port adopts the rules for races around
+// still read), 100 carry-forward events, 150 KV keys of at most 64 KiB. Of
+// duroxide's main branch the port adopts the rules for races around
 // continue-as-new and duplicate starts: a ContinueAsNew wins over any start
 // in its batch; a duplicate start is inert, and a colliding parent call
 // fails with "already exists"; inputs that arrive between an execution's
 // ContinuedAsNew and its successor's start wait for the start (counted
 // backoff, poisoned after MaxAttempts); stale completions of the old
 // execution are dropped; a cancel reaches the successor; events round-trip
-// exactly (a fetch never restamps). Not adopted: main's stamp-dependent
-// queue-race replay (its 0.1.31 decisions for competing queue waits).
+// exactly (a fetch never restamps); an instance poisoned after it continued
+// as new is terminal (later inputs drained); the failure committed after a
+// failed ack keeps the turn's collision notices; a terminal child ignores a
+// redelivery of its own start; explicit child ids are used exactly as given
+// but may not begin with "sub::", and detached ids obey the client's rule
+// (tests/instance_id_validation_tests.rs). It also adopts main's
+// stamp-dependent race cancellation, and so stamps events with main's
+// version, "0.1.31" (DuroxideVersion).
+//
+// The race cancellation is chosen per execution by the duroxide_version of
+// its OrchestrationStarted, for every turn and replay of it. An execution
+// stamped 0.1.31 or newer (every execution this runtime starts) cancels a
+// queue or positional wait whose future is dropped (a Select it lost, a
+// Cancel) at that moment, or when it binds if it was dropped before; a
+// positional event already matched to the dropped wait but never read is
+// discarded with it; continue-as-new carries exactly the queue messages no
+// wait read. An execution stamped older, or with an unreadable stamp
+// (histories of 0.1.30 and before, the Rust runtime's "0.1.26" ones
+// included), keeps the legacy rules it was recorded under: a dropped wait
+// keeps matching until its turn ends. The two can decide one race
+// differently (a message that the legacy rules give to a dropped queue wait
+// goes to the next wait under the new ones), which is why the choice is
+// pinned to the stamp. This port's legacy rules differ from duroxide
+// 0.1.30's in one place: a turn that continues as new records the
+// dropped-future cancellations of its waits (0.1.30 records none) and the
+// carry-forward counts them out, so a message a dropped queue wait never
+// read is carried rather than lost; the Go engine does so under both
+// rules. The runtime's queue_race_upgrade tests pin the legacy decisions
+// with fixtures this port's engine recorded before the change.
 //
 // Event and WorkItem marshal with encoding/json to exactly the JSON
 // duroxide's serde attributes produce, so history written by a Go provider

@@ -1,9 +1,13 @@
 package duroxide
 
-// DuroxideVersion is the duroxide release whose contract this port follows
-// (0.1.30, with the race rules of duroxide's main branch that the package
-// doc lists); events the Go runtime writes carry it in duroxide_version.
-const DuroxideVersion = "0.1.30"
+// DuroxideVersion is the duroxide version whose contract this port follows:
+// 0.1.30's wire format and limits with the race rules of duroxide's main
+// branch that the package doc lists, main's own stamp "0.1.31". Events the
+// Go runtime writes carry it in duroxide_version, and the stamp of an
+// execution's OrchestrationStarted selects its race cancellation: 0.1.31
+// or newer the immediate one of duroxide main, older the legacy one (see
+// "Which duroxide" in the package doc).
+const DuroxideVersion = "0.1.31"
 
 // Limits the runtime enforces (duroxide's runtime::limits) and ids it starts
 // from (duroxide's lib.rs).

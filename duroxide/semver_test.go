@@ -79,7 +79,7 @@ func TestVersionPrecedence(t *testing.T) {
 
 func TestCurrentBuildVersion(t *testing.T) {
 	checkEqual(t, DuroxideVersion, CurrentBuildVersion().String())
-	checkEqual(t, Version{Major: 0, Minor: 1, Patch: 30}, CurrentBuildVersion())
+	checkEqual(t, Version{Major: 0, Minor: 1, Patch: 31}, CurrentBuildVersion())
 }
 
 func TestSemverRangeContains(t *testing.T) {
@@ -101,7 +101,7 @@ func TestSemverRangeContains(t *testing.T) {
 	d := DefaultSemverRange()
 	checkEqual(t, Version{}, d.Min)
 	checkEqual(t, CurrentBuildVersion(), d.Max)
-	if !d.Contains(MustParseVersion("0.0.1")) || d.Contains(MustParseVersion("0.1.31")) {
+	if !d.Contains(MustParseVersion("0.0.1")) || d.Contains(MustParseVersion("0.1.32")) {
 		t.Error("DefaultSemverRange is not [0.0.0, current]")
 	}
 }
@@ -125,7 +125,7 @@ func TestDispatcherCapabilityFilter(t *testing.T) {
 
 	def := DefaultCapabilityFilter()
 	checkEqual(t, []SemverRange{DefaultSemverRange()}, def.SupportedDuroxideVersions)
-	if !def.IsCompatible(CurrentBuildVersion()) || def.IsCompatible(MustParseVersion("0.1.31")) {
+	if !def.IsCompatible(CurrentBuildVersion()) || def.IsCompatible(MustParseVersion("0.1.32")) {
 		t.Error("DefaultCapabilityFilter does not accept exactly [0.0.0, current]")
 	}
 	if !slices.ContainsFunc(def.SupportedDuroxideVersions, func(r SemverRange) bool { return r.Contains(Version{}) }) {

@@ -202,11 +202,8 @@ func (s *Server) handleQuery(rq *request) *response {
 			crossPartition = true
 		}
 	}
-	var plan *indexPlan
-	if pkKey == nil {
-		plan = qr.q.indexPlan(qr.params)
-		c.prepareIndexes(plan)
-	}
+	plan := qr.q.indexPlan(qr.params)
+	c.prepareIndexes(plan)
 	c.mu.RLock()
 	rf, resp := c.requestRange(rq.r)
 	if resp != nil {

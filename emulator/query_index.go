@@ -293,13 +293,35 @@ func (c *container) prepareIndexes(plan *indexPlan) {
 	}
 }
 
-// querySnapshot returns the documents a query evaluates: those of the
-// logical partition key when it is set; otherwise plan's candidates when
-// its indexes exist and it lists fewer documents than the container holds,
-// and every live document when not. The caller holds c.mu.
+// querySnapshot returns the documents a query evaluates, in rid order:
+// plan's candidates when its indexes exist and it lists fewer documents
+// than the scan would read (every live document of the container, or of
+// the logical partition of key when it is set, of which the candidates
+// are then only those in that partition), and the scan's documents when
+// not. The caller holds c.mu.
 func (c *container) querySnapshot(key *string, plan *indexPlan) []*item {
-	if key != nil || plan == nil || !c.hasEqIndexes(plan.keys()) || plan.count(c) >= c.count {
+	if plan == nil || !c.hasEqIndexes(plan.keys()) {
 		return c.snapshot(key)
 	}
-	return plan.candidates(c)
+	if key == nil {
+		if plan.count(c) >= c.count {
+			return c.snapshot(nil)
+		}
+		return plan.candidates(c)
+	}
+	p := c.parts[*key]
+	if p == nil {
+		return nil
+	}
+	if plan.count(c) >= len(p.byID) {
+		return c.snapshot(key)
+	}
+	docs := plan.candidates(c)
+	out := docs[:0]
+	for _, it := range docs {
+		if it.part == p {
+			out = append(out, it)
+		}
+	}
+	return out
 }

@@ -30,6 +30,7 @@ var raceReplayCases = []Case{
 	{"test_positional_wait_race_replay", PositionalWaitRaceReplay},
 	{"test_queue_race_cancellation_replay", QueueRaceCancellationReplay},
 	{"test_queue_replay_version_stamp_roundtrip", QueueReplayVersionStampRoundtrip},
+	{"test_legacy_queue_race_decision_preserved", LegacyQueueRaceDecisionPreserved},
 }
 
 // raceWait is how long a case waits for an instance to finish; the work
@@ -578,5 +579,67 @@ func PositionalWaitRaceReplay(t *testing.T, f Factory) {
 	history := readExecution(t, p, instance, 1)
 	for range 2 {
 		require.NoError(t, reg.Replay(instance, history), "the recorded history must replay as it ran live")
+	}
+}
+
+// LegacyQueueRaceDecisionPreserved is duroxide's
+// test_legacy_queue_race_decision_preserved: an execution whose
+// OrchestrationStarted the provider returns stamped 0.1.30 keeps the
+// legacy race cancellation, one stamped 0.1.31 uses the immediate one, and
+// the two decide the same race differently. Two queue waits each race a
+// timer; the first timer fires, then a message arrives, then the second
+// timer fires, all in one fetched turn. Under the legacy rules the dropped
+// first wait still holds the message's position until the turn ends, so
+// the second wait times out; under 0.1.31 it is cancelled when dropped and
+// the second wait takes the message.
+func LegacyQueueRaceDecisionPreserved(t *testing.T, f Factory) {
+	for _, c := range []struct{ stamp, want string }{{"0.1.30", "second-timeout"}, {"0.1.31", "first"}} {
+		t.Run(c.stamp, func(t *testing.T) {
+			p := f.NewProvider(t)
+			instance := "provider-legacy-decision-" + c.stamp
+			ev := func(id uint64, kind duroxide.EventKind) duroxide.Event {
+				return duroxide.NewEvent(id, instance, 1, nil, kind)
+			}
+			history := []duroxide.Event{
+				stamped(ev(1, duroxide.OrchestrationStarted{Name: "LegacyCompetition", Version: "1.0.0"}), c.stamp),
+				ev(2, duroxide.QueueSubscribed{Name: "q"}),
+				ev(3, duroxide.QueueSubscribed{Name: "q"}),
+				ev(4, duroxide.TimerCreated{FireAtMs: 1}),
+				ev(5, duroxide.TimerCreated{FireAtMs: 1}),
+			}
+			fired := func(id uint64) duroxide.WorkItem {
+				return duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: id, FireAtMs: 1}}
+			}
+			seedTurn(t, p, instance, history, []duroxide.WorkItem{
+				fired(4), {Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "first"}}, fired(5),
+			}, orchMetadata("LegacyCompetition", "1.0.0"))
+
+			reg := runtime.NewRegistry()
+			require.NoError(t, reg.RegisterOrchestration("LegacyCompetition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+				first, second := ctx.DequeueEvent("q"), ctx.DequeueEvent("q")
+				t0, t1 := ctx.ScheduleTimer(30*time.Second), ctx.ScheduleTimer(60*time.Second)
+				if _, _, err := ctx.Select(first, t0); err != nil {
+					return "", err
+				}
+				winner, value, err := ctx.Select(second, t1)
+				if err != nil {
+					return "", err
+				}
+				if winner == 1 {
+					value = "second-timeout"
+				}
+				if _, err := ctx.ScheduleActivity("checkpoint", value).Get(); err != nil {
+					return "", err
+				}
+				return value, nil
+			}))
+			require.NoError(t, reg.RegisterActivity("checkpoint", func(_ *runtime.ActivityContext, input string) (string, error) {
+				return input, nil
+			}))
+			startRuntime(t, p, reg, raceOptions(0, 0))
+			requireCompletedWith(t, waitStatus(t, p, instance), c.want, "%s: the race decision of the stamp's policy", c.stamp)
+			got := readExecution(t, p, instance, 1)
+			require.Equal(t, c.stamp, got[0].DuroxideVersion, "the execution's stamp changed")
+		})
 	}
 }

@@ -40,6 +40,12 @@ type queueSub struct {
 	name       string
 }
 
+// queuePosition is the pos-th arrival of queue name.
+type queuePosition struct {
+	name string
+	pos  int
+}
+
 // ctxState is the replay bookkeeping of one turn (duroxide's CtxInner):
 // tokens handed to futures, the actions they emitted, the bindings of
 // tokens to history event ids, delivered results, external and queue
@@ -63,6 +69,22 @@ type ctxState struct {
 	queueArrivals  map[string][]string
 	queueCancelled map[uint64]bool
 	queueResolved  map[uint64]bool
+	// queueOrder lists the queue arrivals across names in history order
+	// (as name and position within the name), queueConsumed the ones a
+	// subscription resolved with: what is left is what continue-as-new
+	// carries under raceFix.
+	queueOrder    []queuePosition
+	queueConsumed map[queuePosition]bool
+
+	// raceFix selects duroxide 0.1.31's race cancellation for the
+	// execution (its OrchestrationStarted is stamped 0.1.31 or newer): a
+	// dropped queue or positional wait stops matching arrivals the moment
+	// it is dropped (or, dropped before it was bound, the moment it is
+	// bound), not when the turn ends; a positional arrival already matched
+	// to the dropped wait but not observed is discarded with it; and
+	// continue-as-new carries exactly the unread queue arrivals. Off, the
+	// execution keeps the legacy rules it was recorded with.
+	raceFix bool
 
 	subOrchInstances map[uint64]string // token → child instance (unprefixed)
 
@@ -86,6 +108,7 @@ func newCtxState() *ctxState {
 		queueArrivals:    map[string][]string{},
 		queueCancelled:   map[uint64]bool{},
 		queueResolved:    map[uint64]bool{},
+		queueConsumed:    map[queuePosition]bool{},
 		subOrchInstances: map[uint64]string{},
 		cancelledTokens:  map[uint64]scheduleKind{},
 		kv:               map[string]string{},
@@ -110,6 +133,11 @@ func (s *ctxState) drain() []tokenAction {
 func (s *ctxState) bindToken(token, scheduleID uint64) {
 	s.bindings[token] = scheduleID
 	s.byID[scheduleID] = token
+	// A queue wait dropped before it was bound (created and cancelled in
+	// one poll) is cancelled as it binds.
+	if kind, dropped := s.cancelledTokens[token]; dropped && kind == kindQueueDequeue && s.raceFix {
+		s.queueCancelled[scheduleID] = true
+	}
 }
 
 func (s *ctxState) boundID(token uint64) (uint64, bool) {
@@ -155,9 +183,23 @@ func (s *ctxState) deliverExternal(name, data string) {
 // ones (its effective index is its raw index minus the cancelled
 // subscriptions below it).
 func (s *ctxState) externalEvent(scheduleID uint64) (string, bool) {
+	i, ok := s.externalArrivalIndex(scheduleID)
+	if !ok {
+		return "", false
+	}
+	if arrivals := s.extArrivals[s.extSubs[scheduleID].name]; i < len(arrivals) {
+		return arrivals[i], true
+	}
+	return "", false
+}
+
+// externalArrivalIndex is the position, among its name's arrivals, that
+// the active subscription scheduleID answers to; false when it is unknown
+// or cancelled.
+func (s *ctxState) externalArrivalIndex(scheduleID uint64) (int, bool) {
 	sub, ok := s.extSubs[scheduleID]
 	if !ok || s.extCancelled[scheduleID] {
-		return "", false
+		return 0, false
 	}
 	below := 0
 	for id, other := range s.extSubs {
@@ -165,11 +207,23 @@ func (s *ctxState) externalEvent(scheduleID uint64) (string, bool) {
 			below++
 		}
 	}
-	arrivals := s.extArrivals[sub.name]
-	if i := sub.index - below; i < len(arrivals) {
-		return arrivals[i], true
+	return sub.index - below, true
+}
+
+// cancelExternal cancels positional subscription scheduleID (its future
+// was dropped, or history records the cancellation). Under raceFix an
+// arrival already matched to it, which its future never observed, is
+// discarded rather than shifted onto the next wait of the name.
+func (s *ctxState) cancelExternal(scheduleID uint64) {
+	if s.raceFix {
+		if i, ok := s.externalArrivalIndex(scheduleID); ok {
+			name := s.extSubs[scheduleID].name
+			if arrivals := s.extArrivals[name]; i < len(arrivals) {
+				s.extArrivals[name] = slices.Delete(arrivals, i, i+1)
+			}
+		}
 	}
-	return "", false
+	s.extCancelled[scheduleID] = true
 }
 
 func (s *ctxState) bindQueueSubscription(scheduleID uint64, name string) {
@@ -177,7 +231,20 @@ func (s *ctxState) bindQueueSubscription(scheduleID uint64, name string) {
 }
 
 func (s *ctxState) deliverQueue(name, data string) {
+	s.queueOrder = append(s.queueOrder, queuePosition{name: name, pos: len(s.queueArrivals[name])})
 	s.queueArrivals[name] = append(s.queueArrivals[name], data)
+}
+
+// unconsumedQueueArrivals returns, in history order, the queue arrivals no
+// subscription resolved with (duroxide 0.1.31's carry-forward).
+func (s *ctxState) unconsumedQueueArrivals() []duroxide.NameData {
+	out := []duroxide.NameData{}
+	for _, p := range s.queueOrder {
+		if !s.queueConsumed[p] {
+			out = append(out, duroxide.NameData{Name: p.name, Data: s.queueArrivals[p.name][p.pos]})
+		}
+	}
+	return out
 }
 
 // queueMessage returns the message for subscription scheduleID and marks it
@@ -198,13 +265,23 @@ func (s *ctxState) queueMessage(scheduleID uint64) (string, bool) {
 	arrivals := s.queueArrivals[name]
 	if idx < len(arrivals) {
 		s.queueResolved[scheduleID] = true
+		s.queueConsumed[queuePosition{name: name, pos: idx}] = true
 		return arrivals[idx], true
 	}
 	return "", false
 }
 
 // markCancelled records that the future with token was dropped unresolved.
+// Under raceFix a bound queue or positional wait stops matching at once.
 func (s *ctxState) markCancelled(token uint64, kind scheduleKind) {
+	if id, bound := s.bindings[token]; bound && s.raceFix {
+		switch kind {
+		case kindQueueDequeue:
+			s.queueCancelled[id] = true
+		case kindExternalWait:
+			s.cancelExternal(id)
+		}
+	}
 	s.cancelledTokens[token] = kind
 }
 

@@ -89,8 +89,11 @@ func (f *Future) IsReady() bool {
 
 // Cancel drops the future (duroxide's drop of an unresolved DurableFuture):
 // unless its result was already observed, the scheduled work is cancelled
-// at the end of the turn. It is a no-op on a completed future, on timers
-// and on a nil Future.
+// at the end of the turn. A queue or event wait of an execution stamped
+// 0.1.31 or newer (duroxide main's race cancellation, the runtime's own
+// executions) also stops matching messages at once, so the next one goes
+// to the next wait; under the legacy rules it matches until the turn ends.
+// It is a no-op on a completed future, on timers and on a nil Future.
 func (f *Future) Cancel() {
 	if f == nil {
 		return

@@ -84,7 +84,8 @@ type Options struct {
 	ActivityCancellationGracePeriod time.Duration
 	// SupportedReplayVersions overrides the range of pinned duroxide
 	// versions this runtime replays (the capability filter passed to
-	// FetchOrchestrationItem). Default: [0.0.0, 0.1.30].
+	// FetchOrchestrationItem). Default: [0.0.0, duroxide.DuroxideVersion]
+	// (0.1.31).
 	SupportedReplayVersions *duroxide.SemverRange
 	// SessionLockTimeout is how long a claimed session stays owned without
 	// a heartbeat. Default: 30s.

@@ -28,7 +28,13 @@ type turnResult struct {
 	details duroxide.ErrorDetails // Failed
 	input   string                // ContinueAsNew
 	version *string               // ContinueAsNew
-	reason  string                // Cancelled
+	// carry, for a ContinueAsNew under duroxide 0.1.31's race policy, is
+	// exactly the queue arrivals the execution did not read, in history
+	// order; exactCarry says it is set (legacy executions count
+	// subscriptions in history instead, see unmatchedQueueMessages).
+	carry      []duroxide.NameData
+	exactCarry bool
+	reason     string // Cancelled
 }
 
 func failed(d duroxide.ErrorDetails) turnResult { return turnResult{kind: turnFailed, details: d} }
@@ -47,6 +53,21 @@ const maxQuiescenceIterations = 100
 
 // Reasons recorded in cancellation events, as duroxide writes them.
 const reasonDroppedFuture = "dropped_future"
+
+// raceCancellationFixSince is the first duroxide version whose executions
+// use the 0.1.31 race cancellation (duroxide's RACE_CANCELLATION_FIX_SINCE).
+const raceCancellationFixSince = "0.1.31"
+
+// raceFixFor reports whether the execution that started with started
+// uses duroxide 0.1.31's race cancellation: its duroxide_version stamp is
+// 0.1.31 or newer. The choice is pinned per execution, for every turn
+// and replay of it, since applying the new rules to decisions recorded
+// under the old ones can change a recorded race's winner. An older or
+// unreadable stamp (or none) keeps the legacy rules.
+func raceFixFor(started duroxide.Event) bool {
+	v, err := duroxide.ParseVersion(started.DuroxideVersion)
+	return err == nil && v.Compare(duroxide.MustParseVersion(raceCancellationFixSince)) >= 0
+}
 
 // replayEngine replays an execution's history against its orchestration
 // function and decides one turn (duroxide's ReplayEngine): prepComplete
@@ -381,6 +402,9 @@ func (e *replayEngine) execute(fn OrchestrationFunc, input, name, version string
 		if e.now != nil {
 			ctx.now = e.now
 		}
+		// An unreadable stamp keeps the legacy rules; the dispatcher warns
+		// about it every turn (decideTurn).
+		ctx.state.raceFix = raceFixFor(e.eventAt(0))
 		ctx.state.seedKV(e.kvSnapshot)
 		ctx.state.customStatus = started.InitialCustomStatus
 		co := newCoroutine(func() (string, error) {
@@ -471,7 +495,7 @@ func (e *replayEngine) settle(run *replayRun, recorded []duroxide.Event) {
 			run.scheduleKinds[ev.EventID] = ev.Type()
 		case duroxide.ExternalSubscribedCancelled:
 			if ev.SourceEventID != nil {
-				ctx.state.extCancelled[*ev.SourceEventID] = true
+				ctx.state.cancelExternal(*ev.SourceEventID)
 			}
 		case duroxide.QueueSubscriptionCancelled:
 			if ev.SourceEventID != nil {
@@ -586,7 +610,7 @@ func (e *replayEngine) applyHistoryEvent(run *replayRun, ev duroxide.Event) (res
 	case duroxide.ExternalSubscribedCancelled:
 		if ev.SourceEventID != nil {
 			ctx.mu.Lock()
-			ctx.state.extCancelled[*ev.SourceEventID] = true
+			ctx.state.cancelExternal(*ev.SourceEventID)
 			ctx.mu.Unlock()
 		}
 	case duroxide.QueueSubscriptionCancelled:
@@ -722,7 +746,13 @@ func (e *replayEngine) finalize(run *replayRun) turnResult {
 	}
 	for _, a := range e.pendingActions {
 		if a.kind == actContinueAsNew {
-			return turnResult{kind: turnContinueAsNew, input: a.input, version: a.version}
+			res := turnResult{kind: turnContinueAsNew, input: a.input, version: a.version}
+			run.ctx.mu.Lock()
+			if run.ctx.state.raceFix {
+				res.carry, res.exactCarry = run.ctx.state.unconsumedQueueArrivals(), true
+			}
+			run.ctx.mu.Unlock()
+			return res
 		}
 	}
 	if run.finished {

@@ -108,6 +108,9 @@ type Entry struct {
 	Msgs     []MsgRef
 	Overflow bool
 	gen      uint64
+	// inReady says the entry has a valid node in its view's ready heap
+	// (order.go).
+	inReady bool
 }
 
 // MsgRef is one orchestrator-queue message of an entry: its id and when it
@@ -191,6 +194,9 @@ type View struct {
 	queried   time.Time
 	queriedMs int64
 	partial   bool
+	// ready and waiting order the entries for Pick (order.go).
+	ready   *nodeHeap[readyNode]
+	waiting *nodeHeap[waitNode]
 }
 
 // Bounds that keep the pool small whatever the load.
@@ -231,7 +237,8 @@ func (p *Pool) View(key string, all bool, slots []uint8, covers func(*Entry) boo
 	if len(p.views) >= maxPoolViews {
 		p.views = map[string]*View{}
 	}
-	v := &View{covers: covers, entries: map[string]*Entry{}}
+	v := &View{covers: covers, entries: map[string]*Entry{},
+		ready: &nodeHeap[readyNode]{less: readyBefore}, waiting: &nodeHeap[waitNode]{less: waitBefore}}
 	if all || len(slots) == 0 {
 		for i := range v.slots {
 			v.slots[i] = true
@@ -340,10 +347,10 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 		if cur, ok := v.entries[r.Key]; ok {
 			// Kept, or added to since the query started (a hint, a
 			// change-feed copy): the row adds its message.
-			mergeEntry(cur, &r)
+			v.merge(cur, &r)
 			continue
 		}
-		v.entries[r.Key] = &r
+		v.put(&r)
 	}
 	if locks != nil {
 		for inst, h := range p.locked {
@@ -407,23 +414,20 @@ func mergeEntry(cur, e *Entry) {
 	}
 }
 
-// Pick takes the oldest entry of v that is visible at nowMs, not claimed,
-// not held (locked, or skipped for fetches of scope), accepted by accept
-// (nil: any) and, for a message with a session, that owner (nil: nobody)
-// may take: the session is not active under another owner as last seen.
-// It claims the entry; ok is false when there is none.
+// Pick takes the oldest entry of v (Entry.before) that is visible at
+// nowMs, not claimed, not held (locked, or skipped for fetches of scope),
+// accepted by accept (nil: any) and, for a message with a session, that
+// owner (nil: nobody) may take: the session is not active under another
+// owner as last seen. It claims the entry; ok is false when there is none.
+// It reads the view's entries oldest first (order.go) and stops at the
+// first that qualifies, so its cost grows with the entries it passes over
+// (held, claimed or refused ones), not with the view's size.
 func (p *Pool) Pick(v *View, nowMs int64, scope string, owner *string, accept func(*Entry) bool) (Entry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var best *Entry
-	for key, e := range v.entries {
-		if !p.eligibleLocked(key, e, nowMs, scope) || (accept != nil && !accept(e)) || !p.sessionAllowsLocked(e, owner, nowMs) {
-			continue
-		}
-		if best == nil || e.before(best) {
-			best = e
-		}
-	}
+	best := v.visit(nowMs, func(e *Entry) bool {
+		return p.eligibleLocked(e.Key, e, nowMs, scope) && (accept == nil || accept(e)) && p.sessionAllowsLocked(e, owner, nowMs)
+	})
 	if best == nil {
 		return Entry{}, false
 	}
@@ -585,7 +589,7 @@ func (p *Pool) Hint(e Entry) {
 		}
 		s := sighting(e)
 		if cur, ok := v.entries[e.Key]; ok {
-			mergeEntry(cur, &s)
+			v.merge(cur, &s)
 			cur.gen = e.gen
 			continue
 		}
@@ -593,7 +597,7 @@ func (p *Pool) Hint(e Entry) {
 			v.partial = true
 			continue
 		}
-		v.entries[e.Key] = &s
+		v.put(&s)
 	}
 	p.mu.Unlock()
 	p.wake.Notify()
