@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
@@ -30,11 +31,13 @@ import (
 // 10 s instead of LongPollInterval, and waiting fetches query again only
 // that often, as a safety net (every 4 × LongPollInterval while its reads
 // fail); a long poll that reaches its deadline trusts such an answer too.
-// The reader reads every ChangeFeedInterval while it sees changes and
-// backs off when the process is idle (internal/changefeed's package doc):
-// an idle process costs 0.8 requests per second for its reads (one read
-// per 1.25 s per physical partition) plus the lease heartbeat and one
-// candidate query per lease view every 10 s.
+// The reader reads every ChangeFeedInterval while other processes send
+// this one work (servesSlot), every 4 × ChangeFeedInterval after a
+// second without, and backs off when that lasts 5 s (internal/changefeed's
+// package doc): an idle process costs 0.8 requests per second for its
+// reads (one read per 1.25 s per physical partition) plus the lease
+// heartbeat and one candidate query per lease view every 10 s; a busy
+// one whose work stays in its own slots does not pay a read per 80 ms.
 
 // viewLifetime is how long the answer of a candidate query stands for the
 // queue (candidates.Pool's views): 10 s while the change-feed reader is
@@ -54,9 +57,8 @@ func (p *Provider) fallbackPoll() time.Duration {
 }
 
 // startChangeFeed starts the reader (it fails when its first read fails
-// after the retries of any read: throttling, 5xx, timeouts) and the two
-// goroutines that feed this process's pools from it and tell it of this
-// process's writes; Close stops them.
+// after the retries of any read: throttling, 5xx, timeouts) and the
+// goroutine that feeds this process's pools from it; Close stops it.
 func (p *Provider) startChangeFeed(ctx context.Context) error {
 	r := changefeed.New(p.container, changefeed.Options{
 		Interval: p.cfg.ChangeFeedInterval,
@@ -66,16 +68,15 @@ func (p *Provider) startChangeFeed(ctx context.Context) error {
 		return fmt.Errorf("cdb: start the change feed reader: %w", err)
 	}
 	p.feed = r
-	p.wg.Add(2)
+	p.wg.Add(1)
 	go p.followChangeFeed()
-	go p.reportWrites()
 	return nil
 }
 
 // followChangeFeed hands every page of changed documents the reader
-// returns to changedDocuments, and tells the reader of the pages that held
-// anything but lease documents (activity: it reads at its base interval
-// again), until the reader is closed.
+// returns to changedDocuments, and tells the reader of the pages that
+// held work from another process (activity: it reads at its base
+// interval again), until the reader is closed.
 func (p *Provider) followChangeFeed() {
 	defer p.wg.Done()
 	for {
@@ -93,20 +94,33 @@ func (p *Provider) followChangeFeed() {
 	}
 }
 
-// reportWrites tells the reader of each of this process's queue writes
-// and lock releases (what wakes the pools' waiting fetches: the replies of
-// other processes tend to follow them), so that it reads at its base
-// interval again, until Close.
-func (p *Provider) reportWrites() {
-	defer p.wg.Done()
-	for {
-		orch, work := p.orchPool.Wake().Wait(), p.workPool.Wake().Wait()
-		select {
-		case <-orch:
-		case <-work:
-		case <-p.stop:
-			return
-		}
+// servesSlot reports whether this process alone serves slot of the
+// worker or orchestrator queue (split): with leases in the container, a
+// slot it queries (owned, or its part of a suspect owner's); with other
+// lease providers, which do not split slots among processes, none
+// (split false: every process may serve every slot).
+func (p *Provider) servesSlot(worker bool, slot uint8) (mine, split bool) {
+	lp := p.orchLeases
+	if worker {
+		lp = p.workerLeases
+	}
+	if cl, ok := lp.(containerLeases); ok {
+		return cl.q.Queries(slot), true
+	}
+	return false, false
+}
+
+// feedWrite tells the change-feed reader of a queue message this process
+// wrote (or made visible again) unless this process alone serves its
+// slot: the answer of the process that serves it comes back through the
+// feed, so the reader reads at its base interval again
+// (changefeed.Reader.Active). A message this process alone serves is not
+// activity: its fetches learn of it from the pool.
+func (p *Provider) feedWrite(e candidates.Entry) {
+	if p.feed == nil {
+		return
+	}
+	if mine, split := p.servesSlot(e.Worker, e.Slot); !mine || !split {
 		p.feed.Active()
 	}
 }
@@ -116,8 +130,11 @@ func (p *Provider) reportWrites() {
 // they are echoes of messages this process locked); an instance document
 // whose lock is released ends this process's record of that lock, and one
 // whose status or custom status changed wakes the clients waiting on it.
-// It reports whether docs held anything but lease documents (the lease
-// heartbeats of idle processes are not activity).
+// It reports whether docs held work another process sent this one: a
+// queue message new to this process in a slot it queries, or a copy of an
+// instance document one of its clients waits on. Lease documents, echoes
+// of this process's own messages and the traffic of other processes in
+// their own slots are not activity.
 func (p *Provider) changedDocuments(docs [][]byte) (activity bool) {
 	for _, raw := range docs {
 		// One decode serves both kinds: a queue message's fields, and an
@@ -128,10 +145,8 @@ func (p *Provider) changedDocuments(docs [][]byte) (activity bool) {
 			CustomStatusVersion uint64 `json:"customStatusVersion"`
 		}
 		if json.Unmarshal(raw, &d) != nil || d.InstanceID == "" {
-			activity = true
 			continue
 		}
-		activity = activity || (d.Type != leases.SlotType && d.Type != leases.OwnerType)
 		switch d.Type {
 		case typeOrchQueue, typeWorkerQueue:
 			e := queueEntry(&d.queueDoc)
@@ -139,18 +154,24 @@ func (p *Provider) changedDocuments(docs [][]byte) (activity bool) {
 			if e.Worker {
 				pool = p.workPool
 			}
-			if pool.Echo(e, d.LockedUntil, p.nowMs()) && !e.Worker {
-				// Another process's message: the instance's held turn
-				// takes it too, once its lock (if any) has expired.
-				e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
-				p.heldStates.Message(e)
+			if pool.Echo(e, d.LockedUntil, p.nowMs()) {
+				mine, split := p.servesSlot(e.Worker, e.Slot)
+				activity = activity || mine || !split
+				if !e.Worker {
+					// Another process's message: the instance's held turn
+					// takes it too, once its lock (if any) has expired.
+					e.VisibleAt = max(e.VisibleAt, d.LockedUntil)
+					p.heldStates.Message(e)
+				}
 			}
 		case leases.SlotType, leases.OwnerType:
 			if p.leases != nil && d.InstanceID == LeasePartitionKey {
 				p.leases.Observed(raw)
 			}
 		case typeInstance:
-			p.statusWatches.Observed(d.InstanceID, d.Status, d.CustomStatusVersion)
+			if p.statusWatches.Observed(d.InstanceID, d.Status, d.CustomStatusVersion) {
+				activity = true
+			}
 			// A copy showing no lock ends the lock this process saw
 			// another process hold, unless this process holds the
 			// instance now (the copy is older than its lock).

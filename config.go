@@ -201,8 +201,8 @@ type Config struct {
 	// (LongPollInterval, and every 4 × LongPollInterval for waiting
 	// fetches, while they fail); status watches then cover other
 	// processes too (Provider.WatchesAllProcesses), and Provider.Changes
-	// exposes the reader to other code. The reader backs off while the
-	// process is idle (after 5 s without activity, up to one read per
+	// exposes the reader to other code. The reader backs off while no
+	// other process sends this one work (after 5 s, up to one read per
 	// 1.25 s and physical partition: 0.8 requests per second), so an idle
 	// process costs that plus its lease heartbeat and safety queries
 	// instead of one candidate query per LongPollInterval and lease (README,
@@ -217,12 +217,12 @@ type Config struct {
 	// DisableChangeFeedWakeups to turn them off.
 	ChangeFeedWakeups bool
 	// ChangeFeedInterval is how often the reader reads the change feed
-	// while the process is busy or was active within the last 5 s (a
-	// read that finds nothing costs one request per physical partition);
-	// default 80 ms (internal/changefeed's DefaultInterval: a change is
-	// seen within 100 ms at the 95th percentile). An idle reader's pause
-	// grows from it (fourfold per empty read) up to 1.25 s per physical
-	// partition.
+	// while other processes send this one work, and for a second after
+	// (a read that finds nothing costs one request per physical
+	// partition); default 80 ms (internal/changefeed's DefaultInterval: a
+	// change is seen within 100 ms at the 95th percentile). Then it
+	// reads every 4 × ChangeFeedInterval, and after 5 s the pause grows
+	// (fourfold per empty read) up to 1.25 s per physical partition.
 	ChangeFeedInterval time.Duration
 
 	// MeterProvider receives the provider's metrics (the Cosmos DB

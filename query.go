@@ -401,6 +401,7 @@ func queueEntry(d *queueDoc) candidates.Entry {
 // hint adds a queue message this process wrote, or made visible again, to
 // the candidate pool of its queue.
 func (p *Provider) hint(e candidates.Entry) {
+	p.feedWrite(e)
 	if e.Worker {
 		p.workPool.Hint(e)
 	} else {

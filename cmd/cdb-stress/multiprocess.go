@@ -50,6 +50,10 @@ type mpOptions struct {
 	// change-feed wake-ups (Config.DisableChangeFeedWakeups when false).
 	leases     cdb.LeaseMode
 	changeFeed bool
+	// leaseHeartbeat and leaseExpiry are the children's
+	// Config.LeaseHeartbeatInterval and LeaseExpiry (-lease-heartbeat,
+	// -lease-expiry; mpLeaseHeartbeat and mpLeaseExpiry when zero).
+	leaseHeartbeat, leaseExpiry time.Duration
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
 }
@@ -61,6 +65,13 @@ type mpResult struct {
 	wall           time.Duration
 	p95            time.Duration
 	requests       int64
+	// byOp are the emulator's requests of the run per operation kind,
+	// every process's (the starting process's starts and polls
+	// included); nil against COSMOS_ENDPOINT.
+	byOp map[emulator.OpKind]int64
+	// client are the starting process's own requests (in byOp, not in
+	// requests).
+	client         int64
 	races          int64
 	moves          int64
 	activities     int
@@ -165,7 +176,7 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	// This process is only a client, with the children's lease mode (a
 	// Provider that never fetches claims no slot), no change feed, no
 	// reconciler.
-	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed)
+	pcfg := mpProviderConfig(endpoint, key, database, container, o.leases, o.changeFeed, o.leaseHeartbeat, o.leaseExpiry)
 	pcfg.DisableChangeFeedWakeups, pcfg.DisableReconciler = true, true
 	p, err := cdb.New(ctx, pcfg)
 	if err != nil {
@@ -180,7 +191,8 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 		cmd.Env = append(os.Environ(), childEnv+"=1", childEndpointEnv+"="+endpoint, childKeyEnv+"="+key,
 			childDatabaseEnv+"="+database, childContainerEnv+"="+container,
 			childOrchEnv+"="+strconv.Itoa(orchPer), childWorkerEnv+"="+strconv.Itoa(workPer),
-			childLeasesEnv+"="+string(o.leases), childChangeFeedEnv+"="+strconv.FormatBool(o.changeFeed))
+			childLeasesEnv+"="+string(o.leases), childChangeFeedEnv+"="+strconv.FormatBool(o.changeFeed),
+			childHeartbeatEnv+"="+pcfg.LeaseHeartbeatInterval.String(), childExpiryEnv+"="+pcfg.LeaseExpiry.String())
 		cmd.Stderr = stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -213,7 +225,9 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	defer run.stopAll()
 	startUsage := p.Usage()
 	var startRequests int64
+	var startCounters map[emulator.OpKind]emulator.OpCounters
 	if emu != nil {
+		startCounters = emu.Counters()
 		startRequests = totalRequests(emu)
 	}
 	start := time.Now()
@@ -270,6 +284,13 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 		// Every process's requests, the killed ones included, less this
 		// client's own (starts and status polls).
 		res.requests = totalRequests(emu) - startRequests - (p.Usage().Requests - startUsage.Requests)
+		res.client = p.Usage().Requests - startUsage.Requests
+		res.byOp = map[emulator.OpKind]int64{}
+		for op, c := range emu.Counters() {
+			if d := c.Requests - startCounters[op].Requests; d > 0 {
+				res.byOp[op] = d
+			}
+		}
 	}
 	res.p95, res.problems = verifyRun(ctx, p, client, instances, res.problems)
 	return res, nil
@@ -517,8 +538,12 @@ func checkContainer(ctx context.Context, p *cdb.Provider) []string {
 // mpReport formats the results.
 func mpReport(o mpOptions, results []mpResult, store string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Multi-process run: %d Chain orchestrations (%d activities each, %v of work) per N, %s dispatchers in total, store: %s; chaos: %v\n",
-		o.orchestrations, mpActivitySteps, mpActivityWorkDur, o.dispatchers, store, o.chaos)
+	hb, exp := o.leaseHeartbeat, o.leaseExpiry
+	if hb <= 0 || exp <= 0 {
+		hb, exp = mpLeaseHeartbeat, mpLeaseExpiry
+	}
+	fmt.Fprintf(&b, "Multi-process run: %d Chain orchestrations (%d activities each, %v of work) per N, %s dispatchers in total, store: %s; lease heartbeat %v, expiry %v; chaos: %v\n",
+		o.orchestrations, mpActivitySteps, mpActivityWorkDur, o.dispatchers, store, hb, exp, o.chaos)
 	fmt.Fprintf(&b, "%-3s %9s %9s %10s %12s %12s %11s %11s %6s %7s  %s\n",
 		"N", "orch/s", "p95", "req/orch", "races/orch", "lease moves", "activities", "re-executed", "kills", "freezes", "verification")
 	for _, r := range results {
@@ -536,7 +561,33 @@ func mpReport(o mpOptions, results []mpResult, store string) string {
 			r.moves, r.activities, r.reexecutions, r.kills, r.freezes, verdict)
 	}
 	b.WriteString("races and lease moves are reported by processes that stopped cleanly (a killed process reports none); requests are counted by the emulator (every process, the killed ones included).\n")
+	for _, r := range results {
+		if line := opBreakdown(r.byOp, r.orchestrations); line != "" {
+			fmt.Fprintf(&b, "N=%d requests per orchestration by operation: %s (the starting process's starts and status polls included: %.2f)\n",
+				r.n, line, float64(r.client)/float64(max(r.orchestrations, 1)))
+		}
+	}
 	return b.String()
+}
+
+// opBreakdown formats requests per orchestration by operation kind, the
+// largest first ("ChangeFeed 3.41, Batch 6.02, ..."); "" for no counts.
+func opBreakdown(byOp map[emulator.OpKind]int64, orchestrations int) string {
+	ops := make([]emulator.OpKind, 0, len(byOp))
+	for op := range byOp {
+		ops = append(ops, op)
+	}
+	slices.SortFunc(ops, func(a, b emulator.OpKind) int {
+		if byOp[a] != byOp[b] {
+			return int(byOp[b] - byOp[a])
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	parts := make([]string, 0, len(ops))
+	for _, op := range ops {
+		parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(byOp[op])/float64(max(orchestrations, 1))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // parseProcesses parses "1,2,4".

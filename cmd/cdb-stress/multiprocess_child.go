@@ -33,6 +33,8 @@ const (
 	childWorkerEnv     = "CDB_STRESS_WORKER_DISPATCHERS"
 	childLeasesEnv     = "CDB_STRESS_LEASES"
 	childChangeFeedEnv = "CDB_STRESS_CHANGE_FEED"
+	childHeartbeatEnv  = "CDB_STRESS_LEASE_HEARTBEAT"
+	childExpiryEnv     = "CDB_STRESS_LEASE_EXPIRY"
 	// stickyEnv "off" turns the runtime's sticky cache off in every
 	// process (children inherit it), as in the project's test suites.
 	stickyEnv = "DUROXIDE_STICKY"
@@ -94,11 +96,16 @@ func chainRegistry(report func(instance, step string)) (*runtime.Registry, error
 }
 
 // mpProviderConfig is the provider configuration of every process of a
-// multi-process run (-leases, -change-feed).
-func mpProviderConfig(endpoint, key, database, container string, leases cdb.LeaseMode, changeFeed bool) cdb.Config {
+// multi-process run (-leases, -change-feed, -lease-heartbeat,
+// -lease-expiry); a heartbeat or expiry of zero is mpLeaseHeartbeat or
+// mpLeaseExpiry.
+func mpProviderConfig(endpoint, key, database, container string, leases cdb.LeaseMode, changeFeed bool, heartbeat, expiry time.Duration) cdb.Config {
+	if heartbeat <= 0 || expiry <= 0 {
+		heartbeat, expiry = mpLeaseHeartbeat, mpLeaseExpiry
+	}
 	return cdb.Config{
 		Endpoint: endpoint, Key: key, Database: database, Container: container,
-		Leases: leases, LeaseHeartbeatInterval: mpLeaseHeartbeat, LeaseExpiry: mpLeaseExpiry,
+		Leases: leases, LeaseHeartbeatInterval: heartbeat, LeaseExpiry: expiry,
 		DisableChangeFeedWakeups: !changeFeed,
 	}
 }
@@ -110,8 +117,10 @@ func runChild(stdout, stderr io.Writer) int {
 	orch, _ := strconv.Atoi(os.Getenv(childOrchEnv))
 	work, _ := strconv.Atoi(os.Getenv(childWorkerEnv))
 	changeFeed, _ := strconv.ParseBool(os.Getenv(childChangeFeedEnv))
+	heartbeat, _ := time.ParseDuration(os.Getenv(childHeartbeatEnv))
+	expiry, _ := time.ParseDuration(os.Getenv(childExpiryEnv))
 	cfg := mpProviderConfig(os.Getenv(childEndpointEnv), os.Getenv(childKeyEnv), os.Getenv(childDatabaseEnv), os.Getenv(childContainerEnv),
-		cdb.LeaseMode(os.Getenv(childLeasesEnv)), changeFeed)
+		cdb.LeaseMode(os.Getenv(childLeasesEnv)), changeFeed, heartbeat, expiry)
 	cfg.OrchestrationLanes, cfg.WorkerLanes = max(orch, 1), max(work, 1)
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	p, err := cdb.New(startCtx, cfg)

@@ -60,7 +60,12 @@ func TestProcessesFlag(t *testing.T) {
 	assert.Equal(t, []int{1, 2, 4}, o.mp.processes)
 	assert.True(t, o.mp.chaos)
 	assert.Equal(t, 7, o.mp.orchestrations)
-	for _, bad := range [][]string{{"-processes", "0"}, {"-processes", "x"}, {"-processes", "2", "-mp-dispatchers", "a"}, {"-processes", "2", "-orchestrations", "0"}} {
+	assert.Equal(t, mpLeaseHeartbeat, o.mp.leaseHeartbeat, "the short test heartbeat unless told")
+	o, err = parseOptions([]string{"-processes", "4", "-lease-heartbeat", "5s", "-lease-expiry", "30s"}, &strings.Builder{})
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, o.mp.leaseHeartbeat)
+	assert.Equal(t, 30*time.Second, o.mp.leaseExpiry)
+	for _, bad := range [][]string{{"-processes", "0"}, {"-processes", "x"}, {"-processes", "2", "-mp-dispatchers", "a"}, {"-processes", "2", "-orchestrations", "0"}, {"-processes", "2", "-lease-heartbeat", "5s", "-lease-expiry", "9s"}, {"-processes", "2", "-lease-heartbeat", "0s"}} {
 		_, err := parseOptions(bad, &strings.Builder{})
 		assert.Error(t, err, "%v", bad)
 	}

@@ -94,6 +94,8 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	mpTimeout := fs.Duration("mp-timeout", 2*time.Minute, "multi-process mode: longest wait for all orchestrations of one process count")
 	partitions := fs.Int("partitions", 4, "multi-process mode: physical partitions of the embedded emulator")
 	leases := fs.String("leases", string(cdb.LeasesInContainer), "multi-process mode: where the dispatch-slot leases live, in-process or container (cdb.Config.Leases)")
+	leaseHeartbeat := fs.Duration("lease-heartbeat", mpLeaseHeartbeat, "multi-process mode: the processes' cdb.Config.LeaseHeartbeatInterval (short, so that a killed process's slots move within a run; the provider's default is 5s)")
+	leaseExpiry := fs.Duration("lease-expiry", mpLeaseExpiry, "multi-process mode: the processes' cdb.Config.LeaseExpiry, at least 2 heartbeats (the provider's default is 30s)")
 	changeFeed := fs.Bool("change-feed", true, "change-feed wake-ups in every cdb provider (the default; -change-feed=false sets cdb.Config.DisableChangeFeedWakeups)")
 	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
@@ -158,7 +160,10 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	}
 	if *processes != "" {
 		mp := &mpOptions{orchestrations: *orchestrations, chaos: *chaos, chaosEvery: *chaosEvery, timeout: *mpTimeout, partitions: *partitions,
-			leases: cdb.LeaseMode(*leases), changeFeed: *changeFeed}
+			leases: cdb.LeaseMode(*leases), changeFeed: *changeFeed, leaseHeartbeat: *leaseHeartbeat, leaseExpiry: *leaseExpiry}
+		if mp.leaseHeartbeat <= 0 || mp.leaseExpiry < 2*mp.leaseHeartbeat {
+			errs = append(errs, errors.New("-lease-heartbeat must be positive and -lease-expiry at least twice it"))
+		}
 		if mp.leases != cdb.LeasesInContainer && mp.leases != cdb.LeasesInProcess {
 			errs = append(errs, fmt.Errorf("-leases %q: want %s or %s", *leases, cdb.LeasesInProcess, cdb.LeasesInContainer))
 		}

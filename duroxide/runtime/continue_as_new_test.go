@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
@@ -146,4 +147,41 @@ func TestStartRefusesReservedChildIDs(t *testing.T) {
 			t.Errorf("start %q refused: %v", id, err)
 		}
 	}
+}
+
+// TestContinueAsNewCarriesAMessageAHeldWaitNeverRead: an execution this
+// runtime starts (stamped 0.1.31) carries across continue-as-new exactly
+// the queue messages no wait read, duroxide main's rule: a message that
+// arrived while a dequeue the code holds but never awaits was subscribed
+// reaches the successor. The legacy rule (executions stamped 0.1.30) counts
+// that subscription as the message's reader and drops it (see
+// TestNewEngineContinueAsNewCarriesExactlyTheUnreadArrivals).
+func TestContinueAsNewCarriesAMessageAHeldWaitNeverRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := runtime.NewRegistry()
+	mustRegister(t, reg.RegisterOrchestration("Holder", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		if in == "first" {
+			_ = ctx.DequeueEvent("q") // held, never awaited
+			if _, err := ctx.DequeueEvent("go").Get(); err != nil {
+				return "", err
+			}
+			return "", ctx.ContinueAsNew("second")
+		}
+		w, v, err := ctx.Select(ctx.DequeueEvent("q"), ctx.ScheduleTimer(5*time.Second))
+		if err != nil || w == 1 {
+			return "lost", err
+		}
+		return "carried " + v, nil
+	}))
+	e.start(reg, fastOptions())
+	if err := e.client.StartOrchestration(e.ctx, "held-wait-carry", "Holder", "first"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][2]string{{"q", "kept"}, {"go", "now"}} {
+		if err := e.client.EnqueueEvent(e.ctx, "held-wait-carry", m[0], m[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOutput(t, e.wait("held-wait-carry"), "carried kept")
 }

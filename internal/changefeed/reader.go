@@ -25,41 +25,53 @@
 // several times between two reads is delivered once, at its latest version
 // (latest version mode).
 //
-// # Pacing: the idle backoff
+// # Pacing: base, warm and idle
 //
 // Reads start every Interval (80 ms by default) while the reader's caller
 // reports activity; a full page of changes (pageSize documents) is
 // followed at once by the next read, until the backlog is drained. The
-// caller reports activity with Active: the provider calls it for every
-// page of changes other than lease documents (heartbeats of idle
-// processes are not activity), and for each of its own queue writes and
-// lock releases (which other processes' answers tend to follow). Once
-// Quiet has passed without an Active call (5 s by default), each read that
-// finds nothing quadruples the pause before the next one, from Interval
-// up to the cap: the pause at which an idle read's requests (one per
-// physical partition) come to IdleRequestsPerSecond (0.8 by default), that
-// is 1.25 s per physical partition, never less than Interval (Schedule is
-// this rule as a pure function; a page of changes the caller does not call
-// activity counts as a read that found nothing). Active returns the pause
-// to Interval at once: a reader waiting out a long pause reads at most
-// Interval after its last read began.
+// caller reports activity with Active: the provider calls it for what
+// concerns this process and comes from another one (a page with a queue
+// message, new to it, in a dispatch slot it queries; a copy of an
+// instance document a client of this process waits on), and for each of
+// its own queue writes to a slot another process serves (whose answer
+// comes back through the feed). Other processes' traffic among
+// themselves, and a process's own traffic in its own slots, is not
+// activity: a busy process that exchanges nothing with the others needs
+// no wake-up from the feed. Once Warm has passed without an Active call
+// (1 s by default), reads start every WarmFactor × Interval (320 ms),
+// capped at the idle cap; once Quiet has passed (5 s by default), each
+// read that finds nothing quadruples the pause, up to the cap: the pause
+// at which an idle read's requests (one per physical partition) come to
+// IdleRequestsPerSecond (0.8 by default), that is 1.25 s per physical
+// partition, never less than Interval (Schedule is this rule as a pure
+// function; a page of changes the caller does not call activity counts as
+// a read that found nothing). Active returns the pause to Interval at
+// once: a reader waiting out a long pause reads at most Interval after its
+// last read began.
 //
-// What that costs and what it delays, with the defaults: a busy process
-// reads every 80 ms; an idle one reaches the cap after about 6.6 s of
-// quiet with one physical partition (5 s, then pauses of 320 ms and
-// 1.25 s) and 11.7 s with 4 or 10 (5 s, then 320 ms, 1.28 s and 5.12 s,
-// then 5 s or 12.5 s), and from then on its reads make 0.8 requests per
-// second (the lease heartbeat, 0.4, and the waiting fetches' safety
-// queries, 0.1 per lease view, come on top: 1.6 for a provider with two
-// orchestration and two worker dispatchers, whatever the partitions;
-// issue 26's target is 2).
+// What that costs and what it delays, with the defaults: a process that
+// receives work from others reads every 80 ms; one that has received
+// none for a second every 320 ms (one request per read while the feed has
+// changes, one per physical partition when it has none); an idle one
+// reaches the cap after about 5.3 s of quiet with one physical partition
+// (80 ms pauses for 1 s, 320 ms pauses to 5 s, then 1.25 s), 6.3 s with 4
+// (then 1.28 s and 5 s) and 11.4 s with 10 (1.28 s, 5.12 s, then
+// 12.5 s), and from then on its reads make 0.8 requests per second (the lease heartbeat, 0.4, and the
+// waiting fetches' safety queries, 0.1 per lease view, come on top: 1.6
+// for a provider with two orchestration and two worker dispatchers,
+// whatever the partitions; issue 26's target is 2).
 // A write by another process is seen within Interval (plus the read's own
-// latency) while the reader is at its base pace, that is under load and
-// within 5 s of the last activity; after a quiet period, within the pause
-// reached, at most the cap (1.25 s per physical partition), half of it on
-// average. The provider's waiting fetches still query for themselves every
-// 10 s (HealthyViewLifetime), and a runtime client waiting on another
-// process's orchestration every 5 s, whatever the reader's pause.
+// latency) while the reader is at its base pace, that is within a second
+// of the last work another process sent; within 320 ms after that, up to
+// 5 s; after a longer quiet, within the pause reached, at most the cap
+// (1.25 s per physical partition), half of it on average. The SDK's read
+// stops at the first physical partition with changes, so while every
+// partition has changes each partition is read every Interval × the
+// number of partitions. The provider's waiting fetches still query for
+// themselves every 10 s (HealthyViewLifetime), and a runtime client
+// waiting on another process's orchestration every 5 s, whatever the
+// reader's pause.
 package changefeed
 
 import (
@@ -82,13 +94,24 @@ import (
 // next read, then the read's own latency).
 const DefaultInterval = 80 * time.Millisecond
 
-// DefaultQuiet is how long a Reader keeps reading every Interval after the
-// last Active call (or Start) when Options.Quiet is zero: 5 s, so that the
+// DefaultWarm is how long a Reader keeps reading every Interval after the
+// last Active call (or Start) when Options.Warm is zero: 1 s, so that the
 // gaps between the writes of an exchange between processes do not slow
-// its wake-ups. (With 1 s, a loaded 2-core machine's stalls of a second
-// let every process of a multi-process run back off, each hop of an
-// orchestration between processes then waited up to a backed-off pause,
-// the gaps grew, and one run in four took 25 s instead of 4.)
+// its wake-ups, while a process that receives nothing from the others
+// reads WarmFactor times less often within a second.
+const DefaultWarm = time.Second
+
+// WarmFactor multiplies Interval into the pause between reads from Warm
+// to Quiet after the last Active call: 4, 320 ms by default, which bounds
+// what a hop of an exchange between processes waits after a stall of a
+// second (the idle backoff after 1 s of quiet let one 4-process run in
+// four take 25 s instead of 4 on a loaded machine: each hop waited a
+// backed-off pause and the gaps grew).
+const WarmFactor = 4
+
+// DefaultQuiet is how long a Reader reads at most WarmFactor × Interval
+// apart after the last Active call (or Start) when Options.Quiet is zero:
+// 5 s; after it the idle backoff starts.
 const DefaultQuiet = 5 * time.Second
 
 // DefaultIdleRequestsPerSecond is the request rate an idle Reader's reads
@@ -124,8 +147,12 @@ type Options struct {
 	// the next while reads find changes, and the pause the backoff starts
 	// from; default DefaultInterval.
 	Interval time.Duration
-	// Quiet is how long reads stay Interval apart after the last Active
-	// call (or Start) before the backoff starts; default DefaultQuiet.
+	// Warm is how long reads stay Interval apart after the last Active
+	// call (or Start); from then until Quiet they are WarmFactor ×
+	// Interval apart; default DefaultWarm (at most Quiet).
+	Warm time.Duration
+	// Quiet is how long after the last Active call (or Start) the idle
+	// backoff starts; default DefaultQuiet.
 	Quiet time.Duration
 	// IdleRequestsPerSecond sets the backoff's cap: the pause after which
 	// a read that finds nothing (one request per physical partition)
@@ -141,22 +168,26 @@ type Options struct {
 // Schedule is the idle backoff as a pure function of what a Reader knows.
 // Its zero value is not useful; Options build one.
 type Schedule struct {
-	// Interval is the base pause, Quiet the time without changes before
-	// the backoff starts, and Max the pause it stops at (at least
-	// Interval).
-	Interval, Quiet, Max time.Duration
+	// Interval is the base pause, Warm the time without activity during
+	// which it holds, Quiet the time without activity before the backoff
+	// starts, and Max the pause it stops at (at least Interval).
+	Interval, Warm, Quiet, Max time.Duration
 }
 
 // Pause returns the pause (from the start of a read to the start of the
 // next) after a read that found nothing: Interval while the reader has
-// been quiet for less than Quiet (quiet: the time since the last Active
-// call, or Start), then four times the previous pause prev, from
-// Interval up to Max (four, not two: the cap is reached within about 12 s
-// of quiet even with 10 physical partitions, so that the reads cost their
-// idle budget from then on).
+// been quiet for less than Warm (quiet: the time since the last Active
+// call, or Start), WarmFactor × Interval (at most Max) until Quiet, then
+// four times the previous pause prev, from Interval up to Max (four, not
+// two: the cap is reached within about 12 s of quiet even with 10
+// physical partitions, so that the reads cost their idle budget from then
+// on).
 func (s Schedule) Pause(quiet, prev time.Duration) time.Duration {
-	if quiet < s.Quiet {
+	switch {
+	case quiet < s.Warm:
 		return s.Interval
+	case quiet < s.Quiet:
+		return max(s.Interval, min(s.Max, WarmFactor*s.Interval))
 	}
 	return max(s.Interval, min(s.Max, 4*prev))
 }
@@ -216,6 +247,10 @@ func New(container *azcosmos.ContainerClient, opts Options) *Reader {
 	if opts.Quiet <= 0 {
 		opts.Quiet = DefaultQuiet
 	}
+	if opts.Warm <= 0 {
+		opts.Warm = DefaultWarm
+	}
+	opts.Warm = min(opts.Warm, opts.Quiet)
 	if opts.IdleRequestsPerSecond <= 0 {
 		opts.IdleRequestsPerSecond = DefaultIdleRequestsPerSecond
 	}
@@ -334,7 +369,7 @@ func (r *Reader) Next(ctx context.Context) ([][]byte, error) {
 		// A page of changes paces like an empty read: whether it is
 		// activity is for the caller to say (Active, which shortens the
 		// pause again).
-		sched := Schedule{Interval: r.opts.Interval, Quiet: r.opts.Quiet, Max: MaxPause(r.opts.Interval, r.ranges, r.opts.IdleRequestsPerSecond)}
+		sched := Schedule{Interval: r.opts.Interval, Warm: r.opts.Warm, Quiet: r.opts.Quiet, Max: MaxPause(r.opts.Interval, r.ranges, r.opts.IdleRequestsPerSecond)}
 		r.pause = sched.Pause(now.Sub(r.active), r.pause)
 		r.okPause, r.due = r.pause, began.Add(r.pause)
 		if len(resp.Items) == 0 {
@@ -390,9 +425,10 @@ func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 
 // Active tells the reader of activity: a page of changes that matters to
 // its caller, or something other processes' writes tend to follow (the
-// process wrote a queue message, released a lock). The backoff starts
-// over: the next read starts at most Interval after the last one began (at
-// once when that is past), and reads stay Interval apart for Quiet.
+// process wrote a queue message another process serves). The pacing
+// starts over: the next read starts at most Interval after the last one
+// began (at once when that is past), and reads stay Interval apart for
+// Warm.
 func (r *Reader) Active() {
 	now := time.Now()
 	r.mu.Lock()

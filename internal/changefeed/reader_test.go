@@ -238,18 +238,21 @@ func TestReaderDeliversAChangeAfterQuiet(t *testing.T) {
 	require.Eventually(t, func() bool { return col.has(more...) }, 20*time.Second, time.Millisecond)
 }
 
-// TestScheduleKeepsTheIntervalWhileRecentThenQuadruplesUpToTheCap: the
-// backoff as a pure function.
-func TestScheduleKeepsTheIntervalWhileRecentThenQuadruplesUpToTheCap(t *testing.T) {
+// TestScheduleKeepsTheIntervalWhileWarmThenWarmFactorThenQuadruplesUpToTheCap:
+// the pacing as a pure function.
+func TestScheduleKeepsTheIntervalWhileWarmThenWarmFactorThenQuadruplesUpToTheCap(t *testing.T) {
 	t.Parallel()
-	s := changefeed.Schedule{Interval: 80 * time.Millisecond, Quiet: time.Second, Max: 4 * time.Second}
-	assert.Equal(t, 80*time.Millisecond, s.Pause(999*time.Millisecond, 80*time.Millisecond), "within Quiet: the interval")
-	assert.Equal(t, 80*time.Millisecond, s.Pause(500*time.Millisecond, 2*time.Second), "within Quiet after Active: the interval")
-	assert.Equal(t, 320*time.Millisecond, s.Pause(time.Second, 80*time.Millisecond), "past Quiet: four times the last pause")
-	assert.Equal(t, 1280*time.Millisecond, s.Pause(1500*time.Millisecond, 320*time.Millisecond))
+	s := changefeed.Schedule{Interval: 80 * time.Millisecond, Warm: 200 * time.Millisecond, Quiet: time.Second, Max: 4 * time.Second}
+	assert.Equal(t, 80*time.Millisecond, s.Pause(199*time.Millisecond, 80*time.Millisecond), "within Warm: the interval")
+	assert.Equal(t, 80*time.Millisecond, s.Pause(100*time.Millisecond, 2*time.Second), "within Warm after Active: the interval")
+	assert.Equal(t, 320*time.Millisecond, s.Pause(200*time.Millisecond, 80*time.Millisecond), "past Warm: WarmFactor times the interval")
+	assert.Equal(t, 320*time.Millisecond, s.Pause(999*time.Millisecond, 320*time.Millisecond), "within Quiet: it stays there")
+	assert.Equal(t, 1280*time.Millisecond, s.Pause(time.Second, 320*time.Millisecond), "past Quiet: four times the last pause")
 	assert.Equal(t, 4*time.Second, s.Pause(3*time.Second, 1280*time.Millisecond), "capped")
 	assert.Equal(t, 4*time.Second, s.Pause(time.Hour, 4*time.Second))
 	assert.Equal(t, 80*time.Millisecond, s.Pause(2*time.Second, 0), "never under the interval")
+	small := changefeed.Schedule{Interval: 80 * time.Millisecond, Warm: 200 * time.Millisecond, Quiet: time.Second, Max: 100 * time.Millisecond}
+	assert.Equal(t, 100*time.Millisecond, small.Pause(500*time.Millisecond, 80*time.Millisecond), "the warm pause stays under the cap")
 }
 
 // TestMaxPauseIsASecondAndAQuarterPerRangeAtTheDefaultBudget: the cap
@@ -276,7 +279,7 @@ func TestMaxPauseIsASecondAndAQuarterPerRangeAtTheDefaultBudget(t *testing.T) {
 func TestScheduleMakesAnIdleReaderCheapAfterTenSeconds(t *testing.T) {
 	t.Parallel()
 	for _, ranges := range []int{1, 4, 10} {
-		s := changefeed.Schedule{Interval: changefeed.DefaultInterval, Quiet: changefeed.DefaultQuiet,
+		s := changefeed.Schedule{Interval: changefeed.DefaultInterval, Warm: changefeed.DefaultWarm, Quiet: changefeed.DefaultQuiet,
 			Max: changefeed.MaxPause(changefeed.DefaultInterval, ranges, changefeed.DefaultIdleRequestsPerSecond)}
 		var reads []time.Duration // start times
 		var now, pause, longest time.Duration

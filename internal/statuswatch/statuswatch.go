@@ -68,20 +68,22 @@ func (s *Watches) Changed(instance string) {
 // Observed wakes the watchers of instance when a copy of its instance
 // document from the change feed (written by any process) shows a status
 // other than Running, or a custom status version other than the one the
-// feed showed before.
-func (s *Watches) Observed(instance, status string, customVersion uint64) {
+// feed showed before. It reports whether someone watches instance (the
+// copy concerns a client of this process).
+func (s *Watches) Observed(instance, status string, customVersion uint64) (watched bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.m[instance]
 	if w == nil {
-		return
+		return false
 	}
 	if (status != "" && status != duroxide.StatusRunning) || (w.seen && w.customVersion != customVersion) {
 		close(w.ch)
 		delete(s.m, instance)
-		return
+		return true
 	}
 	w.seen, w.customVersion = true, customVersion
+	return true
 }
 
 // MaxMirroredOutputBytes bounds the terminal output an ack copies onto the

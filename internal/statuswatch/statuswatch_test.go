@@ -72,9 +72,14 @@ func TestObservedWakesOnATerminalStatusOrANewCustomStatusVersion(t *testing.T) {
 	}
 	ch, stop2 := w.Watch("a")
 	defer stop2()
-	w.Observed("a", duroxide.StatusCompleted, 0)
+	if !w.Observed("a", duroxide.StatusCompleted, 0) {
+		t.Fatal("a copy of a watched instance reported as unwatched")
+	}
 	if !closed(ch) {
 		t.Fatal("not woken by a completion")
+	}
+	if w.Observed("b", duroxide.StatusCompleted, 0) {
+		t.Fatal("a copy of an instance nobody watches reported as watched")
 	}
 }
 
