@@ -19,9 +19,14 @@
 // ContinuedAsNew and its successor's start wait for the start (counted
 // backoff, poisoned after MaxAttempts); stale completions of the old
 // execution are dropped; a cancel reaches the successor; events round-trip
-// exactly (a fetch never restamps). It also adopts main's stamp-dependent
-// race cancellation, and so stamps events with main's version, "0.1.31"
-// (DuroxideVersion).
+// exactly (a fetch never restamps); an instance poisoned after it continued
+// as new is terminal (later inputs drained); the failure committed after a
+// failed ack keeps the turn's collision notices; a terminal child ignores a
+// redelivery of its own start; explicit child ids are used exactly as given
+// but may not begin with "sub::", and detached ids obey the client's rule
+// (tests/instance_id_validation_tests.rs). It also adopts main's
+// stamp-dependent race cancellation, and so stamps events with main's
+// version, "0.1.31" (DuroxideVersion).
 //
 // The race cancellation is chosen per execution by the duroxide_version of
 // its OrchestrationStarted, for every turn and replay of it. An execution

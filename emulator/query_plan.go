@@ -36,7 +36,12 @@ type queryPlan struct {
 	QueryRanges []planRange `json:"queryRanges"`
 }
 
-// planInfo is the queryInfo of a plan.
+// planInfo is the queryInfo of a plan. Every field is always present, as
+// in the service's answer: arrays empty rather than absent, distinctType
+// "None", top/offset/limit and dCountInfo null when the query has none
+// (@azure/cosmos reads aggregates.length unguarded, and its typings declare
+// groupByAliasToAggregateType, distinctType, hasSelectValue and
+// hasNonStreamingOrderBy non-optional).
 type planInfo struct {
 	DistinctType                string             `json:"distinctType"`
 	Top                         *int               `json:"top"`
@@ -50,7 +55,10 @@ type planInfo struct {
 	GroupByAliasToAggregateType map[string]*string `json:"groupByAliasToAggregateType"`
 	RewrittenQuery              string             `json:"rewrittenQuery"`
 	HasSelectValue              bool               `json:"hasSelectValue"`
-	HasNonStreamingOrderBy      bool               `json:"hasNonStreamingOrderBy"`
+	// DCountInfo is always null: the emulator plans no DCOUNT, and the
+	// service sends null for a query without one.
+	DCountInfo             *struct{} `json:"dCountInfo"`
+	HasNonStreamingOrderBy bool      `json:"hasNonStreamingOrderBy"`
 }
 
 // planRange is an effective-partition-key range of a plan: the whole key
@@ -98,14 +106,19 @@ func planResponse(q *query, params map[string]value, composite bool) *response {
 
 // crossPartitionNotServable is the gateway's answer to a cross-partition
 // query it cannot serve, with q's plan in additionalErrorInfo; composite is
-// compositeAggregates of the request.
+// compositeAggregates of the request. A query the emulator cannot plan gets
+// the plan's own refusal (400, saying what is not planned) instead: a 1004
+// without a plan would only make the SDKs surface the gateway's "first
+// chance exception" text.
 func crossPartitionNotServable(q *query, params map[string]value, composite bool) *response {
+	plan, bad := q.plan(params, composite)
+	if bad != nil {
+		return bad
+	}
 	resp := errorResponse(http.StatusBadRequest, 1004,
 		"The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message.")
-	if plan, bad := q.plan(params, composite); bad == nil {
-		b, _ := json.Marshal(plan)
-		resp.errInfo = string(b)
-	}
+	b, _ := json.Marshal(plan)
+	resp.errInfo = string(b)
 	return resp
 }
 

@@ -314,3 +314,118 @@ func TestOrderByContinuationSurvivesTheResumeFilter(t *testing.T) {
 	st, _, body := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":"SELECT * FROM c ORDER BY c.id"}`), h)
 	assert.Equal(t, http.StatusBadRequest, st, "%s", body)
 }
+
+// planShapes are query shapes with the plan fields that set them apart;
+// TestQueryPlanCarriesEveryFieldForEachShape checks every other field keeps
+// the service's default.
+var planShapes = []struct {
+	query    string
+	distinct string
+	top      any
+	offset   any
+	limit    any
+	orderBy  int
+	groupBy  int
+	aggs     int
+	aliases  int
+	value    bool
+}{
+	{query: "SELECT * FROM c", distinct: "None"},
+	{query: "SELECT c.id, c.n FROM c WHERE c.n > 2", distinct: "None"},
+	{query: "SELECT VALUE c.n FROM c WHERE c.color = 'red'", distinct: "None", value: true},
+	{query: "SELECT TOP 3 * FROM c", distinct: "None", top: 3.0},
+	{query: "SELECT * FROM c OFFSET 1 LIMIT 2", distinct: "None", offset: 1.0, limit: 2.0},
+	{query: "SELECT * FROM c ORDER BY c.n DESC", distinct: "None", orderBy: 1},
+	{query: "SELECT TOP 2 VALUE c.n FROM c ORDER BY c.n", distinct: "None", top: 2.0, orderBy: 1, value: true},
+	{query: "SELECT VALUE c.n FROM c ORDER BY c.n OFFSET 1 LIMIT 2", distinct: "None", offset: 1.0, limit: 2.0, orderBy: 1, value: true},
+	{query: "SELECT DISTINCT VALUE c.color FROM c", distinct: "Unordered", value: true},
+	{query: "SELECT DISTINCT c.color FROM c ORDER BY c.color", distinct: "Ordered", orderBy: 1},
+	{query: "SELECT VALUE COUNT(1) FROM c", distinct: "None", aggs: 1, value: true},
+	{query: "SELECT VALUE MAX(c.n) FROM c", distinct: "None", aggs: 1, value: true},
+	{query: "SELECT COUNT(1) AS k, AVG(c.n) AS a FROM c", distinct: "None", aliases: 2},
+	{query: "SELECT c.color, COUNT(1) AS k FROM c GROUP BY c.color", distinct: "None", groupBy: 1, aliases: 2},
+	{query: "SELECT VALUE c.color FROM c GROUP BY c.color", distinct: "None", groupBy: 1, value: true},
+}
+
+// TestQueryPlanCarriesEveryFieldForEachShape checks the plan's JSON, as
+// @azure/cosmos 4.10.1 reads it (queryIterator reads aggregates.length
+// unguarded; its typings declare groupByAliasToAggregateType, distinctType,
+// hasSelectValue and hasNonStreamingOrderBy non-optional), against the
+// service's shape: every field present for every query shape, arrays empty
+// rather than absent or null, top/offset/limit and dCountInfo null when
+// unused, and the 400/1004 refusal carrying the same plan.
+func TestQueryPlanCarriesEveryFieldForEachShape(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{PhysicalPartitions: 2})
+	seedPlanDocs(t, e)
+	arrays := []string{"orderBy", "orderByExpressions", "groupByExpressions", "groupByAliases", "aggregates"}
+	for _, s := range planShapes {
+		st, _, body := e.planFor("plan", s.query)
+		require.Equal(t, http.StatusOK, st, "%s: %s", s.query, body)
+		var plan map[string]any
+		require.NoError(t, json.Unmarshal(body, &plan), s.query)
+		assert.Equal(t, 2.0, plan["partitionedQueryExecutionInfoVersion"], s.query)
+		ranges, ok := plan["queryRanges"].([]any)
+		require.True(t, ok && len(ranges) > 0, "%s: queryRanges %v", s.query, plan["queryRanges"])
+		for _, r := range ranges {
+			assert.Equal(t, map[string]any{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}, r, s.query)
+		}
+		info, ok := plan["queryInfo"].(map[string]any)
+		require.True(t, ok, "%s: queryInfo %v", s.query, plan["queryInfo"])
+		for _, k := range []string{"distinctType", "top", "offset", "limit", "orderBy", "orderByExpressions", "groupByExpressions",
+			"groupByAliases", "aggregates", "groupByAliasToAggregateType", "rewrittenQuery", "hasSelectValue", "dCountInfo", "hasNonStreamingOrderBy"} {
+			assert.Contains(t, info, k, s.query)
+		}
+		for _, k := range arrays {
+			_, isArray := info[k].([]any)
+			assert.True(t, isArray, "%s: %s is %#v, want an array", s.query, k, info[k])
+		}
+		_, isObject := info["groupByAliasToAggregateType"].(map[string]any)
+		assert.True(t, isObject, "%s: groupByAliasToAggregateType %#v", s.query, info["groupByAliasToAggregateType"])
+		assert.Equal(t, s.distinct, info["distinctType"], s.query)
+		assert.Equal(t, s.top, info["top"], s.query)
+		assert.Equal(t, s.offset, info["offset"], s.query)
+		assert.Equal(t, s.limit, info["limit"], s.query)
+		assert.Nil(t, info["dCountInfo"], s.query)
+		assert.Equal(t, false, info["hasNonStreamingOrderBy"], s.query)
+		assert.Equal(t, s.value, info["hasSelectValue"], s.query)
+		assert.NotEmpty(t, info["rewrittenQuery"], s.query)
+		assert.Len(t, info["orderBy"], s.orderBy, s.query)
+		assert.Len(t, info["orderByExpressions"], s.orderBy, s.query)
+		assert.Len(t, info["groupByExpressions"], s.groupBy, s.query)
+		assert.Len(t, info["aggregates"], s.aggs, s.query)
+		assert.Len(t, info["groupByAliases"], s.aliases, s.query)
+		assert.Len(t, info["groupByAliasToAggregateType"], s.aliases, s.query)
+
+		// The refusal of the same query sent without a plan carries the same
+		// plan; a query that needs none is served.
+		st, h, refusal := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":`+strconv.Quote(s.query)+`}`), map[string]string{
+			"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", "x-ms-documentdb-query-enablecrosspartition": "True",
+			supportedFeaturesHeader: nodeQueryFeatures})
+		if st == http.StatusOK {
+			continue
+		}
+		require.Equal(t, http.StatusBadRequest, st, "%s: %s", s.query, refusal)
+		assert.Equal(t, "1004", h.Get("x-ms-substatus"), s.query)
+		var errBody struct {
+			AdditionalErrorInfo string `json:"additionalErrorInfo"`
+		}
+		require.NoError(t, json.Unmarshal(refusal, &errBody), s.query)
+		assert.JSONEq(t, string(body), errBody.AdditionalErrorInfo, s.query)
+	}
+}
+
+// TestCrossPartitionQueryTheEmulatorCannotPlanSaysSo checks that a
+// cross-partition query the emulator cannot plan is refused with the
+// emulator's own message, not a 400/1004 without a plan (which the SDKs
+// would surface as the gateway's "first chance exception").
+func TestCrossPartitionQueryTheEmulatorCannotPlanSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{PhysicalPartitions: 2})
+	seedPlanDocs(t, e)
+	st, h, body := e.raw(http.MethodPost, "dbs/db/colls/plan/docs", []byte(`{"query":"SELECT c.color, COUNT(1) AS k FROM c GROUP BY c.color ORDER BY c.color"}`),
+		map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True", "x-ms-documentdb-query-enablecrosspartition": "True"})
+	require.Equal(t, http.StatusBadRequest, st, "%s", body)
+	assert.Empty(t, h.Get("x-ms-substatus"), "not the 1004 that asks for a plan")
+	assert.Contains(t, string(body), "does not plan cross-partition queries with ORDER BY with GROUP BY or aggregates")
+}

@@ -24,6 +24,7 @@ func Groups() []Group {
 	return []Group{
 		{"atomicity", atomicityCases},
 		{"bulk_deletion", bulkDeletionCases},
+		{"can_abandon_failure", canAbandonFailureCases},
 		{"cancellation", cancellationCases},
 		{"capability_filtering", capabilityFilteringCases},
 		{"custom_status", customStatusCases},

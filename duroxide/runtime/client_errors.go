@@ -21,6 +21,16 @@ var errEmptyName = errors.New("the orchestration name is empty")
 // 0.1.30). The provider is not called.
 var ErrReservedInstanceID = errors.New(`instance ids that begin with "sub::" or contain "::sub::" are reserved for sub-orchestrations`)
 
+// ErrReservedChildID is the error (wrapped, naming the id) of the future
+// ScheduleSubOrchestrationWithID and ScheduleSubOrchestrationWith return
+// for an explicit child id that begins with "sub::": the runtime reads that
+// prefix as "generated, add the parent's id", so the id would be silently
+// rewritten. Nothing is scheduled or recorded for the call. "::sub::"
+// inside an explicit id is allowed (the runtime itself makes grandchildren
+// "<root>::sub::2::sub::2"). duroxide main's
+// tests/instance_id_validation_tests.rs.
+var ErrReservedChildID = errors.New(`explicit sub-orchestration ids may not begin with the reserved marker "sub::"`)
+
 // reservedChildID reports whether instance has the shape of a generated
 // sub-orchestration id.
 func reservedChildID(instance string) bool {

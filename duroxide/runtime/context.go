@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,8 +257,11 @@ func (c *OrchestrationContext) DequeueEvent(queue string) *Future {
 
 // SubOrchestrationOptions are the options of ScheduleSubOrchestrationWith.
 type SubOrchestrationOptions struct {
-	// InstanceID is the child's instance id, used exactly as given; empty
-	// means generated: "<parent>::sub::<event id>".
+	// InstanceID is the child's instance id, used exactly as given (no
+	// parent prefix; "::sub::" inside it is allowed); one that begins with
+	// "sub::" is refused with ErrReservedChildID. Empty means generated:
+	// "<parent>::sub::<event id>", "<parent>::sub::<execution>_<event id>"
+	// after continue-as-new.
 	InstanceID string
 	// Version pins the child's version; empty means the registry policy.
 	Version string
@@ -271,14 +275,24 @@ func (c *OrchestrationContext) ScheduleSubOrchestration(name, input string) *Fut
 }
 
 // ScheduleSubOrchestrationWithID starts a child with the explicit instance
-// id instance (duroxide's schedule_sub_orchestration_with_id).
+// id instance, used exactly as given (duroxide's
+// schedule_sub_orchestration_with_id); an id that begins with "sub::"
+// returns a future failed with ErrReservedChildID.
 func (c *OrchestrationContext) ScheduleSubOrchestrationWithID(name, instance, input string) *Future {
 	return c.ScheduleSubOrchestrationWith(name, input, SubOrchestrationOptions{InstanceID: instance})
 }
 
 // ScheduleSubOrchestrationWith starts a child with options (duroxide's
-// schedule_sub_orchestration_versioned_with_id).
+// schedule_sub_orchestration_versioned_with_id). An explicit InstanceID
+// that begins with "sub::" is refused as duroxide main does: the returned
+// future has already failed with ErrReservedChildID (naming the id), and
+// nothing is scheduled or recorded, so replays refuse it the same way.
 func (c *OrchestrationContext) ScheduleSubOrchestrationWith(name, input string, opts SubOrchestrationOptions) *Future {
+	if strings.HasPrefix(opts.InstanceID, duroxide.SubOrchAutoPrefix) {
+		return &Future{ctx: c, kind: kindSubOrchestration, done: true, result: completion{
+			err: fmt.Errorf("sub-orchestration instance id %s: %w", duroxide.QuoteInstanceID(opts.InstanceID), ErrReservedChildID),
+		}}
+	}
 	a := action{kind: actStartSubOrchestration, name: name, input: input, instance: opts.InstanceID}
 	if opts.Version != "" {
 		a.version = duroxide.StringPtr(opts.Version)
@@ -300,7 +314,17 @@ func (c *OrchestrationContext) ScheduleOrchestration(name, instance, input strin
 
 // ScheduleOrchestrationVersioned is ScheduleOrchestration with a version
 // ("" = registry policy).
+//
+// The detached instance is a root instance, so its id obeys
+// Client.StartOrchestration's rule: an id that begins with "sub::" or
+// contains "::sub::" (ErrReservedInstanceID) panics, which fails the
+// calling orchestration ("reserved sub-orchestration marker") with nothing
+// started, as duroxide main's schedule_orchestration does.
 func (c *OrchestrationContext) ScheduleOrchestrationVersioned(name, version, instance, input string) {
+	if reservedChildID(instance) {
+		panic(fmt.Sprintf("schedule_orchestration: instance id %s uses the reserved sub-orchestration marker: %v",
+			duroxide.QuoteInstanceID(instance), ErrReservedInstanceID))
+	}
 	a := action{kind: actStartDetached, name: name, instance: instance, input: input}
 	if version != "" {
 		a.version = duroxide.StringPtr(version)

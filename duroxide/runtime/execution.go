@@ -202,8 +202,9 @@ func startItem(instance string, a action, parent *parentRef) duroxide.WorkItem {
 }
 
 // childInstanceID is duroxide's build_child_instance_id: a generated id
-// ("sub::N") is prefixed with the parent ("<parent>::sub::N"); an explicit
-// one is used as given.
+// ("sub::N", "sub::E_N") is prefixed with the parent ("<parent>::sub::N");
+// an explicit one is used as given (explicit ids that begin with "sub::"
+// are refused before they become actions: ErrReservedChildID).
 func childInstanceID(parent, child string) string {
 	if len(child) >= len(duroxide.SubOrchAutoPrefix) && child[:len(duroxide.SubOrchAutoPrefix)] == duroxide.SubOrchAutoPrefix {
 		return parent + "::" + child

@@ -77,12 +77,14 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 	}
 	// The turn cannot be committed: fail the orchestration with the
 	// provider's error as an infrastructure failure (duroxide's path), and
-	// release the lock when even that cannot be written.
+	// release the lock when even that cannot be written. The failure
+	// commit carries the turn's collision notices: the colliding parents'
+	// starts are consumed by it and would otherwise never be answered.
 	r.logger.Warn("failed to ack orchestration item, failing orchestration", "instance", item.Instance, "error", err)
 	pe, _ := asProviderError(err)
 	h := newHistoryManager(item.History)
 	h.appendNew(item.Instance, d.ack.executionID, nil, duroxide.OrchestrationFailed{Details: pe.ToInfrastructureError()})
-	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, metadata: computeMetadata(h.delta)}
+	failure := ackRequest{executionID: d.ack.executionID, historyDelta: h.delta, orchestratorItems: d.collisions, metadata: computeMetadata(h.delta)}
 	err2 := r.ackCounted(turnCtx, item, turnDecision{ack: failure})
 	if err2 != nil && r.runCtx.Err() == nil {
 		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)

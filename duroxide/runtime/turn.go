@@ -22,6 +22,22 @@ const poisonHistorySentinelEventID = 99999
 // before another fetch (giving a newer runtime a chance), as in duroxide.
 const historyErrorBackoff = time.Second
 
+// failedAfterContinueAsNew reports whether history holds an
+// OrchestrationFailed after its last OrchestrationContinuedAsNew: the
+// poison failure the runtime appends to an execution whose successor never
+// ran.
+func failedAfterContinueAsNew(history []duroxide.Event) bool {
+	for i := len(history) - 1; i >= 0; i-- {
+		switch history[i].Kind.(type) {
+		case duroxide.OrchestrationFailed:
+			return true
+		case duroxide.OrchestrationContinuedAsNew:
+			return false
+		}
+	}
+	return false
+}
+
 // ackRequest is everything AckOrchestrationItem commits for a turn.
 type ackRequest struct {
 	executionID         uint64
@@ -43,6 +59,12 @@ type turnDecision struct {
 	// pendingReason, set when a start of an instance that has not run is
 	// abandoned, is why, for the instance's status (PendingReason).
 	pendingReason string
+	// collisions are the SubOrchFailed notices to parents whose start of
+	// this instance collided with it (also in ack.orchestratorItems): the
+	// failure commit of a turn whose ack failed sends them too, so the
+	// colliding parent is told all the same (duroxide main's
+	// failure_commit_must_preserve_collision_notification).
+	collisions []duroxide.WorkItem
 }
 
 // turnProcessor decides orchestration turns (the pure part of duroxide's
@@ -100,23 +122,31 @@ func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecisio
 
 	temp := newHistoryManager(item.History)
 	reader := newWorkItemReader(item.Messages, temp, instance, p.logger)
-	if temp.continuedAsNew && !reader.continueAsNew {
+	// An execution poisoned after it continued as new (the successor's
+	// start never came, or its first turn ran out of attempts) ends with
+	// an OrchestrationFailed after the ContinuedAsNew: it is terminal.
+	poisoned := temp.continuedAsNew && failedAfterContinueAsNew(item.History)
+	if temp.continuedAsNew && !poisoned && !reader.continueAsNew {
 		// The continue-as-new window: the execution ended and its
 		// successor's start is not visible yet (it is hidden behind another
 		// runtime's backoff, or this fetch ran before it). What arrived
 		// belongs to the successor, so it waits for it, with a counted
 		// attempt: a start that never comes poisons the instance after
 		// MaxAttempts instead of holding the inputs for ever (duroxide
-		// main's race rules).
+		// main's race rules). Once poisoned (an OrchestrationFailed after
+		// the ContinuedAsNew) the instance is terminal and later inputs are
+		// drained below, not deferred and poisoned again
+		// (can_abandon_failure.rs's assert_late_inputs_are_drained).
 		delay := p.backoff.Delay(item.AttemptCount)
 		p.logger.Info("inputs wait for the continue-as-new successor's start",
 			"instance", instance, "execution_id", item.ExecutionID, "messages", len(item.Messages), "attempt_count", item.AttemptCount, "backoff", delay)
 		return turnDecision{abandon: true, delay: delay, reason: "waiting for the continue-as-new successor"}
 	}
-	collisions := p.collisionNotices(instance, temp, reader.duplicates)
-	if temp.completed || temp.failed {
+	terminal := temp.completed || temp.failed || poisoned
+	collisions := p.collisionNotices(instance, temp, reader.duplicates, terminal)
+	if terminal {
 		p.logger.Info("instance is terminal, acking batch without processing", "instance", instance, "messages", len(item.Messages))
-		return turnDecision{ack: ackRequest{executionID: item.ExecutionID, orchestratorItems: collisions}}
+		return turnDecision{ack: ackRequest{executionID: item.ExecutionID, orchestratorItems: collisions}, collisions: collisions}
 	}
 
 	executionID, h := item.ExecutionID, temp
@@ -224,7 +254,7 @@ func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecisio
 		executionID: executionID, historyDelta: h.delta,
 		workerItems: exec.workerItems, orchestratorItems: orchestratorItems,
 		metadata: metadata, cancelledActivities: dedupeActivities(cancelled),
-	}}
+	}, collisions: collisions}
 }
 
 // takeSticky takes instance's suspended execution out of the sticky cache
@@ -320,7 +350,7 @@ func decisionJSON(d turnDecision) ([]byte, error) {
 // client's duplicate start is inert (duroxide main's race rules: a call is
 // the same only when the parent instance, its event id and its execution
 // are all known and equal).
-func (p *turnProcessor) collisionNotices(instance string, h *historyManager, duplicates []duroxide.StartOrchestrationItem) []duroxide.WorkItem {
+func (p *turnProcessor) collisionNotices(instance string, h *historyManager, duplicates []duroxide.StartOrchestrationItem, terminal bool) []duroxide.WorkItem {
 	var created *duroxide.OrchestrationStarted
 	if h != nil {
 		created = h.started
@@ -330,7 +360,7 @@ func (p *turnProcessor) collisionNotices(instance string, h *historyManager, dup
 		if s.ParentInstance == nil || s.ParentID == nil {
 			continue
 		}
-		if created != nil && sameParentCall(created, s) {
+		if created != nil && sameParentCall(created, s, terminal) {
 			continue
 		}
 		d := duroxide.ApplicationError(duroxide.AppErrorOrchestrationFailed,
@@ -351,11 +381,23 @@ func (p *turnProcessor) collisionNotices(instance string, h *historyManager, dup
 }
 
 // sameParentCall reports whether start s is a redelivery of the parent call
-// recorded in created: same parent instance, event id and known execution.
-func sameParentCall(created *duroxide.OrchestrationStarted, s duroxide.StartOrchestrationItem) bool {
-	return created.ParentInstance != nil && *created.ParentInstance == *s.ParentInstance &&
-		created.ParentID != nil && *created.ParentID == *s.ParentID &&
-		created.ParentExecutionID != nil && s.ParentExecutionID != nil && *created.ParentExecutionID == *s.ParentExecutionID
+// recorded in created: same parent instance and event id, and the same
+// parent execution when both sides know it. When one side does not (a
+// message or history older than duroxide 0.1.30), a running instance
+// cannot prove the call is the same and notifies the parent
+// (live_collision_ignores_only_the_same_known_parent_call), while a
+// terminal one takes it for the redelivery of its own start and does not
+// (redelivered_child_start_does_not_fail_parent, duroxide main's
+// tests/scenarios/suborch_id_collision.rs).
+func sameParentCall(created *duroxide.OrchestrationStarted, s duroxide.StartOrchestrationItem, terminal bool) bool {
+	if created.ParentInstance == nil || *created.ParentInstance != *s.ParentInstance ||
+		created.ParentID == nil || *created.ParentID != *s.ParentID {
+		return false
+	}
+	if created.ParentExecutionID != nil && s.ParentExecutionID != nil {
+		return *created.ParentExecutionID == *s.ParentExecutionID
+	}
+	return terminal
 }
 
 // failForLimit fails the turn because a runtime limit was exceeded

@@ -165,28 +165,37 @@ scenario("change-feed", async () => {
   assert.deepEqual(after, ["a:2"], "resumes after the continuation, not from the start");
 });
 
+// rawRequest sends one request signed with the master key, outside the SDK:
+// method on path (a resource link under the endpoint), signed for
+// resourceType and resourceLink, with headers and an optional JSON body. It
+// resolves to the status, the header names as sent, and the body text.
+async function rawRequest(method, path, resourceType, resourceLink, headers, body) {
+  const u = new URL(endpoint);
+  const date = new Date().toUTCString();
+  const crypto = require("node:crypto");
+  const text = `${method.toLowerCase()}\n${resourceType}\n${resourceLink}\n${date.toLowerCase()}\n\n`;
+  const sig = crypto.createHmac("sha256", Buffer.from(key, "base64")).update(text).digest("base64");
+  const auth = encodeURIComponent(`type=master&ver=1.0&sig=${sig}`);
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      { host: u.hostname, port: u.port, path: `/${path}`, method, headers: { authorization: auth, "x-ms-date": date, "x-ms-version": "2020-07-15", ...headers } },
+      (res) => {
+        const chunks = [];
+        res.on("data", (d) => chunks.push(d));
+        res.on("end", () => resolve({ status: res.statusCode, names: res.rawHeaders.filter((_, i) => i % 2 === 0), body: Buffer.concat(chunks).toString() }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
 // Class 1: the service sends header names in lower case.
 scenario("headers-lower-case", async () => {
   const c = await freshContainer();
   await c.items.create({ id: "a", pk: "p" });
-  const u = new URL(endpoint);
-  const date = new Date().toUTCString();
-  const crypto = require("node:crypto");
   const link = `dbs/${dbId}/colls/${c.id}/docs/a`;
-  const text = `get\ndocs\n${link}\n${date.toLowerCase()}\n\n`;
-  const sig = crypto.createHmac("sha256", Buffer.from(key, "base64")).update(text).digest("base64");
-  const auth = encodeURIComponent(`type=master&ver=1.0&sig=${sig}`);
-  const raw = await new Promise((resolve, reject) => {
-    const req = https.request(
-      { host: u.hostname, port: u.port, path: `/${link}`, method: "GET", headers: { authorization: auth, "x-ms-date": date, "x-ms-version": "2020-07-15", "x-ms-documentdb-partitionkey": '["p"]' } },
-      (res) => {
-        res.resume();
-        res.on("end", () => resolve({ status: res.statusCode, names: res.rawHeaders.filter((_, i) => i % 2 === 0) }));
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
+  const raw = await rawRequest("GET", link, "docs", link, { "x-ms-documentdb-partitionkey": '["p"]' });
   assert.equal(raw.status, 200);
   const cosmos = raw.names.filter((n) => /^x-ms-|^etag$|^lsn$/i.test(n));
   assert.ok(cosmos.length >= 4, `cosmos headers: ${raw.names}`);
@@ -397,6 +406,105 @@ scenario("query-shapes", async () => {
       assert.deepEqual(unordered ? sortNum(got) : got, want, `${q} resumed by tokens with ${JSON.stringify(mode)}`);
     }
   }
+});
+
+// Issue 25: the query plan as @azure/cosmos 4.10.1 reads it, and every path
+// of the SDK that asks for one. The plan of each shape carries every field
+// of the service's plan (the SDK reads queryInfo.aggregates.length
+// unguarded; its typings declare groupByAliasToAggregateType, distinctType,
+// hasSelectValue and hasNonStreamingOrderBy non-optional; the service sends
+// dCountInfo null); each shape runs through fetchAll, fetchNext and the async
+// iterator, with and without a partition key and with the options that
+// change the SDK's path; the other feeds the SDK reads (readAll, databases,
+// containers, offers) answer; a query the emulator cannot plan says so.
+scenario("query-plan-fields-and-paths", async () => {
+  const c = await freshContainer();
+  const colors = ["red", "green", "blue"];
+  const docs = [];
+  for (let i = 0; i < 12; i++) {
+    const d = { id: `i${i}`, pk: `p${i % 4}`, n: i, color: colors[i % 3] };
+    docs.push(d);
+    await c.items.create(d);
+  }
+  const shapes = [
+    ["SELECT * FROM c", (ds) => ds.map((d) => d.n), (r) => r.map((d) => d.n), true],
+    [{ query: "SELECT VALUE c.n FROM c WHERE c.n > @n", parameters: [{ name: "@n", value: 2 }] }, (ds) => ds.filter((d) => d.n > 2).map((d) => d.n), (r) => r, true],
+    ["SELECT VALUE COUNT(1) FROM c", (ds) => [ds.length], (r) => r],
+    ["SELECT TOP 2 VALUE c.n FROM c ORDER BY c.n DESC", (ds) => ds.map((d) => d.n).sort((a, b) => b - a).slice(0, 2), (r) => r],
+    ["SELECT VALUE c.n FROM c ORDER BY c.n OFFSET 1 LIMIT 2", (ds) => ds.map((d) => d.n).sort((a, b) => a - b).slice(1, 3), (r) => r],
+    ["SELECT DISTINCT VALUE c.color FROM c", (ds) => [...new Set(ds.map((d) => d.color))], (r) => r, true],
+    ["SELECT c.color, COUNT(1) AS k FROM c GROUP BY c.color", (ds) => [...new Set(ds.map((d) => d.color))].map((col) => `${col}:${ds.filter((d) => d.color === col).length}`), (r) => r.map((x) => `${x.color}:${x.k}`), true],
+  ];
+  const arrays = ["orderBy", "orderByExpressions", "groupByExpressions", "groupByAliases", "aggregates"];
+  for (const [q] of shapes) {
+    const spec = typeof q === "string" ? { query: q, parameters: [] } : q;
+    const coll = `dbs/${dbId}/colls/${c.id}`;
+    const res = await rawRequest("POST", `${coll}/docs`, "docs", coll, {
+      "content-type": "application/query+json",
+      "x-ms-documentdb-isquery": "True",
+      "x-ms-cosmos-is-query-plan-request": "True",
+      "x-ms-cosmos-query-version": "1.4",
+      "x-ms-cosmos-supported-query-features": "NonValueAggregate,Aggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top,CompositeAggregate,GroupBy,MultipleAggregates,NonStreamingOrderBy",
+    }, JSON.stringify(spec));
+    assert.equal(res.status, 200, `plan of ${spec.query}: ${res.body}`);
+    const plan = JSON.parse(res.body);
+    assert.equal(plan.partitionedQueryExecutionInfoVersion, 2);
+    assert.ok(Array.isArray(plan.queryRanges) && plan.queryRanges.length > 0, `queryRanges of ${spec.query}`);
+    const info = plan.queryInfo;
+    assert.ok(info && typeof info === "object", `queryInfo of ${spec.query}`);
+    for (const k of ["distinctType", "top", "offset", "limit", "orderBy", "orderByExpressions", "groupByExpressions", "groupByAliases",
+      "aggregates", "groupByAliasToAggregateType", "rewrittenQuery", "hasSelectValue", "dCountInfo", "hasNonStreamingOrderBy"]) {
+      assert.ok(k in info, `${spec.query}: queryInfo.${k} is missing: ${res.body}`);
+    }
+    for (const k of arrays) assert.ok(Array.isArray(info[k]), `${spec.query}: queryInfo.${k} is not an array: ${res.body}`);
+    assert.equal(typeof info.groupByAliasToAggregateType, "object");
+    assert.ok(["None", "Ordered", "Unordered"].includes(info.distinctType), `${spec.query}: distinctType ${info.distinctType}`);
+    assert.equal(info.dCountInfo, null);
+  }
+
+  const modes = [{}, { partitionKey: "p1" }, { maxItemCount: 2 }, { bufferItems: true }, { maxDegreeOfParallelism: 2 },
+    { populateQueryMetrics: true }, { enableQueryControl: true, partitionKey: "p1" }];
+  // (Not forceQueryPlan with a partition key: @azure/cosmos 4.10.1 then runs
+  // the plan on every range without the partition key header, and says so in
+  // its source.)
+  const sorted = (a) => [...a].sort((x, y) => (String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0));
+  for (const mode of modes) {
+    const ds = mode.partitionKey ? docs.filter((d) => d.pk === mode.partitionKey) : docs;
+    for (const [q, want, pick, unordered] of shapes) {
+      const what = `${JSON.stringify(q)} with ${JSON.stringify(mode)}`;
+      const check = (rows, how) => {
+        const got = pick(rows);
+        assert.deepEqual(unordered ? sorted(got) : got, unordered ? sorted(want(ds)) : want(ds), `${what} by ${how}`);
+      };
+      try {
+        check((await c.items.query(q, { ...mode }).fetchAll()).resources, "fetchAll");
+        const it = c.items.query(q, { ...mode });
+        const paged = [];
+        for (let i = 0; it.hasMoreResults() && i < 50; i++) paged.push(...((await it.fetchNext()).resources ?? []));
+        check(paged, "fetchNext");
+        const iterated = [];
+        for await (const page of c.items.query(q, { ...mode }).getAsyncIterator()) iterated.push(...(page.resources ?? []));
+        check(iterated, "getAsyncIterator");
+      } catch (e) {
+        e.message = `${what}: ${e.message}`;
+        throw e;
+      }
+    }
+  }
+
+  const { resources: all } = await c.items.readAll().fetchAll();
+  assert.equal(all.length, docs.length);
+  const { resources: p1 } = await c.items.readAll({ partitionKey: "p1" }).fetchAll();
+  assert.deepEqual(p1.map((d) => d.n).sort((a, b) => a - b), [1, 5, 9]);
+  const { database } = await client.databases.createIfNotExists({ id: dbId });
+  const { resources: dbs } = await client.databases.query({ query: "SELECT * FROM root r WHERE r.id = @id", parameters: [{ name: "@id", value: dbId }] }).fetchAll();
+  assert.deepEqual(dbs.map((d) => d.id), [dbId]);
+  const { resources: colls } = await database.containers.query({ query: "SELECT * FROM root r WHERE r.id = @id", parameters: [{ name: "@id", value: c.id }] }).fetchAll();
+  assert.deepEqual(colls.map((x) => x.id), [c.id]);
+  assert.ok(Array.isArray((await client.offers.readAll().fetchAll()).resources));
+
+  const e = await expectError(c.items.query("SELECT c.color, COUNT(1) AS k FROM c GROUP BY c.color ORDER BY c.color").fetchAll(), 400);
+  assert.match(e.message, /does not plan cross-partition queries with ORDER BY with GROUP BY/);
 });
 
 // Class 8: feed ranges on the change feed (the SDK reads each range by its partition
