@@ -51,22 +51,25 @@ type batchOp struct {
 	body    []byte
 	ifMatch string
 	patch   azcosmos.PatchOperations
+	// patchBytes is the JSON size of patch once size measured it (0: not
+	// yet), so that a turn's plan, which sizes its operations several
+	// times, encodes each patch once for that.
+	patchBytes int
 }
 
 // size estimates the operation's share of the batch request, in bytes.
-func (o batchOp) size() int {
-	n := opOverheadBytes + len(o.id) + len(o.body)
-	if o.kind == opPatch {
+func (o *batchOp) size() int {
+	if o.kind == opPatch && o.patchBytes == 0 {
 		b, _ := json.Marshal(o.patch)
-		n += len(b)
+		o.patchBytes = len(b)
 	}
-	return n
+	return opOverheadBytes + len(o.id) + len(o.body) + o.patchBytes
 }
 
 func opsSize(ops []batchOp) int {
 	n := 0
-	for _, o := range ops {
-		n += o.size()
+	for i := range ops {
+		n += ops[i].size()
 	}
 	return n
 }

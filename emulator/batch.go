@@ -119,7 +119,7 @@ func (s *Server) handleBatch(rq *request) *response {
 			}
 			docs[i], early[i] = d, r
 		case "patch":
-			patches[i], early[i] = patchSpecFromValue(op.body)
+			patches[i], early[i] = patchSpecFromValue(&s.queries, op.body)
 		case "read", "delete":
 		default:
 			early[i] = badRequest("Invalid batch operation type '" + op.kind + "'.")

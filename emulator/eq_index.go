@@ -95,6 +95,13 @@ func (c *container) hasEqIndexes(keys []string) bool {
 // new document when prev is nil, a deletion when next is nil). next.seq
 // is set. The caller holds c.mu for writing.
 func (c *container) indexWrite(prev, next *item) {
+	part := next
+	if part == nil {
+		part = prev
+	}
+	for key, rx := range part.part.ranges {
+		rx.write(key, prev, next)
+	}
 	for key, ix := range c.eqIdx {
 		var oldText, newText []byte
 		oldOK, newOK := false, false

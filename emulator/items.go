@@ -411,7 +411,7 @@ func (s *Server) handlePatchItem(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
-	spec, resp := parsePatchSpec(rq.body)
+	spec, resp := parsePatchSpec(&s.queries, rq.body)
 	if resp != nil {
 		return resp
 	}

@@ -24,27 +24,30 @@ type patchOp struct {
 
 func patchError(msg string) *response { return badRequest(msg) }
 
-// parsePatchSpec parses {"condition": "...", "operations": [...]}.
-func parsePatchSpec(body []byte) (*patchSpec, *response) {
+// parsePatchSpec parses {"condition": "...", "operations": [...]}, the
+// condition through qc.
+func parsePatchSpec(qc *queryCache, body []byte) (*patchSpec, *response) {
 	v, err := parseJSON(body)
 	if err != nil || (v.k != kObject && v.k != kArray) {
 		return nil, badRequest("The request payload is invalid. Ensure to provide a valid request payload.")
 	}
-	return patchSpecFromValue(v)
+	return patchSpecFromValue(qc, v)
 }
 
 // patchSpecFromValue reads a patch body in every form the SDKs send: the
 // REST form {"operations": [...], "condition": "FROM c WHERE ..."} (.NET,
 // Java, Python, Go, and JavaScript given a PatchRequestBody) or a bare
 // operations array (JavaScript's Item.patch given an array sends it as is,
-// as does its batch and bulk Patch with an array resourceBody).
-func patchSpecFromValue(v value) (*patchSpec, *response) {
+// as does its batch and bulk Patch with an array resourceBody). The
+// condition is parsed through qc: a client sends the same few conditions
+// again and again.
+func patchSpecFromValue(qc *queryCache, v value) (*patchSpec, *response) {
 	spec := &patchSpec{}
 	if v.k == kArray {
 		return spec.withOperations(v)
 	}
 	if cond := v.get("condition"); cond.k == kString && strings.TrimSpace(cond.s) != "" {
-		q, err := parseQuery("SELECT * " + cond.s)
+		q, err := qc.parse("SELECT * " + cond.s)
 		if err != nil || q.where == nil || q.from == nil {
 			return nil, badRequest("The patch condition is invalid: it must be a predicate of the form 'FROM c WHERE ...'.")
 		}

@@ -202,8 +202,8 @@ func (s *Server) handleQuery(rq *request) *response {
 			crossPartition = true
 		}
 	}
-	plan := qr.q.indexPlan(qr.params)
-	c.prepareIndexes(plan)
+	plan := qr.q.indexPlan(qr.params, pkKey != nil)
+	c.prepareIndexes(plan, pkKey)
 	c.mu.RLock()
 	rf, resp := c.requestRange(rq.r)
 	if resp != nil {

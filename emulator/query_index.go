@@ -22,17 +22,22 @@ type indexPlan struct {
 	and []*indexPlan
 	// or (a disjunction): the union of every child's documents.
 	or []*indexPlan
+	// rng (a leaf of a single-partition query's plan): the documents of
+	// the partition whose property key holds a number in the range
+	// (range_index.go).
+	rng *rangeBound
 }
 
 // indexPlan returns the plan of q's WHERE clause, or nil when the index
 // cannot narrow the scan: no WHERE, a FROM other than the container's
 // documents, a subquery or an undefined parameter in WHERE (their errors
-// depend on the documents evaluated), or no usable equality.
-func (q *query) indexPlan(params map[string]value) *indexPlan {
+// depend on the documents evaluated), or no usable equality (or, with
+// ranges, for a query of one logical partition, range of numbers).
+func (q *query) indexPlan(params map[string]value, ranges bool) *indexPlan {
 	if q.where == nil || !q.simpleFrom() || !indexSafe(q.where, params) {
 		return nil
 	}
-	return planOf(q.where, q.from.alias, params)
+	return planOf(q.where, q.from.alias, params, ranges)
 }
 
 // indexSafe reports whether evaluating e can fail on no document: it holds
@@ -91,13 +96,13 @@ func exprChildren(e expr) (children []expr, known bool) {
 }
 
 // planOf returns the plan of a WHERE clause (sub)expression over the
-// documents bound to alias, or nil.
-func planOf(e expr, alias string, params map[string]value) *indexPlan {
+// documents bound to alias, or nil; ranges allows range leaves.
+func planOf(e expr, alias string, params map[string]value, ranges bool) *indexPlan {
 	switch x := e.(type) {
 	case binaryExpr:
 		switch x.op {
 		case "AND":
-			l, r := planOf(x.l, alias, params), planOf(x.r, alias, params)
+			l, r := planOf(x.l, alias, params, ranges), planOf(x.r, alias, params, ranges)
 			switch {
 			case l == nil:
 				return r
@@ -106,7 +111,7 @@ func planOf(e expr, alias string, params map[string]value) *indexPlan {
 			}
 			return &indexPlan{and: []*indexPlan{l, r}}
 		case "OR":
-			l, r := planOf(x.l, alias, params), planOf(x.r, alias, params)
+			l, r := planOf(x.l, alias, params, ranges), planOf(x.r, alias, params, ranges)
 			if l == nil || r == nil {
 				return nil
 			}
@@ -118,6 +123,25 @@ func planOf(e expr, alias string, params map[string]value) *indexPlan {
 			if key, ok := indexedProperty(x.r, alias); ok {
 				return leafPlan(key, []expr{x.l}, params)
 			}
+		case "<", ">", "<=", ">=":
+			if !ranges {
+				return nil
+			}
+			if key, ok := indexedProperty(x.l, alias); ok {
+				return rangePlan(key, x.op, x.r, params, true)
+			}
+			if key, ok := indexedProperty(x.r, alias); ok {
+				return rangePlan(key, x.op, x.l, params, false)
+			}
+		}
+	case betweenExpr:
+		if key, ok := indexedProperty(x.x, alias); ok && ranges && !x.not {
+			lo, hi := rangePlan(key, ">=", x.lo, params, true), rangePlan(key, "<=", x.hi, params, true)
+			if lo == nil || hi == nil {
+				return nil
+			}
+			lo.rng.hi, lo.rng.hiIncl = hi.rng.hi, true
+			return lo
 		}
 	case inExpr:
 		if key, ok := indexedProperty(x.x, alias); ok && !x.not {
@@ -140,18 +164,25 @@ func indexedProperty(e expr, alias string) (string, bool) {
 	return pe.path[0], true
 }
 
+// operandValue returns the value of e when it is a literal or a parameter;
+// ok is false for any other expression.
+func operandValue(e expr, params map[string]value) (v value, ok bool) {
+	switch x := e.(type) {
+	case litExpr:
+		return x.v, true
+	case paramExpr:
+		return params[x.name], true
+	}
+	return value{}, false
+}
+
 // leafPlan returns the plan "property key equals one of vals", or nil when
 // a value is not a scalar literal or parameter.
 func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
 	p := &indexPlan{key: key, texts: make([]string, 0, len(vals))}
 	for _, e := range vals {
-		var v value
-		switch x := e.(type) {
-		case litExpr:
-			v = x.v
-		case paramExpr:
-			v = params[x.name]
-		default:
+		v, ok := operandValue(e, params)
+		if !ok {
 			return nil
 		}
 		switch v.k {
@@ -166,12 +197,36 @@ func leafPlan(key string, vals []expr, params map[string]value) *indexPlan {
 	return p
 }
 
-// keys returns the properties the plan reads, each once.
-func (p *indexPlan) keys() []string {
+// rangePlan returns the plan "property key op v" (v a literal or a
+// parameter), or nil when v is not a number.
+func rangePlan(key, op string, v expr, params map[string]value, propOnLeft bool) *indexPlan {
+	val, ok := operandValue(v, params)
+	if !ok {
+		return nil
+	}
+	b, ok := rangeOf(op, val, propOnLeft)
+	if !ok {
+		return nil
+	}
+	return &indexPlan{key: key, rng: &b}
+}
+
+// keys returns the properties the plan's equality leaves read, each once.
+func (p *indexPlan) keys() []string { return p.leafKeys(false) }
+
+// rangeKeys returns the properties the plan's range leaves read, each once.
+func (p *indexPlan) rangeKeys() []string { return p.leafKeys(true) }
+
+// leafKeys returns the properties of the plan's range leaves (ranges) or
+// equality leaves, each once.
+func (p *indexPlan) leafKeys(ranges bool) []string {
 	var out []string
 	var walk func(*indexPlan)
 	walk = func(n *indexPlan) {
 		if n.and == nil && n.or == nil {
+			if (n.rng != nil) != ranges {
+				return
+			}
 			for _, k := range out {
 				if k == n.key {
 					return
@@ -192,41 +247,50 @@ func (p *indexPlan) keys() []string {
 }
 
 // count returns (an upper bound of) the documents the plan lists. The
-// caller holds c.mu and every key is indexed.
-func (p *indexPlan) count(c *container) int {
+// caller holds c.mu and every key is indexed (the range leaves' in part,
+// the logical partition of the query, which a plan with range leaves
+// has).
+func (p *indexPlan) count(c *container, part *partition) int {
 	switch {
 	case p.and != nil:
-		return p.best(c).count(c)
+		return p.best(c, part).count(c, part)
 	case p.or != nil:
 		n := 0
 		for _, k := range p.or {
-			n += k.count(c)
+			n += k.count(c, part)
 		}
 		return n
+	case p.rng != nil:
+		return part.ranges[p.key].count(*p.rng)
 	}
 	return c.eqIdx[p.key].count(p.texts)
 }
 
 // best returns the child of a conjunction that lists the fewest documents.
-func (p *indexPlan) best(c *container) *indexPlan {
-	best, n := p.and[0], p.and[0].count(c)
+func (p *indexPlan) best(c *container, part *partition) *indexPlan {
+	best, n := p.and[0], p.and[0].count(c, part)
 	for _, k := range p.and[1:] {
-		if m := k.count(c); m < n {
+		if m := k.count(c, part); m < n {
 			best, n = k, m
 		}
 	}
 	return best
 }
 
-// lists appends the index lists the plan reads to out. The caller holds
-// c.mu and every key is indexed.
-func (p *indexPlan) lists(c *container, out [][]*item) [][]*item {
+// lists appends the index lists the plan reads to out, each in rid order.
+// The caller holds c.mu and every key is indexed.
+func (p *indexPlan) lists(c *container, part *partition, out [][]*item) [][]*item {
 	switch {
 	case p.and != nil:
-		return p.best(c).lists(c, out)
+		return p.best(c, part).lists(c, part, out)
 	case p.or != nil:
 		for _, k := range p.or {
-			out = k.lists(c, out)
+			out = k.lists(c, part, out)
+		}
+		return out
+	case p.rng != nil:
+		if l := part.ranges[p.key].list(*p.rng); len(l) > 0 {
+			out = append(out, l)
 		}
 		return out
 	}
@@ -242,8 +306,8 @@ func (p *indexPlan) lists(c *container, out [][]*item) [][]*item {
 // candidates returns the documents the plan lists, in rid order, each
 // once (a copy: the index lists change with the next write). The caller
 // holds c.mu and every key is indexed.
-func (p *indexPlan) candidates(c *container) []*item {
-	lists := p.lists(c, nil)
+func (p *indexPlan) candidates(c *container, part *partition) []*item {
+	lists := p.lists(c, part, nil)
 	n := 0
 	for _, l := range lists {
 		n += len(l)
@@ -277,20 +341,39 @@ func (p *indexPlan) candidates(c *container) []*item {
 }
 
 // prepareIndexes builds the indexes plan reads that are missing (within
-// maxEqIndexes). The caller does not hold c.mu.
-func (c *container) prepareIndexes(plan *indexPlan) {
+// maxEqIndexes, and maxRangeIndexes in the logical partition of key, which
+// a plan with range leaves has). The caller does not hold c.mu.
+func (c *container) prepareIndexes(plan *indexPlan, key *string) {
 	if plan == nil {
 		return
 	}
-	keys := plan.keys()
 	c.mu.RLock()
-	ready := c.hasEqIndexes(keys)
+	ready := c.indexesReady(plan, key)
 	c.mu.RUnlock()
 	if !ready {
 		c.mu.Lock()
-		c.ensureEqIndexes(keys)
+		c.ensureEqIndexes(plan.keys())
+		if rk := plan.rangeKeys(); len(rk) > 0 {
+			if p := c.parts[*key]; p != nil {
+				p.ensureRangeIndexes(rk)
+			}
+		}
 		c.mu.Unlock()
 	}
+}
+
+// indexesReady reports whether every index plan reads exists (the range
+// ones in the logical partition of key). The caller holds c.mu.
+func (c *container) indexesReady(plan *indexPlan, key *string) bool {
+	if !c.hasEqIndexes(plan.keys()) {
+		return false
+	}
+	rk := plan.rangeKeys()
+	if len(rk) == 0 {
+		return true
+	}
+	p := c.parts[*key]
+	return p != nil && p.hasRangeIndexes(rk)
 }
 
 // querySnapshot returns the documents a query evaluates, in rid order:
@@ -300,23 +383,23 @@ func (c *container) prepareIndexes(plan *indexPlan) {
 // are then only those in that partition), and the scan's documents when
 // not. The caller holds c.mu.
 func (c *container) querySnapshot(key *string, plan *indexPlan) []*item {
-	if plan == nil || !c.hasEqIndexes(plan.keys()) {
+	if plan == nil || !c.indexesReady(plan, key) {
 		return c.snapshot(key)
 	}
 	if key == nil {
-		if plan.count(c) >= c.count {
+		if plan.count(c, nil) >= c.count {
 			return c.snapshot(nil)
 		}
-		return plan.candidates(c)
+		return plan.candidates(c, nil)
 	}
 	p := c.parts[*key]
 	if p == nil {
 		return nil
 	}
-	if plan.count(c) >= len(p.byID) {
+	if plan.count(c, p) >= len(p.byID) {
 		return c.snapshot(key)
 	}
-	docs := plan.candidates(c)
+	docs := plan.candidates(c, p)
 	out := docs[:0]
 	for _, it := range docs {
 		if it.part == p {

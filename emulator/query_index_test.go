@@ -111,10 +111,10 @@ func TestIndexedQueriesMatchFullScans(t *testing.T) {
 		}
 		q, err := parseQuery(text)
 		require.NoError(t, err)
-		plan := q.indexPlan(params)
+		plan := q.indexPlan(params, false)
 		require.NotNil(t, plan, text)
 		planned++
-		c.prepareIndexes(plan)
+		c.prepareIndexes(plan, nil)
 		indexed := func() []*item { return c.querySnapshot(nil, plan) }
 		if len(indexed()) < c.count {
 			narrowed++
@@ -190,7 +190,7 @@ func TestIndexPlanOnlyWhenSafe(t *testing.T) {
 	} {
 		q, err := parseQuery(text)
 		require.NoError(t, err, text)
-		assert.Equal(t, want, q.indexPlan(params) != nil, text)
+		assert.Equal(t, want, q.indexPlan(params, false) != nil, text)
 	}
 }
 

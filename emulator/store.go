@@ -82,6 +82,9 @@ type partition struct {
 	byID map[string]*item
 	list []*item // rid order; nil = removed
 	dead int
+	// ranges holds the range indexes of top-level properties
+	// (range_index.go), by property name; nil until a query needs one.
+	ranges map[string]*rangeIndex
 }
 
 // item is one stored document version. It is never modified once published,
