@@ -29,6 +29,13 @@ import (
 //
 //	go test -run TestRecordOldEngineQueueHistories ./duroxide/runtime/ -args -record-queue-race
 //
+// Compared with upstream's own 0.1.30 recordings, this engine's legacy
+// decisions are the same (the prebound and unbound canaries, the positional
+// hang, the positional replay that fails in the next turn) except at
+// continue-as-new: this engine records the dropped waits' cancellations
+// there and carries what they never read (continue-drop carries "a",
+// continue-drain "b"); 0.1.30 records none and carries nothing.
+//
 // Upstream also runs each race scenario with a lazily created dequeue
 // (`async { ctx.dequeue_event("q").await }`); Go has no lazy futures (a
 // Future's action is emitted when it is created), so those variants have
