@@ -203,6 +203,15 @@ func (s *Server) handleQuery(rq *request) *response {
 		}
 	}
 	plan := qr.q.indexPlan(qr.params, pkKey != nil)
+	if pkKey != nil {
+		// A single-partition query uses the equality indexes that exist
+		// (cross-partition queries build them) but builds none: each
+		// costs every write of the container, for a scan of one
+		// partition only.
+		c.mu.RLock()
+		plan = plan.withEqIndexes(c)
+		c.mu.RUnlock()
+	}
 	c.prepareIndexes(plan, pkKey)
 	c.mu.RLock()
 	rf, resp := c.requestRange(rq.r)

@@ -211,6 +211,45 @@ func rangePlan(key, op string, v expr, params map[string]value, propOnLeft bool)
 	return &indexPlan{key: key, rng: &b}
 }
 
+// withEqIndexes returns the plan with only the equality leaves whose
+// property c indexes: a conjunction keeps its children that remain, a
+// disjunction remains only if every child does (nil when nothing
+// remains). Range leaves remain. The caller holds c.mu; indexes are never
+// dropped, so the plan stays servable.
+func (p *indexPlan) withEqIndexes(c *container) *indexPlan {
+	switch {
+	case p == nil:
+		return nil
+	case p.and != nil:
+		var kids []*indexPlan
+		for _, k := range p.and {
+			if q := k.withEqIndexes(c); q != nil {
+				kids = append(kids, q)
+			}
+		}
+		switch len(kids) {
+		case 0:
+			return nil
+		case 1:
+			return kids[0]
+		}
+		return &indexPlan{and: kids}
+	case p.or != nil:
+		kids := make([]*indexPlan, 0, len(p.or))
+		for _, k := range p.or {
+			q := k.withEqIndexes(c)
+			if q == nil {
+				return nil
+			}
+			kids = append(kids, q)
+		}
+		return &indexPlan{or: kids}
+	case p.rng != nil || c.eqIdx[p.key] != nil:
+		return p
+	}
+	return nil
+}
+
 // keys returns the properties the plan's equality leaves read, each once.
 func (p *indexPlan) keys() []string { return p.leafKeys(false) }
 

@@ -120,3 +120,35 @@ func TestRangeIndexedPartitionQueriesMatchScans(t *testing.T) {
 		}
 	}
 }
+
+// TestSinglePartitionPlanBuildsNoEqualityIndex: a single-partition query's
+// plan keeps only the equality leaves whose index exists (a conjunction
+// drops the others, a disjunction with one gives no plan), so that such a
+// query never adds an index every write of the container would pay for;
+// its range leaves stay.
+func TestSinglePartitionPlanBuildsNoEqualityIndex(t *testing.T) {
+	t.Parallel()
+	e := newEngineStore(t)
+	c := e.c
+	e.write([]byte(`{"id":"a","pk":"p","t":"h","x":3,"e":4}`), nil)
+	params := map[string]value{}
+	plan := func(where string) *indexPlan {
+		q, err := parseQuery("SELECT * FROM c WHERE " + where)
+		require.NoError(t, err)
+		return q.indexPlan(params, true).withEqIndexes(c)
+	}
+	require.Nil(t, plan("c.t = 'h'"), "no index exists yet")
+	q, err := parseQuery("SELECT * FROM c WHERE c.t = 'x'")
+	require.NoError(t, err)
+	c.prepareIndexes(q.indexPlan(params, false), nil) // a cross-partition query builds it
+	p := plan("c.t IN ('i', 'q') OR (c.t = 'h' AND c.x = 3 AND c.e > 2)")
+	require.NotNil(t, p)
+	require.Equal(t, []string{"t"}, p.keys())
+	require.Equal(t, []string{"e"}, p.rangeKeys())
+	require.Nil(t, plan("c.x = 3 OR c.t = 'h'"))
+	require.Nil(t, plan("c.x = 3"))
+	key := `["p"]`
+	c.prepareIndexes(p, &key)
+	require.Nil(t, c.eqIdx["x"], "no index on x was built")
+	require.NotNil(t, c.parts[key].ranges["e"], "the range index of the partition was")
+}
