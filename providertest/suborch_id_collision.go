@@ -586,12 +586,19 @@ func SubOrchestrationVersionedWithIDRejectsLeadingReservedMarker(t *testing.T, f
 // child id with "::sub::" inside ("tenant::sub::99") is used exactly as
 // given, with no parent prefix.
 func SubOrchestrationWithIDAllowsReservedMarkerInfix(t *testing.T, f Factory) {
-	p := f.NewProvider(t)
-	const explicit = "tenant::sub::99"
-	st, _ := runParentWithExplicitChildID(t, p, "p", explicit, false)
-	requireCompletedWith(t, st, "ok:child-done:child-input", "an infix marker must be accepted")
-	requireCompletedWith(t, waitStatus(t, p, explicit), "child-done:child-input", "the child runs under the explicit id")
-	requireInstances(t, p, []string{"p", explicit}, "the explicit id is used verbatim, with no parent prefix")
+	requireExplicitIDAccepted(t, f.NewProvider(t), "p", "tenant::sub::99")
+}
+
+// requireExplicitIDAccepted runs a parent calling a child under the
+// explicit id and checks that the call succeeds, and that the child ran
+// under exactly that id: the instances are the parent and id, no
+// "<parent>::" prefix.
+func requireExplicitIDAccepted(t *testing.T, p duroxide.Provider, parent, id string) {
+	t.Helper()
+	st, _ := runParentWithExplicitChildID(t, p, parent, id, false)
+	requireCompletedWith(t, st, "ok:child-done:child-input", "the explicit child id %q must be accepted", id)
+	requireCompletedWith(t, waitStatus(t, p, id), "child-done:child-input", "the child runs under the explicit id")
+	requireInstances(t, p, []string{parent, id}, "the explicit id is used verbatim, with no parent prefix")
 }
 
 // ExplicitSubOrchestrationIDAllowsReservedMarkerInfix is duroxide's
@@ -605,10 +612,7 @@ func ExplicitSubOrchestrationIDAllowsReservedMarkerInfix(t *testing.T, f Factory
 	const explicit = "tenant::sub::99"
 	err := runtime.NewClient(p).StartOrchestration(t.Context(), explicit, "Parent", "")
 	require.ErrorIs(t, err, runtime.ErrReservedInstanceID, "a client start of %q", explicit)
-	st, _ := runParentWithExplicitChildID(t, p, "tenant-parent", explicit, false)
-	requireCompletedWith(t, st, "ok:child-done:child-input", "the explicit reserved-shaped child id is accepted")
-	requireCompletedWith(t, waitStatus(t, p, explicit), "child-done:child-input", "the child runs under the explicit id")
-	requireInstances(t, p, []string{"tenant-parent", explicit}, "the explicit id is used verbatim, with no parent prefix")
+	requireExplicitIDAccepted(t, p, "tenant-parent", explicit)
 }
 
 // RejectedExplicitIDWritesNoSchedulingEvent is duroxide's
