@@ -15,6 +15,22 @@
 //
 // Start one with New and stop it with Close.
 //
+// # Errors
+//
+// The Provider's methods return their errors as *duroxide.ProviderError
+// values (match with errors.As): Operation names the call, Message says
+// what happened, Cause keeps the SDK's error, and Retryable tells the
+// runtime whether to try again: true for 408, 409 and 412 (a race), 410,
+// 429, 449, 503 and other 5xx answers, lost connections, outcomes the provider
+// could not verify, and a cancelled or expired context; false for 400, 404,
+// 413 and other 4xx answers, invalid input and a call after Close. A
+// missing database or container wraps ErrContainerNotFound. Throttling and
+// transient failures are first retried inside the provider: up to 8
+// retries, backing off from 20 ms to 2 s and honouring x-ms-retry-after-ms;
+// a write that must not apply twice only after an answer that proves it was
+// not applied (429, 449, 503), and one whose outcome is unknown is read back
+// first. docs/DESIGN.md §7 says more.
+//
 // # Layout
 //
 // This package holds the public API and the Provider's contract methods

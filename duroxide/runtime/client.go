@@ -12,8 +12,20 @@ import (
 
 // Client starts, signals, cancels and observes orchestrations through a
 // provider (duroxide's Client). It needs no running Runtime: it only
-// enqueues messages and reads state. Errors from the provider are returned
-// wrapped (errors.As finds the *duroxide.ProviderError).
+// enqueues messages and reads state.
+//
+// Errors: a call that fails reads "runtime: <operation> <instance>:
+// <reason>" and wraps what caused it, so errors.Is finds the sentinels
+// documented on each method (ErrInstanceNotFound, ErrInstanceExists,
+// ErrTimeout, ...) and errors.As the provider's *duroxide.ProviderError
+// (with its Retryable flag). An empty instance id is refused before the
+// provider is called; a client without a provider fails every call with
+// ErrNilProvider (errors.Is). The management calls (ListAllInstances,
+// ListInstancesByStatus, ListExecutions, GetInstanceInfo, GetExecutionInfo,
+// GetInstanceTree, GetSystemMetrics, GetQueueDepths, ReadExecutionHistory,
+// DeleteInstance, DeleteInstanceBulk, PruneExecutions, PruneExecutionsBulk)
+// need a provider that implements duroxide.ProviderAdmin and return
+// ErrManagementNotAvailable otherwise (HasManagementCapability says which).
 type Client struct {
 	provider duroxide.Provider
 	metrics  *clientMetrics // client_metrics.go
@@ -123,11 +135,17 @@ func (c *Client) enqueue(ctx context.Context, op string, kind duroxide.WorkItemK
 // (orchestration "Procss" is not registered on runtime 3f2a, attempt 3)`). With another
 // provider the start is stored and the runtime drops it with a warning when
 // it finds the instance's history already begun, as duroxide does.
+//
+// Refused before the provider is called: an empty instance id or
+// orchestration name, and a root id with the sub-orchestration marker
+// (ErrReservedInstanceID).
 func (c *Client) StartOrchestration(ctx context.Context, instance, name, input string) error {
 	return c.start(ctx, instance, name, nil, input)
 }
 
-// StartOrchestrationVersioned starts instance running version of name.
+// StartOrchestrationVersioned starts instance running version of name
+// (a version as registered, such as "1.2.0") instead of the one the
+// registry's policy picks, with StartOrchestration's requests and errors.
 func (c *Client) StartOrchestrationVersioned(ctx context.Context, instance, name, version, input string) error {
 	return c.start(ctx, instance, name, &version, input)
 }
@@ -163,14 +181,16 @@ func (c *Client) start(ctx context.Context, instance, name string, version *stri
 
 // RaiseEvent raises the external event name with data; an orchestration
 // waiting on ScheduleWait(name) receives it (an event with no waiting
-// subscription is dropped).
+// subscription is dropped). It enqueues one orchestrator message (one
+// provider request); the error is the provider's, wrapped.
 func (c *Client) RaiseEvent(ctx context.Context, instance, name, data string) error {
 	return c.enqueue(ctx, "raise event", duroxide.ExternalRaisedItem{Instance: instance, Name: name, Data: data})
 }
 
 // EnqueueEvent puts data on the persistent queue name of instance, where it
 // waits for DequeueEvent (a provider drops it when the instance was never
-// started).
+// started). It enqueues one orchestrator message (one provider request);
+// the error is the provider's, wrapped.
 func (c *Client) EnqueueEvent(ctx context.Context, instance, queue, data string) error {
 	return c.enqueue(ctx, "enqueue event", duroxide.QueueMessageItem{Instance: instance, Name: queue, Data: data})
 }
@@ -361,7 +381,9 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 	return last, ErrTimeout
 }
 
-// GetKVValue reads key of instance's KV store; ok is false when absent.
+// GetKVValue reads key of instance's KV store; ok is false when the key
+// or the instance is absent. One provider read; the error is the
+// provider's, wrapped (see Client).
 func (c *Client) GetKVValue(ctx context.Context, instance, key string) (value string, ok bool, err error) {
 	if err := checkInstance("get kv value", instance); err != nil {
 		return "", false, err
@@ -376,7 +398,9 @@ func (c *Client) GetKVValue(ctx context.Context, instance, key string) (value st
 	return value, ok, nil
 }
 
-// GetKVAllValues reads instance's whole KV store.
+// GetKVAllValues reads instance's whole KV store, key to value (empty for
+// an unknown instance or an empty store). The error is the provider's,
+// wrapped (see Client).
 func (c *Client) GetKVAllValues(ctx context.Context, instance string) (map[string]string, error) {
 	if err := checkInstance("get kv values", instance); err != nil {
 		return nil, err

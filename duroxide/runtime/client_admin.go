@@ -74,7 +74,8 @@ func adminInstanceCall[T any](c *Client, op, instance string, f func(duroxide.Pr
 	return adminCall(c, op, instance, f)
 }
 
-// ListAllInstances returns every instance id.
+// ListAllInstances returns every instance id, in the provider's order
+// (cdb: newest first). A management call (see Client).
 func (c *Client) ListAllInstances(ctx context.Context) ([]string, error) {
 	return adminCall(c, "list instances", "", func(a duroxide.ProviderAdmin) ([]string, error) { return a.ListInstances(ctx) })
 }
@@ -89,43 +90,59 @@ func (c *Client) ListInstancesByStatus(ctx context.Context, status string) ([]st
 	})
 }
 
-// GetInstanceInfo returns instance's metadata.
+// GetInstanceInfo returns instance's metadata (duroxide.InstanceInfo):
+// orchestration name and version, current execution id, its status and
+// output, parent, creation and update times in Unix milliseconds. A
+// management call (see Client); an unknown instance is the provider's
+// error, wrapped.
 func (c *Client) GetInstanceInfo(ctx context.Context, instance string) (duroxide.InstanceInfo, error) {
 	return adminInstanceCall(c, "instance info", instance, func(a duroxide.ProviderAdmin) (duroxide.InstanceInfo, error) {
 		return a.GetInstanceInfo(ctx, instance)
 	})
 }
 
-// GetExecutionInfo returns one execution's metadata.
+// GetExecutionInfo returns one execution's metadata (duroxide.ExecutionInfo):
+// status, output, start and completion times in Unix milliseconds, event
+// count. A management call (see Client); an unknown execution is the
+// provider's error, wrapped.
 func (c *Client) GetExecutionInfo(ctx context.Context, instance string, executionID uint64) (duroxide.ExecutionInfo, error) {
 	return adminInstanceCall(c, "execution info", instance, func(a duroxide.ProviderAdmin) (duroxide.ExecutionInfo, error) {
 		return a.GetExecutionInfo(ctx, instance, executionID)
 	})
 }
 
-// ListExecutions returns instance's execution ids in ascending order.
+// ListExecutions returns instance's execution ids in ascending order (the
+// first is duroxide.InitialExecutionID, 1; continue-as-new adds one each).
+// A management call (see Client).
 func (c *Client) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
 	return adminInstanceCall(c, "list executions", instance, func(a duroxide.ProviderAdmin) ([]uint64, error) { return a.ListExecutions(ctx, instance) })
 }
 
-// ReadExecutionHistory returns one execution's history.
+// ReadExecutionHistory returns one execution's history, its events in
+// event-id order (cdb: empty for an execution that does not exist). A
+// management call (see Client).
 func (c *Client) ReadExecutionHistory(ctx context.Context, instance string, executionID uint64) ([]duroxide.Event, error) {
 	return adminInstanceCall(c, "read history", instance, func(a duroxide.ProviderAdmin) ([]duroxide.Event, error) {
 		return a.ReadHistoryWithExecutionID(ctx, instance, executionID)
 	})
 }
 
-// GetSystemMetrics returns counts over all instances.
+// GetSystemMetrics returns counts over all instances (duroxide.SystemMetrics):
+// instances in all and by status, executions, history events. A management
+// call (see Client).
 func (c *Client) GetSystemMetrics(ctx context.Context) (duroxide.SystemMetrics, error) {
 	return adminCall(c, "system metrics", "", func(a duroxide.ProviderAdmin) (duroxide.SystemMetrics, error) { return a.GetSystemMetrics(ctx) })
 }
 
-// GetQueueDepths returns the unlocked message counts per queue.
+// GetQueueDepths returns the counts of messages no live lock holds, per
+// queue (duroxide.QueueDepths). A management call (see Client).
 func (c *Client) GetQueueDepths(ctx context.Context) (duroxide.QueueDepths, error) {
 	return adminCall(c, "queue depths", "", func(a duroxide.ProviderAdmin) (duroxide.QueueDepths, error) { return a.GetQueueDepths(ctx) })
 }
 
-// GetInstanceTree returns instance and all its descendants.
+// GetInstanceTree returns instance and all its descendants
+// (sub-orchestrations, recursively) as a duroxide.InstanceTree (RootID,
+// AllIDs). A management call (see Client).
 func (c *Client) GetInstanceTree(ctx context.Context, instance string) (duroxide.InstanceTree, error) {
 	return adminInstanceCall(c, "instance tree", instance, func(a duroxide.ProviderAdmin) (duroxide.InstanceTree, error) {
 		return a.GetInstanceTree(ctx, instance)
@@ -163,7 +180,10 @@ func (c *Client) DeleteInstance(ctx context.Context, instance string, force bool
 	return res, e
 }
 
-// DeleteInstanceBulk deletes the terminal root instances matching filter.
+// DeleteInstanceBulk deletes the terminal root instances matching filter,
+// each with its descendants, and returns what was deleted in all (running
+// instances and sub-orchestrations are skipped, not refused). A management
+// call (see Client).
 func (c *Client) DeleteInstanceBulk(ctx context.Context, filter duroxide.InstanceFilter) (duroxide.DeleteInstanceResult, error) {
 	return adminCall(c, "bulk delete", "", func(a duroxide.ProviderAdmin) (duroxide.DeleteInstanceResult, error) {
 		return a.DeleteInstanceBulk(ctx, filter)
@@ -171,14 +191,17 @@ func (c *Client) DeleteInstanceBulk(ctx context.Context, filter duroxide.Instanc
 }
 
 // PruneExecutions deletes old executions of instance (never the current
-// one).
+// one), as options select them, and returns how many executions and events
+// it removed. A management call (see Client).
 func (c *Client) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
 	return adminInstanceCall(c, "prune", instance, func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
 		return a.PruneExecutions(ctx, instance, options)
 	})
 }
 
-// PruneExecutionsBulk prunes every instance matching filter.
+// PruneExecutionsBulk applies PruneExecutions with options to every
+// instance matching filter and returns the totals. A management call (see
+// Client).
 func (c *Client) PruneExecutionsBulk(ctx context.Context, filter duroxide.InstanceFilter, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
 	return adminCall(c, "bulk prune", "", func(a duroxide.ProviderAdmin) (duroxide.PruneResult, error) {
 		return a.PruneExecutionsBulk(ctx, filter, options)

@@ -208,7 +208,7 @@ func RegisterOrchestrationTyped[In, Out any](r *Registry, name string, fn func(c
 }
 
 // RegisterOrchestrationVersionTyped is RegisterOrchestrationTyped for an
-// explicit version.
+// explicit version, with RegisterOrchestrationVersion's errors.
 func RegisterOrchestrationVersionTyped[In, Out any](r *Registry, name, version string, fn func(ctx *OrchestrationContext, input In) (Out, error)) error {
 	if fn == nil {
 		return fmt.Errorf("runtime: orchestration registration needs a name and a function")

@@ -9,7 +9,8 @@ import (
 // are encoded with Encode and decoded with Decode, duroxide's JSON codec.
 
 // ScheduleActivityTyped schedules activity name with input encoded by
-// Encode; read the result with Await.
+// Encode; read the result with Await. The error is Encode's, and nothing is
+// scheduled then.
 func ScheduleActivityTyped[In any](c *OrchestrationContext, name string, input In) (*Future, error) {
 	s, err := Encode(input)
 	if err != nil {
@@ -20,6 +21,7 @@ func ScheduleActivityTyped[In any](c *OrchestrationContext, name string, input I
 
 // ScheduleSubOrchestrationTyped starts child orchestration name with input
 // encoded by Encode (generated instance id); read the result with Await.
+// The error is Encode's, and nothing is scheduled then.
 func ScheduleSubOrchestrationTyped[In any](c *OrchestrationContext, name string, input In) (*Future, error) {
 	s, err := Encode(input)
 	if err != nil {
@@ -39,7 +41,8 @@ func ContinueAsNewTyped[In any](c *OrchestrationContext, input In) error {
 }
 
 // Await waits for f and decodes its value into T with Decode (the typed
-// counterpart of Get).
+// counterpart of Get). The error is Get's (the failure of the activity or
+// sub-orchestration, a *TaskFailedError) or Decode's.
 func Await[T any](f *Future) (T, error) {
 	s, err := f.Get()
 	if err != nil {
@@ -72,6 +75,8 @@ func JoinTyped[T any](c *OrchestrationContext, futures ...*Future) ([]T, error) 
 }
 
 // StartOrchestrationTyped starts instance with input encoded by Encode.
+// The error is Encode's (nothing is sent then) or
+// Client.StartOrchestration's.
 func StartOrchestrationTyped[In any](ctx context.Context, c *Client, instance, name string, input In) error {
 	s, err := Encode(input)
 	if err != nil {
@@ -80,7 +85,8 @@ func StartOrchestrationTyped[In any](ctx context.Context, c *Client, instance, n
 	return c.StartOrchestration(ctx, instance, name, s)
 }
 
-// RaiseEventTyped raises event name with data encoded by Encode.
+// RaiseEventTyped raises event name with data encoded by Encode. The
+// error is Encode's (nothing is sent then) or Client.RaiseEvent's.
 func RaiseEventTyped[T any](ctx context.Context, c *Client, instance, name string, data T) error {
 	s, err := Encode(data)
 	if err != nil {
@@ -89,7 +95,8 @@ func RaiseEventTyped[T any](ctx context.Context, c *Client, instance, name strin
 	return c.RaiseEvent(ctx, instance, name, s)
 }
 
-// EnqueueEventTyped enqueues data, encoded by Encode, on queue.
+// EnqueueEventTyped enqueues data, encoded by Encode, on queue. The error
+// is Encode's (nothing is sent then) or Client.EnqueueEvent's.
 func EnqueueEventTyped[T any](ctx context.Context, c *Client, instance, queue string, data T) error {
 	s, err := Encode(data)
 	if err != nil {
