@@ -2,11 +2,13 @@
 // suite (microsoft/duroxide src/provider_validation/: every test of 0.1.26's
 // 19 groups, the tests added up to 0.1.30 and duroxide main, race_replay.rs
 // among them, the fault-injection tests of duroxide main's
-// tests/can_abandon_failure.rs, and provider rules of duroxide main) as
-// func(t *testing.T, f Factory) functions, named after the Rust tests, and
-// RunAll/RunGroup to run them as parallel subtests against any
-// duroxide.Provider a Factory creates. README.md maps each Rust test to its
-// Go function.
+// tests/can_abandon_failure.rs, its sub-orchestration id tests
+// (tests/scenarios/suborch_id_collision.rs and the explicit, detached and
+// versioned-start tests of tests/instance_id_validation_tests.rs), and
+// provider rules of duroxide main) as func(t *testing.T, f Factory)
+// functions, named after the Rust tests, and RunAll/RunGroup to run them as
+// parallel subtests against any duroxide.Provider a Factory creates.
+// README.md maps each Rust test to its Go function.
 //
 // What its users need lives in three packages, none importing another
 // without need:

@@ -79,10 +79,7 @@ func startRuntime(t testing.TB, p duroxide.Provider, reg *runtime.Registry, opts
 // orchestrator items (enqueued atomically with it) and metadata.
 func seedTurn(t testing.TB, p duroxide.Provider, instance string, history []duroxide.Event, orchItems []duroxide.WorkItem, md duroxide.ExecutionMetadata) {
 	t.Helper()
-	enqueueOrch(t, p, startItem(instance))
-	item := fetchOrch(t, p, longLock)
-	require.Equal(t, instance, item.Instance, "the seed fetch returned another instance")
-	require.NoError(t, p.AckOrchestrationItem(t.Context(), item.LockToken, 1, history, nil, orchItems, md, nil), "seed ack")
+	seedStartTurn(t, p, startItem(instance), 1, history, orchItems, md)
 }
 
 // started returns event 1 of execution 1: OrchestrationStarted of name

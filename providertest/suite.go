@@ -43,6 +43,7 @@ func Groups() []Group {
 		{"queue_semantics", queueSemanticsCases},
 		{"race_replay", raceReplayCases},
 		{"sessions", sessionsCases},
+		{"suborch_id_collision", suborchIDCollisionCases},
 		{"tag_filtering", tagFilteringCases},
 	}
 }

@@ -25,13 +25,6 @@ import (
 // items (enqueued atomically with it) and metadata.
 func seedTurn(t *testing.T, e *env, start duroxide.StartOrchestrationItem, history []duroxide.Event, items []duroxide.WorkItem, md duroxide.ExecutionMetadata) {
 	t.Helper()
-	seedTurnOfExecution(t, e, 1, start, history, items, md)
-}
-
-// seedTurnOfExecution is seedTurn acking execution exec (upstream's
-// seed_history_turn with its execution id).
-func seedTurnOfExecution(t *testing.T, e *env, exec uint64, start duroxide.StartOrchestrationItem, history []duroxide.Event, items []duroxide.WorkItem, md duroxide.ExecutionMetadata) {
-	t.Helper()
 	if err := e.provider.EnqueueForOrchestrator(e.ctx, duroxide.WorkItem{Kind: start}, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +32,7 @@ func seedTurnOfExecution(t *testing.T, e *env, exec uint64, start duroxide.Start
 	if err != nil || item == nil || item.Instance != start.Instance {
 		t.Fatalf("seed fetch: %+v, %v", item, err)
 	}
-	if err := e.provider.AckOrchestrationItem(e.ctx, item.LockToken, exec, history, nil, items, md, nil); err != nil {
+	if err := e.provider.AckOrchestrationItem(e.ctx, item.LockToken, 1, history, nil, items, md, nil); err != nil {
 		t.Fatal(err)
 	}
 }
