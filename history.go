@@ -164,7 +164,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		return permanent(op, err.Error())
 	}
 	p.heldStates.Drop(instance) // the instance document changes
-	if _, err := p.commitTurn(ctx, instance, plan); err != nil {
+	if _, err := p.commitTurn(ctx, instance, plan, stagedBatches{}); err != nil {
 		if _, ok := asBatchFailure(err); ok {
 			return retryable(op, "the execution changed concurrently: "+err.Error())
 		}

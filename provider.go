@@ -1464,6 +1464,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	}
 	var plan turnPlan
 	execMissing := false
+	// staged remembers the staged batches this ack has written, so that a
+	// retry of the final batch (its instance document changed under the
+	// lock, typically by the runtime's lock renewal while a large turn
+	// was staging) does not write them again (stagedBatches).
+	staged := stagedBatches{}
 	for attempt := 0; ; attempt++ {
 		now = p.nowMs()
 		if !lock.doc.lockedBy(lockID, now) {
@@ -1475,13 +1480,14 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			return err
 		}
 		var final []azcosmos.TransactionalBatchResult
-		final, err = p.commitTurn(ctx, instance, plan)
+		final, err = p.commitTurn(ctx, instance, plan, staged)
 		if err == nil {
 			// The instance's next fetch can be its lock batch alone.
 			plan.held.ETag = string(final[0].ETag)
 			p.heldStates.Hold(instance, plan.held, false, nil)
 			break
 		}
+		p.log.Debug("ack: the turn's batches failed; checking the lock", zap.String("instance", instance), zap.Int("attempt", attempt), zap.Int("staged_batches", len(plan.staged)), zap.Error(err))
 		if attempt >= 3 {
 			return mapError(op, err)
 		}
@@ -1776,12 +1782,19 @@ func (p *Provider) planAck(in *ackInput, lock *orchLock, nowMs int64, execMissin
 	return plan, execIndex, nil
 }
 
-// commitTurn writes the staged batches, then the final one, whose
-// results it returns.
-func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPlan) ([]azcosmos.TransactionalBatchResult, error) {
+// commitTurn writes the staged batches that done does not hold (and adds
+// them to it), then the final one, whose results it returns.
+func (p *Provider) commitTurn(ctx context.Context, instance string, plan turnPlan, done stagedBatches) ([]azcosmos.TransactionalBatchResult, error) {
 	for _, ops := range plan.staged {
+		key, skippable := stagedKey(ops)
+		if skippable && done[key] {
+			continue
+		}
 		if _, err := p.runBatch(ctx, instance, ops, idempotentWrite, false); err != nil {
 			return nil, err
+		}
+		if skippable {
+			done[key] = true
 		}
 	}
 	return p.runBatch(ctx, instance, plan.final, write, false)
