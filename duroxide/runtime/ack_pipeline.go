@@ -7,16 +7,43 @@ package runtime
 // lock is renewed until then), so a crash before then redelivers the turn
 // or activity as duroxide's at-least-once contract requires; only the
 // dispatcher no longer waits for the round trip.
-type ackPipeline struct{ busy chan struct{} }
+//
+// The acks run one after another on one long-lived runtime goroutine per
+// pipeline (started by the first run, ended by close; Shutdown waits for
+// it), not on a new goroutine per ack: an ack goes deep into the provider
+// and its SDK, and a fresh goroutine's stack grew (copied) on every one.
+// The worker's fetch ahead (workPrefetch) uses a pipeline of its own for
+// the same reason. A pipeline is used by its dispatcher goroutine only.
+type ackPipeline struct {
+	// jobs hands the next ack to the pipeline's goroutine (unbuffered: run
+	// returns once the goroutine took it, that is once the previous ack
+	// finished); nil until the first run.
+	jobs chan func()
+}
 
-func newAckPipeline() *ackPipeline { return &ackPipeline{busy: make(chan struct{}, 1)} }
+func newAckPipeline() *ackPipeline { return &ackPipeline{} }
 
-// run starts ack on a runtime goroutine (Shutdown waits for it) once the
-// previous ack of this pipeline has finished.
+// run hands ack to the pipeline's goroutine, starting it on first use, and
+// returns once the previous ack of this pipeline has finished and ack has
+// started.
 func (p *ackPipeline) run(r *Runtime, ack func()) {
-	p.busy <- struct{}{}
-	r.spawn(func() {
-		defer func() { <-p.busy }()
-		ack()
-	})
+	if p.jobs == nil {
+		jobs := make(chan func())
+		p.jobs = jobs
+		r.spawn(func() {
+			for job := range jobs {
+				job()
+			}
+		})
+	}
+	p.jobs <- ack
+}
+
+// close ends the pipeline's goroutine once the ack it runs (if any) has
+// finished; it does not wait for that. run must not be called after close.
+func (p *ackPipeline) close() {
+	if p.jobs != nil {
+		close(p.jobs)
+		p.jobs = nil
+	}
 }

@@ -34,6 +34,34 @@ func TestAckPipelineRunsOneAckAtATimeInOrder(t *testing.T) {
 	}()
 	close(release)
 	<-secondQueued
+	p.close()
 	r.wg.Wait()
 	require.Equal(t, []int{1, 2}, order)
+}
+
+func TestAckPipelineCloseEndsItsGoroutineAfterTheRunningAck(t *testing.T) {
+	t.Parallel()
+	r := &Runtime{}
+	p := newAckPipeline()
+	p.close() // before any run: nothing started, nothing to end
+	release := make(chan struct{})
+	var finished atomic.Bool
+	p.run(r, func() {
+		<-release
+		finished.Store(true)
+	})
+	p.close()
+	ended := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		t.Fatal("the pipeline's goroutine ended before its ack finished")
+	default:
+	}
+	close(release)
+	<-ended
+	require.True(t, finished.Load(), "the ack ran to its end before the goroutine ended")
 }

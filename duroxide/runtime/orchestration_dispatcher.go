@@ -22,6 +22,7 @@ const (
 func (r *Runtime) orchestrationLoop(workerID string, proc *turnProcessor) {
 	filter := r.opts.capabilityFilter()
 	acks := newAckPipeline()
+	defer acks.close()
 	pollLoop(r, workerID, "orchestration item", func() (*duroxide.OrchestrationItem, error) {
 		return r.provider.FetchOrchestrationItem(r.fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
 	}, func(item *duroxide.OrchestrationItem) { r.processOrchestrationItem(workerID, item, proc, acks) })

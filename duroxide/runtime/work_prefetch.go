@@ -25,6 +25,10 @@ type workPrefetch struct {
 	free chan struct{}
 	// slow is true when the last activity outlasted the hold.
 	slow bool
+	// lane runs the fetches ahead on one long-lived goroutine (see
+	// ackPipeline), one at a time: a fetch ahead starts only after the
+	// previous one was handed over (next or close took it).
+	lane *ackPipeline
 }
 
 // prefetched is the outcome of a fetch ahead: an item, an error, or
@@ -35,7 +39,7 @@ type prefetched struct {
 }
 
 func newWorkPrefetch(r *Runtime, fetch func() (*duroxide.LockedWorkItem, error)) *workPrefetch {
-	return &workPrefetch{r: r, hold: r.opts.WorkerPrefetchHold, fetch: fetch}
+	return &workPrefetch{r: r, hold: r.opts.WorkerPrefetchHold, fetch: fetch, lane: newAckPipeline()}
 }
 
 // next returns the item fetched ahead, if any, else fetches one.
@@ -58,7 +62,7 @@ func (p *workPrefetch) process(work func()) {
 		out := make(chan prefetched, 1)
 		free := make(chan struct{})
 		p.pending, p.free = out, free
-		p.r.spawn(func() { out <- p.ahead(free) })
+		p.lane.run(p.r, func() { out <- p.ahead(free) })
 	}
 	start := time.Now()
 	work()
@@ -88,8 +92,9 @@ func (p *workPrefetch) ahead(free <-chan struct{}) prefetched {
 }
 
 // close gives up an item fetched ahead that the stopping worker will not
-// process.
+// process, and ends the goroutine that fetches ahead.
 func (p *workPrefetch) close() {
+	defer p.lane.close()
 	if p.pending == nil {
 		return
 	}

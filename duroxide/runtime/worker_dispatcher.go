@@ -35,6 +35,7 @@ type inflightActivity struct {
 // stops.
 func (r *Runtime) workerLoop(workerID, sessionOwner string, sessions *sessionTracker) {
 	acks := newAckPipeline()
+	defer acks.close()
 	prefetch := newWorkPrefetch(r, func() (*duroxide.LockedWorkItem, error) {
 		var session *duroxide.SessionFetchConfig
 		if sessions.distinct() < r.opts.MaxSessionsPerRuntime {
