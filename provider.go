@@ -8,6 +8,7 @@
 package cdb
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/x509"
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -1469,16 +1471,25 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	// lock, typically by the runtime's lock renewal while a large turn
 	// was staging) does not write them again (stagedBatches).
 	staged := stagedBatches{}
+	// planned is the lock the plan was made from; reuse keeps the plan for
+	// the next attempt when the reloaded lock differs from it only by a
+	// renewal (onlyRenewed).
+	var planned *orchLock
+	var execIndex int
+	reuse := false
 	for attempt := 0; ; attempt++ {
 		now = p.nowMs()
 		if !lock.doc.lockedBy(lockID, now) {
 			return permanent(op, "Instance lock expired")
 		}
-		var execIndex int
-		plan, execIndex, err = p.planAck(in, lock, now, execMissing)
-		if err != nil {
-			return err
+		if !reuse {
+			plan, execIndex, err = p.planAck(in, lock, now, execMissing)
+			if err != nil {
+				return err
+			}
+			planned = lock
 		}
+		reuse = false
 		var final []azcosmos.TransactionalBatchResult
 		final, err = p.commitTurn(ctx, instance, plan, staged)
 		if err == nil {
@@ -1524,6 +1535,12 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 		if lock == nil {
 			return permanent(op, "Instance lock expired or was taken by another dispatcher")
 		}
+		if !execMissing && onlyRenewed(planned, lock) {
+			// The plan stands as it is (its staged batches, written,
+			// are skipped); only the instance document's ETag moved.
+			plan.final[0].ifMatch = lock.doc.ETag
+			reuse = true
+		}
 	}
 	p.locks.DropOrch(lockToken)
 	p.held.Extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
@@ -1543,6 +1560,21 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	p.removeCancelledActivities(ctx, in)
 	p.deleteKVPages(ctx, instance, plan.kvRetired)
 	return nil
+}
+
+// onlyRenewed reports whether lock b is lock a after renewals alone: the
+// same instance document but for its lock expiry and ETag, the same tagged
+// messages and KV state. A turn planned from a then commits the same
+// documents from b, under b's ETag.
+func onlyRenewed(a, b *orchLock) bool {
+	if a == nil || b == nil || !slices.Equal(a.messageIDs, b.messageIDs) || !reflect.DeepEqual(a.kv, b.kv) {
+		return false
+	}
+	da, db := a.doc, b.doc
+	da.LockedUntil, db.LockedUntil, da.ETag, db.ETag = 0, 0, "", ""
+	ja, err1 := json.Marshal(da)
+	jb, err2 := json.Marshal(db)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // sortedByID returns events in event id order (a copy when they are not).
