@@ -36,9 +36,10 @@ var quickRetrier = retrier{attempts: 2, base: 20 * time.Millisecond, maxDelay: 2
 // partition (409 = already delivered) and then deletes the intent (404 =
 // already deleted), retrying per r. Several documents for one partition
 // (the overflow of a large fan-out) go in transactional batches of creates;
-// a batch refused because one of its documents exists already is delivered
-// again one document at a time. Requests: 1 per target partition and 100
-// documents (1 per document after such a refusal), plus 1.
+// a batch refused because one of its documents exists already is sent
+// again without the documents that exist (deliverBatch). Requests: 1 per
+// target partition and 100 documents (plus 1 query and 1 batch per such
+// refusal), plus 1.
 func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrier) error {
 	var order []string
 	byTarget := map[string][]batchOp{}
@@ -51,14 +52,8 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 	for _, target := range order {
 		for _, ops := range packBatches(byTarget[target]) {
 			if len(ops) > 1 {
-				_, err := p.runBatchWith(ctx, r, target, ops, idempotentWrite, false)
-				if err == nil {
-					for _, o := range ops {
-						p.hintDocument(o.body)
-					}
-					continue
-				}
-				if bf, ok := asBatchFailure(err); !ok || bf.Status != http.StatusConflict {
+				var err error
+				if ops, err = p.deliverBatch(ctx, r, target, ops); err != nil {
 					return err
 				}
 			}
@@ -84,6 +79,83 @@ func (p *Provider) deliverIntent(ctx context.Context, intent intentDoc, r retrie
 		return err
 	}
 	return nil
+}
+
+// deliverBatchRounds bounds how often deliverBatch sends a batch of an
+// intent's documents again after leaving out those found to exist.
+const deliverBatchRounds = 3
+
+// deliverBatch creates ops (documents of an intent, in target's partition)
+// in one transactional batch and returns the ops still to create one at a
+// time: none once the batch committed. A batch refused because one of its
+// documents exists (409: another delivery of the same intent, the ack's and
+// the reconciler's at once when the ack's delivery outlasts
+// ReconcilerAgeThreshold, issue 26) is sent again without the documents a
+// query finds in the partition, at most deliverBatchRounds times; what is
+// left after that, or when the query fails, is returned. Creates, never
+// upserts: a consumed message's tombstone must stay (DESIGN.md §2.2.3).
+// Requests: 1 batch, plus per refusal 1 query and 1 batch. Errors: the
+// batch's, when it is refused for another reason than 409.
+func (p *Provider) deliverBatch(ctx context.Context, r retrier, target string, ops []batchOp) ([]batchOp, error) {
+	for round := 0; ; round++ {
+		_, err := p.runBatchWith(ctx, r, target, ops, idempotentWrite, false)
+		if err == nil {
+			for _, o := range ops {
+				p.hintDocument(o.body)
+			}
+			return nil, nil
+		}
+		if bf, ok := asBatchFailure(err); !ok || bf.Status != http.StatusConflict {
+			return nil, err
+		}
+		if round+1 >= deliverBatchRounds {
+			return ops, nil
+		}
+		missing, err := p.missingDocuments(ctx, target, ops)
+		if err != nil {
+			p.log.Debug("outbox: cannot tell which documents exist; creating them one at a time", zap.String("target", target), zap.Error(err))
+			return ops, nil
+		}
+		if len(missing) <= 1 {
+			return missing, nil
+		}
+		ops = missing
+	}
+}
+
+// missingDocuments returns the ops whose documents (creates, ids in their
+// bodies) do not exist in target's partition. Requests: 1 query.
+func (p *Provider) missingDocuments(ctx context.Context, target string, ops []batchOp) ([]batchOp, error) {
+	ids := make([]string, len(ops))
+	for i, o := range ops {
+		var d struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(o.body, &d); err != nil {
+			return nil, err
+		}
+		ids[i] = d.ID
+	}
+	raws, err := p.query(ctx, &target, "SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(@ids, c.id)",
+		[]azcosmos.QueryParameter{param("@ids", ids)}, queryOpts{})
+	if err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(raws))
+	for _, raw := range raws {
+		var id string
+		if err := json.Unmarshal(raw, &id); err != nil {
+			return nil, err
+		}
+		exists[id] = true
+	}
+	var missing []batchOp
+	for i, o := range ops {
+		if !exists[ids[i]] {
+			missing = append(missing, o)
+		}
+	}
+	return missing, nil
 }
 
 // reconcileLoop runs the reconciler every ReconcilerInterval until Close

@@ -99,3 +99,41 @@ func TestStagedFanOutIsInvisibleUntilItsTurnCommits(t *testing.T) {
 	assert.Equal(t, uint64(5000), depths.WorkerQueue, "every activity once")
 	assert.Zero(t, outboxIntents(t, p, inst), "the ack delivered its intents")
 }
+
+// TestOutboxRedeliveryOfAFanOutSkipsWhatExists: an intent whose documents
+// were all delivered but which is still there (its delete failed, or the
+// ack and the reconciler deliver it at once, issue 26) is delivered again
+// by the reconciler with one query per refused batch, not one create per
+// document, and every activity stays in the worker queue once.
+func TestOutboxRedeliveryOfAFanOutSkipsWhatExists(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	p, _ := c.process(t, func(cfg *cdb.Config) { cfg.ReconcilerAgeThreshold = time.Millisecond })
+	ctx := context.Background()
+	const inst = "redelivered"
+	const n = 300 // 3 batches of worker-queue documents, delivered from intents
+	item := startTurn(t, p, inst)
+	events, acts := fanOutTurn(inst, n)
+
+	key := inst
+	remove := c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpDeleteItem, PartitionKey: &key, Fault: emulator.ServiceUnavailable()})
+	require.NoError(t, p.AckOrchestrationItem(ctx, item.LockToken, 1, events, acts, nil, runningMetadata(), nil))
+	remove()
+	require.Positive(t, outboxIntents(t, p, inst), "the ack delivered the documents but could not delete its intents")
+	depths, err := p.GetQueueDepths(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(n), depths.WorkerQueue)
+
+	time.Sleep(5 * time.Millisecond) // older than the reconciler's age threshold
+	c.emu.ResetCounters()
+	delivered, err := p.ReconcileOutbox(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, delivered)
+	assert.Zero(t, outboxIntents(t, p, inst), "the reconciler deleted the intents")
+	counts := c.emu.Counters()
+	assert.Zero(t, counts[emulator.OpCreateItem].Requests, "no document created one at a time")
+	assert.LessOrEqual(t, counts[emulator.OpBatch].Requests, int64(3*2), "per 100 documents: the refused batch and none after the query found them all")
+	depths, err = p.GetQueueDepths(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(n), depths.WorkerQueue, "every activity once")
+}
