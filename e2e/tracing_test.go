@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,6 +58,19 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	st, err := rt.Client().WaitForOrchestration(ctx, "across-1", waitTimeout)
 	require.NoError(t, err)
 	require.Equal(t, "go!!", st.Output)
+
+	// The last turn's span ends after its commit returns, which may be just
+	// after the client sees the orchestration completed: wait for it.
+	turnSpans := func() int {
+		n := 0
+		for _, s := range rec.Ended() {
+			if s.Name() == "duroxide.orchestration.turn" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return turnSpans() >= 3 }, waitTimeout, 10*time.Millisecond, "the three turns' spans end")
 
 	root := request.SpanContext()
 	counts := map[string]int{}
