@@ -25,6 +25,25 @@ func laggingEnv(t *testing.T, level Consistency, lag time.Duration, partitions i
 	return e, clk, e.container("c", nil)
 }
 
+// createP creates the document body in partition "p" of c.
+func createP(t *testing.T, e *env, c *azcosmos.ContainerClient, body string) azcosmos.ItemResponse {
+	t.Helper()
+	r, err := c.CreateItem(e.ctx, azcosmos.NewPartitionKeyString("p"), []byte(body), nil)
+	require.NoError(t, err)
+	return r
+}
+
+// frozenWithA starts an emulator at level whose secondaries never apply a
+// write (an hour's lag on a clock that stands still), creates document a
+// {"n": 1} in partition "p" of its container and returns the write's
+// session token.
+func frozenWithA(t *testing.T, level Consistency) (*env, *azcosmos.ContainerClient, azcosmos.PartitionKey, string) {
+	t.Helper()
+	e, _, c := laggingEnv(t, level, time.Hour, 1)
+	created := createP(t, e, c, `{"id":"a","pk":"p","n":1}`)
+	return e, c, azcosmos.NewPartitionKeyString("p"), sessionOf(t, created)
+}
+
 // sessionOf returns an item response's session token.
 func sessionOf(t *testing.T, r azcosmos.ItemResponse) string {
 	t.Helper()
@@ -111,12 +130,7 @@ func TestLaggingReadsSeeConsistentPrefixesAndNeverAWriteOutOfOrder(t *testing.T)
 
 func TestSessionTokenMakesReadsSeeTheWrite(t *testing.T) {
 	t.Parallel()
-	// The clock stands still: no secondary ever applies the writes.
-	e, _, c := laggingEnv(t, ConsistencySession, time.Hour, 1)
-	pk := azcosmos.NewPartitionKeyString("p")
-	created, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p","n":1}`), nil)
-	require.NoError(t, err)
-	token := sessionOf(t, created)
+	e, c, pk, token := frozenWithA(t, ConsistencySession)
 	assert.Regexp(t, sessionTokenFormat, token)
 
 	for range 20 {
@@ -152,10 +166,8 @@ func TestSessionTokenMakesReadsSeeTheWrite(t *testing.T) {
 
 func TestReadAheadOfEveryReplicaIsReadSessionNotAvailable(t *testing.T) {
 	t.Parallel()
-	e, _, c := laggingEnv(t, ConsistencySession, time.Hour, 1)
-	pk := azcosmos.NewPartitionKeyString("p")
-	_, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
-	require.NoError(t, err)
+	e, c, pk, _ := frozenWithA(t, ConsistencySession)
+	var err error
 	for _, token := range []string{"0:-1#1000", "0:1000", "0:-1#1000#1=1000", "5:-1#1,0:-1#1000"} {
 		_, err = c.ReadItem(e.ctx, pk, "a", &azcosmos.ItemOptions{SessionToken: &token})
 		assert.Equal(t, http.StatusNotFound, statusOf(err), token)
@@ -178,10 +190,9 @@ func TestWritesAndTheirConditionsAreDecidedAtThePrimary(t *testing.T) {
 	t.Parallel()
 	e, _, c := laggingEnv(t, ConsistencyEventual, time.Hour, 1)
 	pk := azcosmos.NewPartitionKeyString("p")
-	created, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p","n":1}`), nil)
-	require.NoError(t, err)
+	created := createP(t, e, c, `{"id":"a","pk":"p","n":1}`)
 	// No secondary has a, yet the primary refuses a second create.
-	_, err = c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	_, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
 	assert.Equal(t, http.StatusConflict, statusOf(err))
 	replaced, err := c.ReplaceItem(e.ctx, pk, "a", []byte(`{"id":"a","pk":"p","n":2}`), &azcosmos.ItemOptions{IfMatchEtag: &created.ETag})
 	require.NoError(t, err)
@@ -215,11 +226,8 @@ func TestWritesAndTheirConditionsAreDecidedAtThePrimary(t *testing.T) {
 
 func TestConsistencyHeaderMayOnlyWeakenTheAccountLevel(t *testing.T) {
 	t.Parallel()
-	e, _, c := laggingEnv(t, ConsistencySession, time.Hour, 1)
-	pk := azcosmos.NewPartitionKeyString("p")
-	created, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
-	require.NoError(t, err)
-	token := sessionOf(t, created)
+	e, c, pk, token := frozenWithA(t, ConsistencySession)
+	var err error
 	for _, level := range []azcosmos.ConsistencyLevel{azcosmos.ConsistencyLevelStrong, azcosmos.ConsistencyLevelBoundedStaleness} {
 		_, err = c.ReadItem(e.ctx, pk, "a", &azcosmos.ItemOptions{ConsistencyLevel: level.ToPtr(), SessionToken: &token})
 		assert.Equal(t, http.StatusBadRequest, statusOf(err), level)
@@ -233,9 +241,7 @@ func TestConsistencyHeaderMayOnlyWeakenTheAccountLevel(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, status)
 
 	// A Strong account reads the primary, unless the request weakens it.
-	s, _, sc := laggingEnv(t, ConsistencyStrong, time.Hour, 1)
-	_, err = sc.CreateItem(s.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
-	require.NoError(t, err)
+	s, sc, _, _ := frozenWithA(t, ConsistencyStrong)
 	missing := 0
 	for range 40 {
 		_, err := sc.ReadItem(s.ctx, pk, "a", nil)
@@ -252,11 +258,7 @@ func TestConsistencyHeaderMayOnlyWeakenTheAccountLevel(t *testing.T) {
 
 func TestSplitChildrenInheritTheParentSession(t *testing.T) {
 	t.Parallel()
-	e, _, c := laggingEnv(t, ConsistencySession, time.Hour, 1)
-	pk := azcosmos.NewPartitionKeyString("p")
-	created, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
-	require.NoError(t, err)
-	token := sessionOf(t, created)
+	e, c, pk, token := frozenWithA(t, ConsistencySession)
 	require.Regexp(t, `^0:`, token)
 	children, err := e.srv.SplitPartitionKeyRange("db", "c", "0")
 	require.NoError(t, err)
@@ -280,11 +282,11 @@ func TestCrossPartitionQueryNamesEveryRangeInItsSessionToken(t *testing.T) {
 		_, err := c.CreateItem(e.ctx, azcosmos.NewPartitionKeyString(fmt.Sprint(i)), mustJSON(t, map[string]any{"id": "a", "pk": fmt.Sprint(i)}), nil)
 		require.NoError(t, err)
 	}
-	status, h, body := e.raw(http.MethodPost, "dbs/db/colls/c/docs", []byte(`{"query":"SELECT * FROM c"}`), map[string]string{
+	status, _, body := e.raw(http.MethodPost, "dbs/db/colls/c/docs", []byte(`{"query":"SELECT * FROM c"}`), map[string]string{
 		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
 		"x-ms-documentdb-query-enablecrosspartition": "true", "x-ms-consistency-level": "Strong"})
 	assert.Equal(t, http.StatusBadRequest, status, string(body))
-	status, h, body = e.raw(http.MethodPost, "dbs/db/colls/c/docs", []byte(`{"query":"SELECT * FROM c"}`), map[string]string{
+	status, h, body := e.raw(http.MethodPost, "dbs/db/colls/c/docs", []byte(`{"query":"SELECT * FROM c"}`), map[string]string{
 		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
 		"x-ms-documentdb-query-enablecrosspartition": "true"})
 	require.Equal(t, http.StatusOK, status, string(body))
@@ -319,8 +321,7 @@ func TestNoLagKeepsNoReplicaLog(t *testing.T) {
 	t.Parallel()
 	e, _, c := laggingEnv(t, ConsistencySession, 0, 1)
 	pk := azcosmos.NewPartitionKeyString("p")
-	created, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
-	require.NoError(t, err)
+	created := createP(t, e, c, `{"id":"a","pk":"p"}`)
 	for range 10 {
 		_, err := c.ReadItem(e.ctx, pk, "a", nil)
 		require.NoError(t, err)
