@@ -358,7 +358,7 @@ func TestPoolDroppedEntryKeepsATimerThatFiredDuringTheFetch(t *testing.T) {
 	c, ok := p.Pick(v, now, "", nil, nil)
 	require.True(t, ok)
 	p.LockedMessage("a", "duplicate start", 5_000) // the lock batch, built at 101
-	now = 104                                    // the fetch ends after the timer fired
+	now = 104                                      // the fetch ends after the timer fired
 	p.Release(c, true)
 	c, ok = p.Pick(v, now, "", nil, nil)
 	require.True(t, ok, "the timer is still a candidate")
