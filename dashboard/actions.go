@@ -60,6 +60,10 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) (string, actio
 		h.fail(w, r, http.StatusForbidden, "this dashboard is read-only")
 		return "", info, false
 	}
+	if left, blocked := h.failed.blocked(r); blocked {
+		h.tooMany(w, r, left)
+		return "", info, false
+	}
 	if err := h.authenticated(r); err != nil {
 		msg := "not authorized: " + err.Error()
 		if h.opts.Authorize == nil {
@@ -94,6 +98,10 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	name, info, ok := h.allowed(w, r)
 	if !ok {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "unreadable form: "+err.Error())
 		return
 	}
 	if err := h.checkCSRF(r); err != nil {

@@ -47,6 +47,16 @@ func idsLinked(t *testing.T, body string) []string {
 	return ids
 }
 
+// nextLink returns the list's next-page link (rel="next"), "" on the last
+// page.
+func nextLink(body string) string {
+	m := regexp.MustCompile(`<a rel="next" href="([^"]*)"`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
+}
+
 // workload is every instance of the fixture's workload.
 var workload = []string{helloID, failID, parentID, childID, leafID, waitID, eternalID, oddID, scriptID, chattyID, pendingID}
 
@@ -152,11 +162,9 @@ func TestInstancesPagePagesThroughEveryInstanceOnce(t *testing.T) {
 				for _, id := range rows {
 					seen[id]++
 				}
-				path = ""
-				for _, h := range hrefs(body) {
-					if strings.HasPrefix(h, "/dash/?") && strings.Contains(h, c.param) {
-						path = h
-					}
+				path = nextLink(body)
+				if path != "" {
+					assert.Contains(t, path, c.param)
 				}
 			}
 			for _, id := range workload {
@@ -178,13 +186,8 @@ func TestInstancesPageNextLinkKeepsARelativeTime(t *testing.T) {
 	code, body := s.get("/dash/?after=720h")
 	require.Equal(t, http.StatusOK, code)
 	require.Len(t, rowIDs(t, body), 2)
-	next := ""
-	for _, h := range hrefs(body) {
-		if strings.Contains(h, "cont=") {
-			next = h
-		}
-	}
-	require.NotEmpty(t, next, "a next page")
+	next := nextLink(body)
+	require.Contains(t, next, "cont=", "a next page")
 	u, err := url.Parse(next)
 	require.NoError(t, err)
 	_, err = time.Parse(time.RFC3339Nano, u.Query().Get("after"))
@@ -429,13 +432,19 @@ func TestUnauthenticatedActionIsRefused(t *testing.T) {
 func TestActionWithoutTheFormTokenOrFromAnotherOriginIsRefused(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
-	code, body := s.post("/dash/action/delete", url.Values{"id": {helloID}}, bearer)
+	// Signed in through the form: the session cookie needs the form token.
+	code, page := s.get("/dash/signin")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = s.post("/dash/signin", url.Values{"csrf": {csrfToken(t, page)}, "token": {token}, "next": {"/"}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	code, body := s.post("/dash/action/delete", url.Values{"id": {helloID}}, nil)
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.Contains(t, body, "form token")
-	_, page := s.do(http.MethodGet, "/dash/action/delete?id="+helloID, nil, bearer)
+	_, page = s.get("/dash/action/delete?id=" + helloID)
 	tok := csrfToken(t, page)
-	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok + "0"}}, bearer)
+	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok + "0"}}, nil)
 	assert.Equal(t, http.StatusForbidden, code)
+	// Another origin is refused, with the bearer header too.
 	cross := http.Header{"Authorization": bearer["Authorization"], "Sec-Fetch-Site": {"cross-site"}}
 	code, body = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok}}, cross)
 	assert.Equal(t, http.StatusForbidden, code)
@@ -444,6 +453,25 @@ func TestActionWithoutTheFormTokenOrFromAnotherOriginIsRefused(t *testing.T) {
 	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok}}, evil)
 	assert.Equal(t, http.StatusForbidden, code)
 	assertExists(t, helloID)
+}
+
+// TestBearerAuthenticatedPostNeedsNoFormToken scripts an action as README
+// says: a POST with only the Authorization: Bearer header (no cookie, so
+// nothing a browser could forge) runs without the form token; a wrong
+// token is refused.
+func TestBearerAuthenticatedPostNeedsNoFormToken(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := "scripted-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Hello", "script")
+	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	code, _ := s.post("/dash/action/delete", url.Values{"id": {id}}, http.Header{"Authorization": {"Bearer nope"}})
+	assert.Equal(t, http.StatusForbidden, code)
+	assertExists(t, id)
+	code, body := s.post("/dash/action/delete", url.Values{"id": {id}}, bearer)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Deleted 1 instance(s)")
 }
 
 // start starts an instance on the fixture's runtime.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +37,10 @@ type eventRow struct {
 	Time     string // UTC
 	Offset   string // since the execution's first event
 	Duration string // for a completion: since the event it completes
+	// SourceHref links the event it completes (SourceID), on its own
+	// history page.
+	SourceHref string
+	SourceID   uint64
 }
 
 // kvPair is one KV entry.
@@ -67,9 +73,24 @@ type instanceData struct {
 	MoreChildren int
 	KV           []kvPair
 	KVError      string
-	Errors       []string
+	// Pending is what the current execution waits for (pending.go);
+	// ShowPending is true when it is shown (the execution runs).
+	Pending     pendingWork
+	ShowPending bool
+	// FailedAt names what failed, for a Failed execution: the activity or
+	// sub-orchestration whose failure ended it, and links its event.
+	FailedAt *failureSite
+	Errors   []string
 	CanAct       bool
 	CanSignal    bool // raise and cancel need a Client
+}
+
+// failureSite is where a failed execution's error came from.
+type failureSite struct {
+	Kind    string // "activity" or "sub-orchestration"
+	Name    string
+	EventID uint64 // the ActivityFailed or SubOrchestrationFailed event
+	Href    string
 }
 
 // execRow is one execution in the executions table.
@@ -114,6 +135,12 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() { shown, histErrs = h.fillHistory(ctx, &d) })
 	}
 	wg.Go(func() { execErrs = h.fillExecutions(ctx, &d) })
+	var msgs []duroxide.InstanceMessage
+	var msgErr error
+	reader, hasMessages := h.admin.(duroxide.InstanceMessagesReader)
+	if hasMessages && info.Status == duroxide.StatusRunning {
+		wg.Go(func() { msgs, msgErr = reader.ListInstanceMessages(ctx, id) })
+	}
 	wg.Go(func() { childErrs = h.fillChildren(ctx, &d) })
 	if h.kv != nil && info.Status != duroxide.StatusPending {
 		wg.Go(func() {
@@ -130,6 +157,14 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 	d.Errors = slices.Concat(histErrs, execErrs, childErrs)
 	if shown != nil {
 		h.addShownExecution(&d, *shown)
+	}
+	if d.ShowPending && info.Status == duroxide.StatusRunning {
+		if msgErr != nil {
+			d.Pending.MessagesError = msgErr.Error()
+		}
+		h.addMessages(&d.Pending, d.Exec, msgs)
+	} else {
+		d.ShowPending = false
 	}
 	if info.Status == "Completed" || info.Status == "ContinuedAsNew" {
 		d.Output = info.Output
@@ -247,6 +282,27 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.E
 	size := h.opts.HistoryPageSize
 	d.Pages = max(1, (len(events)+size-1)/size)
 	d.HPage = min(max(d.HPage, 1), d.Pages)
+	index := make(map[uint64]int, len(events)) // event id -> position
+	names := map[uint64]string{}               // scheduled event id -> activity or orchestration name
+	for i, ev := range events {
+		index[ev.EventID] = i
+		switch k := ev.Kind.(type) {
+		case duroxide.ActivityScheduled:
+			names[ev.EventID] = k.Name
+		case duroxide.SubOrchestrationScheduled:
+			names[ev.EventID] = k.Name
+		}
+	}
+	href := func(id uint64) string {
+		i, ok := index[id]
+		if !ok {
+			return ""
+		}
+		if page := i/size + 1; page != d.HPage {
+			return fmt.Sprintf("%s/instance?id=%s&exec=%d&hpage=%d#e%d", h.opts.Prefix, url.QueryEscape(d.ID), d.Exec, page, id)
+		}
+		return fmt.Sprintf("#e%d", id)
+	}
 	for _, ev := range events[(d.HPage-1)*size : min(d.HPage*size, len(events))] {
 		row := describe(ev)
 		row.Time = utcMs(ev.TimestampMs)
@@ -255,10 +311,62 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.E
 			if t, ok := byID[*ev.SourceEventID]; ok && ev.TimestampMs >= t {
 				row.Duration = formatDuration(time.Duration(ev.TimestampMs-t) * time.Millisecond)
 			}
+			if row.Name == "" {
+				row.Name = names[*ev.SourceEventID]
+			}
+			row.SourceHref, row.SourceID = href(*ev.SourceEventID), *ev.SourceEventID
 		}
 		d.Events = append(d.Events, row)
 	}
+	if ei.Status == "Running" {
+		d.Pending, d.ShowPending = h.pendingOf(events), true
+		for i := range d.Pending.Events {
+			d.Pending.Events[i].Href = href(d.Pending.Events[i].EventID)
+		}
+	}
+	if ei.Status == "Failed" {
+		d.FailedAt = failureOf(events, names)
+		if d.FailedAt != nil {
+			d.FailedAt.Href = href(d.FailedAt.EventID)
+		}
+	}
 	return ei, nil
+}
+
+// failureOf names the activity or sub-orchestration whose failure ended a
+// failed execution: the last ActivityFailed or SubOrchestrationFailed
+// before its OrchestrationFailed whose error is the execution's (nil when
+// the orchestration failed on its own).
+func failureOf(events []duroxide.Event, names map[uint64]string) *failureSite {
+	var final *duroxide.ErrorDetails
+	for i := len(events) - 1; i >= 0; i-- {
+		ev := events[i]
+		switch k := ev.Kind.(type) {
+		case duroxide.OrchestrationFailed:
+			final = &k.Details
+		case duroxide.ActivityFailed, duroxide.SubOrchestrationFailed:
+			if final == nil || ev.SourceEventID == nil {
+				continue
+			}
+			det, kind := errorDetailsOf(ev)
+			if det.DisplayMessage() != final.DisplayMessage() && !strings.Contains(final.DisplayMessage(), det.DisplayMessage()) {
+				continue
+			}
+			return &failureSite{Kind: kind, Name: names[*ev.SourceEventID], EventID: ev.EventID}
+		}
+	}
+	return nil
+}
+
+// errorDetailsOf returns a failure event's details and what failed.
+func errorDetailsOf(ev duroxide.Event) (duroxide.ErrorDetails, string) {
+	switch k := ev.Kind.(type) {
+	case duroxide.ActivityFailed:
+		return k.Details, "activity"
+	case duroxide.SubOrchestrationFailed:
+		return k.Details, "sub-orchestration"
+	}
+	return duroxide.ErrorDetails{}, ""
 }
 
 // describe is an event's kind, category, name and value.

@@ -298,3 +298,40 @@ func (p *MemoryProvider) GetQueueStats(ctx context.Context) (duroxide.QueueStats
 	}
 	return s, nil
 }
+
+var _ duroxide.InstanceMessagesReader = (*MemoryProvider)(nil)
+
+// ListInstanceMessages implements duroxide.InstanceMessagesReader: the
+// instance's orchestrator-queue messages (locked while its instance lock
+// that tagged them lives), then its worker-queue messages, each in
+// enqueue order.
+func (p *MemoryProvider) ListInstanceMessages(ctx context.Context, instance string) ([]duroxide.InstanceMessage, error) {
+	if err := memCtxErr("list_instance_messages", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	var out []duroxide.InstanceMessage
+	for _, r := range p.orchQueue {
+		if r.instance != instance {
+			continue
+		}
+		m := duroxide.InstanceMessage{Queue: duroxide.QueueOrchestrator, Item: r.item, VisibleAt: uint64(max(r.visibleAt, 0)), AttemptCount: r.attempts}
+		if l := p.locks[instance]; l != nil && r.lockToken != "" && r.lockToken == l.token && l.lockedUntil > now {
+			m.LockedUntil, m.LockToken = uint64(l.lockedUntil), l.token
+		}
+		out = append(out, m)
+	}
+	for _, r := range p.workQueue {
+		if r.item.Instance != instance {
+			continue
+		}
+		m := duroxide.InstanceMessage{Queue: duroxide.QueueWorker, Item: duroxide.WorkItem{Kind: r.item}, VisibleAt: uint64(max(r.visibleAt, 0)), AttemptCount: r.attempts}
+		if r.lockToken != "" && r.lockedUntil > now {
+			m.LockedUntil, m.LockToken = uint64(r.lockedUntil), r.lockToken
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
