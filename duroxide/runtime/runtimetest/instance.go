@@ -81,14 +81,10 @@ func (i *Instance) Status() runtime.OrchestrationStatus {
 }
 
 // History returns the events of every execution of the instance, in
-// order.
+// order: none before its first turn ran (the start is still queued).
 func (i *Instance) History() []duroxide.Event {
 	i.env.t.Helper()
-	execs, err := i.env.history(i.ID)
-	if err != nil {
-		i.env.t.Fatalf("runtimetest: history of %q: %v", i.ID, err)
-	}
-	return History{Executions: execs}.Events()
+	return History{Executions: i.executions()}.Events()
 }
 
 // String prints the instance's history, execution by execution.
@@ -229,7 +225,7 @@ func (i *Instance) executions() []Execution {
 	i.env.t.Helper()
 	execs, err := i.env.history(i.ID)
 	if err != nil && !errors.Is(err, ErrNoHistory) {
-		i.env.t.Fatalf("runtimetest: history of %q: %v", i.ID, err)
+		i.env.t.Fatalf("%v", err) // ReadProvider's errors name the instance
 	}
 	return execs
 }
