@@ -401,7 +401,7 @@ func capture(t *testing.T, fn func(tb testing.TB)) *recorder {
 	return r
 }
 
-func (r *recorder) Helper()                   {}
+func (r *recorder) Helper()           {}
 func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
 func (r *recorder) Errorf(f string, a ...any) {
 	r.mu.Lock()
