@@ -82,13 +82,36 @@ func (e *Env) runDueCallbacks() bool {
 // (duroxide's rule), as in production. A failure to raise it fails the
 // test (t.Errorf).
 func (i *Instance) RaiseEventAt(d time.Duration, name, data string) {
+	i.sendAt(d, fmt.Sprintf("event %q", name), func(ev duroxide.Event) bool {
+		k, ok := ev.Kind.(duroxide.ExternalEvent)
+		return ok && k.Name == name
+	}, func() error { return i.env.client.RaiseEvent(i.env.ctx, i.ID, name, data) })
+}
+
+// EnqueueEventAt sends data to the instance's queue (DequeueEvent) once
+// the environment's clock is d past its start, as RaiseEventAt does for
+// an event; queued messages are kept until dequeued.
+func (i *Instance) EnqueueEventAt(d time.Duration, queue, data string) {
+	i.sendAt(d, fmt.Sprintf("a message on %q", queue), func(ev duroxide.Event) bool {
+		k, ok := ev.Kind.(duroxide.QueueEventDelivered)
+		return ok && k.Name == queue
+	}, func() error { return i.env.client.EnqueueEvent(i.env.ctx, i.ID, queue, data) })
+}
+
+// sendAt registers a delayed callback that sends (send) and holds time
+// until the instance's history has one more event that is (the
+// instance's end, the environment's stop or the wait timeout end the
+// hold).
+func (i *Instance) sendAt(d time.Duration, what string, is func(duroxide.Event) bool, send func() error) {
 	i.env.RegisterDelayedCallback(d, func() {
 		e := i.env
 		count := func() int {
 			n := 0
-			for _, ev := range lastEvents(i.executions()) {
-				if k, ok := ev.Kind.(duroxide.ExternalEvent); ok && k.Name == name {
-					n++
+			for _, x := range i.executions() {
+				for _, ev := range x.Events {
+					if is(ev) {
+						n++
+					}
 				}
 			}
 			return n
@@ -102,9 +125,9 @@ func (i *Instance) RaiseEventAt(d time.Duration, name, data string) {
 			e.mu.Unlock()
 		}()
 		before := count()
-		if err := e.client.RaiseEvent(e.ctx, i.ID, name, data); err != nil {
+		if err := send(); err != nil {
 			if e.ctx.Err() == nil {
-				e.t.Errorf("runtimetest: %q: raise %q at %v: %v", i.ID, name, d, err)
+				e.t.Errorf("runtimetest: %q: send %s at %v: %v", i.ID, what, d, err)
 			}
 			return
 		}
@@ -113,7 +136,7 @@ func (i *Instance) RaiseEventAt(d time.Duration, name, data string) {
 				return
 			}
 			if time.Now().After(deadline) {
-				e.t.Errorf("runtimetest: %q did not receive %q (raised at %v) within %v", i.ID, name, d, e.waitTimeout)
+				e.t.Errorf("runtimetest: %q did not receive %s (sent at %v) within %v", i.ID, what, d, e.waitTimeout)
 				return
 			}
 		}

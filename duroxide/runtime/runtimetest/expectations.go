@@ -187,7 +187,16 @@ func (x *Expectation) Calls() int {
 	return x.calls
 }
 
+// String describes the expectation and its calls so far, as
+// AssertExpectations reports it.
 func (x *Expectation) String() string {
+	x.env.mu.Lock()
+	defer x.env.mu.Unlock()
+	return x.describe()
+}
+
+// describe is String for a caller that holds env.mu.
+func (x *Expectation) describe() string {
 	want := "at least once"
 	switch {
 	case x.limited:
@@ -209,7 +218,7 @@ func (e *Env) AssertExpectations() {
 	for _, list := range e.expectations {
 		for _, x := range list {
 			if (x.limited && x.calls != x.times) || (!x.limited && !x.optional && x.calls == 0) {
-				unmet = append(unmet, x.String())
+				unmet = append(unmet, x.describe())
 			}
 		}
 	}
@@ -253,7 +262,7 @@ func (e *Env) answer(kind, name, input string, count bool) (fn func(string) (str
 	}
 	descs := make([]string, len(list))
 	for i, x := range list {
-		descs[i] = "  " + x.String()
+		descs[i] = "  " + x.describe()
 	}
 	e.mu.Unlock()
 	err := fmt.Errorf("runtimetest: unexpected call of %s %q with input %q; its expectations:\n%s", kind, name, input, strings.Join(descs, "\n"))
