@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // maxExecutionsShown is how many executions (the newest) the instance page
@@ -41,6 +42,10 @@ type eventRow struct {
 	// history page.
 	SourceHref string
 	SourceID   uint64
+	// Dropped says why an ExternalEvent never reached the orchestration
+	// (runtime.DroppedExternalEvents: "dropped: no wait was pending");
+	// empty otherwise.
+	Dropped string
 }
 
 // kvPair is one KV entry.
@@ -279,6 +284,10 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.E
 			ei.CompletedAt = duroxide.Uint64Ptr(ev.TimestampMs)
 		}
 	}
+	dropped := map[uint64]string{}
+	for _, de := range runtime.DroppedExternalEvents(events) {
+		dropped[de.EventID] = de.Reason
+	}
 	size := h.opts.HistoryPageSize
 	d.Pages = max(1, (len(events)+size-1)/size)
 	d.HPage = min(max(d.HPage, 1), d.Pages)
@@ -305,6 +314,7 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.E
 	}
 	for _, ev := range events[(d.HPage-1)*size : min(d.HPage*size, len(events))] {
 		row := describe(ev)
+		row.Dropped = dropped[ev.EventID]
 		row.Time = utcMs(ev.TimestampMs)
 		row.Offset = "+" + formatDuration(time.Duration(ev.TimestampMs-start)*time.Millisecond)
 		if ev.SourceEventID != nil {
