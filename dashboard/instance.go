@@ -109,7 +109,7 @@ type execRow struct {
 func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	id := q.Get("id")
-	if !q.Has("id") {
+	if !q.Has("id") || id == "" {
 		h.fail(w, r, http.StatusBadRequest, "no instance id given (?id=)")
 		return
 	}
@@ -117,11 +117,8 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 	d := instanceData{ID: id, CanAct: h.opts.ReadWrite, CanSignal: h.opts.ReadWrite && h.client != nil}
 	info, custom, err := h.instanceInfo(ctx, id)
 	if err != nil {
-		if execs, lerr := h.admin.ListExecutions(ctx, id); lerr == nil && len(execs) == 0 {
-			h.fail(w, r, http.StatusNotFound, "instance "+displayID(id)+" not found")
-			return
-		}
-		h.fail(w, r, http.StatusBadGateway, fmt.Sprintf("read instance %s: %v", displayID(id), err))
+		status, msg := h.lookupFailure(ctx, id, err)
+		h.fail(w, r, status, msg)
 		return
 	}
 	d.Info, d.Custom = info, custom

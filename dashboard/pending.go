@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // The pending-work panel: what an instance's current execution waits for,
@@ -79,15 +80,15 @@ func (p pendingWork) EventNames() []string {
 }
 
 // pendingOf derives what events (one execution's history, in order) leave
-// open. An external event goes to the oldest open subscription of its
-// name (none open: duroxide drops it); a queue event to the oldest open
-// queue subscription, else it waits in the queue for the next one.
+// open. The external-event waits are runtime.AwaitedExternalEvents' (the
+// replay engine's matching); a queue event goes to the oldest open queue
+// subscription, else it waits in the queue for the next one.
 func (h *Handler) pendingOf(events []duroxide.Event) pendingWork {
 	type open struct {
 		ev   duroxide.Event
 		name string
 	}
-	var subs, queues []open
+	var queues []open
 	queued := map[string]int{} // queue events delivered before a subscription
 	activities := map[uint64]*inflightActivity{}
 	var actOrder []uint64
@@ -106,14 +107,6 @@ func (h *Handler) pendingOf(events []duroxide.Event) pendingWork {
 	}
 	for _, ev := range events {
 		switch k := ev.Kind.(type) {
-		case duroxide.ExternalSubscribed:
-			subs = append(subs, open{ev, k.Name})
-		case duroxide.ExternalSubscribedCancelled:
-			subs = drop(subs, src(ev))
-		case duroxide.ExternalEvent:
-			if i := slices.IndexFunc(subs, func(o open) bool { return o.name == k.Name }); i >= 0 {
-				subs = slices.Delete(subs, i, i+1)
-			}
 		case duroxide.QueueSubscribed:
 			if queued[k.Name] > 0 {
 				queued[k.Name]--
@@ -153,8 +146,8 @@ func (h *Handler) pendingOf(events []duroxide.Event) pendingWork {
 		}
 	}
 	var p pendingWork
-	for _, o := range subs {
-		p.Events = append(p.Events, awaitedEvent{Name: o.name, EventID: o.ev.EventID, Since: h.age(o.ev.TimestampMs)})
+	for _, a := range runtime.AwaitedExternalEvents(events) {
+		p.Events = append(p.Events, awaitedEvent{Name: a.Name, EventID: a.EventID, Since: h.age(a.SubscribedAtMs)})
 	}
 	for _, o := range queues {
 		p.Events = append(p.Events, awaitedEvent{Name: o.name, Queue: true, EventID: o.ev.EventID, Since: h.age(o.ev.TimestampMs)})
