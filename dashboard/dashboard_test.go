@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/dashboard"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
@@ -326,9 +327,39 @@ func TestQueuesPageShowsDepthsAndMetricsOnRequest(t *testing.T) {
 	assert.Regexp(t, `<tr><td>Orchestrator</td><td>\d+</td><td>\d+</td><td>\d+</td><td>`, body, "ready, locked, delayed")
 	assert.Regexp(t, `<tr><td>Worker</td><td>\d+</td><td>\d+</td><td>\d+</td><td>`, body)
 	assert.Contains(t, body, "Count instances, executions and events")
-	code, body = s.get("/dash/queues?metrics=1")
-	require.Equal(t, http.StatusOK, code)
-	assert.Regexp(t, `<dt>Instances</dt><dd>\d+</dd>`, body)
+}
+
+// TestQueuesMetricsAreConfirmedCachedAndCosted checks the gate on the
+// totals (a read of every document): the link asks first and costs
+// nothing; the confirmed count shows what it cost; the next views reuse
+// it for free; a read-write handler's signed-in operator skips the
+// question. Not parallel: it counts the quiet provider's requests.
+func TestQueuesMetricsAreConfirmedCachedAndCosted(t *testing.T) {
+	p := shared(t).quiet
+	s := newSite(t, dashboard.Options{})
+	var body string
+	n := requests(p, func() { _, body = s.get("/dash/queues?metrics=1") })
+	assert.Contains(t, body, "reads every instance, execution and history document")
+	assert.Contains(t, body, `name="confirm" value="1"`)
+	assert.NotContains(t, body, "<dt>Executions</dt>")
+	assert.EqualValues(t, 1+1+1, n, "asking costs the page alone")
+	_, body = s.get("/dash/queues?metrics=1&confirm=1")
+	assert.Regexp(t, `<dt>Instances</dt><dd>\d+ <span class="meta">\(\d+ Pending\)</span></dd>`, body)
+	assert.Regexp(t, `Counted just now \(about \d+ requests and [\d.]+k? RU\)`, body)
+	n = requests(p, func() { _, body = s.get("/dash/queues") })
+	assert.Regexp(t, `Counted \S+ ago`, body, "the count is reused")
+	assert.EqualValues(t, 1+1+1, n, "a cached count costs nothing")
+
+	rw := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	_, body = rw.do(http.MethodGet, "/dash/queues?metrics=1", nil, bearer)
+	assert.Contains(t, body, "<dt>Executions</dt>", "an authenticated operator of a read-write dashboard is not asked")
+}
+
+// requests returns the Cosmos DB requests p made during call.
+func requests(p interface{ Usage() cdb.Usage }, call func()) int64 {
+	before := p.Usage().Requests
+	call()
+	return p.Usage().Requests - before
 }
 
 func TestPendingInstanceIsShownWithItsReason(t *testing.T) {

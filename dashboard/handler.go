@@ -77,6 +77,7 @@ type Handler struct {
 	csrf     string // the form token of this handler
 	cop      *http.CrossOriginProtection
 	failed   *failures // wrong tokens per client (ratelimit.go)
+	metrics  metricsCache
 	closeOne sync.Once
 }
 
