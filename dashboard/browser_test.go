@@ -103,7 +103,7 @@ func TestBrowserGoesFromTheListToAnInstanceItsHistoryAndItsSubOrchestration(t *t
 	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/?prefix=parent"))
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `td.id `+hrefSel(parentID)))
 	assert.Equal(t, "Instance "+parentID, text(t, ctx, "h1"))
-	assert.Contains(t, text(t, ctx, "#history + p"), "event(s)")
+	assert.Contains(t, text(t, ctx, "p.history-count"), "event(s)")
 	assert.Contains(t, text(t, ctx, "li.ev-sub"), "SubOrchestrationScheduled")
 	// The child's link in the history's SubOrchestrationScheduled event.
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `li.ev-sub a.id`))

@@ -189,6 +189,9 @@ func openFixture() (*fixture, error) {
 		return nil, err
 	}
 	if f.rt, err = runtime.Start(ctx, f.busy, registry(), runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond,
+		// The Busy instances' Hold activities each keep a worker until the
+		// tests end: enough workers are left for the others.
+		WorkerConcurrency: 8,
 		// pendingID stays Pending, its first attempt's reason recorded,
 		// for the 10 minutes the tests may take.
 		UnregisteredBackoff: runtime.UnregisteredBackoff{Base: 10 * time.Minute, Max: 10 * time.Minute}}); err != nil {

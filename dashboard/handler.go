@@ -193,6 +193,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /{$}", h.instancesPage)
 	m.HandleFunc("GET /instance", h.instancePage)
 	m.HandleFunc("GET /tree", h.treePage)
+	m.HandleFunc("GET /history.json", h.historyJSON)
 	m.HandleFunc("GET /queues", h.queuesPage)
 	m.HandleFunc("GET /health", h.healthPage)
 	m.HandleFunc("GET /static/", h.static)

@@ -1,9 +1,9 @@
 package dashboard
 
 import (
-	"math"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"

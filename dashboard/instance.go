@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // maxExecutionsShown is how many executions (the newest) the instance page
@@ -71,7 +68,10 @@ type instanceData struct {
 	Executions   []execRow
 	MoreExecs    int
 	Exec         uint64 // the execution shown
+	Kind         string // the event kind the history is filtered by ("" for all)
+	Kinds        []string
 	Events       []eventRow
+	Groups       []eventGroup // Events, runs of like events summed up
 	EventTotal   int
 	HPage, Pages int
 	Children     []childRow
@@ -84,10 +84,10 @@ type instanceData struct {
 	ShowPending bool
 	// FailedAt names what failed, for a Failed execution: the activity or
 	// sub-orchestration whose failure ended it, and links its event.
-	FailedAt *failureSite
-	Errors   []string
-	CanAct       bool
-	CanSignal    bool // raise and cancel need a Client
+	FailedAt  *failureSite
+	Errors    []string
+	CanAct    bool
+	CanSignal bool // raise and cancel need a Client
 }
 
 // failureSite is where a failed execution's error came from.
@@ -128,6 +128,10 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 		d.Exec = e
 	}
 	d.HPage, _ = strconv.Atoi(q.Get("hpage"))
+	d.Kinds = eventKinds
+	if k := q.Get("kind"); slices.Contains(eventKinds, k) {
+		d.Kind = k
+	}
 	// The history, the executions, the children and the KV store are
 	// independent reads: they run concurrently, each with its own errors.
 	var histErrs, execErrs, childErrs []string
@@ -245,135 +249,34 @@ func (h *Handler) addShownExecution(d *instanceData, ei duroxide.ExecutionInfo) 
 	}
 }
 
-// fillHistory reads the shown execution's history and turns one page of it
-// into timeline rows; the input, the failure and the execution's metadata
-// (status from its terminal event, start and end from the first and
-// terminal events' timestamps, the event count) come from it too.
-func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.ExecutionInfo, []string) {
-	events, err := h.admin.ReadHistoryWithExecutionID(ctx, d.ID, d.Exec)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("history of execution %d: %v", d.Exec, err)}
-	}
-	d.EventTotal = len(events)
-	ei := &duroxide.ExecutionInfo{ExecutionID: d.Exec, Status: "Running", EventCount: uint64(len(events))}
-	byID := make(map[uint64]uint64, len(events)) // event id -> timestamp
-	var start uint64
-	for _, ev := range events {
-		byID[ev.EventID] = ev.TimestampMs
-		if start == 0 {
-			start = ev.TimestampMs
-			ei.StartedAt = start
-		}
-		switch k := ev.Kind.(type) {
-		case duroxide.OrchestrationStarted:
-			in := k.Input
-			d.Input = &in
-		case duroxide.OrchestrationFailed:
-			det := k.Details
-			d.Failure = &det
-			ei.Status = "Failed"
-		case duroxide.OrchestrationCompleted:
-			ei.Status = "Completed"
-		case duroxide.OrchestrationContinuedAsNew:
-			ei.Status = "ContinuedAsNew"
-		}
-		if ev.IsTerminal() {
-			ei.CompletedAt = duroxide.Uint64Ptr(ev.TimestampMs)
-		}
-	}
-	dropped := map[uint64]string{}
-	for _, de := range runtime.DroppedExternalEvents(events) {
-		dropped[de.EventID] = de.Reason
-	}
-	size := h.opts.HistoryPageSize
-	d.Pages = max(1, (len(events)+size-1)/size)
-	d.HPage = min(max(d.HPage, 1), d.Pages)
-	index := make(map[uint64]int, len(events)) // event id -> position
-	names := map[uint64]string{}               // scheduled event id -> activity or orchestration name
-	for i, ev := range events {
-		index[ev.EventID] = i
-		switch k := ev.Kind.(type) {
-		case duroxide.ActivityScheduled:
-			names[ev.EventID] = k.Name
-		case duroxide.SubOrchestrationScheduled:
-			names[ev.EventID] = k.Name
-		}
-	}
-	href := func(id uint64) string {
-		i, ok := index[id]
-		if !ok {
-			return ""
-		}
-		if page := i/size + 1; page != d.HPage {
-			return fmt.Sprintf("%s/instance?id=%s&exec=%d&hpage=%d#e%d", h.opts.Prefix, url.QueryEscape(d.ID), d.Exec, page, id)
-		}
-		return fmt.Sprintf("#e%d", id)
-	}
-	for _, ev := range events[(d.HPage-1)*size : min(d.HPage*size, len(events))] {
-		row := describe(ev)
-		row.Dropped = dropped[ev.EventID]
-		row.Time = utcMs(ev.TimestampMs)
-		row.Offset = "+" + formatDuration(time.Duration(ev.TimestampMs-start)*time.Millisecond)
-		if ev.SourceEventID != nil {
-			if t, ok := byID[*ev.SourceEventID]; ok && ev.TimestampMs >= t {
-				row.Duration = formatDuration(time.Duration(ev.TimestampMs-t) * time.Millisecond)
-			}
-			if row.Name == "" {
-				row.Name = names[*ev.SourceEventID]
-			}
-			row.SourceHref, row.SourceID = href(*ev.SourceEventID), *ev.SourceEventID
-		}
-		d.Events = append(d.Events, row)
-	}
-	if ei.Status == "Running" {
-		d.Pending, d.ShowPending = h.pendingOf(events), true
-		for i := range d.Pending.Events {
-			d.Pending.Events[i].Href = href(d.Pending.Events[i].EventID)
-		}
-	}
-	if ei.Status == "Failed" {
-		d.FailedAt = failureOf(events, names)
-		if d.FailedAt != nil {
-			d.FailedAt.Href = href(d.FailedAt.EventID)
-		}
-	}
-	return ei, nil
-}
-
-// failureOf names the activity or sub-orchestration whose failure ended a
-// failed execution: the last ActivityFailed or SubOrchestrationFailed
-// before its OrchestrationFailed whose error is the execution's (nil when
-// the orchestration failed on its own).
-func failureOf(events []duroxide.Event, names map[uint64]string) *failureSite {
-	var final *duroxide.ErrorDetails
-	for i := len(events) - 1; i >= 0; i-- {
-		ev := events[i]
-		switch k := ev.Kind.(type) {
-		case duroxide.OrchestrationFailed:
-			final = &k.Details
-		case duroxide.ActivityFailed, duroxide.SubOrchestrationFailed:
-			if final == nil || ev.SourceEventID == nil {
-				continue
-			}
-			det, kind := errorDetailsOf(ev)
-			if det.DisplayMessage() != final.DisplayMessage() && !strings.Contains(final.DisplayMessage(), det.DisplayMessage()) {
-				continue
-			}
-			return &failureSite{Kind: kind, Name: names[*ev.SourceEventID], EventID: ev.EventID}
-		}
-	}
-	return nil
-}
-
-// errorDetailsOf returns a failure event's details and what failed.
-func errorDetailsOf(ev duroxide.Event) (duroxide.ErrorDetails, string) {
-	switch k := ev.Kind.(type) {
-	case duroxide.ActivityFailed:
-		return k.Details, "activity"
-	case duroxide.SubOrchestrationFailed:
-		return k.Details, "sub-orchestration"
-	}
-	return duroxide.ErrorDetails{}, ""
+// eventKinds are the kinds the history can be filtered by.
+var eventKinds = []string{
+	string(duroxide.EventTypeOrchestrationStarted),
+	string(duroxide.EventTypeOrchestrationCompleted),
+	string(duroxide.EventTypeOrchestrationFailed),
+	string(duroxide.EventTypeActivityScheduled),
+	string(duroxide.EventTypeActivityCompleted),
+	string(duroxide.EventTypeActivityFailed),
+	string(duroxide.EventTypeActivityCancelRequested),
+	string(duroxide.EventTypeTimerCreated),
+	string(duroxide.EventTypeTimerFired),
+	string(duroxide.EventTypeExternalSubscribed),
+	string(duroxide.EventTypeExternalEvent),
+	string(duroxide.EventTypeOrchestrationChained),
+	string(duroxide.EventTypeSubOrchestrationScheduled),
+	string(duroxide.EventTypeSubOrchestrationCompleted),
+	string(duroxide.EventTypeSubOrchestrationFailed),
+	string(duroxide.EventTypeSubOrchestrationCancelRequested),
+	string(duroxide.EventTypeOrchestrationContinuedAsNew),
+	string(duroxide.EventTypeOrchestrationCancelRequested),
+	string(duroxide.EventTypeExternalSubscribedCancelled),
+	string(duroxide.EventTypeQueueSubscribed),
+	string(duroxide.EventTypeQueueEventDelivered),
+	string(duroxide.EventTypeQueueSubscriptionCancelled),
+	string(duroxide.EventTypeCustomStatusUpdated),
+	string(duroxide.EventTypeKeyValueSet),
+	string(duroxide.EventTypeKeyValueCleared),
+	string(duroxide.EventTypeKeyValuesCleared),
 }
 
 // describe is an event's kind, category, name and value.

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -180,24 +181,37 @@ func (h *Handler) firesIn(ms uint64) string {
 	return "due " + formatDuration(-d) + " ago"
 }
 
-// addMessages completes p's activities with their worker-queue messages
-// (attempt, lock) for execution exec.
+// addMessages completes p with the instance's queued messages for
+// execution exec: each activity's attempt and lock from its worker-queue
+// message, and the activities and timers the history read did not show
+// (scheduled before the events read, in a long history).
 func (h *Handler) addMessages(p *pendingWork, exec uint64, msgs []duroxide.InstanceMessage) {
 	now := uint64(h.opts.Now().UnixMilli())
-	for i := range p.Activities {
-		a := &p.Activities[i]
-		for _, m := range msgs {
-			item, ok := m.Item.Kind.(duroxide.ActivityExecuteItem)
-			if !ok || item.ID != a.EventID || item.ExecutionID != exec {
+	for _, m := range msgs {
+		switch item := m.Item.Kind.(type) {
+		case duroxide.ActivityExecuteItem:
+			if item.ExecutionID != exec {
 				continue
 			}
+			i := slices.IndexFunc(p.Activities, func(a inflightActivity) bool { return a.EventID == item.ID })
+			if i < 0 {
+				p.Activities = append(p.Activities, inflightActivity{Name: item.Name, EventID: item.ID})
+				i = len(p.Activities) - 1
+			}
+			a := &p.Activities[i]
 			a.Known, a.Attempt = true, m.AttemptCount
 			if m.LockToken != "" && m.LockedUntil > now {
 				a.Locked, a.LockedBy = true, shortToken(m.LockToken)
 				a.LockLeft = formatDuration(time.Duration(m.LockedUntil-now) * time.Millisecond)
 			}
+		case duroxide.TimerFiredItem:
+			if item.ExecutionID == exec && !slices.ContainsFunc(p.Timers, func(t pendingTimer) bool { return t.EventID == item.ID }) {
+				p.Timers = append(p.Timers, pendingTimer{EventID: item.ID, FireAt: utcMs(item.FireAtMs), FiresIn: h.firesIn(item.FireAtMs)})
+			}
 		}
 	}
+	slices.SortStableFunc(p.Activities, func(a, b inflightActivity) int { return cmp.Compare(a.EventID, b.EventID) })
+	slices.SortStableFunc(p.Timers, func(a, b pendingTimer) int { return cmp.Compare(a.EventID, b.EventID) })
 }
 
 // shortToken cuts a lock token to its first 8 characters.

@@ -35,6 +35,7 @@ var funcs = template.FuncMap{
 	"deref":    func(s *string) string { return deref(s) },
 	"add":      func(a, b int) int { return a + b },
 	"statusCl": statusClass,
+	"pair":     func(page, row any) map[string]any { return map[string]any{"Page": page, "Row": row} },
 }
 
 func mustParsePages() map[string]*template.Template {

@@ -335,3 +335,60 @@ func (p *MemoryProvider) ListInstanceMessages(ctx context.Context, instance stri
 	}
 	return out, nil
 }
+
+var _ duroxide.HistoryPageReader = (*MemoryProvider)(nil)
+
+// ReadHistoryPage implements duroxide.HistoryPageReader over the stored
+// history.
+func (p *MemoryProvider) ReadHistoryPage(ctx context.Context, instance string, execution, first uint64, count int) (duroxide.HistoryPage, error) {
+	const op = "read_history_page"
+	if err := memCtxErr(op, ctx); err != nil {
+		return duroxide.HistoryPage{}, err
+	}
+	if count <= 0 {
+		return duroxide.HistoryPage{}, memPermanent(op, "count must be positive, not %d", count)
+	}
+	info, err := p.GetExecutionInfo(ctx, instance, execution)
+	if err != nil {
+		return duroxide.HistoryPage{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	page := duroxide.HistoryPage{Execution: info, Events: []duroxide.Event{}}
+	page.Execution.EventCount = 0
+	for _, row := range p.history[instance][execution] {
+		page.Execution.EventCount = max(page.Execution.EventCount, row.id)
+		if row.id >= first && row.id < first+uint64(count) {
+			ev, err := row.decode()
+			if err != nil {
+				return duroxide.HistoryPage{}, memPermanent(op, "%v", err)
+			}
+			page.Events = append(page.Events, ev)
+		}
+	}
+	return page, nil
+}
+
+// ReadHistoryEvents implements duroxide.HistoryPageReader.
+func (p *MemoryProvider) ReadHistoryEvents(ctx context.Context, instance string, execution uint64, ids []uint64) ([]duroxide.Event, error) {
+	const op = "read_history_events"
+	if err := memCtxErr(op, ctx); err != nil {
+		return nil, err
+	}
+	if len(ids) > duroxide.MaxHistoryEventsRead {
+		return nil, memPermanent(op, "%d ids: at most %d a call", len(ids), duroxide.MaxHistoryEventsRead)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []duroxide.Event{}
+	for _, row := range p.history[instance][execution] {
+		if slices.Contains(ids, row.id) {
+			ev, err := row.decode()
+			if err != nil {
+				return nil, memPermanent(op, "%v", err)
+			}
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
