@@ -1481,7 +1481,7 @@ func (p *Provider) ListInstanceMessages(ctx context.Context, instance string) ([
 	slices.SortStableFunc(docs, func(a, b *queueDoc) int {
 		switch {
 		case a.Type != b.Type:
-			return strings.Compare(b.Type, a.Type) // orch_queue before worker_queue
+			return strings.Compare(a.Type, b.Type) // orch_queue before worker_queue
 		case a.before(b):
 			return -1
 		case b.before(a):
