@@ -27,7 +27,7 @@ func newTracker() (*Tracker, *observer.ObservedLogs, *fakeClock) {
 	return tr, logs, clock
 }
 
-var refused = fmt.Errorf("dial tcp 127.0.0.1:1: %w", syscall.ECONNREFUSED)
+var errRefused = fmt.Errorf("dial tcp 127.0.0.1:1: %w", syscall.ECONNREFUSED)
 
 // An outage's failures are logged at the 1st, 2nd, 4th, 8th ... failure,
 // whichever call failed.
@@ -36,7 +36,7 @@ func TestAnOutageIsLoggedOnABackoff(t *testing.T) {
 	tr, logs, clock := newTracker()
 	for i := range 20 {
 		clock.t = clock.t.Add(time.Second)
-		tr.Failed(fmt.Sprint("call", i%3), refused)
+		tr.Failed(fmt.Sprint("call", i%3), errRefused)
 	}
 	var counts []int64
 	for _, e := range logs.All() {
@@ -60,7 +60,7 @@ func TestAnOutageEndsAtTheFirstSuccessSentDuringIt(t *testing.T) {
 	tr.Succeeded(before) // healthy: nothing to say
 	require.Zero(t, logs.Len())
 	clock.t = clock.t.Add(time.Second)
-	tr.Failed("fetch", refused)
+	tr.Failed("fetch", errRefused)
 	clock.t = clock.t.Add(time.Second)
 	tr.Failed("ack", errors.New("connection reset"))
 	tr.Succeeded(before) // sent before the outage
