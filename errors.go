@@ -71,7 +71,7 @@ func mapError(op string, err error) error {
 		return &duroxide.ProviderError{
 			Operation: op,
 			Message:   "Cosmos DB returned " + a.String(),
-			Retryable: isRetryableStatus(a.Status),
+			Retryable: isRetryableStatus(a.Status) || cosmos.SessionNotAvailable(err),
 			Cause:     err,
 		}
 	}
@@ -340,8 +340,9 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 		last = err
 		code, isResp := cosmos.StatusCode(err)
 		switch {
-		case isResp && notApplied(code):
-			// safe to retry for every kind
+		case isResp && (notApplied(code) || cosmos.SessionNotAvailable(err)):
+			// safe to retry for every kind (a read whose session no
+			// replica has reached yet changed nothing)
 		case isResp && !isRetryableStatus(code):
 			return err
 		case isResp && (code == http.StatusConflict || code == http.StatusPreconditionFailed):
