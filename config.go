@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // Defaults applied by New to the zero fields of a Config
@@ -163,6 +164,21 @@ type Config struct {
 	// LeaseHeartbeatInterval; default DefaultLeaseExpiry.
 	LeaseExpiry time.Duration
 
+	// ProcessID names this process among those sharing the container's
+	// lease slots (LeasesInContainer): a process restarted with the same
+	// ProcessID after a crash takes its dead predecessor's slots at its
+	// first fetch, instead of waiting for their lease to expire
+	// (LeaseExpiry) or to be suspected (two heartbeats). Default: the host
+	// name and the program's name ("web-7f9c-orders"), which a restarted
+	// container or service keeps. Two live processes with the same
+	// ProcessID are told apart (by the pid recorded on this host, or by
+	// the owner document they both renew): the second uses a random id
+	// and warns, so set distinct ProcessIDs for replicas of one program on
+	// one host (an ordinal, a pod name). Characters Cosmos DB refuses in
+	// ids (/ \ ? #) are replaced; at most 100 characters are kept (with a
+	// hash of the rest).
+	ProcessID string
+
 	// ReconcilerInterval is how often the outbox reconciler looks for
 	// undelivered intents; default DefaultReconcilerInterval.
 	ReconcilerInterval time.Duration
@@ -280,6 +296,10 @@ type Config struct {
 	// epoch. Default time.Now. Tests use it to move time.
 	Now func() time.Time
 
+	// leaseSelf, when set (by tests), replaces who this process says it
+	// is in its owner document (internal/leases: host, pid, process run).
+	leaseSelf *leases.Self
+
 	// fromEnv marks a Config ConfigFromEnv built, so that New's error for
 	// a missing endpoint or key names the environment variables.
 	fromEnv bool
@@ -378,6 +398,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RetryBudget == 0 {
 		c.RetryBudget = DefaultRetryBudget
+	}
+	if c.ProcessID == "" {
+		c.ProcessID = defaultProcessID()
 	}
 	var errs []error
 	if c.Client == nil {
