@@ -289,6 +289,8 @@ func newLeaseCoordinator(p *Provider) *leases.Coordinator {
 		Log:       p.log,
 		Owner:     p.cfg.ProcessID,
 		Self:      self,
+		// The store health logs the heartbeat's failed requests.
+		StoreHealthReported: true,
 	}, leaseStore{p})
 }
 

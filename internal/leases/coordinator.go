@@ -61,6 +61,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
@@ -145,6 +146,10 @@ type Config struct {
 	Owner string
 	// Self says who this Provider is, to tell a predecessor from a twin.
 	Self Self
+	// StoreHealthReported: the provider logs every failed request itself
+	// (with its cause, on a backoff), so a failed heartbeat is logged at
+	// Debug, not at Warn every heartbeat of an outage.
+	StoreHealthReported bool
 }
 
 // Lease is a set of slots of one Queue held by one fetch.
@@ -267,6 +272,8 @@ type Coordinator struct {
 	// random one (identity.go). Changed only under beatMu.
 	owner atomic.Pointer[string]
 	self  Self
+	// healthReported: Config.StoreHealthReported.
+	healthReported bool
 	// checked: the owner document of the stable identity was looked at
 	// (identity.go: a predecessor's, or a live twin's).
 	checked   bool
@@ -309,16 +316,17 @@ func New(cfg Config, store Store) *Coordinator {
 		log = zap.NewNop()
 	}
 	c := &Coordinator{
-		store:     store,
-		log:       log,
-		wake:      cfg.Wake,
-		self:      cfg.Self,
-		heartbeat: cfg.Heartbeat,
-		expiry:    cfg.Expiry,
-		seen:      map[string]observedOwner{},
-		kick:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		store:          store,
+		log:            log,
+		wake:           cfg.Wake,
+		self:           cfg.Self,
+		healthReported: cfg.StoreHealthReported,
+		heartbeat:      cfg.Heartbeat,
+		expiry:         cfg.Expiry,
+		seen:           map[string]observedOwner{},
+		kick:           make(chan struct{}, 1),
+		stop:           make(chan struct{}),
+		done:           make(chan struct{}),
 	}
 	owner := OwnerID(cfg.Owner)
 	if cfg.Owner == "" {
@@ -385,7 +393,11 @@ func (c *Coordinator) loop() {
 		}
 		ctx, cancel := context.WithTimeout(cosmos.WithCall(context.Background(), "lease_heartbeat"), c.expiry)
 		if err := c.Beat(ctx); err != nil {
-			c.log.Warn("lease heartbeat failed", zap.Error(err))
+			level := zapcore.WarnLevel
+			if c.healthReported {
+				level = zapcore.DebugLevel
+			}
+			c.log.Log(level, "lease heartbeat failed", zap.Error(err))
 		}
 		cancel()
 	}
