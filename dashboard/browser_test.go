@@ -294,15 +294,16 @@ func TestBrowserScreenshots(t *testing.T) {
 		s.get(instancePath(chattyID))
 		time.Sleep(150 * time.Millisecond)
 	}
+	busy := startBusy(t, s)
 	shots := []struct {
 		file, path string
 		width      int64
 	}{
 		{"instances.png", "/dash/", 1280},
-		{"instance.png", instancePath(parentID), 1280},
-		{"history.png", instancePath(failID) + "#history", 1280},
+		{"instance.png", instancePath(busy), 1280},
+		{"history.png", instancePath(failID), 1280},
 		{"tree.png", "/dash/tree?id=" + url.QueryEscape(childID), 1280},
-		{"queues.png", "/dash/queues?metrics=1", 1280},
+		{"queues.png", "/dash/queues?metrics=1&confirm=1", 1280},
 		{"health.png", "/dash/health", 1280},
 		{"instance-phone.png", instancePath(waitID), 390},
 	}
