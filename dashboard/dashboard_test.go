@@ -892,3 +892,25 @@ func TestAutoRefreshIsOptIn(t *testing.T) {
 	_, body = s.get("/dash/queues?refresh=1")
 	assert.Contains(t, body, `<meta http-equiv="refresh" content="5">`)
 }
+
+// TestSignInAndOutLinks checks the header of a read-write dashboard with
+// a token: a sign-in link back to the page, then, signed in, a sign-out
+// button that ends the session.
+func TestSignInAndOutLinks(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	_, body := s.get("/dash/queues")
+	assert.Contains(t, body, `<a href="/dash/signin?next=%2Fqueues">Sign in</a>`)
+	_, page := s.get("/dash/signin")
+	code, _ := s.post("/dash/signin", url.Values{"csrf": {csrfToken(t, page)}, "token": {token}, "next": {"/queues"}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = s.get("/dash/queues")
+	assert.Contains(t, body, "Sign out")
+	assert.NotContains(t, body, ">Sign in<")
+	code, _ = s.post("/dash/signout", url.Values{"csrf": {csrfToken(t, body)}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = s.get("/dash/queues")
+	assert.Contains(t, body, ">Sign in<", "signed out")
+	_, ro := newSite(t, dashboard.Options{}).get("/dash/")
+	assert.NotContains(t, ro, "Sign in", "a read-only dashboard has no sign-in")
+}
