@@ -1028,11 +1028,18 @@ type instancePageToken struct {
 // (STARTSWITH) and the creation bounds. It asks the service for the rest
 // of the page until the page is full or the query is done.
 //
-// Order: the service's order for a cross-partition query without ORDER BY
-// (DESIGN.md §10: none is sent across partitions): partition key range
-// after partition key range, and within one in the order the service keeps
-// documents; neither newest first nor by id. A Pending instance keeps its
-// place when its first turn creates it (the same document, replaced).
+// Order: for duroxide.OrderStore (the zero value) the service's order for
+// a cross-partition query without ORDER BY (DESIGN.md §10: none is sent
+// across partitions): partition key range after partition key range, and
+// within one in the order the service keeps documents; neither newest
+// first nor by id. A Pending instance keeps its place when its first turn
+// creates it (the same document, replaced). OrderNewestFirst and
+// OrderOldestFirst are sorted on the client: 1 request while the matching
+// instances after the walk's position fit in one response (about 1,000,
+// and the first page's StatusCounts come with it), else a few windows of
+// creation time, each read in one response but the last (up to 12
+// requests for a burst of instances followed by a quiet period; 2 a page
+// once a walk has found its width).
 //
 // The continuation is "cdb1." and, in unpadded URL-safe base64, the
 // query's filters with the service's continuation: one that does not
