@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/dashboard"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
@@ -149,6 +150,7 @@ func TestBrowserRaisesAnEventInReadWriteMode(t *testing.T) {
 	start(t, id, "Waiter", "")
 	_, err := f.client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusRunning)
 
 	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/signin?next="+url.QueryEscape("/instance?id="+id)))
 	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#token"), token)))
