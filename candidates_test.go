@@ -116,6 +116,10 @@ func TestAProcessKnowsTheTimersSetBeforeItsFirstQuery(t *testing.T) {
 		[]duroxide.Event{started(instance), duroxide.NewEvent(2, instance, 1, nil, duroxide.TimerCreated{FireAtMs: fireAt})},
 		nil, []duroxide.WorkItem{timer}, runningMetadata(), nil))
 
+	// A process that never read the slots may be served by a replica
+	// that trails the write (a lagging emulator): the timer was set before
+	// by more than that.
+	time.Sleep(c.emu.ReplicaLag())
 	next, _ := c.process(t, adjust)
 	steps := traceSteps(next)
 	item, err = next.FetchOrchestrationItem(ctx, longLock, 0, nil)
