@@ -292,6 +292,7 @@ func (c *container) commit(plans []plan, lsn uint64) {
 	}
 	if wrote {
 		c.lsn = lsn
+		c.logCommit(plans, lsn)
 	}
 }
 
