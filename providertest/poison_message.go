@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +21,8 @@ var poisonMessageCases = []Case{
 	{"abandon_orchestration_item_ignore_attempt_decrements", AbandonOrchestrationItemIgnoreAttemptDecrements},
 	{"ignore_attempt_never_goes_negative", IgnoreAttemptNeverGoesNegative},
 	{"max_attempt_count_across_message_batch", MaxAttemptCountAcrossMessageBatch},
+	{"orchestration_delayed_abandon_preserves_unlocked_rows", OrchestrationDelayedAbandonPreservesUnlockedRows},
+	{"orchestration_ignore_attempt_preserves_hidden_start", OrchestrationIgnoreAttemptPreservesHiddenStart},
 }
 
 // OrchestrationAttemptCountStartsAtOne checks that the first fetch of an
@@ -203,4 +206,86 @@ func MaxAttemptCountAcrossMessageBatch(t *testing.T, f Factory) {
 		"the attempt count should be the max across messages (3), not the newer message's (1)")
 
 	ackTurn(t, p, item3.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+}
+
+// OrchestrationDelayedAbandonPreservesUnlockedRows checks that a delayed
+// abandon hides only the messages its fetch locked: a message that arrived
+// while the lock was held stays visible, is fetched at once on its own with
+// attempt 1, and the abandoned message stays hidden for the whole delay
+// (duroxide main's orchestration_delayed_abandon_preserves_unlocked_rows).
+func OrchestrationDelayedAbandonPreservesUnlockedRows(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	const inst = "poison-delayed-abandon"
+	createInstance(t, p, inst)
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: inst, Name: "q", Data: "locked"}})
+
+	locked := fetchOrch(t, p, lockTimeout)
+	require.Equal(t, inst, locked.Instance)
+	require.Equal(t, []string{"QueueMessage:locked"}, messageSummary(locked.Messages))
+
+	// A message arrives after the fetch; then the turn is abandoned with a
+	// delay far beyond the test's duration.
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: inst, Name: "q", Data: "later"}})
+	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), locked.LockToken, time.Hour, false))
+
+	later := fetchOrch(t, p, lockTimeout)
+	require.Equal(t, inst, later.Instance)
+	require.Equal(t, []string{"QueueMessage:later"}, messageSummary(later.Messages),
+		"the message that arrived after the fetch must not be hidden by the abandon's delay; the locked one must be")
+	require.Equal(t, uint32(1), later.AttemptCount, "the later message was never fetched before")
+	ackTurn(t, p, later.LockToken, duroxide.InitialExecutionID, nil, duroxide.ExecutionMetadata{})
+
+	requireNoOrch(t, p, lockTimeout, "the abandoned message must stay hidden for the abandon's delay")
+}
+
+// hiddenStartDelay is how long OrchestrationIgnoreAttemptPreservesHiddenStart
+// hides the successor's start: long enough for one fetch and abandon of
+// another message on a loaded machine, short enough for a fast suite.
+const hiddenStartDelay = 2 * time.Second
+
+// OrchestrationIgnoreAttemptPreservesHiddenStart checks that an abandon with
+// ignoreAttempt takes back only the attempts its own fetch counted: the
+// continue-as-new successor's start, fetched twice and then hidden by a
+// delayed abandon, keeps its two attempts while an input that arrived in the
+// window is fetched alone and abandoned with ignoreAttempt, so the fetch
+// that finally takes both reports attempt 3 (duroxide main's
+// orchestration_ignore_attempt_preserves_hidden_start).
+func OrchestrationIgnoreAttemptPreservesHiddenStart(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	lockTimeout := f.LockTimeout()
+	const inst = "poison-hidden-start"
+	seedTurn(t, p, inst,
+		[]duroxide.Event{started(inst, "Transition", "old"), continuedAsNew(inst, "next")},
+		[]duroxide.WorkItem{successorStart(inst, "Transition")},
+		duroxide.ExecutionMetadata{
+			Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew), Output: duroxide.StringPtr("next"),
+			OrchestrationName: duroxide.StringPtr("Transition"), OrchestrationVersion: duroxide.StringPtr("1.0.0"),
+		})
+
+	first := fetchOrch(t, p, lockTimeout)
+	require.Equal(t, []string{"ContinueAsNew:Transition"}, messageSummary(first.Messages))
+	require.Equal(t, uint32(1), first.AttemptCount)
+	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), first.LockToken, 0, false))
+
+	second := fetchOrch(t, p, lockTimeout)
+	require.Equal(t, uint32(2), second.AttemptCount)
+	hiddenUntil := time.Now().Add(hiddenStartDelay)
+	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), second.LockToken, hiddenStartDelay, false))
+
+	// An input arrives while the start is hidden: fetched on its own, then
+	// abandoned with ignoreAttempt.
+	enqueueOrch(t, p, duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: inst, Name: "q", Data: "window"}})
+	input := fetchOrch(t, p, lockTimeout)
+	require.Equal(t, []string{"QueueMessage:window"}, messageSummary(input.Messages),
+		"the start is hidden for %s, so the fetch must lock the input alone", hiddenStartDelay)
+	require.Equal(t, uint32(1), input.AttemptCount)
+	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), input.LockToken, 0, true), "abandon with ignoreAttempt")
+
+	time.Sleep(time.Until(hiddenUntil) + 100*time.Millisecond)
+	both := fetchOrch(t, p, lockTimeout)
+	require.ElementsMatch(t, []string{"ContinueAsNew:Transition", "QueueMessage:window"}, messageSummary(both.Messages))
+	require.Equal(t, uint32(3), both.AttemptCount,
+		"the hidden start keeps its 2 attempts (+1 for this fetch): the input's ignoreAttempt abandon must not take one back")
+	ackTurn(t, p, both.LockToken, 2, nil, duroxide.ExecutionMetadata{})
 }

@@ -439,10 +439,12 @@ func (p *MemoryProvider) applyCustomStatus(instance string, delta []duroxide.Eve
 }
 
 // AbandonOrchestrationItem releases the instance lock named by lockToken
-// (expired or not, as long as no other fetch took it). With ignoreAttempt
-// every message of the instance has its attempt count decremented, never
-// below zero; with a delay its visible messages are hidden until now +
-// delay.
+// (expired or not, as long as no other fetch took it). It touches only the
+// messages that fetch locked (duroxide main's rule): with ignoreAttempt
+// their attempt counts are decremented, never below zero, and with a delay
+// they are hidden until now + delay. Messages that arrived after the fetch,
+// and messages it did not see (a start still hidden by an earlier delay),
+// keep their visibility and attempt counts.
 func (p *MemoryProvider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
 	return p.abandonOrchestration(ctx, lockToken, delay, ignoreAttempt, "")
 }
@@ -466,13 +468,13 @@ func (p *MemoryProvider) abandonOrchestration(ctx context.Context, lockToken str
 	}
 	now := p.nowMs()
 	for _, r := range p.orchQueue {
-		if r.instance != instance {
+		if r.instance != instance || r.lockToken != lock.token {
 			continue
 		}
 		if ignoreAttempt && r.attempts > 0 {
 			r.attempts--
 		}
-		if delay > 0 && r.visibleAt <= now {
+		if delay > 0 {
 			r.visibleAt = memAfter(now, delay)
 		}
 	}
