@@ -54,7 +54,8 @@ func lockDataDir(dir string) (*dirLock, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is held by %s (lock file %s); stop that emulator or give this one another data directory", ErrDataDirInUse, dir, holder, path)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
