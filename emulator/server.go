@@ -87,7 +87,7 @@ type Options struct {
 	// SIGKILL, a power cut): every change is appended to a write-ahead
 	// log there and the request answered only once the log is synced
 	// (one fsync covers every write that arrived meanwhile); snapshots
-	// compact the log (persist.go). Start creates the directory if
+	// compact the log. Start creates the directory if
 	// needed, takes its lock (ErrDataDirInUse when another server, in any
 	// process, holds it), loads the snapshot and replays the log (and
 	// fails on a snapshot or log it cannot read whole; a torn last
