@@ -73,6 +73,18 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 		// would not match it anyway, drop it now.
 		r.sticky.discard(item.Instance, stickyEvictFailed)
 	}
+	if err != nil && r.isForced() && r.runCtx.Err() != nil {
+		// A forced shutdown cut the commit short: release the turn so that
+		// another runtime takes it at once, without counting an attempt
+		// (shutdown.go). An ack that landed before the cut leaves nothing
+		// to abandon, and the abandon fails harmlessly.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.runCtx), abandonTimeout)
+		defer cancel()
+		if aerr := r.provider.AbandonOrchestrationItem(ctx, item.LockToken, 0, true); aerr != nil {
+			r.logger.Debug("abandon of a turn cut short by shutdown failed", "instance", item.Instance, "error", aerr)
+		}
+		return
+	}
 	if err == nil || r.runCtx.Err() != nil {
 		return
 	}
