@@ -67,6 +67,27 @@ func quickRegistry(t *testing.T) *runtime.Registry {
 	return reg
 }
 
+// handOffRegistry registers OneActivity, an orchestration that returns
+// the result of its activity Work. With blocking, Work closes entered and
+// runs until it is cancelled; without, it returns "finished by the other
+// runtime" at once (the runtime that takes the work over).
+func handOffRegistry(t *testing.T, entered chan struct{}, blocking bool) *runtime.Registry {
+	r := runtime.NewRegistry()
+	mustRegister(t,
+		r.RegisterActivity("Work", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+			if blocking {
+				close(entered)
+				<-ctx.Done()
+				return "", ctx.Err()
+			}
+			return "finished by the other runtime", nil
+		}),
+		r.RegisterOrchestration("OneActivity", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			return ctx.ScheduleActivity("Work", "").Get()
+		}))
+	return r
+}
+
 // startRaw starts a runtime on p without the env's cleanup Shutdown, for
 // tests that shut it down themselves.
 func startRaw(t *testing.T, e *env, p duroxide.Provider, reg *runtime.Registry, opts runtime.Options) *runtime.Runtime {
@@ -120,22 +141,7 @@ func TestShutdownPastGraceHandsActivityToAnotherRuntime(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	entered := make(chan struct{})
-	reg := func(first bool) *runtime.Registry {
-		r := runtime.NewRegistry()
-		mustRegister(t,
-			r.RegisterActivity("Work", func(ctx *runtime.ActivityContext, _ string) (string, error) {
-				if first {
-					close(entered)
-					<-ctx.Done()
-					return "", ctx.Err()
-				}
-				return "finished by the other runtime", nil
-			}),
-			r.RegisterOrchestration("OneActivity", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-				return ctx.ScheduleActivity("Work", "").Get()
-			}))
-		return r
-	}
+	reg := func(first bool) *runtime.Registry { return handOffRegistry(t, entered, first) }
 	rt := startRaw(t, e, e.provider, reg(true), slowLockOptions())
 	require.NoError(t, e.client.StartOrchestration(e.ctx, "force-activity-1", "OneActivity", ""))
 	<-entered
