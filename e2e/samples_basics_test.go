@@ -193,14 +193,7 @@ func TestSampleSystemActivities(t *testing.T) {
 	s := newSample(t)
 	reg := runtime.NewRegistry()
 	must(t, reg.RegisterOrchestration("SystemActivities", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-		now, err := ctx.UtcNow()
-		if err != nil {
-			return "", err
-		}
-		guid, err := ctx.NewGUID()
-		if err != nil {
-			return "", err
-		}
+		now, guid := ctx.UtcNow(), ctx.NewGUID()
 		return fmt.Sprintf("n=%d,g=%s", now.UnixMilli(), guid), nil
 	}))
 	s.start(reg, options())

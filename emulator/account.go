@@ -15,7 +15,7 @@ func (s *Server) handleAccount(rq *request) *response {
 	body := `{"_self":"","id":"localhost","_rid":"localhost","media":"//media/","addresses":"//addresses/","_dbs":"//dbs/",` +
 		`"writableLocations":` + loc + `,"readableLocations":` + loc + `,"enableMultipleWriteLocations":false,` +
 		`"userReplicationPolicy":{"asyncReplication":false,"minReplicaSetSize":1,"maxReplicasetSize":4},` +
-		`"userConsistencyPolicy":{"defaultConsistencyLevel":"Session"},` +
+		`"userConsistencyPolicy":{"defaultConsistencyLevel":"` + string(s.consistency) + `"},` +
 		`"systemReplicationPolicy":{"minReplicaSetSize":1,"maxReplicasetSize":4},` +
 		`"readPolicy":{"primaryReadCoefficient":1,"secondaryReadCoefficient":1},` +
 		`"queryEngineConfiguration":"{\"maxSqlQueryInputLength\":262144,\"maxJoinsPerSqlQuery\":5,\"maxLogicalAndPerSqlQuery\":500,\"maxLogicalOrPerSqlQuery\":500,\"maxUdfRefPerSqlQuery\":10,\"maxInExpressionItemsCount\":16000,\"queryMaxInMemorySortDocumentCount\":500,\"maxQueryRequestTimeoutFraction\":0.9,\"sqlAllowNonFiniteNumbers\":false,\"sqlAllowAggregateFunctions\":true,\"sqlAllowSubQuery\":true,\"sqlAllowScalarSubQuery\":true,\"allowNewKeywords\":true,\"sqlAllowLike\":true,\"sqlAllowGroupByClause\":true,\"maxSpatialQueryCells\":12,\"spatialMaxGeometryPointCount\":256,\"sqlDisableOptimizationFlags\":0,\"sqlAllowTop\":true,\"enableSpatialIndexing\":true}"}`

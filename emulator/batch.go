@@ -146,11 +146,12 @@ func (s *Server) handleBatch(rq *request) *response {
 		}
 	}
 	if failed < 0 {
-		c.commit(plans, lsn)
+		s.commit(c, plans, lsn)
 	} else {
 		lsn = c.lsn
 	}
 	c.chargePlans(plans)
+	rg := c.rangeOfKey(pkKey)
 	c.mu.Unlock()
 
 	minimal := strings.EqualFold(rq.r.Header.Get("Prefer"), "return=minimal")
@@ -181,7 +182,7 @@ func (s *Server) handleBatch(rq *request) *response {
 	if failed >= 0 {
 		status = http.StatusMultiStatus
 	}
-	return &response{status: status, body: buf, items: items, charge: total, lsn: lsn}
+	return &response{status: status, body: buf, items: items, charge: total, lsn: lsn, rng: rg.id, owner: c}
 }
 
 // planBatchOp plans one operation of a batch against the view; early is the

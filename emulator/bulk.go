@@ -33,7 +33,7 @@ func (s *Server) runBulk(rq *request, c *container, ops []batchOp, keys []string
 		v := &view{c: c}
 		p := s.planBatchOp(v, op, keys[i], docs[i], patches[i], early[i], lsn)
 		if p.fail == nil {
-			c.commit([]plan{p}, lsn)
+			s.commit(c, []plan{p}, lsn)
 			if c.lsn == lsn {
 				lastLSN = lsn
 			}
@@ -42,6 +42,12 @@ func (s *Server) runBulk(rq *request, c *container, ops []batchOp, keys []string
 		}
 		p.charge = planCharge(c.index, p)
 		plans[i], ran[i] = p, true
+	}
+	var rng string
+	if rq.pkHeader != "" {
+		rng = c.rangeOfKey(keys[0]).id
+	} else if id := rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"); id != "" {
+		rng = id[strings.LastIndexByte(id, ',')+1:]
 	}
 	c.mu.Unlock()
 
@@ -68,5 +74,5 @@ func (s *Server) runBulk(rq *request, c *container, ops []batchOp, keys []string
 	if anyFailed {
 		status = http.StatusMultiStatus
 	}
-	return &response{status: status, body: buf, items: items, charge: total, lsn: lastLSN}
+	return &response{status: status, body: buf, items: items, charge: total, lsn: lastLSN, rng: rng, owner: c}
 }

@@ -50,10 +50,25 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 		return resp
 	}
 	rf = rf.withPrefix(prefix)
+	var key *string
+	if pkKey != "" {
+		key = &pkKey
+	}
+	ranges := c.rangesOf(key, rf)
+	view, resp := s.chooseReplica(rq, c, ranges)
+	if resp != nil {
+		return resp
+	}
+	// The versions a lagging replica still sees of documents written
+	// since (nil when it is up to date).
+	var old map[*item]bool
+	if view.stale() {
+		old = view.visibleOld()
+	}
 	var from uint64
 	switch inm := rq.r.Header.Get("If-None-Match"); {
 	case inm == "*":
-		from = c.lsn
+		from = view.lsn
 	case inm != "":
 		n, err := strconv.ParseUint(strings.Trim(inm, `"`), 10, 64)
 		if err != nil {
@@ -69,6 +84,9 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 	count := 0
 	var last uint64
 	for _, e := range c.feed[start:] {
+		if e.lsn > view.lsn {
+			break
+		}
 		if count > 0 && size > 0 && count >= size && e.lsn != last {
 			break
 		}
@@ -76,7 +94,7 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 			break
 		}
 		it := e.it
-		if !c.live(it) {
+		if !c.live(it) && !old[it] {
 			continue
 		}
 		if pkKey != "" && it.part.key != pkKey {
@@ -96,8 +114,9 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 		last = e.lsn
 	}
 	if count == 0 {
-		resp := &response{status: http.StatusNotModified, charge: 1, lsn: c.lsn}
-		etag := c.lsn
+		resp := &response{status: http.StatusNotModified, charge: 1, lsn: view.lsn}
+		setSession(resp, c, ranges)
+		etag := view.lsn
 		if from > etag {
 			etag = from
 		}
@@ -110,7 +129,8 @@ func (s *Server) handleChangeFeed(rq *request) *response {
 	buf = append(buf, '}')
 	resp = jsonResponse(http.StatusOK, buf)
 	resp.items = count
-	resp.lsn = c.lsn
+	resp.lsn = view.lsn
+	setSession(resp, c, ranges)
 	resp.charge = 2 + float64(count)*0.5
 	resp.setHeader("etag", `"`+strconv.FormatUint(last, 10)+`"`)
 	resp.setHeader("x-ms-item-count", strconv.Itoa(count))
@@ -150,8 +170,14 @@ func (s *Server) handleReadFeed(rq *request) *response {
 		pkKey = &key
 	}
 	c.mu.RLock()
-	docs := c.snapshot(pkKey)
-	lsn := c.lsn
+	ranges := c.rangesOf(pkKey, nil)
+	view, resp := s.chooseReplica(rq, c, ranges)
+	if resp != nil {
+		c.mu.RUnlock()
+		return resp
+	}
+	docs := c.docsAt(view, c.snapshot(pkKey), func(it *item) bool { return pkKey == nil || it.part.key == *pkKey })
+	lsn := view.lsn
 	rid := c.ridString()
 	c.mu.RUnlock()
 	pg, err := readFeedQuery.execute(execInput{docs: docs}, pageRequest{
@@ -163,5 +189,6 @@ func (s *Server) handleReadFeed(rq *request) *response {
 	}
 	resp = pageResponse(rid, "Documents", pg)
 	resp.lsn = lsn
+	setSession(resp, c, ranges)
 	return resp
 }

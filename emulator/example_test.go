@@ -52,10 +52,13 @@ func Example() {
 	}
 	orders, _ := db.NewContainer("orders")
 	pk := azcosmos.NewPartitionKeyString("alice")
-	if _, err := orders.CreateItem(ctx, pk, []byte(`{"id":"o-1","customer":"alice","total":42}`), nil); err != nil {
+	created, err := orders.CreateItem(ctx, pk, []byte(`{"id":"o-1","customer":"alice","total":42}`), nil)
+	if err != nil {
 		panic(err)
 	}
-	item, err := orders.ReadItem(ctx, pk, "o-1", nil)
+	// The write's session token makes the read see it, whatever replica
+	// serves it (Options.Consistency, Options.ReplicaLag).
+	item, err := orders.ReadItem(ctx, pk, "o-1", &azcosmos.ItemOptions{SessionToken: created.SessionToken})
 	if err != nil {
 		panic(err)
 	}
@@ -75,16 +78,17 @@ func ExampleServer_InjectFault() {
 	_, _ = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
 	c, _ := db.NewContainer("c")
 	pk := azcosmos.NewPartitionKeyString("p")
-	_, _ = c.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	created, _ := c.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	session := &azcosmos.ItemOptions{SessionToken: created.SessionToken}
 
 	remove := srv.InjectFault(emulator.FaultRule{Op: emulator.OpReadItem, Times: 1, Fault: emulator.TooManyRequests(50 * time.Millisecond)})
 	defer remove()
-	_, err := c.ReadItem(ctx, pk, "a", nil)
+	_, err := c.ReadItem(ctx, pk, "a", session)
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		fmt.Println(re.StatusCode == http.StatusTooManyRequests, re.RawResponse.Header.Get("x-ms-retry-after-ms"))
 	}
-	_, err = c.ReadItem(ctx, pk, "a", nil)
+	_, err = c.ReadItem(ctx, pk, "a", session)
 	fmt.Println(err == nil)
 	// Output:
 	// true 50

@@ -29,12 +29,19 @@ type env struct {
 	ctx    context.Context
 }
 
-// newEnv starts an emulator and an azcosmos client for it.
+// newEnv starts an emulator (at Strong consistency unless opts say
+// otherwise) and an azcosmos client for it.
 func newEnv(t testing.TB, opts ...Options) *env {
 	t.Helper()
 	var o Options
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if o.Consistency == "" {
+		// These tests read their own writes without session tokens:
+		// they check the emulator at Strong whatever EnvConsistency says
+		// (consistency_test.go checks the weaker levels).
+		o.Consistency = ConsistencyStrong
 	}
 	srv, err := Start(o)
 	require.NoError(t, err)

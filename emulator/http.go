@@ -33,13 +33,22 @@ type request struct {
 
 // response is what a handler produces; ServeHTTP writes it.
 type response struct {
-	status  int
-	header  http.Header
-	body    []byte
-	items   int     // documents in the body, for the counters
-	charge  float64 // request units
-	lsn     uint64  // session token / lsn headers when non-zero
-	errCode string  // non-empty: body is the service's error JSON
+	status int
+	header http.Header
+	body   []byte
+	items  int     // documents in the body, for the counters
+	charge float64 // request units
+	lsn    uint64  // session token / lsn headers when non-zero
+	// rng is the partition key range the session token names ("0" when
+	// empty); session, when set, is the whole token (several ranges).
+	rng     string
+	session string
+	// owner, when set, is the container the session token belongs to:
+	// its rid and name go out as x-ms-content-path and
+	// x-ms-alt-content-path, which clients key their session tokens by
+	// (@azure/cosmos's SessionContainer).
+	owner   *container
+	errCode string // non-empty: body is the service's error JSON
 	errMsg  string
 	// errInfo, when set, is the error body's additionalErrorInfo (a JSON
 	// text the service sends as a string: a query plan for 400/1004).
@@ -221,7 +230,7 @@ func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *respons
 	// Cosmos DB's own headers go out in lower case, as the service sends
 	// them (see wireHeaderName); one backing array for the values saves
 	// an allocation per header.
-	vals := make([]string, 0, 6)
+	vals := make([]string, 0, 8)
 	set := func(key, v string) {
 		vals = append(vals, v)
 		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -232,9 +241,22 @@ func (s *Server) writeResponse(w http.ResponseWriter, rq *request, resp *respons
 	h["x-ms-serviceversion"] = serviceVersion
 	h["x-ms-schemaversion"] = schemaVersion
 	set("Date", s.dates.httpDate(s.now()))
-	if resp.lsn != 0 {
+	if resp.lsn != 0 || resp.owner != nil {
 		l := strconv.FormatUint(resp.lsn, 10)
-		set("x-ms-session-token", "0:-1#"+l)
+		tok := resp.session
+		if tok == "" {
+			id := resp.rng
+			if id == "" {
+				id = "0"
+			}
+			tok = id + ":-1#" + l
+		}
+		set("x-ms-session-token", tok)
+		if c := resp.owner; c != nil {
+			paths := c.contentPaths()
+			h["x-ms-content-path"] = paths[0:1:1]
+			h["x-ms-alt-content-path"] = paths[1:2:2]
+		}
 		set("lsn", l)
 		set("x-ms-cosmos-llsn", l)
 	}

@@ -275,9 +275,19 @@ func (s *Server) planPatch(v *view, pkKey, id string, spec *patchSpec, ifMatch s
 	return plan{status: http.StatusOK, pkKey: pkKey, prev: prev, next: it}
 }
 
+// commit publishes the effects of successful plans in order, advances the
+// container's LSN once and logs the writes for the secondary replicas
+// (replicas.go). The caller holds c.mu for writing.
+func (s *Server) commit(c *container, plans []plan, lsn uint64) {
+	if c.commit(plans, lsn) {
+		s.logWrites(c, plans, lsn)
+	}
+}
+
 // commit publishes the effects of successful plans in order and advances the
-// container's LSN once. The caller holds c.mu for writing.
-func (c *container) commit(plans []plan, lsn uint64) {
+// container's LSN once; it reports whether anything was written. The caller
+// holds c.mu for writing.
+func (c *container) commit(plans []plan, lsn uint64) bool {
 	wrote := false
 	for _, p := range plans {
 		switch {
@@ -293,6 +303,7 @@ func (c *container) commit(plans []plan, lsn uint64) {
 	if wrote {
 		c.lsn = lsn
 	}
+	return wrote
 }
 
 // itemResponse answers a point operation from its plan.
@@ -324,17 +335,23 @@ func itemResponse(rq *request, p plan, lsn uint64) *response {
 }
 
 // pointWrite runs one single-document write under the container lock.
-func (s *Server) pointWrite(c *container, rq *request, do func(v *view, lsn uint64) plan) *response {
+func (s *Server) pointWrite(c *container, rq *request, key string, do func(v *view, lsn uint64) plan) *response {
 	c.mu.Lock()
 	lsn := c.lsn + 1
 	v := &view{c: c}
 	p := do(v, lsn)
 	if p.fail == nil {
-		c.commit([]plan{p}, lsn)
+		s.commit(c, []plan{p}, lsn)
 	}
 	p.charge = planCharge(c.index, p)
+	rg := c.rangeOfKey(key)
 	c.mu.Unlock()
-	return itemResponse(rq, p, lsn)
+	resp := itemResponse(rq, p, lsn)
+	resp.rng, resp.owner = rg.id, c
+	if resp.lsn == 0 {
+		resp.lsn = lsn - 1
+	}
+	return resp
 }
 
 // docRequest resolves the container and partition key of a document request
@@ -374,7 +391,7 @@ func (s *Server) handleCreateItem(rq *request) *response {
 	if resp != nil {
 		return resp
 	}
-	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planCreate(v, d, lsn) })
+	return s.pointWrite(c, rq, d.pkKey, func(v *view, lsn uint64) plan { return s.planCreate(v, d, lsn) })
 }
 
 func (s *Server) handleUpsertItem(rq *request) *response {
@@ -383,7 +400,7 @@ func (s *Server) handleUpsertItem(rq *request) *response {
 		return resp
 	}
 	ifMatch := rq.r.Header.Get("If-Match")
-	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planUpsert(v, d, ifMatch, lsn) })
+	return s.pointWrite(c, rq, d.pkKey, func(v *view, lsn uint64) plan { return s.planUpsert(v, d, ifMatch, lsn) })
 }
 
 func (s *Server) handleReplaceItem(rq *request) *response {
@@ -393,7 +410,7 @@ func (s *Server) handleReplaceItem(rq *request) *response {
 	}
 	ifMatch := rq.r.Header.Get("If-Match")
 	id := rq.segs[5]
-	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planReplace(v, id, d, ifMatch, lsn) })
+	return s.pointWrite(c, rq, d.pkKey, func(v *view, lsn uint64) plan { return s.planReplace(v, id, d, ifMatch, lsn) })
 }
 
 func (s *Server) handleDeleteItem(rq *request) *response {
@@ -403,7 +420,7 @@ func (s *Server) handleDeleteItem(rq *request) *response {
 	}
 	ifMatch := rq.r.Header.Get("If-Match")
 	id := rq.segs[5]
-	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planDelete(v, pkKey, id, ifMatch) })
+	return s.pointWrite(c, rq, pkKey, func(v *view, lsn uint64) plan { return s.planDelete(v, pkKey, id, ifMatch) })
 }
 
 func (s *Server) handlePatchItem(rq *request) *response {
@@ -417,7 +434,7 @@ func (s *Server) handlePatchItem(rq *request) *response {
 	}
 	ifMatch := rq.r.Header.Get("If-Match")
 	id := rq.segs[5]
-	return s.pointWrite(c, rq, func(v *view, lsn uint64) plan { return s.planPatch(v, pkKey, id, spec, ifMatch, lsn) })
+	return s.pointWrite(c, rq, pkKey, func(v *view, lsn uint64) plan { return s.planPatch(v, pkKey, id, spec, ifMatch, lsn) })
 }
 
 func (s *Server) handleReadItem(rq *request) *response {
@@ -426,18 +443,26 @@ func (s *Server) handleReadItem(rq *request) *response {
 		return resp
 	}
 	c.mu.RLock()
-	it := c.lookup(pkKey, rq.segs[5])
-	lsn := c.lsn
+	rg := c.rangeOfKey(pkKey)
+	view, resp := s.chooseReplica(rq, c, []pkRange{rg})
+	if resp != nil {
+		c.mu.RUnlock()
+		return resp
+	}
+	it := c.versionAt(view, pkKey, rq.segs[5])
 	c.mu.RUnlock()
+	lsn := view.lsn
 	if it == nil {
 		resp := notFound()
-		resp.lsn = lsn
+		resp.lsn, resp.rng, resp.owner = lsn, rg.id, c
 		return resp
 	}
 	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && (inm == "*" || inm == formatETag(it.etag)) {
-		resp := &response{status: http.StatusNotModified, lsn: lsn, charge: 1}
+		resp := &response{status: http.StatusNotModified, lsn: lsn, rng: rg.id, owner: c, charge: 1}
 		resp.setHeader("etag", formatETag(it.etag))
 		return resp
 	}
-	return itemResponse(rq, plan{status: http.StatusOK, read: it}, lsn)
+	resp = itemResponse(rq, plan{status: http.StatusOK, read: it}, lsn)
+	resp.rng, resp.owner = rg.id, c
+	return resp
 }

@@ -31,6 +31,9 @@ func newRestartable(t *testing.T, opts Options) *restartable {
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
 	}
+	if opts.Consistency == "" {
+		opts.Consistency = ConsistencyStrong // reads its own writes without session tokens
+	}
 	return &restartable{t: t, opts: opts}
 }
 

@@ -231,7 +231,16 @@ func (s *Server) handleQuery(rq *request) *response {
 		}
 		docs = kept
 	}
-	lsn := c.lsn
+	ranges := c.rangesOf(pkKey, rf)
+	view, resp := s.chooseReplica(rq, c, ranges)
+	if resp != nil {
+		c.mu.RUnlock()
+		return resp
+	}
+	docs = c.docsAt(view, docs, func(it *item) bool {
+		return (pkKey == nil || it.part.key == *pkKey) && rf.admits(it.part.epk)
+	})
+	lsn := view.lsn
 	rid := c.ridString()
 	c.mu.RUnlock()
 	if resp := qr.q.checkOrderByIndex(idx); resp != nil {
@@ -250,6 +259,7 @@ func (s *Server) handleQuery(rq *request) *response {
 	resp = pageResponse(rid, "Documents", pg)
 	addQueryMetrics(rq, resp, len(docs), pg, time.Since(start))
 	resp.lsn = lsn
+	setSession(resp, c, ranges)
 	resp.charge = queryPageCharge(loadedBytes(docs), pg.count)
 	return resp
 }

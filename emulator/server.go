@@ -34,6 +34,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -101,6 +102,24 @@ type Options struct {
 	// error in any case.
 	PersistErrors func(error)
 
+	// Consistency is the account's default consistency level, which the
+	// account document reports (userConsistencyPolicy
+	// .defaultConsistencyLevel) and reads follow (see Consistency). Empty
+	// means the level EnvConsistency names, and without it
+	// ConsistencyStrong (a real account defaults to Session). Start fails
+	// on an unknown level.
+	Consistency Consistency
+	// ReplicaLag is how far a secondary replica of a physical partition
+	// may trail its primary: each of the three secondaries of a partition
+	// trails by a fixed lag in (0, ReplicaLag]. Reads at Session,
+	// ConsistentPrefix or Eventual consistency are served by one replica
+	// at random (the primary or a secondary that has applied the
+	// request's session token). Zero means the duration EnvReplicaLag
+	// gives, and without it none: every replica is up to date. Start
+	// fails on a negative lag or an EnvReplicaLag that is not a Go
+	// duration.
+	ReplicaLag time.Duration
+
 	// clock replaces time.Now; set only by this package's tests.
 	clock func() time.Time
 }
@@ -150,6 +169,10 @@ type Server struct {
 	partitions int
 	// latency draws the simulated latency of each request; nil adds none.
 	latency *latencySim
+	// consistency is the account's default level; replicas the lag of
+	// the secondary replicas (replicas.go).
+	consistency Consistency
+	replicas    replicaSet
 }
 
 // Start listens on opts.Addr and serves the emulator in the background. It
@@ -176,6 +199,9 @@ func Start(opts Options) (*Server, error) {
 	if (opts.TLSCertPEM == nil) != (opts.TLSKeyPEM == nil) {
 		return nil, errors.New("emulator: TLSCertPEM and TLSKeyPEM go together")
 	}
+	if err := consistencyFromEnv(&opts); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		key:         opts.Key,
 		keyRaw:      keyRaw,
@@ -192,6 +218,8 @@ func Start(opts Options) (*Server, error) {
 	if opts.clock != nil {
 		s.now = opts.clock
 	}
+	s.consistency = opts.Consistency
+	s.replicas = replicaSet{lag: opts.ReplicaLag, seed: rand.Uint64(), start: s.now()}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("emulator: data directory: %w", err)

@@ -57,6 +57,12 @@ type container struct {
 	ranges        []pkRange
 	goneRanges    map[string]bool
 	rangesVersion uint64
+	// wlog records the writes of the last Options.ReplicaLag, in LSN
+	// order from wlogHead, for the secondary replicas (replicas.go).
+	wlog     []writeRecord
+	wlogHead int
+	// paths caches contentPaths.
+	paths atomic.Pointer[[2]string]
 	// eqIdx holds the equality indexes of top-level properties
 	// (eq_index.go), by property name; nil until a query needs one.
 	eqIdx map[string]*eqIndex
@@ -419,14 +425,16 @@ func (c *container) live(it *item) bool {
 	return int(it.allIdx) < len(c.all) && c.all[it.allIdx] == it
 }
 
-// maybeCompactFeed drops stale change feed entries once they dominate.
+// maybeCompactFeed drops stale change feed entries once they dominate,
+// keeping those a lagging replica still serves (replicas.go).
 func (c *container) maybeCompactFeed() {
 	if len(c.feed) < 4096 || len(c.feed) < 2*c.count {
 		return
 	}
+	logged := c.loggedVersions()
 	out := make([]feedEntry, 0, c.count+c.count/2)
 	for _, e := range c.feed {
-		if c.live(e.it) {
+		if c.live(e.it) || logged[e.it] {
 			out = append(out, e)
 		}
 	}

@@ -4,6 +4,7 @@
 // Usage:
 //
 //	cdb-emulator [-addr 127.0.0.1:8081] [-http] [-key base64] [-cert-out file] [-partitions n] [-latency 5ms±2ms] [-fault spec]...
+//	             [-consistency session] [-replica-lag 20ms]
 //	             [-state dir | -cert file -cert-key file] [-data dir]
 //
 // By default it serves https://127.0.0.1:8081/ with the official emulator's
@@ -28,6 +29,14 @@
 // endpoint, the key, the environment lines to export (COSMOS_ENDPOINT,
 // COSMOS_KEY, and the variables that make Go, Node.js and Python trust the
 // certificate) and the control endpoint.
+//
+// -consistency sets the account's default consistency level and
+// -replica-lag how far the secondary replicas of each partition trail
+// their primary (emulator.Options.Consistency and ReplicaLag; without
+// them, $CDB_EMULATOR_CONSISTENCY and $CDB_EMULATOR_REPLICA_LAG, else
+// Strong without lag). With -consistency session -replica-lag 20ms a
+// read without a session token may miss the writes of the last 20 ms, as
+// on a real account.
 //
 // -fault (repeatable) injects a fault rule from the start, in the form of
 // emulator.ParseFaultRule, e.g. -fault op=Batch,kind=TooManyRequests,retry-after=100ms,probability=0.1.
@@ -82,6 +91,8 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	certFile := fs.String("cert", "", "serve this TLS certificate (PEM; with -cert-key) instead of a generated one")
 	certKeyFile := fs.String("cert-key", "", "the private key (PEM) of -cert")
 	dataDir := fs.String("data", "", "keep databases, containers and documents in this directory across restarts (a crash loses at most the last second of writes)")
+	consistencyText := fs.String("consistency", "", "the account's default consistency level: strong, bounded-staleness, session, consistent-prefix or eventual (default: $"+emulator.EnvConsistency+", else strong)")
+	replicaLag := fs.Duration("replica-lag", 0, "how far each secondary replica may trail its primary, e.g. 20ms; Session, ConsistentPrefix and Eventual reads may see it (default: $"+emulator.EnvReplicaLag+", else none)")
 	var faults []emulator.FaultRule
 	fs.Func("fault", "inject a fault rule, e.g. op=Batch,kind=TooManyRequests,retry-after=100ms,probability=0.1 (repeatable; keys: kind, op, pk, id, times, probability, seed, retry-after, delay)", func(spec string) error {
 		r, err := emulator.ParseFaultRule(spec)
@@ -103,7 +114,17 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 	if err != nil {
 		return fmt.Errorf("-latency: %w", err)
 	}
+	var consistency emulator.Consistency
+	if *consistencyText != "" {
+		if consistency, err = emulator.ParseConsistency(*consistencyText); err != nil {
+			return fmt.Errorf("-consistency: %w", err)
+		}
+	}
+	if *replicaLag < 0 {
+		return fmt.Errorf("-replica-lag %v is negative", *replicaLag)
+	}
 	opts := emulator.Options{Addr: *addr, TLS: !*plain, Key: *key, PhysicalPartitions: *partitions, Latency: latency, DataDir: *dataDir,
+		Consistency: consistency, ReplicaLag: *replicaLag,
 		PersistErrors: func(err error) { fmt.Fprintln(os.Stderr, "cdb-emulator:", err) }}
 	keptCert, err := tlsFlags(&opts, *plain, *stateDir, *certFile, *certKeyFile)
 	if err != nil {
@@ -134,6 +155,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(*emulator
 		}
 	}
 	printClientSetup(out, srv.Endpoint(), *key, cert, opts.DataDir, len(faults))
+	fmt.Fprintf(out, "consistency: %s, replica lag %v\n", srv.Consistency(), srv.ReplicaLag())
 	if ready != nil {
 		ready(srv)
 	}

@@ -205,6 +205,8 @@ func TestBadFlags(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"extra"}, out, nil))
 	assert.ErrorContains(t, run(context.Background(), []string{"-partitions", "0", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-partitions")
 	assert.ErrorContains(t, run(context.Background(), []string{"-latency", "5", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-latency")
+	assert.ErrorContains(t, run(context.Background(), []string{"-consistency", "linearizable", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-consistency")
+	assert.ErrorContains(t, run(context.Background(), []string{"-replica-lag", "-1s", "-http", "-addr", "127.0.0.1:0"}, out, nil), "-replica-lag")
 }
 
 // TestLatencyFlagServesRequests checks that an emulator started with
@@ -243,3 +245,12 @@ func TestPartitionsFlag(t *testing.T) {
 }
 
 func policyNoRetry() policy.RetryOptions { return policy.RetryOptions{MaxRetries: -1} }
+
+func TestConsistencyAndReplicaLagFlags(t *testing.T) {
+	t.Parallel()
+	srv, out, stop := startRun(t, "-http", "-addr", "127.0.0.1:0", "-consistency", "session", "-replica-lag", "20ms")
+	assert.Equal(t, emulator.ConsistencySession, srv.Consistency())
+	assert.Equal(t, 20*time.Millisecond, srv.ReplicaLag())
+	assert.Contains(t, out.String(), "consistency: Session, replica lag 20ms")
+	require.NoError(t, stop())
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,14 +187,23 @@ func TestSystemActivitiesForGUIDAndTime(t *testing.T) {
 	e := engineFor(startedEv(1), actSched(2, "__duroxide_syscall:new_guid", ""), actDone(3, 2, "g-1"),
 		actSched(4, "__duroxide_syscall:utc_now_ms", ""), actDone(5, 4, "1700000000123"))
 	wantCompleted(t, run(e, func(ctx *OrchestrationContext, _ string) (string, error) {
-		g, err := ctx.NewGUID()
-		if err != nil {
-			return "", err
-		}
-		now, err := ctx.UtcNow()
-		if err != nil {
-			return "", err
-		}
-		return g + "@" + now.Format(time.RFC3339Nano), nil
+		return ctx.NewGUID() + "@" + ctx.UtcNow().Format(time.RFC3339Nano), nil
 	}), "g-1@2023-11-14T22:13:20.123Z")
+}
+
+func TestARecordedSystemActivityFailureFailsTheOrchestrationNamingIt(t *testing.T) {
+	t.Parallel()
+	e := engineFor(startedEv(1), actSched(2, "__duroxide_syscall:utc_now_ms", ""), actFailed(3, 2, "clock broke"))
+	r := run(e, func(ctx *OrchestrationContext, _ string) (string, error) {
+		return ctx.UtcNow().String(), nil
+	})
+	if r.kind != turnFailed || r.details.Application == nil || r.details.Application.Kind.Name != duroxide.AppErrorPanicked ||
+		!strings.Contains(r.details.Application.Message, "utc_now: the history records a failed system activity: clock broke") {
+		t.Fatalf("want a Panicked failure naming utc_now, got %s", describeTurn(r))
+	}
+	e = engineFor(startedEv(1), actSched(2, "__duroxide_syscall:new_guid", ""), actFailed(3, 2, "no entropy"))
+	r = run(e, func(ctx *OrchestrationContext, _ string) (string, error) { return ctx.NewGUID(), nil })
+	if r.kind != turnFailed || r.details.Application == nil || !strings.Contains(r.details.Application.Message, "new_guid: the history records a failed system activity: no entropy") {
+		t.Fatalf("want a Panicked failure naming new_guid, got %s", describeTurn(r))
+	}
 }

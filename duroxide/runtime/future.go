@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -63,16 +64,37 @@ func (f *Future) poll() bool {
 // instance the one a typed Schedule* helper returns beside its error).
 var errNilFuture = errors.New("runtime: nil *Future (was the error of the call that should have returned it ignored?)")
 
+// ErrCanceled is the error of Get (and Join, Await) on a future that was
+// cancelled before its result was observed: the loser of a Select, or a
+// future passed to Cancel. Match it with errors.Is. Temporal returns a
+// CanceledError in the same place; duroxide cannot await a dropped future
+// at all. The cancellation is decided by the orchestration's own code
+// (Select's order, Cancel calls), so a replay returns it at the same point.
+var ErrCanceled = errors.New("runtime: future canceled")
+
 // Get blocks until the result is available and returns it: an activity's or
 // sub-orchestration's output (or a *TaskFailedError), an event's data, a
-// queue message, or "" for a timer. Get on a cancelled future never returns,
-// like awaiting a dropped duroxide future cannot happen. Get on a nil
-// Future returns an error at once.
+// queue message, or "" for a timer. Get on a cancelled future (a Select
+// loser, or one passed to Cancel) returns an error matching ErrCanceled at
+// once, without waiting; Get on a nil Future returns an error at once.
 func (f *Future) Get() (string, error) {
 	if f == nil {
 		return "", errNilFuture
 	}
-	f.ctx.waitUntil(f.poll)
+	f.ctx.waitUntil(f.settled)
+	return f.outcome()
+}
+
+// settled reports, under ctx.mu, whether the future has an outcome: its
+// result, or its cancellation.
+func (f *Future) settled() bool { return f.poll() || f.cancelled }
+
+// outcome is the settled future's value and error (ErrCanceled when it was
+// cancelled unresolved).
+func (f *Future) outcome() (string, error) {
+	if !f.done && f.cancelled {
+		return "", fmt.Errorf("%w (a Select loser or a cancelled call: its result is never delivered)", ErrCanceled)
+	}
 	return f.result.value, f.result.err
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -73,6 +74,23 @@ type RetryPolicy struct {
 	// out") and cancels the attempt's activity. Only activity errors are
 	// retried.
 	Timeout time.Duration
+	// NonRetryableErrorTypes lists ApplicationError types that end the
+	// retries at once (Temporal's NonRetryableErrorTypes): an attempt
+	// whose recorded failure has one of these types (TaskFailedError's
+	// ErrorType) is the future's error. A failure the activity marked
+	// non-retryable (NonRetryable) ends them whatever this list holds.
+	// Both are read from history, so replays stop at the same attempt.
+	NonRetryableErrorTypes []string
+}
+
+// stopsOn reports whether the recorded failure err ends the retries
+// before MaxAttempts.
+func (p RetryPolicy) stopsOn(err error) bool {
+	var tf *TaskFailedError
+	if !errors.As(err, &tf) {
+		return false
+	}
+	return tf.NonRetryable() || (tf.ErrorType() != "" && slices.Contains(p.NonRetryableErrorTypes, tf.ErrorType()))
 }
 
 // ErrActivityTimedOut is the error of an attempt that lost its race against
@@ -84,7 +102,8 @@ var ErrActivityTimedOut = errors.New("timeout: activity timed out")
 // between attempts with durable timers (duroxide's
 // schedule_activity_with_retry). It returns a Future like every other
 // durable call, so retried activities can be joined and selected; Get
-// returns the first successful result, the last attempt's error,
+// returns the first successful result, the last attempt's error (the
+// first non-retryable one's, see RetryPolicy.NonRetryableErrorTypes),
 // ErrActivityTimedOut when an attempt timed out, or an error at once when
 // MaxAttempts is 0. The first attempt is scheduled now; each later attempt
 // (and its backoff timer) when the future is polled after the previous
@@ -154,7 +173,7 @@ func (r *retryRun) step() (completion, bool) {
 				r.deadline.cancelLocked()
 			}
 			res := r.act.result
-			if res.err == nil || r.attempt >= r.policy.MaxAttempts {
+			if res.err == nil || r.attempt >= r.policy.MaxAttempts || r.policy.stopsOn(res.err) {
 				return res, true
 			}
 			if !r.c.state.replaying {

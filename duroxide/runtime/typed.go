@@ -7,6 +7,70 @@ import (
 
 // Typed counterparts of the string APIs (duroxide's *_typed methods): values
 // are encoded with Encode and decoded with Decode, duroxide's JSON codec.
+// The Call* and WaitFor* forms schedule, wait and decode in one call; the
+// Schedule*Typed forms return the Future, for Join and Select.
+//
+// A note on the codec: a string payload that is itself JSON text decodes
+// as JSON, as duroxide's typed codec does. Decode[string] of the stored
+// payload "\"quoted\"" returns quoted, of "null" returns "", and
+// Decode[int] of "42" returns 42 whether the payload was written by
+// Encode(42) or as the string "42". Pass structured values (a struct, a
+// map) rather than JSON text in strings when the difference matters.
+
+// CallActivity schedules activity name with input encoded by Encode,
+// waits for it and decodes its result into Out: the one-call form of
+// ScheduleActivityTyped then Await (Temporal's ExecuteActivity(...).Get).
+// Out is given, In is inferred: runtime.CallActivity[Receipt](ctx,
+// "Charge", order). The error is Encode's (nothing is scheduled then),
+// the activity's failure (a *TaskFailedError), or Decode's.
+func CallActivity[Out, In any](c *OrchestrationContext, name string, input In) (Out, error) {
+	f, err := ScheduleActivityTyped(c, name, input)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	return Await[Out](f)
+}
+
+// CallActivityWithRetry is CallActivity with c.ScheduleActivityWithRetry's
+// policy.
+func CallActivityWithRetry[Out, In any](c *OrchestrationContext, name string, input In, policy RetryPolicy) (Out, error) {
+	s, err := Encode(input)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	return Await[Out](c.ScheduleActivityWithRetry(name, s, policy))
+}
+
+// CallSubOrchestration starts child orchestration name with input encoded
+// by Encode (generated instance id), waits for it and decodes its output
+// into Out (Temporal's ExecuteChildWorkflow(...).Get). The error is
+// Encode's (nothing is scheduled then), the child's failure (a
+// *TaskFailedError), or Decode's.
+func CallSubOrchestration[Out, In any](c *OrchestrationContext, name string, input In) (Out, error) {
+	f, err := ScheduleSubOrchestrationTyped(c, name, input)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	return Await[Out](f)
+}
+
+// WaitForEvent subscribes to the external event name, waits for it and
+// decodes its data into T (ScheduleWait then Await). An event raised
+// before the subscription is dropped (duroxide's rule): for events that
+// may come early use DequeueEvent (WaitForQueue) and Client.EnqueueEvent.
+func WaitForEvent[T any](c *OrchestrationContext, name string) (T, error) {
+	return Await[T](c.ScheduleWait(name))
+}
+
+// WaitForQueue takes the next message of the persistent queue name and
+// decodes it into T (DequeueEvent then Await). Messages enqueued before
+// the call are buffered, so none is lost to timing.
+func WaitForQueue[T any](c *OrchestrationContext, queue string) (T, error) {
+	return Await[T](c.DequeueEvent(queue))
+}
 
 // ScheduleActivityTyped schedules activity name with input encoded by
 // Encode; read the result with Await. The error is Encode's, and nothing is

@@ -195,7 +195,7 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 		r.logger.Warn("activity failed (application error)", "instance", item.Instance, "activity_name", item.Name,
 			"activity_id", item.ID, "error", out.err)
 		completion = duroxide.WorkItem{Kind: duroxide.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
-			Details: duroxide.ApplicationError(duroxide.AppErrorActivityFailed, out.err.Error())}}
+			Details: duroxide.ApplicationError(duroxide.AppErrorActivityFailed, activityFailureMessage(out.err))}}
 	} else {
 		completion = duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: out.result}}
 	}

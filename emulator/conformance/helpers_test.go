@@ -28,7 +28,10 @@ type scenarioResult struct {
 // temporary PEM file, returned with it.
 func startTLSEmulator(t *testing.T) (*emulator.Server, string) {
 	t.Helper()
-	srv, err := emulator.Start(emulator.Options{TLS: true, PhysicalPartitions: 2})
+	// Strong: the scenarios read their own writes without session tokens
+	// (@azure/cosmos sends them only to a client built with
+	// consistencyLevel "Session"); the session scenarios start their own.
+	srv, err := emulator.Start(emulator.Options{TLS: true, PhysicalPartitions: 2, Consistency: emulator.ConsistencyStrong})
 	if err != nil {
 		t.Fatal(err)
 	}
