@@ -70,13 +70,24 @@ type Config struct {
 	// Credential and ClientOptions are ignored and Close does not close it.
 	// Give it PartitionKeyHeaderPolicy in its PerCallPolicies, or instance
 	// ids with characters outside Unicode's Basic Multilingual Plane (an
-	// emoji) will be refused by the service.
+	// emoji) will be refused by the service, and a SessionTokenPolicy of
+	// its own, or on an account with Session consistency (the default) the
+	// process may not read its own writes (a start read back as missing, a
+	// turn fetched without its last history). New does not see such a
+	// client's account document, so it does not check the account's write
+	// regions (ErrMultiRegionWrites): make sure it has one. Retries: as
+	// for ClientOptions, MaxRetries -1 is best.
 	Client *azcosmos.Client
 	// ClientOptions are passed to the azcosmos client New builds (a custom
 	// transport, for instance). New disables the SDK's generic retries
 	// (Retry.MaxRetries = -1) unless they are set explicitly: the provider
 	// retries itself, knowing which writes are safe to repeat. New also
-	// appends PartitionKeyHeaderPolicy to PerCallPolicies.
+	// appends PartitionKeyHeaderPolicy and a SessionTokenPolicy to
+	// PerCallPolicies. PreferredRegions (reads from the nearest regions of
+	// a multi-region account) are supported: the session tokens make a
+	// process read its own writes there too (a region that has not caught
+	// up answers 404/1002, which is retried); an account that takes writes
+	// in several regions is refused (ErrMultiRegionWrites).
 	ClientOptions *azcosmos.ClientOptions
 	// HTTPClient, when set, sends the requests of the azcosmos client New
 	// builds (azcore's ClientOptions.Transport, without importing azcore):

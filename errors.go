@@ -56,7 +56,7 @@ func mapError(op string, err error) error {
 		return &duroxide.ProviderError{
 			Operation: op,
 			Message:   fmt.Sprintf("Cosmos DB returned %d %s", code, http.StatusText(code)),
-			Retryable: isRetryableStatus(code),
+			Retryable: isRetryableStatus(code) || cosmos.SessionNotAvailable(err),
 			Cause:     err,
 		}
 	}
@@ -263,8 +263,9 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 		}
 		code, isResp := cosmos.StatusCode(err)
 		switch {
-		case isResp && notApplied(code):
-			// safe to retry for every kind
+		case isResp && (notApplied(code) || cosmos.SessionNotAvailable(err)):
+			// safe to retry for every kind (a read whose session no
+			// replica has reached yet changed nothing)
 		case isResp && !isRetryableStatus(code):
 			return err
 		case isResp && (code == http.StatusConflict || code == http.StatusPreconditionFailed):

@@ -80,3 +80,8 @@ func LeaseDocumentCount(ctx context.Context, p *Provider) (int, error) {
 	raws, err := leaseStore{p}.Query(ctx, "SELECT * FROM c", nil)
 	return len(raws), err
 }
+
+// DisableSessionTokens stops (true) or restarts (false) p's reads from
+// carrying its session tokens (SessionTokenPolicy), for tests that show
+// what a read without them sees on a lagging account.
+func DisableSessionTokens(p *Provider, off bool) { p.session.SetDisabled(off) }

@@ -37,6 +37,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 	"github.com/duroxide-go/duroxide-cdb/internal/locks"
 	"github.com/duroxide-go/duroxide-cdb/internal/pkheader"
+	"github.com/duroxide-go/duroxide-cdb/internal/session"
 	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
 	"go.uber.org/zap"
 )
@@ -58,6 +59,9 @@ type Provider struct {
 	statusWatches statuswatch.Watches
 	client        *azcosmos.Client
 	ownClient     bool
+	// session is the session container of the client New built
+	// (SessionTokenPolicy); nil with a ready Config.Client.
+	session *session.Policy
 	// held is the history kept decoded between turns (internal/held);
 	// nil holds nothing.
 	held *held.Histories
@@ -173,6 +177,11 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		p.closeClient()
 		return nil, err
 	}
+	if err := p.checkAccount(); err != nil {
+		p.metrics.close()
+		p.closeClient()
+		return nil, err
+	}
 	p.container, err = p.client.NewContainer(cfg.Database, cfg.Container)
 	if err != nil {
 		p.metrics.close()
@@ -266,7 +275,7 @@ func (p *Provider) Close() error {
 
 // clientFactory returns the function that builds the provider's azcosmos
 // client from cfg: the caller's ClientOptions plus the partition key header
-// fix, tracing, request accounting, and no azcore retries (the provider
+// fix, the session container (p.session), tracing, request accounting, and no azcore retries (the provider
 // retries itself). New calls it again to start afresh after a failed first
 // contact, which azcosmos would otherwise repeat from its cache for 5
 // minutes.
@@ -278,7 +287,8 @@ func clientFactory(cfg Config, p *Provider) (func() (*azcosmos.Client, error), e
 	if cfg.HTTPClient != nil {
 		opts.Transport = cfg.HTTPClient
 	}
-	opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy())
+	p.session = session.NewPolicy()
+	opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy(), p.session)
 	if cfg.TracerProvider != nil {
 		opts.TracingProvider = AzureTracingProvider(cfg.TracerProvider)
 	}

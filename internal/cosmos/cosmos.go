@@ -9,6 +9,7 @@ package cosmos
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
@@ -43,9 +44,22 @@ func StatusCode(err error) (int, bool) {
 }
 
 // IsStatus reports whether err is a Cosmos DB response with status code.
+// A 404 with substatus 1002 (ReadSessionNotAvailable) is not a 404 here:
+// it says no replica has caught up with the read's session token yet, not
+// that the item is missing (SessionNotAvailable).
 func IsStatus(err error, code int) bool {
 	c, ok := StatusCode(err)
-	return ok && c == code
+	return ok && c == code && (code != http.StatusNotFound || !SessionNotAvailable(err))
+}
+
+// SessionNotAvailable reports whether err is Cosmos DB's 404 with
+// substatus 1002 (ReadSessionNotAvailable): the replicas that could serve
+// the read have not yet applied the writes of its session token. It heals
+// by retrying (azcosmos retries it once, at the primary).
+func SessionNotAvailable(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound && re.RawResponse != nil &&
+		re.RawResponse.Header.Get("x-ms-substatus") == "1002"
 }
 
 // AmbiguousError marks a write whose outcome is unknown: the request may or
