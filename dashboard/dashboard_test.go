@@ -565,3 +565,50 @@ func TestMountedUnderItsPrefixOnly(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, css, "@media (max-width: 640px)")
 }
+
+// raiseEarly runs a TwoEvents instance (waits for "a", then "b") as id on
+// the fixture's runtime and raises "b" while it waits for "a", then "a":
+// its history holds a "b" event no wait was pending for, and it waits for
+// "b".
+func raiseEarly(t *testing.T, id string) {
+	t.Helper()
+	f := shared(t)
+	ctx := context.Background()
+	start(t, id, "TwoEvents", "")
+	has := func(typ duroxide.EventType, name string) func() bool {
+		return func() bool {
+			h, err := f.quiet.ReadHistory(ctx, id)
+			if err != nil {
+				return false // not started yet
+			}
+			for _, ev := range h {
+				switch k := ev.Kind.(type) {
+				case duroxide.ExternalSubscribed:
+					if typ == ev.Type() && k.Name == name {
+						return true
+					}
+				case duroxide.ExternalEvent:
+					if typ == ev.Type() && k.Name == name {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	require.Eventually(t, has(duroxide.EventTypeExternalSubscribed, "a"), time.Minute, 5*time.Millisecond)
+	require.NoError(t, f.client.RaiseEvent(ctx, id, "b", "early"))
+	require.Eventually(t, has(duroxide.EventTypeExternalEvent, "b"), time.Minute, 5*time.Millisecond)
+	require.NoError(t, f.client.RaiseEvent(ctx, id, "a", "first"))
+	require.Eventually(t, has(duroxide.EventTypeExternalSubscribed, "b"), time.Minute, 5*time.Millisecond)
+}
+
+func TestAnEventRaisedBeforeItsWaitIsMarkedDropped(t *testing.T) {
+	t.Parallel()
+	raiseEarly(t, "dropped-event-1")
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath("dropped-event-1"))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 1, strings.Count(body, `<div class="dropped"`), body)
+	assert.Regexp(t, `(?s)<strong class="ev-kind">ExternalEvent</strong> <span class="ev-name">b</span>.*?<div class="dropped"[^>]*>dropped: no wait was pending</div>\s*<code class="value">early</code>`, body)
+}

@@ -581,3 +581,53 @@ func TestVerboseReportsTheCommandsCost(t *testing.T) {
 	quiet := f.admin("", "show", helloID)
 	assert.Empty(t, quiet.stderr, "without -v nothing goes to stderr")
 }
+
+func TestHistoryMarksAnEventRaisedBeforeItsWait(t *testing.T) {
+	t.Parallel()
+	f := openFixture(t)
+	t.Cleanup(func() { _ = f.p.Close() })
+	ctx := context.Background()
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("TwoEvents", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		if _, err := ctx.ScheduleWait("a").Get(); err != nil {
+			return "", err
+		}
+		return ctx.ScheduleWait("b").Get()
+	}))
+	rt, err := runtime.Start(ctx, f.p, reg, runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = rt.Shutdown(ctx)
+		}
+	})
+	client := runtime.NewClient(f.p)
+	const id = "early-1"
+	require.NoError(t, client.StartOrchestration(ctx, id, "TwoEvents", ""))
+	count := func(typ duroxide.EventType, want int) func() bool {
+		return func() bool {
+			h, err := f.p.ReadHistory(ctx, id)
+			n := 0
+			for _, ev := range h {
+				if ev.Type() == typ {
+					n++
+				}
+			}
+			return err == nil && n >= want
+		}
+	}
+	require.Eventually(t, count(duroxide.EventTypeExternalSubscribed, 1), time.Minute, 5*time.Millisecond) // waits for "a"
+	require.NoError(t, client.RaiseEvent(ctx, id, "b", "early"))
+	require.Eventually(t, count(duroxide.EventTypeExternalEvent, 1), time.Minute, 5*time.Millisecond)
+	require.NoError(t, client.RaiseEvent(ctx, id, "a", "first"))
+	require.Eventually(t, count(duroxide.EventTypeExternalSubscribed, 2), time.Minute, 5*time.Millisecond) // now "b"
+	require.NoError(t, rt.Shutdown(ctx))
+	stopped = true
+
+	text := f.admin("", "history", id)
+	require.Equal(t, exitOK, text.code, text.stderr)
+	assert.Equal(t, 1, strings.Count(text.stdout, "dropped"), text.stdout)
+	assert.Regexp(t, `(?m)^3\s+-\s+\S+\s+ExternalEvent\s+\(dropped: no wait was pending\) name="b" data="early"$`, text.stdout)
+	assert.Regexp(t, `(?m)ExternalEvent\s+name="a" data="first"$`, text.stdout)
+}

@@ -98,7 +98,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
 	r.sticky = newStickyCache(o.StickyCacheSize, o.StickyCacheBytes, r.metrics)
 	proc := &turnProcessor{
-		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff,
+		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff, onUnregistered: o.OnUnregistered,
 		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger, now: o.Now, runtimeID: r.id,
 		sticky: r.sticky, verify: o.StickyVerify, metrics: r.metrics,
 	}
