@@ -29,7 +29,8 @@ const loopedExecutions = 9
 // duplicate start of another orchestration (V2) for its own id: half raw
 // (a StartOrchestration work item enqueued through the replica that does
 // not run the turn, while the turn that ends execution 2 with
-// ContinueAsNew is being processed), half detached (another orchestration,
+// ContinueAsNew is being processed: before its ack, or while the ack is
+// on its way), half detached (another orchestration,
 // started 0 to 440 ms after the Looper, from its first execution to about
 // its last, schedules V2 under the Looper's id).
 // A duplicate start of a running instance is dropped (duroxide: "instance
@@ -72,6 +73,7 @@ func testDuplicateStartsInTheWindow(t *testing.T, replicas [2]duroxide.Provider)
 
 	// rawSent marks the raw duplicates sent, so a retried turn sends none.
 	var rawSent sync.Map
+	var rawWrites sync.WaitGroup
 	logs := &instanceLogs{n: map[[3]string]int{}}
 	duplicate := func(instance string) duroxide.StartOrchestrationItem {
 		return duroxide.StartOrchestrationItem{Instance: instance, Orchestration: "V2", Input: "v2", ExecutionID: duroxide.InitialExecutionID}
@@ -84,7 +86,8 @@ func testDuplicateStartsInTheWindow(t *testing.T, replicas [2]duroxide.Provider)
 			// Looper waits 20 ms and continues as new with its input + 1,
 			// until it completes at 8. A raw Looper's turn that ends
 			// execution 2 writes its duplicate start through the other
-			// replica before the turn is acknowledged.
+			// replica: before the turn is acknowledged, or (every other
+			// raw Looper) at the same time as its ack.
 			reg.RegisterOrchestration("Looper", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 				n, err := strconv.Atoi(in)
 				if err != nil {
@@ -96,11 +99,18 @@ func testDuplicateStartsInTheWindow(t *testing.T, replicas [2]duroxide.Provider)
 				if n == loopedExecutions-1 {
 					return "looped " + in, nil
 				}
-				if n == 1 && !ctx.IsReplaying() {
-					if _, sent := rawSent.LoadOrStore(ctx.InstanceID(), true); !sent && raw(instanceIndex(ctx.InstanceID())) {
-						err := other.EnqueueForOrchestrator(context.Background(), duroxide.WorkItem{Kind: duplicate(ctx.InstanceID())}, 0)
-						if err != nil {
-							t.Errorf("%s: raw duplicate start: %v", ctx.InstanceID(), err)
+				if id, i := ctx.InstanceID(), instanceIndex(ctx.InstanceID()); n == 1 && !ctx.IsReplaying() && raw(i) {
+					if _, sent := rawSent.LoadOrStore(id, true); !sent {
+						send := func() {
+							if err := other.EnqueueForOrchestrator(context.Background(), duroxide.WorkItem{Kind: duplicate(id)}, 0); err != nil {
+								t.Errorf("%s: raw duplicate start: %v", id, err)
+							}
+						}
+						if i%4 == 0 {
+							send() // written before the turn's ack
+						} else {
+							// written while the turn's ack is on its way
+							rawWrites.Go(send)
 						}
 					}
 				}
@@ -140,6 +150,7 @@ func testDuplicateStartsInTheWindow(t *testing.T, replicas [2]duroxide.Provider)
 		}()
 	}
 	wg.Wait()
+	defer rawWrites.Wait()
 
 	for i := range instances {
 		instance, c := looper(i), clients[i%2]

@@ -91,6 +91,9 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
 	r.health = healthByQueue{logger: r.logger, queues: map[string]*storeHealth{}}
+	if h, ok := provider.(duroxide.StoreHealthReporter); ok && h.ReportsStoreHealth() {
+		r.health.quiet = true
+	}
 	r.tracing = newRuntimeTracing(o.TracerProvider)
 	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
 	r.reasons, _ = duroxide.AsPendingReasonRecorder(provider)

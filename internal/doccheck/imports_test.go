@@ -54,6 +54,9 @@ var importRules = []importRule{
 	// provider's zap logger and name their owner with a uuid.
 	{pkg: "internal/leases", code: []string{"internal/cosmos"},
 		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap"}},
+	// The store's health logs outages with the provider's zap logger and
+	// describes their causes with internal/cosmos.
+	{pkg: "internal/storehealth", code: []string{"internal/cosmos"}, external: []string{"go.uber.org/zap"}},
 	// Any other internal package (test helpers, the house rules' tests,
 	// machinery not listed above yet): the module's own lower packages,
 	// and the provider's logger and ids.

@@ -116,8 +116,9 @@ type Env struct {
 	start        time.Time              // the environment's clock at New
 	// ctx is cancelled, with the problem as its cause, when a name is
 	// neither registered nor mocked: every wait of the test stops then.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stopped bool // an unregistered name was reported
 }
 
 // New starts an environment running reg for test t. reg is not modified:

@@ -22,12 +22,16 @@ var ErrNotRegistered = errors.New("neither registered nor mocked")
 // wait of the environment, which then stops the test with the same
 // message.
 func (e *Env) unregistered(kind, name, instance string) {
-	if e.ctx.Err() != nil {
+	e.mu.Lock()
+	first := !e.stopped
+	e.stopped = true
+	e.mu.Unlock()
+	if !first || e.ctx.Err() != nil {
 		return
 	}
 	err := e.notRegistered(kind, name, instance)
+	e.t.Errorf("%v", err) // before the waits stop and the test goes on
 	e.cancel(err)
-	e.t.Errorf("%v", err)
 }
 
 // problem returns the unregistered-name error that stopped the
