@@ -170,7 +170,7 @@ func (s *Server) chooseReplica(rq *request, c *container, ranges []pkRange) (rea
 	if level.readsPrimary() {
 		return primary, nil
 	}
-	need, resp := parseSessionToken(rq.r.Header.Get("x-ms-session-token"))
+	need, resp := parseSessionToken(firstHeader(rq.r.Header, "X-Ms-Session-Token"))
 	if resp != nil {
 		return readView{}, resp
 	}
@@ -253,18 +253,22 @@ func (c *container) docsAt(v readView, docs []*item, admit func(*item) bool) []*
 			old = append(old, r.prev)
 		}
 	}
+	// Merge the old versions (few, sorted here) into the documents kept
+	// (in rid order already).
+	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
 	out := make([]*item, 0, len(docs)+len(old))
+	j := 0
 	for _, it := range docs {
-		if it.lsn <= v.lsn {
-			out = append(out, it)
+		if it.lsn > v.lsn {
+			continue
 		}
+		for j < len(old) && old[j].seq < it.seq {
+			out = append(out, old[j])
+			j++
+		}
+		out = append(out, it)
 	}
-	if len(old) == 0 {
-		return out
-	}
-	out = append(out, old...)
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
+	return append(out, old[j:]...)
 }
 
 // writeKey names a document within a container.
