@@ -15,6 +15,9 @@
 //
 // -sequential runs one orchestration calling N activities one after the
 // other per N and provider and prints the time per activity (sequential.go).
+// -data-dir DIR runs each embedded emulator on a fresh data directory under
+// DIR (every write fsynced before it is acknowledged) and prints the log's
+// fsyncs, records and bytes per orchestration.
 // With no environment set, every cdb run gets a fresh embedded emulator
 // (emulator); with COSMOS_ENDPOINT and COSMOS_KEY it runs against
 // that account. At the end of each run every orchestration's history is
@@ -138,6 +141,7 @@ func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Wri
 func (o options) targets() (cdbTarget, []target) {
 	cdbT := newCDBTarget(o.latency)
 	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
+	cdbT.dataDir = o.dataDir
 	var targets []target
 	for _, p := range o.providers {
 		if p == providerMemory {
@@ -168,7 +172,7 @@ func runOne(ctx context.Context, o options, t target, sc stress.StressScenario, 
 		return row{}, err
 	}
 	_, isCDB := t.(cdbTarget)
-	return row{provider: t.name(), cdb: isCDB, res: res, kinds: tr.opKinds()}, nil
+	return row{provider: t.name(), cdb: isCDB, res: res, kinds: tr.opKinds(), persist: tr.persistence()}, nil
 }
 
 // progressPrinter returns a StressConfig.Progress that prints one line per
