@@ -199,12 +199,7 @@ func (h *Handler) bulkAct(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, http.StatusBadRequest, "unreadable form: "+err.Error())
-		return
-	}
-	if err := h.checkCSRF(r); err != nil {
-		h.fail(w, r, http.StatusForbidden, err.Error())
+	if !h.formChecked(w, r) {
 		return
 	}
 	f, ok := h.bulkFilter(w, r, r.PostForm)
