@@ -327,6 +327,7 @@ func TestQueuesPageShowsDepthsAndMetricsOnRequest(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	assert.Regexp(t, `<tr><td>Orchestrator</td><td>\d+</td><td>\d+</td><td>\d+</td><td>`, body, "ready, locked, delayed")
 	assert.Regexp(t, `<tr><td>Worker</td><td>\d+</td><td>\d+</td><td>\d+</td><td>`, body)
+	assert.Contains(t, body, "a finished instance's too: counted until it fires", "says how Delayed counts the timers of finished instances, as cdb-admin queues does")
 	assert.Contains(t, body, "Count instances, executions and events")
 }
 

@@ -33,7 +33,8 @@ type QueueCounts struct {
 	// activity in progress).
 	Locked uint64
 	// Delayed counts the unlocked messages not visible yet: timers that
-	// have not fired, messages abandoned with a delay.
+	// have not fired (a finished instance's too, until it fires and is
+	// dropped), messages abandoned with a delay.
 	Delayed uint64
 	// OldestReadyAgeMs is how long, in ms, the ready message that became
 	// visible first has been waiting (now minus its visible-at time); 0
