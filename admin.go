@@ -803,7 +803,7 @@ func (p *Provider) fenceForDeletion(ctx context.Context, op, instance, etag stri
 		// Changed since it was read, gone, or the answer was lost: read
 		// it again.
 		var doc instanceDoc
-		e, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+		e, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &doc)
 		switch {
 		case err != nil:
 			return "", mapError(op, err)

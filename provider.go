@@ -765,10 +765,16 @@ func (p *Provider) tryOrchCandidates(ctx context.Context, lease *SlotLease, v *c
 // readOrchState reads, with one single-partition query, the instance
 // document, the orchestrator-queue messages, the KV documents and, when
 // executionID is not 0, that execution's history documents (unsorted,
-// staged ones included).
-func (p *Provider) readOrchState(ctx context.Context, instance string, executionID, after uint64) (partitionState, error) {
+// staged ones included), and, when msgID is not empty, document msgID
+// whatever it became (a consumed message's tombstone), so that a read
+// older than that message can be told (partitionState.holds).
+func (p *Provider) readOrchState(ctx context.Context, instance string, executionID, after uint64, msgID string) (partitionState, error) {
 	q := "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'orch_queue', 'kv')"
 	var params []azcosmos.QueryParameter
+	if msgID != "" {
+		q += " OR c.id = @m"
+		params = append(params, param("@m", msgID))
+	}
 	switch {
 	case executionID > 0 && after > 0:
 		q += " OR (c.type = 'history' AND c.executionId = @e AND c.eventId > @a)"
@@ -847,9 +853,18 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		held, haveHeld = nil, false
 	}
 	p.traceFetch(fetchtrace.OrchStateQuery)
-	st, err := p.readOrchState(ctx, instance, execHint, uint64(len(held)))
+	st, err := p.readOrchState(ctx, instance, execHint, uint64(len(held)), c.ID)
 	if err != nil {
 		return nil, false, err
+	}
+	if c.ID != "" && !st.holds(c.ID) {
+		// The read came from a replica behind the write of the message
+		// that made this a candidate (without a session token: a client
+		// without SessionTokenPolicy, a Consistent Prefix or Eventual
+		// account): it knows nothing newer than that, so it decides
+		// nothing; the candidate stays, for the next try.
+		p.traceFetch(fetchtrace.OrchSkipStaleRead)
+		return nil, false, nil
 	}
 	now := p.nowMs()
 	if st.inst != nil && st.inst.locked(now) {
@@ -966,7 +981,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 // did.
 func (p *Provider) readBackOrchLock(ctx context.Context, instance, lockID string) (string, lockOutcome, error) {
 	var cur instanceDoc
-	etag, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
+	etag, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
 	switch {
 	case err != nil:
 		return "", lockUnknown, err
@@ -1619,7 +1634,7 @@ func (p *Provider) turnLanded(ctx context.Context, instance, lockID string, mess
 // Requests: 1 point read, 2 when the instance does not name lockID.
 func (p *Provider) turnState(ctx context.Context, instance, lockID, firstMessage string) (landed, held bool, err error) {
 	var cur instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
+	_, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
 	switch {
 	case err != nil:
 		return false, false, err
@@ -1631,7 +1646,7 @@ func (p *Provider) turnState(ctx context.Context, instance, lockID, firstMessage
 		return false, held, nil
 	}
 	var m queueDoc
-	_, mfound, err := p.readDoc(ctx, instance, firstMessage, &m)
+	_, mfound, err := p.readDocPrimary(ctx, instance, firstMessage, &m)
 	if err != nil {
 		return false, held, err
 	}
@@ -2019,7 +2034,7 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 		// The answer was lost: the release landed if the instance
 		// document names this lock as the last one released.
 		var cur instanceDoc
-		if _, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur); rerr == nil && found && cur.LastReleasedLock == lockID {
+		if _, found, rerr := p.readDocPrimary(ctx, instance, instanceDocID, &cur); rerr == nil && found && cur.LastReleasedLock == lockID {
 			err = nil
 		}
 	}

@@ -105,6 +105,23 @@ func (p *Provider) readDoc(ctx context.Context, instance, id string, v any) (eta
 	return etag, err == nil, err
 }
 
+// readDocPrimary is readDoc at the partition's primary replica: a
+// transactional batch of one read, which Cosmos DB decides at the primary
+// whatever the account's consistency, so that it sees every committed
+// write, another process's included. For the reads that decide on an
+// absence or on whether a write landed (DESIGN.md §16). Requests: 1.
+func (p *Provider) readDocPrimary(ctx context.Context, instance, id string, v any) (etag string, found bool, err error) {
+	results, err := p.runBatch(ctx, instance, []batchOp{readOp(id)}, readRequest, true)
+	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusNotFound {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	etag, err = decodeDoc(results[0].ResourceBody, v)
+	return etag, err == nil, err
+}
+
 // loadInstance validates instance and point-reads its instance document
 // (created or pending); it returns nil, and no error, when there is none.
 func (p *Provider) loadInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
@@ -124,10 +141,21 @@ func (p *Provider) loadInstance(ctx context.Context, op, instance string) (*inst
 }
 
 // requireInstance is loadInstance for an instance an ack created: a
-// missing or pending one is a permanent "not found" error.
+// missing or pending one is a permanent "not found" error, once a read at
+// the primary confirmed it (the point read may come from a replica behind
+// another process's ack: an activity pruning its own instance).
 func (p *Provider) requireInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
 	doc, err := p.loadInstance(ctx, op, instance)
 	if err == nil && !doc.exists() {
+		var cur instanceDoc
+		etag, found, rerr := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
+		switch {
+		case rerr != nil:
+			return nil, mapError(op, rerr)
+		case found && cur.exists():
+			cur.ETag = etag
+			return &cur, nil
+		}
 		err = permanent(op, fmt.Sprintf("Instance %s not found", instance))
 	}
 	return doc, err
