@@ -687,8 +687,12 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 	exists := map[string]bool{}
 	etags := map[string]string{}
 	for _, id := range ids {
+		// At the primary: a replica behind another process's writes would
+		// have this deletion find nothing to fence and sweep too little
+		// (and the primary's answer brings this process's session up to
+		// it, so the sweep's query that follows sees as much).
 		var doc instanceDoc
-		etag, found, err := p.readDoc(ctx, id, instanceDocID, &doc)
+		etag, found, err := p.readDocPrimary(ctx, id, instanceDocID, &doc)
 		if err != nil {
 			return res, mapError(op, err)
 		}

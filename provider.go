@@ -858,13 +858,23 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		return nil, false, err
 	}
 	if c.ID != "" && !st.holds(c.ID) {
-		// The read came from a replica behind the write of the message
-		// that made this a candidate (without a session token: a client
+		// The message that made this a candidate is not in the read:
+		// gone (a deletion, an expired tombstone), or the read came from
+		// a replica behind its write (no session token: a client
 		// without SessionTokenPolicy, a Consistent Prefix or Eventual
-		// account): it knows nothing newer than that, so it decides
-		// nothing; the candidate stays, for the next try.
-		p.traceFetch(fetchtrace.OrchSkipStaleRead)
-		return nil, false, nil
+		// account). The primary tells: when the message is there, the
+		// read knows nothing newer than it and decides nothing (the
+		// candidate stays, and the primary's answer brought this
+		// process's session up to it for the next try).
+		var m docHeader
+		_, found, err := p.readDocPrimary(ctx, instance, c.ID, &m)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			p.traceFetch(fetchtrace.OrchSkipStaleRead)
+			return nil, false, nil
+		}
 	}
 	now := p.nowMs()
 	if st.inst != nil && st.inst.locked(now) {
@@ -1486,6 +1496,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			return mapError(op, err)
 		}
 		if lock == nil {
+			p.orchLockLost(lockToken, instance)
 			return permanent(op, "Invalid lock token")
 		}
 	}
@@ -1505,6 +1516,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	for attempt := 0; ; attempt++ {
 		now = p.nowMs()
 		if !lock.doc.lockedBy(lockID, now) {
+			p.orchLockLost(lockToken, instance)
 			return permanent(op, "Instance lock expired")
 		}
 		if !reuse {
@@ -1558,6 +1570,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			return mapError(op, err)
 		}
 		if lock == nil {
+			p.orchLockLost(lockToken, instance)
 			return permanent(op, "Instance lock expired or was taken by another dispatcher")
 		}
 		if !execMissing && onlyRenewed(planned, lock) {
@@ -1610,6 +1623,17 @@ func sortedByID(events []duroxide.Event) []duroxide.Event {
 	out := slices.Clone(events)
 	slices.SortFunc(out, func(a, b duroxide.Event) int { return cmp.Compare(a.EventID, b.EventID) })
 	return out
+}
+
+// orchLockLost forgets the orchestration lock lockToken of instance, which
+// an ack found no longer held (expired, taken, or acked by another
+// process): the lock cache drops it and the candidate pool no longer skips
+// the instance for it, so that a copy of the instance document in the
+// change feed, or the next fetch, is not held back until the lost lock's
+// expiry.
+func (p *Provider) orchLockLost(lockToken, instance string) {
+	p.locks.DropOrch(lockToken)
+	p.orchPool.Unlock(instance)
 }
 
 // turnLanded tells whether the final batch of the turn acked under lockID,
@@ -1914,19 +1938,49 @@ func (p *Provider) deleteKVPages(ctx context.Context, instance string, ids []str
 // loadOrchLock reads what an ack, renew or abandon needs when its lock is
 // not in this process's cache (one single-partition query), and returns
 // nil when lockID is not the instance's current lock.
+//
+// A read that does not show lockID may come from a replica behind the
+// lock (another process took it: this process's session has not seen
+// it): the instance document is then read at the primary, and when the
+// lock is there the query is made again (the primary's answer brought
+// this process's session token up to it, so the next read is as new), up
+// to staleHistoryRereads times.
 func (p *Provider) loadOrchLock(ctx context.Context, instance, lockID string) (*orchLock, error) {
-	raws, err := p.query(ctx, &instance,
-		"SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'kv') OR (c.type = 'orch_queue' AND c.lockToken = @l)",
-		[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
-	if err != nil {
-		return nil, err
-	}
-	st, err := parseState(raws)
-	if err != nil {
-		return nil, err
-	}
-	if st.inst == nil || st.inst.LockToken == nil || *st.inst.LockToken != lockID {
-		return nil, nil
+	var st partitionState
+	for try := 0; ; try++ {
+		raws, err := p.query(ctx, &instance,
+			"SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'kv') OR (c.type = 'orch_queue' AND c.lockToken = @l)",
+			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
+		if err != nil {
+			return nil, err
+		}
+		if st, err = parseState(raws); err != nil {
+			return nil, err
+		}
+		if st.inst != nil && st.inst.LockToken != nil && *st.inst.LockToken == lockID {
+			break
+		}
+		if try == staleHistoryRereads {
+			return nil, nil
+		}
+		if try == 0 {
+			var cur instanceDoc
+			_, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
+			if err != nil {
+				return nil, err
+			}
+			if !found || cur.LockToken == nil || *cur.LockToken != lockID {
+				return nil, nil
+			}
+			continue
+		}
+		t := time.NewTimer(staleHistoryDelay << (try - 1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
 	}
 	l := &orchLock{instance: instance, lockID: lockID, doc: *st.inst, kv: st.kv, lockedUntil: st.inst.LockedUntil}
 	for _, m := range st.msgs {
@@ -1990,8 +2044,9 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 // once) and, with ignoreAttempt, their attempt counts go back down by one.
 // Requests: 1 transactional batch (a patch of the instance document
 // conditioned on the lock, and one patch per tagged message), plus 1 query
-// for the tagged messages when another process took the lock, plus 1 point
-// read when the batch's answer is lost (did it land?). An unknown
+// for the tagged messages when another process took the lock (more when
+// that read is behind the lock: loadOrchLock), plus 1 read at the primary
+// when the batch's answer is lost (did it land?). An unknown
 // or already released lock is a permanent error; an expired lock no other
 // fetch has taken is released normally.
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
@@ -2017,16 +2072,16 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 			reason = "" // only a pending instance keeps a reason
 		}
 	} else {
-		raws, err := p.query(ctx, &instance, "SELECT c.id FROM c WHERE c.type = 'orch_queue' AND c.lockToken = @l",
-			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
+		// Another process's lock: its messages, from a read that holds
+		// the lock (loadOrchLock), not one behind it that would leave
+		// them locked until the lock's expiry. None when the lock is not
+		// held: the release batch then fails on the instance document.
+		l, err := p.loadOrchLock(ctx, instance, lockID)
 		if err != nil {
 			return mapError(op, err)
 		}
-		for _, raw := range raws {
-			var h docHeader
-			if json.Unmarshal(raw, &h) == nil {
-				ids = append(ids, h.ID)
-			}
+		if l != nil {
+			ids = l.messageIDs
 		}
 	}
 	err := p.releaseOrchLockNoting(ctx, instance, lockID, ids, delay, ignoreAttempt, reason)

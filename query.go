@@ -306,6 +306,10 @@ func candidateQueryOpts(all bool) queryOpts {
 	return queryOpts{maxPages: 1, pageSize: candidatePageSize}
 }
 
+// deletionFenceHoldMs is how long a candidate query's sight of an instance
+// fenced for its deletion keeps the instance's messages from being tried.
+const deletionFenceHoldMs = 1000
+
 // refreshOrchCandidates runs the orchestrator queue's candidate query over
 // lease's slots (1 request per page): the visible, unlocked messages, and
 // the instances locked now, whose messages are then not tried until the
@@ -345,7 +349,15 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 			p.heldStates.Message(e) // another process's, perhaps: the held turn takes it too
 			rows = append(rows, e)
 		} else {
-			locks[r.InstanceID] = candidates.Hold{Until: r.LockedUntil, Slot: uint8(r.DispatchSlot)}
+			// A deletion's fence is held until it ends, not until its
+			// expiry (the end of time): the instance is gone, or started
+			// again, a moment later, and the answer may come from a
+			// replica that has not seen that yet.
+			until := r.LockedUntil
+			if until >= deletionLockedUntil {
+				until = now + deletionFenceHoldMs
+			}
+			locks[r.InstanceID] = candidates.Hold{Until: until, Slot: uint8(r.DispatchSlot)}
 		}
 	}
 	pool.Refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, locks, nil)
