@@ -275,7 +275,7 @@ func TestStagedTurnReplayedElsewhere(t *testing.T) {
 	require.NoError(t, p2.AckOrchestrationItem(ctx, next.LockToken, 1, []duroxide.Event{
 		duroxide.NewEvent(4, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "later"}),
 	}, nil, nil, duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr("done")}, nil))
-	check(p1, []string{"replayed", "replayed-too", "later"})
+	check(p2, []string{"replayed", "replayed-too", "later"}) // the acking process reads its own write
 
 	res, err := p1.DeleteInstancesAtomic(ctx, []string{inst}, false)
 	require.NoError(t, err)
