@@ -227,6 +227,18 @@ func completeHistory(docs []historyDoc, from, watermark uint64) bool {
 	return n == watermark-from
 }
 
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // reachesWatermark reports whether history documents docs, read from one
 // replica (one consistent prefix of the partition), hold the event at
 // watermark: the commit that raised the watermark wrote it, with or after
@@ -281,12 +293,8 @@ func (p *Provider) readHistory(ctx context.Context, instance string, executionID
 		}
 		p.log.Debug("a history read is shorter than its watermark (a lagging replica); reading it again",
 			zap.String("instance", instance), zap.Uint64("execution", executionID), zap.Uint64("watermark", watermark), zap.Int("events", len(docs)))
-		t := time.NewTimer(staleHistoryDelay << try)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, staleHistoryDelay<<try); err != nil {
+			return nil, err
 		}
 		docs, err = p.queryHistory(ctx, instance, executionID, watermark)
 	}

@@ -1974,12 +1974,8 @@ func (p *Provider) loadOrchLock(ctx context.Context, instance, lockID string) (*
 			}
 			continue
 		}
-		t := time.NewTimer(staleHistoryDelay << (try - 1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, staleHistoryDelay<<(try-1)); err != nil {
+			return nil, err
 		}
 	}
 	l := &orchLock{instance: instance, lockID: lockID, doc: *st.inst, kv: st.kv, lockedUntil: st.inst.LockedUntil}
