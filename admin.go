@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -1010,7 +1011,17 @@ type instancePageToken struct {
 	Prefix  string `json:"p,omitempty"`
 	After   uint64 `json:"a,omitempty"`
 	Before  uint64 `json:"b,omitempty"`
-	Service string `json:"t"`
+	Service string `json:"t,omitempty"`
+	// An ordered walk's (instanceOrder): the order, the last instance of
+	// the page before (its creation time and id) and the width of the
+	// time window that found it, in ms.
+	Order  duroxide.InstanceOrder `json:"o,omitempty"`
+	LastAt uint64                 `json:"la,omitempty"`
+	LastID string                 `json:"li,omitempty"`
+	Width  int64                  `json:"w,omitempty"`
+	// Probed: the page before was sorted from a probe that held every
+	// instance after its position, so this one probes again.
+	Probed bool `json:"pr,omitempty"`
 }
 
 // ListInstancesPage implements duroxide.InstancePager: one cross-partition
@@ -1046,12 +1057,16 @@ func (p *Provider) ListInstancesPage(ctx context.Context, q duroxide.InstancePag
 	if err != nil {
 		return duroxide.InstancePage{}, err
 	}
-	filters := instancePageToken{Status: q.Status, Name: q.NameContains, Prefix: q.IDPrefix, After: q.CreatedAfter, Before: q.CreatedBefore}
-	cont, err := decodeInstancePageToken(op, q.Continuation, filters)
+	filters := instancePageToken{Status: q.Status, Name: q.NameContains, Prefix: q.IDPrefix, After: q.CreatedAfter, Before: q.CreatedBefore, Order: q.Order}
+	tok, err := decodeInstancePageToken(op, q.Continuation, filters)
 	if err != nil {
 		return duroxide.InstancePage{}, err
 	}
-	text, params := instancePageQuery(q)
+	if q.Order != duroxide.OrderStore {
+		return p.orderedInstancePage(ctx, op, q, size, tok)
+	}
+	cont := tok.Service
+	text, params := instancePageQuery(q, "")
 	var page duroxide.InstancePage
 	for first := true; first || (cont != "" && len(page.Instances) < size); first = false {
 		raws, next, err := p.queryPage(ctx, text, params, cont, int32(size-len(page.Instances)))
@@ -1075,21 +1090,241 @@ func (p *Provider) ListInstancesPage(ctx context.Context, q duroxide.InstancePag
 	}
 	if cont != "" {
 		filters.Service = cont
-		b, err := json.Marshal(filters)
-		if err != nil {
-			return duroxide.InstancePage{}, mapError(op, err)
-		}
-		page.Continuation = instancePageTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+		page.Continuation = encodeInstancePageToken(filters)
 	}
 	return page, nil
 }
 
-// instancePageQuery returns ListInstancesPage's query text and parameters.
-func instancePageQuery(q duroxide.InstancePageQuery) (string, []azcosmos.QueryParameter) {
+// Ordered walks (InstancePageQuery.Order newest or oldest first). The
+// gateway serves no ORDER BY across partitions (DESIGN.md §10), so the
+// provider orders on the client and bounds what it reads by creation time:
+//
+//  1. The probe: the query with every filter but the status, and the walk's
+//     position (after the last instance of the page before), in one
+//     response of up to orderedProbeSize documents. When that is all of
+//     them, the page is sorted from it (and on the first page the
+//     per-status counts come with it): 1 request.
+//  2. Otherwise windows of creation time from the walk's position on (the
+//     newest first: [now-w, now), then [now-9w, now-w), ...; the oldest
+//     first: [last, last+w), ...), each read whole with every filter, the
+//     window widened eight times after one that leaves the page short,
+//     until the page is full or the windows reach the end. The probe's
+//     instances bound the search: the page's last instance is no further
+//     than the page-size-th of them, so the last window stops there. The
+//     next page's continuation carries the window width that filled this
+//     one, and skips the probe.
+//
+// Requests: 1 while the instances after the walk's position fit in a
+// response; else 1 (the probe, first page only) + 1 per window (at most
+// orderedMaxWindows), + 1 per further response of a window holding more
+// than orderedWindowPageSize instances.
+
+// Bounds of an ordered walk's reads.
+const (
+	orderedProbeSize      = 1000
+	orderedWindowPageSize = 1000
+	orderedFirstWindow    = int64(time.Hour / time.Millisecond)
+	orderedWidening       = 8
+	orderedMaxWindows     = 8
+)
+
+// orderedInstancePage is ListInstancesPage for q.Order newest or oldest
+// first, from tok (the zero token on the first page).
+func (p *Provider) orderedInstancePage(ctx context.Context, op string, q duroxide.InstancePageQuery, size int, tok instancePageToken) (duroxide.InstancePage, error) {
+	newest := q.Order == duroxide.OrderNewestFirst
+	hasPos := tok.Width != 0 // not the first page: the walk has a position
+	var params []azcosmos.QueryParameter
+	position := ""
+	if hasPos {
+		cmp := "<"
+		if !newest {
+			cmp = ">"
+		}
+		position = "(c.createdAt " + cmp + " @lastAt OR (c.createdAt = @lastAt AND c.instanceId " + cmp + " @lastId))"
+		params = append(params, param("@lastAt", tok.LastAt), param("@lastId", tok.LastID))
+	}
+	read := func(q duroxide.InstancePageQuery, extra string, extraParams []azcosmos.QueryParameter, o queryOpts) ([]duroxide.InstanceSummary, string, error) {
+		text, qp := instancePageQuery(q, extra)
+		qp = append(qp, extraParams...)
+		var raws [][]byte
+		var next string
+		var err error
+		if o.maxPages == 1 {
+			raws, next, err = p.queryPage(ctx, text, qp, "", o.pageSize)
+		} else {
+			raws, err = p.query(ctx, nil, text, qp, o)
+		}
+		if err != nil {
+			return nil, "", mapError(op, err)
+		}
+		out := make([]duroxide.InstanceSummary, 0, len(raws))
+		for _, raw := range raws {
+			var doc instanceDoc
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				return nil, "", mapError(op, fmt.Errorf("decode instance row: %w", err))
+			}
+			s, ok, err := p.instanceSummary(ctx, op, &doc)
+			if err != nil {
+				return nil, "", err
+			}
+			if ok {
+				out = append(out, s)
+			}
+		}
+		return out, next, nil
+	}
+	var page duroxide.InstancePage
+	var rows []duroxide.InstanceSummary // every instance after the position, when known
+	var bound *uint64                   // the page's last instance's creation time is no further
+	width := tok.Width
+	probed := false
+	if !hasPos || tok.Probed {
+		noStatus := q
+		noStatus.Status = ""
+		probe, next, err := read(noStatus, position, params, queryOpts{maxPages: 1, pageSize: orderedProbeSize})
+		if err != nil {
+			return duroxide.InstancePage{}, err
+		}
+		var matching []duroxide.InstanceSummary
+		for _, s := range probe {
+			if q.Matches(s) {
+				matching = append(matching, s)
+			}
+		}
+		slices.SortFunc(matching, q.Order.Compare)
+		switch {
+		case next == "":
+			rows, probed = matching, true
+			if !hasPos {
+				page.StatusCounts = map[string]int{}
+				for _, s := range probe {
+					page.StatusCounts[s.Status]++
+				}
+			}
+		case len(matching) >= size:
+			bound = &matching[size-1].CreatedAt
+		}
+		width = max(width, orderedFirstWindow)
+	}
+	more := false // the page may be followed by more though it holds no extra row
+	if !probed {
+		var err error
+		if rows, width, more, err = p.orderedWindows(q, size, hasPos, tok.LastAt, newest, position, params, width, bound, read); err != nil {
+			return duroxide.InstancePage{}, err
+		}
+	}
+	if len(rows) > size || more {
+		rows = rows[:min(len(rows), size)]
+		last := rows[len(rows)-1]
+		tok.Status, tok.Name, tok.Prefix, tok.After, tok.Before, tok.Order = q.Status, q.NameContains, q.IDPrefix, q.CreatedAfter, q.CreatedBefore, q.Order
+		tok.LastAt, tok.LastID, tok.Width, tok.Probed = last.CreatedAt, last.InstanceID, max(width, 1), probed
+		page.Continuation = encodeInstancePageToken(tok)
+	}
+	page.Instances = rows
+	return page, nil
+}
+
+// orderedWindows reads windows of creation time from the walk's position
+// until more than size instances are found or the windows reach the end or
+// bound, and returns them sorted, the window width for the next page, and
+// whether more may follow though no extra instance was read (the last
+// window stopped at bound).
+func (p *Provider) orderedWindows(q duroxide.InstancePageQuery, size int, hasPos bool, lastAt uint64, newest bool, position string,
+	params []azcosmos.QueryParameter,
+	width int64, bound *uint64, read func(duroxide.InstancePageQuery, string, []azcosmos.QueryParameter, queryOpts) ([]duroxide.InstanceSummary, string, error),
+) (rows []duroxide.InstanceSummary, nextWidth int64, more bool, err error) {
+	// edge is where the next window starts (exclusive for the newest
+	// first: windows go down from it; inclusive for the oldest first).
+	edge := int64(lastAt)
+	if !hasPos {
+		edge = p.nowMs() + 1
+		if !newest {
+			edge = int64(q.CreatedAfter)
+		}
+	}
+	for i := 0; ; i++ {
+		var cond []string
+		var wp []azcosmos.QueryParameter
+		if position != "" {
+			cond = append(cond, position)
+		}
+		last := i == orderedMaxWindows-1
+		cut := false // the window stops at the bound, not at the end
+		if newest {
+			lo := edge - width
+			if bound != nil && lo <= int64(*bound) {
+				lo, last, cut = int64(*bound), true, true
+			}
+			if !cut && (lo <= int64(q.CreatedAfter) || lo <= 0) {
+				last = true
+			}
+			if i > 0 {
+				cond = append(cond, "c.createdAt < @hi")
+				wp = append(wp, param("@hi", edge))
+			}
+			if !last || cut {
+				cond = append(cond, "c.createdAt >= @lo")
+				wp = append(wp, param("@lo", lo))
+			}
+			edge = lo
+		} else {
+			hi := edge + width
+			if !hasPos && edge == 0 {
+				// From the oldest with no lower bound: one window, up to
+				// the bound (or everything).
+				hi, last = math.MaxInt64, true
+			}
+			if hi > p.nowMs()+1 {
+				last = true
+			}
+			if bound != nil && hi > int64(*bound) {
+				hi, last, cut = int64(*bound)+1, true, true
+			}
+			if i > 0 {
+				cond = append(cond, "c.createdAt >= @lo")
+				wp = append(wp, param("@lo", edge))
+			}
+			if !last || cut {
+				cond = append(cond, "c.createdAt < @hi")
+				wp = append(wp, param("@hi", hi))
+			}
+			edge = hi
+		}
+		got, _, err := read(q, strings.Join(cond, " AND "), append(slices.Clone(params), wp...), queryOpts{pageSize: orderedWindowPageSize})
+		if err != nil {
+			return nil, 0, false, err
+		}
+		rows = append(rows, got...)
+		if len(rows) > size || last {
+			more = cut && len(rows) >= size
+			break
+		}
+		width *= orderedWidening
+	}
+	slices.SortFunc(rows, q.Order.Compare)
+	if len(rows) >= size {
+		// The next page's window: about twice the span of this page.
+		span := int64(rows[0].CreatedAt) - int64(rows[size-1].CreatedAt)
+		width = max(2*max(span, -span), 1000)
+	}
+	return rows, width, more, nil
+}
+
+// encodeInstancePageToken returns t as a continuation.
+func encodeInstancePageToken(t instancePageToken) string {
+	b, _ := json.Marshal(t) // strings and numbers only: cannot fail
+	return instancePageTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// instancePageQuery returns ListInstancesPage's query text and parameters;
+// extra, when not "", is ANDed to the filters (its parameters are the
+// caller's).
+func instancePageQuery(q duroxide.InstancePageQuery, extra string) (string, []azcosmos.QueryParameter) {
 	var b strings.Builder
 	var params []azcosmos.QueryParameter
 	b.WriteString("SELECT c.instanceId, c.type, c.orchestrationName, c.orchestrationVersion, c.currentExecutionId, c.status, " +
-		"c.statusExecutionId, c.createdAt, c.updatedAt, c.parentInstanceId, c.pendingReason FROM c WHERE ")
+		"c.statusExecutionId, c.createdAt, c.updatedAt, c.parentInstanceId, c.pendingReason, c.completedAt, " +
+		"LEFT(c.output, " + strconv.Itoa(summaryTextRead) + ") AS output, LEFT(c.customStatus, " + strconv.Itoa(summaryTextRead) + ") AS customStatus FROM c WHERE ")
 	switch q.Status {
 	case "":
 		b.WriteString("c.type IN ('instance', 'instance_pending')")
@@ -1115,33 +1350,42 @@ func instancePageQuery(q duroxide.InstancePageQuery) (string, []azcosmos.QueryPa
 		b.WriteString(" AND CONTAINS(c.orchestrationName, @name, true)")
 		params = append(params, param("@name", q.NameContains))
 	}
+	if extra != "" {
+		b.WriteString(" AND " + extra)
+	}
 	return b.String(), params
 }
 
-// decodeInstancePageToken returns the service's continuation in token
-// ("" for the first page), or a permanent error when token is malformed
-// or was returned for filters other than filters.
-func decodeInstancePageToken(op, token string, filters instancePageToken) (string, error) {
+// summaryTextRead is how many characters of an instance's output and
+// custom status a listing reads (the summary keeps the first line, at most
+// duroxide.MaxSummaryText bytes of it).
+const summaryTextRead = duroxide.MaxSummaryText
+
+// decodeInstancePageToken returns token decoded (the zero token for "",
+// the first page), or a permanent error when token is malformed or was
+// returned for filters (or an order) other than filters.
+func decodeInstancePageToken(op, token string, filters instancePageToken) (instancePageToken, error) {
 	if token == "" {
-		return "", nil
+		return instancePageToken{}, nil
 	}
 	bad := func(why string) error {
 		return permanent(op, fmt.Sprintf("continuation %q %s: pass the Continuation of the page before, with the same filters", token, why))
 	}
 	rest, ok := strings.CutPrefix(token, instancePageTokenPrefix)
 	if !ok {
-		return "", bad("is not one this provider returns")
+		return instancePageToken{}, bad("is not one this provider returns")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
 	var t instancePageToken
-	if err != nil || json.Unmarshal(b, &t) != nil || t.Service == "" {
-		return "", bad("is malformed")
+	if err != nil || json.Unmarshal(b, &t) != nil || (t.Order == "" && t.Service == "") || (t.Order != "" && t.Width <= 0) {
+		return instancePageToken{}, bad("is malformed")
 	}
-	service := t.Service
-	if t.Service = ""; t != filters {
-		return "", bad("was returned for other filters")
+	got := t
+	got.Service, got.LastAt, got.LastID, got.Width, got.Probed = "", 0, "", 0, false
+	if got != filters {
+		return instancePageToken{}, bad("was returned for other filters")
 	}
-	return service, nil
+	return t, nil
 }
 
 // instanceSummary returns the summary of an instance document a listing
@@ -1165,8 +1409,19 @@ func (p *Provider) instanceSummary(ctx context.Context, op string, doc *instance
 	if doc.OrchestrationVersion != nil {
 		s.OrchestrationVersion = *doc.OrchestrationVersion
 	}
-	if s.Status, _, err = p.currentStatus(ctx, op, doc.InstanceID, doc); err != nil {
+	var output *string
+	if s.Status, output, err = p.currentStatus(ctx, op, doc.InstanceID, doc); err != nil {
 		return duroxide.InstanceSummary{}, false, err
+	}
+	if s.Status == duroxide.StatusFailed && output != nil {
+		s.ErrorLine = duroxide.SummaryText(*output)
+	}
+	if doc.CustomStatus != nil {
+		cs := duroxide.SummaryText(*doc.CustomStatus)
+		s.CustomStatus = &cs
+	}
+	if doc.CompletedAt != nil && s.Status != duroxide.StatusRunning {
+		s.CompletedAt = duroxide.Uint64Ptr(uint64(max(*doc.CompletedAt, 0)))
 	}
 	return s, true, nil
 }

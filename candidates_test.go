@@ -104,3 +104,46 @@ func zeroTimeoutFetch[T any](t *testing.T, fetch func() (*T, error)) *T {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestAProcessKnowsTheTimersSetBeforeItsFirstQuery: a process that starts
+// (or takes slots over) after another process's turn set a timer learns of
+// the timer from its first candidate query, though it is not due yet: no
+// write or change-feed copy of it is to come, and the query's answer
+// stands for 10 s while the change feed is healthy. When the timer fires,
+// the fetch takes it from the pool, without another query (issue 33: a
+// continue-as-new successor stopped after its TimerCreated, for up to
+// 10 s, when the leases rebalanced as a second replica started).
+func TestAProcessKnowsTheTimersSetBeforeItsFirstQuery(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	clock := newTestClock()
+	adjust := func(cfg *cdb.Config) {
+		cfg.Now = clock.Now
+		cfg.ChangeFeedInterval = time.Second // healthy for 3 s after each read, however slow the machine
+	}
+	first, _ := c.process(t, adjust)
+	ctx := context.Background()
+	const instance = "timer-before-takeover"
+	require.NoError(t, first.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := fetchInstance(ctx, first, instance)
+	require.NoError(t, err)
+	fireAt := uint64(clock.Now().Add(time.Second).UnixMilli())
+	timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 2, FireAtMs: fireAt}}
+	require.NoError(t, first.AckOrchestrationItem(ctx, item.LockToken, 1,
+		[]duroxide.Event{started(instance), duroxide.NewEvent(2, instance, 1, nil, duroxide.TimerCreated{FireAtMs: fireAt})},
+		nil, []duroxide.WorkItem{timer}, runningMetadata(), nil))
+
+	next, _ := c.process(t, adjust)
+	steps := traceSteps(next)
+	item, err = next.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	require.Nil(t, item, "the timer is not due")
+	require.Equal(t, 1, steps.take()["orch candidate query"], "a fetch with a new view queries")
+
+	clock.Advance(time.Second)
+	item, err = next.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	require.NoError(t, err)
+	require.NotNil(t, item, "the timer fired")
+	assert.Equal(t, []duroxide.WorkItem{timer}, item.Messages)
+	assert.Zero(t, steps.take()["orch candidate query"], "the first query told the pool of the timer")
+}

@@ -3,6 +3,7 @@
 package cdb
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 )
 
 // Defaults applied by New to the zero fields of a Config
@@ -31,6 +33,9 @@ const (
 	// DefaultConnectTimeout is how long New tries to reach the account at
 	// most when Config.ConnectTimeout is zero.
 	DefaultConnectTimeout = 40 * time.Second
+	// DefaultRetryBudget bounds the retries of a request whose context has
+	// no deadline when Config.RetryBudget is zero.
+	DefaultRetryBudget = 10 * time.Second
 	// DefaultReconcilerInterval is how often the outbox reconciler polls.
 	DefaultReconcilerInterval = 2 * time.Second
 	// DefaultReconcilerAgeThreshold is how old a pending outbox intent must
@@ -159,6 +164,21 @@ type Config struct {
 	// LeaseHeartbeatInterval; default DefaultLeaseExpiry.
 	LeaseExpiry time.Duration
 
+	// ProcessID names this process among those sharing the container's
+	// lease slots (LeasesInContainer): a process restarted with the same
+	// ProcessID after a crash takes its dead predecessor's slots at its
+	// first fetch, instead of waiting for their lease to expire
+	// (LeaseExpiry) or to be suspected (two heartbeats). Default: the host
+	// name and the program's name ("web-7f9c-orders"), which a restarted
+	// container or service keeps. Two live processes with the same
+	// ProcessID are told apart (by the pid recorded on this host, or by
+	// the owner document they both renew): the second uses a random id
+	// and warns, so set distinct ProcessIDs for replicas of one program on
+	// one host (an ordinal, a pod name). Characters Cosmos DB refuses in
+	// ids (/ \ ? #) are replaced; at most 100 characters are kept (with a
+	// hash of the rest).
+	ProcessID string
+
 	// ReconcilerInterval is how often the outbox reconciler looks for
 	// undelivered intents; default DefaultReconcilerInterval.
 	ReconcilerInterval time.Duration
@@ -260,10 +280,25 @@ type Config struct {
 	// bounded by 5 s (or a quarter of ConnectTimeout, if shorter). Default
 	// DefaultConnectTimeout (40 s); New returns then with the last cause.
 	ConnectTimeout time.Duration
+	// RetryBudget bounds how long one request of a call is retried
+	// through an outage when the call's context has no deadline (a
+	// caller's deadline wins, longer or shorter): a client call such as
+	// GetOrchestrationStatus or StartOrchestration then returns within
+	// about RetryBudget while the store cannot be reached, with an error
+	// that matches errors.Is(err, context.DeadlineExceeded) and carries the
+	// last failure (errors.As finds the *azcore.ResponseError, or the
+	// transport error such as syscall.ECONNREFUSED). Default
+	// DefaultRetryBudget (10 s); negative: no bound but the retries'
+	// count (9 tries, about 4.5 s of waits, plus each try's own time).
+	RetryBudget time.Duration
 	// Now is the clock: every timestamp the provider stores (visibility,
 	// lock expiry, creation times) is Now() in milliseconds since the Unix
 	// epoch. Default time.Now. Tests use it to move time.
 	Now func() time.Time
+
+	// leaseSelf, when set (by tests), replaces who this process says it
+	// is in its owner document (internal/leases: host, pid, process run).
+	leaseSelf *leases.Self
 
 	// fromEnv marks a Config ConfigFromEnv built, so that New's error for
 	// a missing endpoint or key names the environment variables.
@@ -361,6 +396,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.RetryBudget == 0 {
+		c.RetryBudget = DefaultRetryBudget
+	}
+	if c.ProcessID == "" {
+		c.ProcessID = defaultProcessID()
+	}
 	var errs []error
 	if c.Client == nil {
 		switch {
@@ -383,6 +424,14 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, errors.New("a Key or a Credential is required (or a ready Client)"))
 		case c.Key != "" && c.Credential != nil:
 			errs = append(errs, errors.New("set Key or Credential, not both"))
+		case c.Key != "":
+			if err := checkKey(c.Key); err != nil {
+				field := "Key (Config.Key)"
+				if c.fromEnv {
+					field = EnvKey + " (Config.Key)"
+				}
+				errs = append(errs, fmt.Errorf("%s is not an account key: %w", field, err))
+			}
 		}
 	}
 	if c.Client == nil && c.HTTPClient != nil && c.ClientOptions != nil && c.ClientOptions.Transport != nil {
@@ -428,6 +477,20 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// checkKey checks that key looks like an account key: the primary or
+// secondary key of the account (Azure portal, Keys; or az cosmosdb keys
+// list), 88 characters of standard base64, or the emulators' well-known
+// key. It says what is wrong and what is expected.
+func checkKey(key string) error {
+	if strings.TrimSpace(key) != key {
+		return errors.New("it has leading or trailing white space (a line end copied with it?); remove it")
+	}
+	if _, err := base64.StdEncoding.DecodeString(key); err != nil {
+		return fmt.Errorf("it is not standard base64 (%v); expected the account's primary or secondary key as the portal's Keys page or `az cosmosdb keys list` shows it (88 characters ending in ==), or the emulators' well-known key", err)
+	}
+	return nil
+}
+
 // validateResourceName checks a database or container name against the
 // service's rules: 1 to 255 characters, none of / \ ? #, no trailing space.
 func validateResourceName(name string) error {
@@ -447,8 +510,33 @@ func validateResourceName(name string) error {
 // DefaultLogger is the provider's logger when Config.Logger is nil:
 // warnings and errors, one line each, to standard error (zap's console
 // encoding with ISO 8601 times).
+//
+// The store health's lines (logger "cdb.store") pass at Info too, so that
+// the end of an outage ("store reachable again") is seen where its start
+// was.
 func DefaultLogger() *zap.Logger {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.WarnLevel))
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel)
+	return zap.New(warnAndStoreHealth{core})
+}
+
+// storeHealthLogger is the name of the store health's logger.
+const storeHealthLogger = "cdb.store"
+
+// warnAndStoreHealth is a zap core that passes warnings and above, and the
+// store health's Info lines.
+type warnAndStoreHealth struct{ zapcore.Core }
+
+// With returns the core with fields added, still filtering.
+func (c warnAndStoreHealth) With(f []zapcore.Field) zapcore.Core {
+	return warnAndStoreHealth{c.Core.With(f)}
+}
+
+// Check admits warnings and above, and the store health's Info lines.
+func (c warnAndStoreHealth) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Level >= zapcore.WarnLevel || (e.Level == zapcore.InfoLevel && e.LoggerName == storeHealthLogger) {
+		return c.Core.Check(e, ce)
+	}
+	return ce
 }

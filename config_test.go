@@ -48,18 +48,18 @@ func TestConfigInvalid(t *testing.T) {
 	}{
 		{Config{}, "Endpoint is required"},
 		{Config{Endpoint: "https://a/"}, "a Key or a Credential is required"},
-		{Config{Endpoint: "not a url", Key: "k"}, "is not an http(s) URL"},
-		{Config{Endpoint: "ftp://a/", Key: "k"}, "is not an http(s) URL"},
-		{Config{Endpoint: "https://a/", Key: "k", Credential: fakeCredential{}}, "not both"},
-		{Config{Endpoint: "https://a/", Key: "k", Database: "a/b"}, "Database"},
-		{Config{Endpoint: "https://a/", Key: "k", Container: "x#y"}, "Container"},
-		{Config{Endpoint: "https://a/", Key: "k", Container: strings.Repeat("c", 256)}, "Container"},
-		{Config{Endpoint: "https://a/", Key: "k", OrchestrationLanes: 300}, "OrchestrationLanes"},
-		{Config{Endpoint: "https://a/", Key: "k", WorkerLanes: -1}, "WorkerLanes"},
-		{Config{Endpoint: "https://a/", Key: "k", ReconcilerInterval: -time.Second}, "ReconcilerInterval"},
-		{Config{Endpoint: "https://a/", Key: "k", ReconcilerAgeThreshold: -time.Second}, "ReconcilerAgeThreshold"},
-		{Config{Endpoint: "https://a/", Key: "k", LongPollInterval: -time.Second}, "LongPollInterval"},
-		{Config{Endpoint: "https://a/", Key: "k", ChangeFeedWakeups: true, DisableChangeFeedWakeups: true}, "DisableChangeFeedWakeups are both set"},
+		{Config{Endpoint: "not a url", Key: "a2V5"}, "is not an http(s) URL"},
+		{Config{Endpoint: "ftp://a/", Key: "a2V5"}, "is not an http(s) URL"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", Credential: fakeCredential{}}, "not both"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", Database: "a/b"}, "Database"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", Container: "x#y"}, "Container"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", Container: strings.Repeat("c", 256)}, "Container"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", OrchestrationLanes: 300}, "OrchestrationLanes"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", WorkerLanes: -1}, "WorkerLanes"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", ReconcilerInterval: -time.Second}, "ReconcilerInterval"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", ReconcilerAgeThreshold: -time.Second}, "ReconcilerAgeThreshold"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", LongPollInterval: -time.Second}, "LongPollInterval"},
+		{Config{Endpoint: "https://a/", Key: "a2V5", ChangeFeedWakeups: true, DisableChangeFeedWakeups: true}, "DisableChangeFeedWakeups are both set"},
 	}
 	for _, c := range cases {
 		_, err := c.cfg.withDefaults()
@@ -73,19 +73,19 @@ func TestConfigInvalid(t *testing.T) {
 // wake-ups were off by default still build and get them.
 func TestTheOldConcurrencyNamesSetTheLanes(t *testing.T) {
 	t.Parallel()
-	c, err := Config{Endpoint: "https://a/", Key: "k", OrchestrationConcurrency: 3, WorkerConcurrency: 4}.withDefaults()
+	c, err := Config{Endpoint: "https://a/", Key: "a2V5", OrchestrationConcurrency: 3, WorkerConcurrency: 4}.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{3, 4}, [2]int{c.OrchestrationLanes, c.WorkerLanes})
-	c, err = Config{Endpoint: "https://a/", Key: "k", OrchestrationLanes: 5, OrchestrationConcurrency: 3}.withDefaults()
+	c, err = Config{Endpoint: "https://a/", Key: "a2V5", OrchestrationLanes: 5, OrchestrationConcurrency: 3}.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, 5, c.OrchestrationLanes, "the new name wins")
-	_, err = Config{Endpoint: "https://a/", Key: "k", OrchestrationConcurrency: 300}.withDefaults()
+	_, err = Config{Endpoint: "https://a/", Key: "a2V5", OrchestrationConcurrency: 300}.withDefaults()
 	require.ErrorContains(t, err, "OrchestrationLanes 300")
 }
 
 func TestDeprecatedChangeFeedWakeupsIsAccepted(t *testing.T) {
 	t.Parallel()
-	c, err := Config{Endpoint: "https://a/", Key: "k", ChangeFeedWakeups: true}.withDefaults()
+	c, err := Config{Endpoint: "https://a/", Key: "a2V5", ChangeFeedWakeups: true}.withDefaults()
 	require.NoError(t, err)
 	assert.False(t, c.DisableChangeFeedWakeups)
 }
@@ -144,11 +144,11 @@ func TestConfigFromEnvWithoutAnAccountSaysWhatToSet(t *testing.T) {
 // Transport by another name; setting both is refused.
 func TestConfigHTTPClientAndTransportAreExclusive(t *testing.T) {
 	t.Parallel()
-	both := Config{Endpoint: "https://a/", Key: "k", HTTPClient: http.DefaultClient,
+	both := Config{Endpoint: "https://a/", Key: "a2V5", HTTPClient: http.DefaultClient,
 		ClientOptions: &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: http.DefaultClient}}}
 	_, err := both.withDefaults()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "set HTTPClient or ClientOptions.Transport, not both")
-	_, err = Config{Endpoint: "https://a/", Key: "k", HTTPClient: http.DefaultClient}.withDefaults()
+	_, err = Config{Endpoint: "https://a/", Key: "a2V5", HTTPClient: http.DefaultClient}.withDefaults()
 	assert.NoError(t, err)
 }

@@ -26,6 +26,9 @@ type testEnv struct {
 var env *testEnv
 
 func TestMain(m *testing.M) {
+	if os.Getenv(leaseHolderEnv) != "" {
+		os.Exit(runLeaseHolder()) // a child process of a test, not the tests
+	}
 	// The tests mostly wait: 8 at a time unless -parallel says otherwise.
 	if err := testparallel.Default(8); err != nil {
 		fmt.Fprintln(os.Stderr, "cdb tests:", err)

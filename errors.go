@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/storehealth"
 	"go.uber.org/zap"
 )
 
@@ -35,9 +36,12 @@ func retryable(op, msg string) *duroxide.ProviderError {
 
 // mapError converts an error from the Cosmos DB SDK into a
 // *duroxide.ProviderError for operation op, keeping err as its Cause.
-// Response errors are classified by status (isRetryableStatus); transport
-// failures and deadline or cancellation of the context are retryable; a
-// call after Close is permanent ("the provider is closed").
+// Response errors are classified by status (isRetryableStatus), and their
+// message carries the service's status, substatus and message ("Cosmos DB
+// returned 400 Bad Request: Operation type 'Patch' is not supported in
+// Batch."); transport failures and the end of the caller's context or of
+// the retry budget are retryable and name the last failure; a call after
+// Close is permanent ("the provider is closed").
 func mapError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -49,14 +53,25 @@ func mapError(op string, err error) error {
 	if errors.Is(err, cosmos.ErrClosed) {
 		return &duroxide.ProviderError{Operation: op, Message: "the provider is closed", Cause: err}
 	}
+	var se *stoppedError
+	if errors.As(err, &se) {
+		msg := se.Error()
+		if se.budget == 0 {
+			msg = "cancelled: " + msg
+		}
+		if cosmos.IsAmbiguous(err) {
+			msg = "outcome unknown: " + msg
+		}
+		return &duroxide.ProviderError{Operation: op, Message: msg, Retryable: true, Cause: err}
+	}
 	if nf, ok := missingContainer(err); ok {
 		return &duroxide.ProviderError{Operation: op, Message: nf.Error(), Cause: nf}
 	}
-	if code, ok := cosmos.StatusCode(err); ok {
+	if a, ok := cosmos.AnswerOf(err); ok {
 		return &duroxide.ProviderError{
 			Operation: op,
-			Message:   fmt.Sprintf("Cosmos DB returned %d %s", code, http.StatusText(code)),
-			Retryable: isRetryableStatus(code) || cosmos.SessionNotAvailable(err),
+			Message:   "Cosmos DB returned " + a.String(),
+			Retryable: isRetryableStatus(a.Status) || cosmos.SessionNotAvailable(err),
 			Cause:     err,
 		}
 	}
@@ -65,9 +80,9 @@ func mapError(op string, err error) error {
 	}
 	var ae *cosmos.AmbiguousError
 	if errors.As(err, &ae) {
-		return &duroxide.ProviderError{Operation: op, Message: "outcome unknown: " + ae.Cause.Error(), Retryable: true, Cause: err}
+		return &duroxide.ProviderError{Operation: op, Message: "outcome unknown: " + cosmos.Describe(ae.Cause), Retryable: true, Cause: err}
 	}
-	return &duroxide.ProviderError{Operation: op, Message: "Cosmos DB request failed: " + err.Error(), Retryable: true, Cause: err}
+	return &duroxide.ProviderError{Operation: op, Message: "Cosmos DB request failed: " + cosmos.Describe(err), Retryable: true, Cause: err}
 }
 
 // lockOutcome is what reading back a lock write whose answer was lost
@@ -216,17 +231,29 @@ type requestKind int
 
 // retrier runs Cosmos DB requests with retries: exponential backoff from
 // base, doubling to at most maxDelay, honouring x-ms-retry-after-ms, for at
-// most attempts tries.
+// most attempts tries, and, when budget is set and the caller's context has
+// no deadline, for at most budget in all.
 type retrier struct {
 	attempts int
 	base     time.Duration
 	maxDelay time.Duration
+	// budget bounds a request's tries and waits when the caller's context
+	// has no deadline (Config.RetryBudget); zero: no bound but attempts.
+	budget time.Duration
 	// closed, when set, is closed by Provider.Close: no request is sent
 	// after that, the call fails with cosmos.ErrClosed instead.
 	closed <-chan struct{}
 	// onRetry, when set, is told of every request about to be sent again
 	// (metrics.go counts them).
 	onRetry func(ctx context.Context, err error)
+	// health, when set, is the provider's store health: a request stopped
+	// by its deadline names the outage's last failure when it saw none
+	// itself (a context deadline that hid a refused connection).
+	health *storehealth.Tracker
+	// reportTries, with health, reports every try's outcome to it: for a
+	// ready Config.Client, whose pipeline has no health policy
+	// (store_health.go).
+	reportTries bool
 }
 
 // withClosed returns r stopping at closed.
@@ -242,25 +269,75 @@ func notApplied(code int) bool {
 	return code == http.StatusTooManyRequests || code == 449 || code == http.StatusServiceUnavailable
 }
 
-// do runs fn until it succeeds, fails permanently, or runs out of tries,
-// and returns fn's last error unmapped (callers inspect status codes) or,
-// for a write whose outcome is unknown, an *cosmos.AmbiguousError; after the
-// provider was closed it sends nothing and returns cosmos.ErrClosed.
+// notSent reports whether a request that got no answer certainly never
+// reached the store: the connection was refused, the host name did not
+// resolve, the network was unreachable, the TLS handshake failed. A write
+// that failed so is safe to send again.
+func notSent(err error) bool {
+	switch cosmos.TransportKind(err) {
+	case "connection refused", "host name not found (DNS)", "network unreachable", "TLS certificate not trusted", "TLS handshake failed":
+		return true
+	}
+	return false
+}
+
+// errRetryBudget is the cause of the context of a request whose retry
+// budget ran out.
+var errRetryBudget = errors.New("retry budget spent")
+
+// do runs fn until it succeeds, fails permanently, or runs out of tries or
+// budget, and returns fn's last error unmapped (callers inspect status
+// codes) or, for a write whose outcome is unknown, an *cosmos.AmbiguousError;
+// after the provider was closed it sends nothing and returns
+// cosmos.ErrClosed. When the caller's context ends, or the budget, the
+// error is a *stoppedError: errors.Is finds the context's error
+// (context.DeadlineExceeded, context.Canceled) and errors.As the last
+// failure (the store's answer, or the transport error).
 func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Context) error) error {
-	var err error
+	caller := ctx
+	if _, has := ctx.Deadline(); !has && r.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, r.budget, errRetryBudget)
+		defer cancel()
+	}
+	var err, last error // last: the last failure that was not the context's end
+	stopped := func(inFlight bool) error {
+		if last == nil && r.health != nil {
+			last = r.health.LastCause()
+		}
+		se := &stoppedError{ctxErr: ctx.Err(), last: last}
+		if caller.Err() != nil {
+			se.ctxErr = caller.Err()
+			return se
+		}
+		se.budget = r.budget
+		if inFlight && kind == write && !notSent(last) {
+			// The budget cut a write the store may have applied.
+			return &cosmos.AmbiguousError{Cause: se}
+		}
+		return se
+	}
 	for attempt := 0; attempt < r.attempts; attempt++ {
 		select {
 		case <-r.closed:
 			return cosmos.ErrClosed
 		default:
 		}
+		sent := time.Now()
 		err = fn(ctx)
+		if r.reportTries && r.health != nil {
+			r.report(ctx, sent, err)
+		}
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return err
+			if !errors.Is(err, ctx.Err()) {
+				last = err
+			}
+			return stopped(true)
 		}
+		last = err
 		code, isResp := cosmos.StatusCode(err)
 		switch {
 		case isResp && (notApplied(code) || cosmos.SessionNotAvailable(err)):
@@ -271,7 +348,7 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 		case isResp && (code == http.StatusConflict || code == http.StatusPreconditionFailed):
 			// semantic answers: the caller decides
 			return err
-		case kind == write:
+		case kind == write && !notSent(err):
 			return &cosmos.AmbiguousError{Cause: err}
 		}
 		if attempt == r.attempts-1 {
@@ -291,11 +368,62 @@ func (r retrier) do(ctx context.Context, kind requestKind, fn func(context.Conte
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return stopped(false)
 		case <-t.C:
 		}
 	}
 	return err
+}
+
+// report tells the store health of one try's outcome (reportTries).
+func (r retrier) report(ctx context.Context, sent time.Time, err error) {
+	switch {
+	case err == nil:
+		r.health.Succeeded(sent)
+	case errors.Is(err, cosmos.ErrClosed), ctx.Err() != nil:
+	case storeRefusedError(err):
+		r.health.Failed(cosmos.CallOf(ctx), err)
+	default:
+		if _, isResp := cosmos.StatusCode(err); isResp {
+			r.health.Succeeded(sent) // an answer the store served (404, 409, 412 ...)
+		} else {
+			r.health.Failed(cosmos.CallOf(ctx), err)
+		}
+	}
+}
+
+// stoppedError is the error of a request stopped by its caller's context
+// or by the retry budget: the context's error and the last failure, both
+// visible to errors.Is and errors.As.
+type stoppedError struct {
+	ctxErr error
+	// budget is the retry budget that ran out; zero when the caller's
+	// context ended.
+	budget time.Duration
+	// last is the request's last failure (or the outage's, from the store
+	// health), nil when none is known.
+	last error
+}
+
+func (e *stoppedError) Error() string {
+	var b strings.Builder
+	if e.budget > 0 {
+		fmt.Fprintf(&b, "no answer within the retry budget of %s (Config.RetryBudget)", e.budget)
+	} else {
+		b.WriteString(e.ctxErr.Error())
+	}
+	if e.last != nil {
+		b.WriteString("; last error: " + cosmos.Describe(e.last))
+	}
+	return b.String()
+}
+
+// Unwrap returns the context's error and the last failure.
+func (e *stoppedError) Unwrap() []error {
+	if e.last == nil {
+		return []error{e.ctxErr}
+	}
+	return []error{e.ctxErr, e.last}
 }
 
 const (

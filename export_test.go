@@ -85,3 +85,11 @@ func LeaseDocumentCount(ctx context.Context, p *Provider) (int, error) {
 // carrying its session tokens (SessionTokenPolicy), for tests that show
 // what a read without them sees on a lagging account.
 func DisableSessionTokens(p *Provider, off bool) { p.session.SetDisabled(off) }
+
+// SetLeaseSelf makes a provider opened with cfg say, in its lease owner
+// document, that it runs on host with pid in process run process, and
+// judge other pids on its host alive by alive: a test's stand-in for
+// another process.
+func SetLeaseSelf(cfg *Config, host string, pid int, process string, alive func(pid int) bool) {
+	cfg.leaseSelf = &leases.Self{Host: host, PID: pid, Process: process, Alive: alive}
+}

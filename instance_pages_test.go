@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,3 +209,75 @@ func TestInstancePageContinuationIsTiedToItsFilters(t *testing.T) {
 	require.NoError(t, err, "the same filters with another page size")
 	assert.Len(t, next.Instances, 20)
 }
+
+// walkAll returns every instance of q's walk, in the walk's order.
+func walkAll(t *testing.T, p *cdb.Provider, q duroxide.InstancePageQuery) (rows []duroxide.InstanceSummary, pages int, first duroxide.InstancePage) {
+	t.Helper()
+	for range 100 {
+		page, err := p.ListInstancesPage(t.Context(), q)
+		require.NoError(t, err)
+		if pages == 0 {
+			first = page
+		}
+		pages++
+		rows = append(rows, page.Instances...)
+		if page.Continuation == "" {
+			return rows, pages, first
+		}
+		require.Len(t, page.Instances, q.PageSize, "every page but the last is full")
+		q.Continuation = page.Continuation
+	}
+	require.FailNow(t, "the walk did not end")
+	return nil, 0, first
+}
+
+// TestOrderedInstancePagesWalkNewestAndOldestFirst checks the ordered
+// walks over 303 instances on 3 physical partitions: newest and oldest
+// first, every instance once, in the order duroxide.InstanceOrder defines
+// (creation time, then id), when the probe holds them all (a page is 1
+// request, and the first page counts them per status) and when the service
+// answers 40 documents a request (the time windows).
+func TestOrderedInstancePagesWalkNewestAndOldestFirst(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		pageCap int
+	}{{"one response", 0}, {"short responses", 40}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := pagesProvider(t, 3, 300, c.pageCap)
+			store, _, _ := walkAll(t, p, duroxide.InstancePageQuery{PageSize: 1000})
+			require.Len(t, store, 303)
+			for _, order := range []duroxide.InstanceOrder{duroxide.OrderNewestFirst, duroxide.OrderOldestFirst} {
+				want := slices.Clone(store)
+				slices.SortFunc(want, order.Compare)
+				var got []duroxide.InstanceSummary
+				var pages int
+				var first duroxide.InstancePage
+				n := requests(p, func() { got, pages, first = walkAll(t, p, duroxide.InstancePageQuery{PageSize: 50, Order: order}) })
+				require.Equal(t, ids(want), ids(got), "%s: every instance once, in order", order)
+				assert.Equal(t, 7, pages, order)
+				if c.pageCap == 0 {
+					assert.EqualValues(t, pages, n, "%s: one request a page", order)
+					assert.Equal(t, map[string]int{duroxide.StatusRunning: 3, duroxide.StatusPending: 300}, first.StatusCounts, order)
+				} else {
+					assert.Nil(t, first.StatusCounts, "%s: not counted when the probe holds only part", order)
+				}
+				running, _, _ := walkAll(t, p, duroxide.InstancePageQuery{PageSize: 2, Order: order, Status: duroxide.StatusRunning})
+				assert.Equal(t, []string{"run-0", "run-1", "run-2"}, sorted(ids(running)), "%s, status Running", order)
+			}
+		})
+	}
+}
+
+// ids returns the instance ids of rows, in order.
+func ids(rows []duroxide.InstanceSummary) []string {
+	out := make([]string, len(rows))
+	for i, s := range rows {
+		out[i] = s.InstanceID
+	}
+	return out
+}
+
+// sorted returns s sorted.
+func sorted(s []string) []string { slices.Sort(s); return s }

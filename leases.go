@@ -8,13 +8,17 @@ package cdb
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
+	"github.com/google/uuid"
 )
 
 // LeaseProvider assigns dispatch slots to concurrent fetches, so that
@@ -213,6 +217,18 @@ func (s leaseStore) Query(ctx context.Context, sql string, params []azcosmos.Que
 	return s.p.query(ctx, strp(LeasePartitionKey), sql, params, queryOpts{pageSize: -1})
 }
 
+// Create creates a lease document and returns its ETag (409 when one
+// with its id exists).
+func (s leaseStore) Create(ctx context.Context, body []byte) (string, error) {
+	var resp azcosmos.ItemResponse
+	err := s.p.retry.do(ctx, idempotentWrite, func(ctx context.Context) error {
+		var err error
+		resp, err = s.p.container.CreateItem(ctx, pk(LeasePartitionKey), body, nil)
+		return err
+	})
+	return string(resp.ETag), err
+}
+
 // Upsert writes a lease document and returns its ETag.
 func (s leaseStore) Upsert(ctx context.Context, body []byte) (string, error) {
 	var resp azcosmos.ItemResponse
@@ -261,13 +277,60 @@ func (s leaseStore) Batch(ctx context.Context, ops []leases.Op, idempotent bool)
 
 // newLeaseCoordinator starts the container leases of p (LeasesInContainer).
 func newLeaseCoordinator(p *Provider) *leases.Coordinator {
+	self := leases.Self{Host: hostName(), PID: os.Getpid(), Process: processRun, Alive: leases.ProcessAlive}
+	if p.cfg.leaseSelf != nil {
+		self = *p.cfg.leaseSelf
+	}
 	return leases.New(leases.Config{
 		Heartbeat: p.cfg.LeaseHeartbeatInterval,
 		Expiry:    p.cfg.LeaseExpiry,
 		Lanes:     [2]int{p.cfg.OrchestrationLanes, p.cfg.WorkerLanes},
 		Wake:      [2]leases.Waker{p.orchPool.Wake(), p.workPool.Wake()},
 		Log:       p.log,
+		Owner:     p.cfg.ProcessID,
+		Self:      self,
+		// The store health logs the heartbeat's failed requests.
+		StoreHealthReported: true,
 	}, leaseStore{p})
+}
+
+// processRun identifies this run of the process among the writers of
+// owner documents (leases.Self.Process): the Providers of one process
+// share it, a restarted process has another. Set once at start, never
+// changed.
+var processRun = uuid.NewString()
+
+// hostName is the host name, "" when the system does not say.
+func hostName() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// defaultProcessID is Config.ProcessID's default: the host name and the
+// program's name, "web-7f9c-orders". A restarted process (a container or
+// a service restarted on its host) keeps it; two programs on one host
+// differ; two replicas of one program on one host are told apart when
+// the second registers (internal/leases).
+func defaultProcessID() string {
+	prog := "go"
+	if exe, err := os.Executable(); err == nil {
+		prog = strings.TrimSuffix(filepath.Base(exe), ".exe")
+	}
+	if h := hostName(); h != "" {
+		return h + "-" + prog
+	}
+	return prog
+}
+
+// ProcessID returns this Provider's owner id among the processes that
+// share its container's lease slots (LeasesInContainer): Config.ProcessID
+// made a valid id, or a random id when another live process has the same
+// ProcessID (logged at New's first fetch); "" with other lease modes.
+func (p *Provider) ProcessID() string {
+	if p.leases == nil {
+		return ""
+	}
+	return p.leases.Owner()
 }
 
 // LeaseMoves returns how many dispatch slots this Provider has gained or

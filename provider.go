@@ -39,6 +39,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/pkheader"
 	"github.com/duroxide-go/duroxide-cdb/internal/session"
 	"github.com/duroxide-go/duroxide-cdb/internal/statuswatch"
+	"github.com/duroxide-go/duroxide-cdb/internal/storehealth"
 	"go.uber.org/zap"
 )
 
@@ -73,6 +74,9 @@ type Provider struct {
 	container *azcosmos.ContainerClient
 	log       *zap.Logger
 	retry     retrier
+	// health is the store's health, which every request reports to
+	// (store_health.go, internal/storehealth).
+	health *storehealth.Tracker
 
 	orchLeases   LeaseProvider
 	workerLeases LeaseProvider
@@ -139,6 +143,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		cfg:          cfg,
 		log:          cfg.Logger.Named("cdb"),
 		retry:        defaultRetrier.withClosed(stop),
+		health:       storehealth.New(cfg.Logger.Named(storeHealthLogger)),
 		orchLeases:   cfg.OrchestrationLeases,
 		workerLeases: cfg.WorkerLeases,
 		locks:        newLockCache(),
@@ -154,6 +159,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	p.metrics = newProviderMetrics(cfg.MeterProvider, p)
 	p.retry.onRetry = p.metrics.retried
+	p.retry.budget = max(cfg.RetryBudget, 0)
+	p.retry.health = p.health
+	p.retry.reportTries = cfg.Client != nil
 	ctx = cosmos.WithCall(ctx, "new")
 	inContainer := cfg.Leases == LeasesInContainer && (p.orchLeases == nil || p.workerLeases == nil)
 	if p.orchLeases == nil && !inContainer {
@@ -288,11 +296,11 @@ func clientFactory(cfg Config, p *Provider) (func() (*azcosmos.Client, error), e
 		opts.Transport = cfg.HTTPClient
 	}
 	p.session = session.NewPolicy()
-	opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy(), p.session)
+	opts.PerCallPolicies = append(append([]policy.Policy(nil), opts.PerCallPolicies...), PartitionKeyHeaderPolicy(), p.session, revealPolicy{})
 	if cfg.TracerProvider != nil {
 		opts.TracingProvider = AzureTracingProvider(cfg.TracerProvider)
 	}
-	opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), requestPolicy{usage: &p.usage, metrics: p.metrics})
+	opts.PerRetryPolicies = append(append([]policy.Policy(nil), opts.PerRetryPolicies...), requestPolicy{usage: &p.usage, metrics: p.metrics}, healthPolicy{health: p.health})
 	if r := opts.Retry; r.MaxRetries == 0 && r.TryTimeout == 0 && r.RetryDelay == 0 && r.MaxRetryDelay == 0 && r.StatusCodes == nil && r.ShouldRetry == nil {
 		opts.Retry = policy.RetryOptions{MaxRetries: -1}
 	}
@@ -2141,3 +2149,10 @@ func (p *Provider) releaseOrchLockNoting(ctx context.Context, instance, lockID s
 	}
 	return err
 }
+
+// ReportsStoreHealth returns true: the provider logs its store's outages
+// itself (duroxide.StoreHealthReporter), at the first failed request of
+// any call with its cause, then the 2nd, 4th, 8th ... failure, and
+// "store reachable again" with the outage's length once a request
+// succeeded, so a runtime on it logs its failed fetches at Debug only.
+func (p *Provider) ReportsStoreHealth() bool { return true }

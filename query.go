@@ -311,18 +311,26 @@ func candidateQueryOpts(all bool) queryOpts {
 const deletionFenceHoldMs = 1000
 
 // refreshOrchCandidates runs the orchestrator queue's candidate query over
-// lease's slots (1 request per page): the visible, unlocked messages, and
-// the instances locked now, whose messages are then not tried until the
-// lock expires or this process releases it.
+// lease's slots (1 request per page): the unlocked messages visible now or
+// within the view's lifetime (a timer that fires before the next query),
+// and the instances locked now, whose messages are then not tried until
+// the lock expires or this process releases it. The timers matter when
+// this process took the slots over since it last queried them: they were
+// written by the slots' previous owner, before this view existed, and no
+// write or change-feed copy of them is to come, so without them the
+// instances would wait for the next query, up to the view's lifetime
+// (issue 33: a continue-as-new successor stopped after its TimerCreated
+// when the leases rebalanced as the second replica started).
 func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View, lease *SlotLease, all bool) error {
 	pool := p.orchPool
 	start := pool.BeginRefresh()
 	at, now := time.Now(), p.nowMs()
 	q := "SELECT c.id, c.instanceId, c.type, c.dispatchSlot, c.enqueuedAt, c.seq, c.visibleAt, c.lockedUntil FROM c WHERE " +
-		"((c.type = 'orch_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now) OR " +
+		"((c.type = 'orch_queue' AND c.visibleAt <= @soon AND c.lockedUntil <= @now) OR " +
 		"(c.type IN ('instance', 'instance_pending') AND c.lockedUntil > @now))" + slotFilter(lease)
 	p.traceFetch(fetchtrace.OrchCandidateQuery)
-	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now)}, candidateQueryOpts(all))
+	soon := now + p.viewLifetime().Milliseconds()
+	raws, err := p.query(ctx, nil, q, []azcosmos.QueryParameter{param("@now", now), param("@soon", soon)}, candidateQueryOpts(all))
 	if err != nil {
 		pool.AbortRefresh()
 		return err

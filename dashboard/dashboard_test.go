@@ -565,3 +565,116 @@ func TestMountedUnderItsPrefixOnly(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, css, "@media (max-width: 640px)")
 }
+
+// rowCreated returns the creation times of the list's rows, in order (the
+// first <time> of each row, UTC text that sorts as time does).
+func rowCreated(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(?s)<td class="id"><a href="/dash/instance\?id=.*?<time>([^<]*)</time>`).FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestInstancesPageListsNewestFirstAndSorts checks the list's order: newest
+// first by default, oldest first on request, over every page.
+func TestInstancesPageListsNewestFirstAndSorts(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	for _, c := range []struct {
+		query string
+		less  func(a, b string) bool
+	}{
+		{"", func(a, b string) bool { return a >= b }},
+		{"?order=oldest", func(a, b string) bool { return a <= b }},
+	} {
+		code, body := s.get("/dash/" + c.query)
+		require.Equal(t, http.StatusOK, code)
+		times := rowCreated(body)
+		require.GreaterOrEqual(t, len(times), len(workload), c.query)
+		for i := 1; i < len(times); i++ {
+			assert.True(t, c.less(times[i-1], times[i]), "%s: row %d created %s after row %d created %s", c.query, i, times[i], i-1, times[i-1])
+		}
+	}
+	code, body := s.get("/dash/")
+	require.Equal(t, http.StatusOK, code)
+	rows := rowIDs(t, body)
+	require.Contains(t, rows, pendingID)
+	assert.Less(t, slices.Index(rows, pendingID), slices.Index(rows, helloID), "the Pending instance, started last, comes before the first one started")
+}
+
+// TestInstancesPageCountsPerStatusInTabs checks the status tabs' counts
+// (the page's StatusCounts) and that each row shows its failure's first
+// line and custom status.
+func TestInstancesPageCountsPerStatusInTabs(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	tab := func(body, status string) string {
+		m := regexp.MustCompile(`data-status="` + status + `"[^>]*>[^<]*<span class="count">(\d+)</span>`).FindStringSubmatch(body)
+		if m == nil {
+			return "none"
+		}
+		return m[1]
+	}
+	code, body := s.get("/dash/?prefix=parent-1")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "3", tab(body, ""), "All")
+	assert.Equal(t, "3", tab(body, "Completed"))
+	assert.Equal(t, "0", tab(body, "Failed"))
+	code, body = s.get("/dash/?name=Fails&status=Failed")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "1", tab(body, "Failed"))
+	assert.Equal(t, "1", tab(body, ""), "All counts every status")
+	assert.Equal(t, []string{failID}, rowIDs(t, body))
+	assert.Contains(t, body, `boom: the &lt;disk&gt; is full`, "the failure's first line in the row")
+	code, body = s.get("/dash/?prefix=" + waitID)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `class="custom oneline" title="waiting for &lt;b&gt;approval&lt;/b&gt; &amp;"`, "the custom status in the row")
+}
+
+// raiseEarly runs a TwoEvents instance (waits for "a", then "b") as id on
+// the fixture's runtime and raises "b" while it waits for "a", then "a":
+// its history holds a "b" event no wait was pending for, and it waits for
+// "b".
+func raiseEarly(t *testing.T, id string) {
+	t.Helper()
+	f := shared(t)
+	ctx := context.Background()
+	start(t, id, "TwoEvents", "")
+	has := func(typ duroxide.EventType, name string) func() bool {
+		return func() bool {
+			h, err := f.quiet.ReadHistory(ctx, id)
+			if err != nil {
+				return false // not started yet
+			}
+			for _, ev := range h {
+				switch k := ev.Kind.(type) {
+				case duroxide.ExternalSubscribed:
+					if typ == ev.Type() && k.Name == name {
+						return true
+					}
+				case duroxide.ExternalEvent:
+					if typ == ev.Type() && k.Name == name {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	require.Eventually(t, has(duroxide.EventTypeExternalSubscribed, "a"), time.Minute, 5*time.Millisecond)
+	require.NoError(t, f.client.RaiseEvent(ctx, id, "b", "early"))
+	require.Eventually(t, has(duroxide.EventTypeExternalEvent, "b"), time.Minute, 5*time.Millisecond)
+	require.NoError(t, f.client.RaiseEvent(ctx, id, "a", "first"))
+	require.Eventually(t, has(duroxide.EventTypeExternalSubscribed, "b"), time.Minute, 5*time.Millisecond)
+}
+
+func TestAnEventRaisedBeforeItsWaitIsMarkedDropped(t *testing.T) {
+	t.Parallel()
+	raiseEarly(t, "dropped-event-1")
+	s := newSite(t, dashboard.Options{})
+	code, body := s.get(instancePath("dropped-event-1"))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 1, strings.Count(body, `<div class="dropped"`), body)
+	assert.Regexp(t, `(?s)<strong class="ev-kind">ExternalEvent</strong> <span class="ev-name">b</span>.*?<div class="dropped"[^>]*>dropped: no wait was pending</div>\s*<code class="value">early</code>`, body)
+}

@@ -10,14 +10,18 @@
 // It works on any duroxide.ProviderAdmin; a *cdb.Provider adds the health
 // and cost page. The pages:
 //
-//   - / lists the instances with filters by status, orchestration name (a
+//   - / lists the instances with filters by status (tabs, with the count
+//     of each status when the listing brings them), orchestration name (a
 //     substring, ignoring case), id prefix and creation time, a page at a
-//     time (Options.PageSize). When the admin implements
-//     duroxide.InstancePager (cdb and the in-memory provider do), each page
-//     is one ListInstancesPage, in that provider's order (cdb: the
-//     service's cross-partition order; in memory: by id), and the next
-//     page's link carries its continuation; otherwise the list pages over
-//     the id listing, newest first with the Pending ones first.
+//     time (Options.PageSize), newest first (&order=oldest, or store: the
+//     provider's cheapest order). Each row shows the id (cut on one line,
+//     whole on hover and on the instance's page), the orchestration, the
+//     status with a failure's first line, a Pending instance's reason and
+//     the custom status, the creation time, and the end and duration.
+//     When the admin implements duroxide.InstancePager (cdb and the
+//     in-memory provider do), each page is one ListInstancesPage and the
+//     next page's link carries its continuation; otherwise the list pages
+//     over the id listing, newest first with the Pending ones first.
 //   - /instance?id=ID shows one instance: status, input, output, the error
 //     of a failed one, custom status, KV store, its executions (the newest
 //     ten; &exec=N opens another), the history of one execution as a
@@ -70,8 +74,9 @@
 // continuation), whatever the number of instances. One view costs, in
 // requests (TestCosmosRequestsPerPageView counts them):
 //
-//	list                     1 query request (any status and filter; more only when the service answers with
-//	                         short pages)
+//	list                     1 query request (any status, filter and order) while the matching instances fit in
+//	                         one response (about 1,000); beyond that, newest or oldest first reads windows of
+//	                         creation time (cdb's ListInstancesPage documents the cost), store order stays 1
 //	instance                 1 point read (status and custom status) + 1 query (executions)
 //	                         + 1 query per other execution shown (at most 9) + 1 query (the history: a request per
 //	                         page of results, about 100 events) + 1 query (children) + 1 point read per child

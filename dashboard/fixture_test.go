@@ -132,6 +132,12 @@ func registry() *runtime.Registry {
 		}
 		return "done at " + in, nil
 	}))
+	must(reg.RegisterOrchestration("TwoEvents", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		if _, err := ctx.ScheduleWait("a").Get(); err != nil {
+			return "", err
+		}
+		return ctx.ScheduleWait("b").Get()
+	}))
 	must(reg.RegisterOrchestration("Chatty", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		n, _ := strconv.Atoi(in)
 		for i := range n {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // maxExecutionsShown is how many executions (the newest) the instance page
@@ -35,6 +36,10 @@ type eventRow struct {
 	Time     string // UTC
 	Offset   string // since the execution's first event
 	Duration string // for a completion: since the event it completes
+	// Dropped says why an ExternalEvent never reached the orchestration
+	// (runtime.DroppedExternalEvents: "dropped: no wait was pending");
+	// empty otherwise.
+	Dropped string
 }
 
 // kvPair is one KV entry.
@@ -244,11 +249,16 @@ func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.E
 			ei.CompletedAt = duroxide.Uint64Ptr(ev.TimestampMs)
 		}
 	}
+	dropped := map[uint64]string{}
+	for _, de := range runtime.DroppedExternalEvents(events) {
+		dropped[de.EventID] = de.Reason
+	}
 	size := h.opts.HistoryPageSize
 	d.Pages = max(1, (len(events)+size-1)/size)
 	d.HPage = min(max(d.HPage, 1), d.Pages)
 	for _, ev := range events[(d.HPage-1)*size : min(d.HPage*size, len(events))] {
 		row := describe(ev)
+		row.Dropped = dropped[ev.EventID]
 		row.Time = utcMs(ev.TimestampMs)
 		row.Offset = "+" + formatDuration(time.Duration(ev.TimestampMs-start)*time.Millisecond)
 		if ev.SourceEventID != nil {

@@ -42,6 +42,33 @@ type listFilter struct {
 	CursorPos            int    // its position then (when it is gone)
 	Cont                 string // the pager's continuation of this page ("" = the first)
 	PageNo               int    // this page's number with a pager, from 1
+	Order                string // "newest" (the default), "oldest" or "store": the pager's order
+}
+
+// orders are the sort choices of a pager's list: value and label.
+var orders = []struct{ Value, Label string }{
+	{"newest", "newest first"}, {"oldest", "oldest first"}, {"store", "store order (cheapest)"},
+}
+
+// pagerOrder is the duroxide.InstanceOrder of the list's order choice.
+func pagerOrder(o string) duroxide.InstanceOrder {
+	switch o {
+	case "oldest":
+		return duroxide.OrderOldestFirst
+	case "store":
+		return duroxide.OrderStore
+	}
+	return duroxide.OrderNewestFirst
+}
+
+// statusTab is one status tab of the list, with its count when known.
+type statusTab struct {
+	Status  string // "" for every status
+	Label   string
+	Count   int
+	Counted bool
+	Current bool
+	URL     string
 }
 
 // listRow is one instance on the page.
@@ -49,6 +76,8 @@ type listRow struct {
 	Info    duroxide.InstanceSummary
 	Created string // relative age
 	Updated string
+	Ended   string // relative age of CompletedAt, "" while running
+	Took    string // CompletedAt - CreatedAt
 }
 
 // listData is the list page.
@@ -56,12 +85,16 @@ type listData struct {
 	Filter     listFilter
 	Statuses   []string
 	Rows       []listRow
-	Next       string // URL of the next page, "" on the last
-	Scanned    int    // ids examined for this page
-	Total      int    // ids listed (after the status and prefix filters)
-	Start      int    // position of the first id examined
-	Incomplete bool   // scanLimit reached before a full page of matches
-	Paged      bool   // the page came from a duroxide.InstancePager
+	Next       string         // URL of the next page, "" on the last
+	Scanned    int            // ids examined for this page
+	Total      int            // ids listed (after the status and prefix filters)
+	Start      int            // position of the first id examined
+	Incomplete bool           // scanLimit reached before a full page of matches
+	counts     map[string]int // the pager's StatusCounts
+	Paged      bool           // the page came from a duroxide.InstancePager
+	Orders     []struct{ Value, Label string }
+	Tabs       []statusTab
+	Counted    bool // the tabs carry counts
 	Errors     []string
 }
 
@@ -92,11 +125,14 @@ func parseTime(s string, now time.Time) (uint64, error) {
 func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := listFilter{Status: q.Get("status"), Name: strings.TrimSpace(q.Get("name")), Prefix: q.Get("prefix"),
-		After: q.Get("after"), Before: q.Get("before"), Cursor: q.Get("cursor"), Cont: q.Get("cont")}
+		After: q.Get("after"), Before: q.Get("before"), Cursor: q.Get("cursor"), Cont: q.Get("cont"), Order: q.Get("order")}
+	if !slices.ContainsFunc(orders, func(o struct{ Value, Label string }) bool { return o.Value == f.Order }) {
+		f.Order = "newest"
+	}
 	f.CursorPos, _ = strconv.Atoi(q.Get("pos"))
 	f.PageNo, _ = strconv.Atoi(q.Get("page"))
 	f.PageNo = max(f.PageNo, 1)
-	d := listData{Filter: f, Statuses: statuses}
+	d := listData{Filter: f, Statuses: statuses, Orders: orders}
 	var err error
 	now := h.opts.Now()
 	if d.Filter.after, err = parseTime(f.After, now); err != nil {
@@ -118,7 +154,38 @@ func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 			d.Errors = append(d.Errors, err.Error())
 		}
 	}
+	d.Tabs = h.tabs(&d)
 	h.render(w, r, http.StatusOK, "instances", "Instances", d)
+}
+
+// tabs are the status tabs of the list: every status, then each status,
+// with the counts the page brought (duroxide.InstancePage.StatusCounts).
+func (h *Handler) tabs(d *listData) []statusTab {
+	var counts map[string]int
+	if d.counts != nil {
+		counts, d.Counted = d.counts, true
+	}
+	out := make([]statusTab, 0, len(statuses))
+	for _, st := range statuses {
+		t := statusTab{Status: st, Label: st, Current: st == d.Filter.Status, Counted: counts != nil}
+		if st == "" {
+			t.Label = "All"
+			for _, n := range counts {
+				t.Count += n
+			}
+		} else {
+			t.Count = counts[st]
+		}
+		f := d.Filter
+		f.Status = st
+		v := f.values()
+		t.URL = h.opts.Prefix + "/"
+		if len(v) > 0 {
+			t.URL += "?" + v.Encode()
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // listIDs returns the ids with status, newest first ("": the Pending ones,
@@ -254,11 +321,12 @@ func (h *Handler) fillPage(ctx context.Context, pager duroxide.InstancePager, d 
 	d.Paged = true
 	page, err := pager.ListInstancesPage(ctx, duroxide.InstancePageQuery{
 		Status: f.Status, NameContains: f.Name, IDPrefix: f.Prefix, CreatedAfter: f.after, CreatedBefore: f.before,
-		PageSize: h.opts.PageSize, Continuation: f.Cont,
+		PageSize: h.opts.PageSize, Continuation: f.Cont, Order: pagerOrder(f.Order),
 	})
 	if err != nil {
 		return fmt.Errorf("list instances: %w", err)
 	}
+	d.counts = page.StatusCounts
 	for _, s := range page.Instances {
 		d.Rows = append(d.Rows, h.row(s))
 	}
@@ -280,13 +348,24 @@ func (h *Handler) fillPage(ctx context.Context, pager duroxide.InstancePager, d 
 
 // row is the list's row of s.
 func (h *Handler) row(s duroxide.InstanceSummary) listRow {
-	return listRow{Info: s, Created: h.age(s.CreatedAt), Updated: h.age(s.UpdatedAt)}
+	r := listRow{Info: s, Created: h.age(s.CreatedAt), Updated: h.age(s.UpdatedAt)}
+	if s.CompletedAt != nil {
+		r.Ended = h.age(*s.CompletedAt)
+		if *s.CompletedAt >= s.CreatedAt {
+			r.Took = formatDuration(time.Duration(*s.CompletedAt-s.CreatedAt) * time.Millisecond)
+		}
+	}
+	return r
 }
 
 // values returns the filters as they were typed, as query parameters.
 func (f *listFilter) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"status": f.Status, "name": f.Name, "prefix": f.Prefix, "after": f.After, "before": f.Before} {
+	order := f.Order
+	if order == "newest" {
+		order = "" // the default
+	}
+	for k, s := range map[string]string{"status": f.Status, "name": f.Name, "prefix": f.Prefix, "after": f.After, "before": f.Before, "order": order} {
 		if s != "" {
 			v.Set(k, s)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // InstancePager is an optional capability of a ProviderAdmin: the
@@ -77,6 +78,55 @@ type InstancePageQuery struct {
 	// page before, as it was returned (an opaque string, safe in a URL
 	// query parameter once escaped).
 	Continuation string
+	// Order is the order of the walk: OrderStore (the zero value, the
+	// store's continuation order and its cheapest), OrderNewestFirst or
+	// OrderOldestFirst (by CreatedAt, then by instance id). An unknown
+	// order is a permanent error.
+	Order InstanceOrder
+}
+
+// InstanceOrder is the order of an InstancePager's walk.
+type InstanceOrder string
+
+// The orders of InstancePageQuery.Order.
+const (
+	// OrderStore is the store's continuation order, which each provider
+	// documents.
+	OrderStore InstanceOrder = ""
+	// OrderNewestFirst is by CreatedAt, newest first; instances created
+	// in the same millisecond by instance id, descending.
+	OrderNewestFirst InstanceOrder = "newest"
+	// OrderOldestFirst is by CreatedAt, oldest first; instances created
+	// in the same millisecond by instance id, ascending.
+	OrderOldestFirst InstanceOrder = "oldest"
+)
+
+// Valid reports whether o is one of the orders above.
+func (o InstanceOrder) Valid() bool {
+	return o == OrderStore || o == OrderNewestFirst || o == OrderOldestFirst
+}
+
+// Before reports whether a comes before b in order o (false for
+// OrderStore, which has no order of its own to compare by).
+func (o InstanceOrder) Before(a, b InstanceSummary) bool {
+	switch o {
+	case OrderNewestFirst:
+		return a.CreatedAt > b.CreatedAt || a.CreatedAt == b.CreatedAt && a.InstanceID > b.InstanceID
+	case OrderOldestFirst:
+		return a.CreatedAt < b.CreatedAt || a.CreatedAt == b.CreatedAt && a.InstanceID < b.InstanceID
+	}
+	return false
+}
+
+// Compare is Before as a three-way comparison (for slices.SortFunc).
+func (o InstanceOrder) Compare(a, b InstanceSummary) int {
+	switch {
+	case o.Before(a, b):
+		return -1
+	case o.Before(b, a):
+		return 1
+	}
+	return 0
 }
 
 // InstanceSummary is one instance of an InstancePage: InstanceInfo
@@ -96,6 +146,38 @@ type InstanceSummary struct {
 	// PendingReason is as InstanceInfo.PendingReason: for a Pending
 	// instance, why its start has not run, "" otherwise.
 	PendingReason string
+	// ErrorLine is, for a Failed instance, the first line of its error
+	// (InstanceInfo.Output), at most MaxSummaryText bytes; "" otherwise.
+	ErrorLine string
+	// CustomStatus is the instance's custom status, its first line and at
+	// most MaxSummaryText bytes (SummaryText); nil when none was ever set or it was
+	// cleared. InstanceInfo does not carry it: Summary leaves it nil.
+	CustomStatus *string
+	// CompletedAt is when the current execution ended (milliseconds
+	// since the Unix epoch), nil while it runs or when the provider does
+	// not record it. InstanceInfo does not carry it: Summary leaves it
+	// nil.
+	CompletedAt *uint64
+}
+
+// MaxSummaryText is the most bytes of an error line or a custom status
+// an InstanceSummary carries: a listing reads only that much of them.
+const MaxSummaryText = 200
+
+// SummaryText returns s cut to its first line and to MaxSummaryText bytes
+// (on a rune boundary), as InstanceSummary.ErrorLine holds it.
+func SummaryText(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) <= MaxSummaryText {
+		return s
+	}
+	cut := MaxSummaryText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // Summary returns i's summary (i without its output).
@@ -103,8 +185,16 @@ func (i InstanceInfo) Summary() InstanceSummary {
 	return InstanceSummary{
 		InstanceID: i.InstanceID, OrchestrationName: i.OrchestrationName, OrchestrationVersion: i.OrchestrationVersion,
 		CurrentExecutionID: i.CurrentExecutionID, Status: i.Status, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt,
-		ParentInstanceID: i.ParentInstanceID, PendingReason: i.PendingReason,
+		ParentInstanceID: i.ParentInstanceID, PendingReason: i.PendingReason, ErrorLine: i.errorLine(),
 	}
+}
+
+// errorLine is the ErrorLine of i's summary.
+func (i InstanceInfo) errorLine() string {
+	if i.Status != StatusFailed || i.Output == nil {
+		return ""
+	}
+	return SummaryText(*i.Output)
 }
 
 // InstancePage is one page of an InstancePager's listing.
@@ -116,17 +206,27 @@ type InstancePage struct {
 	// Continuation is passed as InstancePageQuery.Continuation to read
 	// the next page; "" when this page is the last.
 	Continuation string
+	// StatusCounts, when not nil, is the number of instances matching
+	// the query's filters but its status, per status (a status with none
+	// is absent), counted while reading this page at no extra cost: the
+	// in-memory provider always fills it; cdb on the first page of a
+	// query whose instances fit in one response (DESIGN.md §6.1).
+	StatusCounts map[string]int
 }
 
 // PageSizeOf returns q's effective page size: DefaultInstancePageSize for
 // 0, q.PageSize when it is in 1..MaxInstancePageSize, and otherwise a
-// permanent *ProviderError of operation op. Providers call it first.
+// permanent *ProviderError of operation op; an unknown q.Order is one too.
+// Providers call it first.
 func (q InstancePageQuery) PageSizeOf(op string) (int, error) {
 	switch {
-	case q.PageSize == 0:
-		return DefaultInstancePageSize, nil
 	case q.PageSize < 0 || q.PageSize > MaxInstancePageSize:
 		return 0, NewPermanentError(op, fmt.Sprintf("page size %d is outside 1..%d", q.PageSize, MaxInstancePageSize))
+	case !q.Order.Valid():
+		return 0, NewPermanentError(op, fmt.Sprintf("unknown order %q: use OrderStore, OrderNewestFirst or OrderOldestFirst", q.Order))
+	}
+	if q.PageSize == 0 {
+		return DefaultInstancePageSize, nil
 	}
 	return q.PageSize, nil
 }
@@ -134,9 +234,14 @@ func (q InstancePageQuery) PageSizeOf(op string) (int, error) {
 // Matches reports whether s passes q's filters (status, name, id prefix,
 // creation bounds), for a provider that filters in memory.
 func (q InstancePageQuery) Matches(s InstanceSummary) bool {
+	return (q.Status == "" || s.Status == q.Status) && q.MatchesButStatus(s)
+}
+
+// MatchesButStatus is Matches without the status filter (what
+// InstancePage.StatusCounts counts).
+func (q InstancePageQuery) MatchesButStatus(s InstanceSummary) bool {
 	switch {
-	case q.Status != "" && s.Status != q.Status,
-		!strings.HasPrefix(s.InstanceID, q.IDPrefix),
+	case !strings.HasPrefix(s.InstanceID, q.IDPrefix),
 		q.CreatedAfter != 0 && s.CreatedAt < q.CreatedAfter,
 		q.CreatedBefore != 0 && s.CreatedAt >= q.CreatedBefore:
 		return false

@@ -56,15 +56,7 @@ func TestContinueAsNewWindowAcrossTwoProcesses(t *testing.T) {
 	var clients []*runtime.Client
 	for range 2 {
 		p := openProvider(t, cfg)
-		rt, err := runtime.Start(ctx, p, reg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer scancel()
-			_ = rt.Shutdown(sctx)
-		})
+		startRuntime(ctx, t, p, reg, opts)
 		clients = append(clients, runtime.NewClient(p))
 	}
 

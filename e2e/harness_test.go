@@ -94,6 +94,23 @@ func (s *sample) start(reg *runtime.Registry, opts runtime.Options) *runtime.Run
 	return rt
 }
 
+// startRuntime starts a runtime on p until the test ends (shut down within
+// 10 s at cleanup): one replica of a service, for the tests that run
+// several on one container.
+func startRuntime(ctx context.Context, t *testing.T, p duroxide.Provider, reg *runtime.Registry, opts runtime.Options) *runtime.Runtime {
+	t.Helper()
+	rt, err := runtime.Start(ctx, p, reg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = rt.Shutdown(sctx)
+	})
+	return rt
+}
+
 func (s *sample) startOrchestration(instance, name, input string) {
 	s.t.Helper()
 	if err := s.client.StartOrchestration(s.ctx, instance, name, input); err != nil {

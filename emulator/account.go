@@ -1,19 +1,22 @@
 package emulator
 
-import "net/http"
+import (
+	"net/http"
+	"strconv"
+)
 
 // handleAccount answers GET /: the database account, with this server as the
 // only (read and write) region, so the SDK's endpoint manager keeps sending
-// requests to the address it was given.
+// requests to the address it was given, or the regions of Options.Regions
+// (regions.go).
 func (s *Server) handleAccount(rq *request) *response {
 	scheme := "http"
 	if s.tls {
 		scheme = "https"
 	}
-	endpoint := scheme + "://" + rq.r.Host + "/"
-	loc := `[{"name":"South Central US","databaseAccountEndpoint":` + string(appendString(nil, endpoint)) + `}]`
+	writable, readable := s.locations(scheme, rq.r.Host)
 	body := `{"_self":"","id":"localhost","_rid":"localhost","media":"//media/","addresses":"//addresses/","_dbs":"//dbs/",` +
-		`"writableLocations":` + loc + `,"readableLocations":` + loc + `,"enableMultipleWriteLocations":false,` +
+		`"writableLocations":` + writable + `,"readableLocations":` + readable + `,"enableMultipleWriteLocations":` + strconv.FormatBool(s.regions.multiWrite) + `,` +
 		`"userReplicationPolicy":{"asyncReplication":false,"minReplicaSetSize":1,"maxReplicasetSize":4},` +
 		`"userConsistencyPolicy":{"defaultConsistencyLevel":"` + string(s.consistency) + `"},` +
 		`"systemReplicationPolicy":{"minReplicaSetSize":1,"maxReplicasetSize":4},` +

@@ -39,25 +39,67 @@ func seed(b testing.TB, e *env, c *azcosmos.ContainerClient, pk string, n int) i
 	return total
 }
 
-// BenchmarkPointRead measures point reads per second through the SDK.
-func BenchmarkPointRead(b *testing.B) {
-	e := newEnv(b)
+// seededPartition starts an emulator with opts and loads 1,000 documents
+// into partition "p" of its container "bench" (readBenchDoc reads them).
+func seededPartition(b *testing.B, opts Options) *azcosmos.ContainerClient {
+	e := newEnv(b, opts)
 	c := e.container("bench", nil)
 	seed(b, e, c, "p", 1000)
-	pk := azcosmos.NewPartitionKeyString("p")
+	return c
+}
+
+// readBenchDoc reads document i (mod 1,000) of seededPartition.
+func readBenchDoc(c *azcosmos.ContainerClient, i int64) error {
+	_, err := c.ReadItem(context.Background(), azcosmos.NewPartitionKeyString("p"), fmt.Sprintf("p-%08d", i%1000), nil)
+	return err
+}
+
+// BenchmarkPointRead measures point reads per second through the SDK.
+func BenchmarkPointRead(b *testing.B) {
+	c := seededPartition(b, Options{})
 	var n atomic.Int64
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			i := n.Add(1) % 1000
-			if _, err := c.ReadItem(context.Background(), pk, fmt.Sprintf("p-%08d", i), nil); err != nil {
+			if err := readBenchDoc(c, n.Add(1)); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reads/s")
+}
+
+// BenchmarkLaggingReads measures a mix of upserts and point reads (one
+// each per iteration, 1,000 documents) at Strong without lag and at
+// Session with replicas trailing by up to 20 ms: what recording the writes
+// and serving reads from lagging replicas costs.
+func BenchmarkLaggingReads(b *testing.B) {
+	for _, o := range []Options{{Consistency: ConsistencyStrong}, {Consistency: ConsistencySession, ReplicaLag: 20 * time.Millisecond}} {
+		b.Run(fmt.Sprintf("%s-%v", o.Consistency, o.ReplicaLag), func(b *testing.B) {
+			c := seededPartition(b, o)
+			time.Sleep(o.ReplicaLag) // every replica has the documents
+			pk := azcosmos.NewPartitionKeyString("p")
+			var n atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					_, err := c.UpsertItem(context.Background(), pk, benchDoc("p", int(i%1000)), nil)
+					if err == nil {
+						err = readBenchDoc(c, i+500)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "iterations/s")
+		})
+	}
 }
 
 // BenchmarkBatch10 measures transactional batches of ten creates per second.

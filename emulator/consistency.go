@@ -122,7 +122,7 @@ func consistencyFromEnv(opts *Options) error {
 // naming no level, or a level stronger than the account's, is refused
 // with 400, as the service refuses it.
 func (s *Server) requestConsistency(r *http.Request) (Consistency, *response) {
-	h := r.Header.Get("x-ms-consistency-level")
+	h := firstHeader(r.Header, "X-Ms-Consistency-Level")
 	if h == "" {
 		return s.consistency, nil
 	}
@@ -215,3 +215,12 @@ func (s *Server) Consistency() Consistency { return s.consistency }
 // ReplicaLag returns how far a secondary replica may trail its primary
 // (Options.ReplicaLag after the environment applied); 0 when they never do.
 func (s *Server) ReplicaLag() time.Duration { return s.replicas.lag }
+
+// firstHeader returns the first value of header key, given in its
+// canonical form (a map lookup, without Header.Get's canonicalization).
+func firstHeader(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

@@ -396,3 +396,35 @@ func TestParseConsistency(t *testing.T) {
 	_, err := ParseConsistency("")
 	assert.Error(t, err)
 }
+
+func TestLaggingQueriesKeepRidOrder(t *testing.T) {
+	t.Parallel()
+	e, clk, c := laggingEnv(t, ConsistencySession, time.Minute, 1)
+	pk := azcosmos.NewPartitionKeyString("p")
+	for i := 1; i <= 6; i++ {
+		createP(t, e, c, fmt.Sprintf(`{"id":"d%d","pk":"p","v":1}`, i))
+	}
+	clk.advance(time.Minute) // every replica has the six documents
+	for _, id := range []string{"d2", "d5"} {
+		_, err := c.ReplaceItem(e.ctx, pk, id, mustJSON(t, map[string]any{"id": id, "pk": "p", "v": 2}), nil)
+		require.NoError(t, err)
+	}
+	_, err := c.DeleteItem(e.ctx, pk, "d4", nil)
+	require.NoError(t, err)
+	stale := 0
+	for range 40 {
+		rows, _, err := queryAll(e.ctx, c, "SELECT * FROM c", pk, nil)
+		require.NoError(t, err)
+		var ids []string
+		for _, r := range rows {
+			ids = append(ids, decodeMap(t, r)["id"].(string))
+		}
+		if len(ids) == 6 {
+			stale++
+			assert.Equal(t, []string{"d1", "d2", "d3", "d4", "d5", "d6"}, ids)
+		} else {
+			assert.Equal(t, []string{"d1", "d2", "d3", "d5", "d6"}, ids)
+		}
+	}
+	assert.Positive(t, stale)
+}

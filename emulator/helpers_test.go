@@ -174,7 +174,14 @@ func rawRequest(t testing.TB, srv *Server, key, method, path string, body []byte
 // ("" for the path's own, as for a name-based path).
 func rawRequestSigning(t testing.TB, srv *Server, key, method, path, link string, body []byte, headers map[string]string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.Endpoint()+path, bytes.NewReader(body))
+	return rawRequestAt(t, srv, srv.Endpoint(), key, method, path, link, body, headers)
+}
+
+// rawRequestAt is rawRequestSigning sent to endpoint (a region's, see
+// Server.RegionEndpoint).
+func rawRequestAt(t testing.TB, srv *Server, endpoint, key, method, path, link string, body []byte, headers map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, endpoint+path, bytes.NewReader(body))
 	require.NoError(t, err)
 	date := time.Now().UTC().Format(http.TimeFormat)
 	req.Header.Set("x-ms-date", date)

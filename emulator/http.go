@@ -194,6 +194,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if resp == nil {
+		resp = s.writeForbidden(r)
+	}
+	if resp == nil {
 		resp = handler(rq)
 		if resp.status < 400 && r.Method != http.MethodGet && r.Method != http.MethodHead && !isQuery(r) {
 			s.touch() // a write: the next snapshot (Options.DataDir) includes it

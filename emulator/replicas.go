@@ -47,9 +47,12 @@ type writeRecord struct {
 // replicaSet is the state of a server's replicas: the lag and the
 // generator for the choice of a replica.
 type replicaSet struct {
-	lag   time.Duration
-	seed  uint64
-	start time.Time
+	lag time.Duration
+	// regionLag is how far a read region trails the write region
+	// (Options.RegionLag, regions.go).
+	regionLag time.Duration
+	seed      uint64
+	start     time.Time
 }
 
 // secondaries is the number of secondary replicas of a partition.
@@ -78,11 +81,11 @@ func (s *Server) since() time.Duration { return s.now().Sub(s.replicas.start) }
 // logWrites records the writes of one commit at lsn. The caller holds
 // c.mu for writing; it does nothing without replica lag.
 func (s *Server) logWrites(c *container, plans []plan, lsn uint64) {
-	if s.replicas.lag <= 0 {
+	if s.replicas.lag <= 0 && s.replicas.regionLag <= 0 {
 		return
 	}
 	now := s.since()
-	c.pruneLog(now - s.replicas.lag)
+	c.pruneLog(now - s.replicas.lag - s.replicas.regionLag)
 	for _, p := range plans {
 		var id string
 		switch {
@@ -126,6 +129,9 @@ func (c *container) pending(n uint64) []writeRecord {
 // appliedAt returns the LSN a replica trailing by lag has applied at now:
 // every write committed at least lag ago. The caller holds c.mu.
 func (c *container) appliedAt(now, lag time.Duration) uint64 {
+	if lag <= 0 {
+		return c.lsn
+	}
 	recs := c.wlog[c.wlogHead:]
 	i := sort.Search(len(recs), func(i int) bool { return recs[i].at > now-lag })
 	if i == len(recs) {
@@ -164,7 +170,7 @@ func (s *Server) chooseReplica(rq *request, c *container, ranges []pkRange) (rea
 	if level.readsPrimary() {
 		return primary, nil
 	}
-	need, resp := parseSessionToken(rq.r.Header.Get("x-ms-session-token"))
+	need, resp := parseSessionToken(firstHeader(rq.r.Header, "X-Ms-Session-Token"))
 	if resp != nil {
 		return readView{}, resp
 	}
@@ -180,16 +186,18 @@ func (s *Server) chooseReplica(rq *request, c *container, ranges []pkRange) (rea
 		return primary, nil
 	}
 	now := s.since()
+	// A read region's replicas trail the write region's by RegionLag.
+	base := s.regions.lagOf(rq.r, s.replicas.regionLag)
 	var cands [secondaries + 1]uint64
 	n := 0
-	if c.lsn >= want {
-		cands[n] = c.lsn
+	if lsn := c.appliedAt(now, base); lsn >= want {
+		cands[n] = lsn
 		n++
 	}
 	for k := 0; k < secondaries; k++ {
 		lsn := c.lsn
 		for _, r := range ranges {
-			lsn = min(lsn, c.appliedAt(now, s.replicas.lagOf(c, r.id, k)))
+			lsn = min(lsn, c.appliedAt(now, base+s.replicas.lagOf(c, r.id, k)))
 		}
 		if lsn >= want {
 			cands[n] = lsn
@@ -245,18 +253,22 @@ func (c *container) docsAt(v readView, docs []*item, admit func(*item) bool) []*
 			old = append(old, r.prev)
 		}
 	}
+	// Merge the old versions (few, sorted here) into the documents kept
+	// (in rid order already).
+	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
 	out := make([]*item, 0, len(docs)+len(old))
+	j := 0
 	for _, it := range docs {
-		if it.lsn <= v.lsn {
-			out = append(out, it)
+		if it.lsn > v.lsn {
+			continue
 		}
+		for j < len(old) && old[j].seq < it.seq {
+			out = append(out, old[j])
+			j++
+		}
+		out = append(out, it)
 	}
-	if len(old) == 0 {
-		return out
-	}
-	out = append(out, old...)
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
+	return append(out, old[j:]...)
 }
 
 // writeKey names a document within a container.

@@ -120,6 +120,32 @@ type Options struct {
 	// duration.
 	ReplicaLag time.Duration
 
+	// Regions, a test option, presents a multi-region account: the
+	// region names, the write region first. The account document lists
+	// them all in readableLocations (and in writableLocations with
+	// MultipleWriteLocations, else only the first); the first region is
+	// served at Endpoint, each other one on its own port of the same host
+	// (RegionEndpoint), so that a client's preferred read regions route
+	// its reads there. Empty means one region, "South Central US". Start
+	// fails on an empty or repeated name.
+	Regions []string
+	// RegionLag is how far a read region (every region but the first)
+	// trails the write region: a Session, ConsistentPrefix or Eventual
+	// read sent there sees the writes committed at least RegionLag ago
+	// (its secondaries ReplicaLag more), so a session token from a write
+	// is often ahead of it and answered 404/1002, which the SDKs retry in
+	// the write region. Strong and BoundedStaleness reads see the write
+	// region's primary. A write sent to a read region is refused with 403
+	// substatus 3 (WriteForbidden), unless MultipleWriteLocations.
+	RegionLag time.Duration
+	// MultipleWriteLocations reports the account as accepting writes in
+	// every region (enableMultipleWriteLocations, every region in
+	// writableLocations). Only the report: the emulator still decides
+	// every write in one store, so none of the conflicts of such an
+	// account happen; it exists so that a client's refusal of such
+	// accounts can be tested.
+	MultipleWriteLocations bool
+
 	// clock replaces time.Now; set only by this package's tests.
 	clock func() time.Time
 }
@@ -173,6 +199,8 @@ type Server struct {
 	// the secondary replicas (replicas.go).
 	consistency Consistency
 	replicas    replicaSet
+	// regions are the account's regions (regions.go).
+	regions regionSet
 }
 
 // Start listens on opts.Addr and serves the emulator in the background. It
@@ -202,6 +230,9 @@ func Start(opts Options) (*Server, error) {
 	if err := consistencyFromEnv(&opts); err != nil {
 		return nil, err
 	}
+	if err := checkRegions(opts.Regions, opts.RegionLag); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		key:         opts.Key,
 		keyRaw:      keyRaw,
@@ -219,7 +250,7 @@ func Start(opts Options) (*Server, error) {
 		s.now = opts.clock
 	}
 	s.consistency = opts.Consistency
-	s.replicas = replicaSet{lag: opts.ReplicaLag, seed: rand.Uint64(), start: s.now()}
+	s.replicas = replicaSet{lag: opts.ReplicaLag, regionLag: opts.RegionLag, seed: rand.Uint64(), start: s.now()}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("emulator: data directory: %w", err)
@@ -250,6 +281,7 @@ func Start(opts Options) (*Server, error) {
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ErrorLog:     discardLogger(),
 	}
+	var serverTLS *tls.Config
 	if opts.TLS {
 		cert, certPEM, err := serverCert(opts.TLSCertPEM, opts.TLSKeyPEM)
 		if err != nil {
@@ -260,17 +292,38 @@ func Start(opts Options) (*Server, error) {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(certPEM)
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, &tls.Config{
+		serverTLS = &tls.Config{
 			Certificates: []tls.Certificate{cert},
 			NextProtos:   []string{"http/1.1"},
 			MinVersion:   tls.VersionTLS12,
-		})
+		}
 	}
-	s.ln = ln
+	s.regions, err = listenRegions(ln, opts.Regions, opts.MultipleWriteLocations)
+	if err != nil {
+		return nil, err
+	}
+	listeners := []net.Listener{ln}
+	for _, r := range s.regions.list[1:] {
+		listeners = append(listeners, r.ln)
+	}
+	if serverTLS != nil {
+		for i, l := range listeners {
+			listeners[i] = tls.NewListener(l, serverTLS)
+		}
+	}
+	s.ln = listeners[0]
 	s.client = &http.Client{Transport: transport}
+	var serving sync.WaitGroup
+	for _, l := range listeners {
+		serving.Add(1)
+		go func() {
+			defer serving.Done()
+			_ = s.http.Serve(l)
+		}()
+	}
 	go func() {
-		defer close(s.done)
-		_ = s.http.Serve(ln)
+		serving.Wait()
+		close(s.done)
 	}()
 	go s.janitor(s.stopJanitor, s.janitorDone)
 	if s.persist != nil {

@@ -20,6 +20,7 @@ var instancePagesCases = []Case{
 	{"test_instance_pages_walk_sees_every_instance_once", InstancePagesWalkSeesEveryInstanceOnce},
 	{"test_instance_pages_malformed_continuation_is_permanent", InstancePagesMalformedContinuationIsPermanent},
 	{"test_instance_pages_empty_result_has_no_continuation", InstancePagesEmptyResultHasNoContinuation},
+	{"test_instance_pages_in_order", InstancePagesInOrder},
 }
 
 // requirePager returns p's admin as a duroxide.InstancePager or skips t.
@@ -135,7 +136,9 @@ func InstancePagesFilters(t *testing.T, f Factory) {
 	}
 	require.Len(t, got, len(all), "every instance, once: %v", page.Instances)
 	for _, id := range all {
-		assert.Equal(t, infos[id].Summary(), got[id], "the summary of %s is GetInstanceInfo's answer without the output", id)
+		s := got[id]
+		s.CustomStatus, s.CompletedAt = nil, nil // not in InstanceInfo: InstancePagesInOrder checks them
+		assert.Equal(t, infos[id].Summary(), s, "the summary of %s is GetInstanceInfo's answer without the output", id)
 	}
 	if pending {
 		assert.Equal(t, pendingReason, got["pg-p-1"].PendingReason, "a Pending instance comes with its reason")
@@ -244,4 +247,68 @@ func InstancePagesEmptyResultHasNoContinuation(t *testing.T, f Factory) {
 	require.NoError(t, err)
 	assert.Empty(t, page.Instances, "a filter that matches nothing")
 	assert.Empty(t, page.Continuation, "a filter that matches nothing")
+}
+
+// InstancePagesInOrder checks the ordered walks (InstancePageQuery.Order):
+// newest and oldest first, pages of 4 over 11 instances (one Failed with
+// a custom status), hold every instance once in the order
+// duroxide.InstanceOrder defines, with the failure's first line and the
+// custom status in the summary; StatusCounts, when the provider fills it,
+// counts the instances per status; an unknown order is a permanent error.
+func InstancePagesInOrder(t *testing.T, f Factory) {
+	p, admin, pager := requirePager(t, f)
+	ctx := t.Context()
+	for i := range 10 {
+		createInstance(t, p, fmt.Sprintf("order-%02d", i))
+	}
+	start := startItem("order-failed").Kind.(duroxide.StartOrchestrationItem)
+	delTurn(t, p, duroxide.WorkItem{Kind: start}, duroxide.InitialExecutionID,
+		[]duroxide.Event{duroxide.NewEvent(duroxide.InitialEventID, "order-failed", duroxide.InitialExecutionID, nil,
+			duroxide.OrchestrationStarted{Name: testOrch, Version: testOrchVersion, Input: "{}"}),
+			customStatusEvent("order-failed", 2, duroxide.StringPtr("stuck awaiting shipment\nsince Monday"))},
+		nil, delMetadata(duroxide.StatusFailed, "charge card declined\nat ChargeCard", ""))
+	var want []duroxide.InstanceSummary
+	ids := []string{"order-failed"}
+	for i := range 10 {
+		ids = append(ids, fmt.Sprintf("order-%02d", i))
+	}
+	for _, id := range ids {
+		info, err := admin.GetInstanceInfo(ctx, id)
+		require.NoError(t, err)
+		want = append(want, info.Summary())
+	}
+	for _, order := range []duroxide.InstanceOrder{duroxide.OrderNewestFirst, duroxide.OrderOldestFirst} {
+		q := duroxide.InstancePageQuery{PageSize: 4, Order: order, IDPrefix: "order-"}
+		got := walkPages(t, pager, q, 4, 5)
+		exp := slices.Clone(want)
+		slices.SortFunc(exp, order.Compare)
+		gotIDs, expIDs := make([]string, len(got)), make([]string, len(exp))
+		for i := range got {
+			gotIDs[i] = got[i].InstanceID
+		}
+		for i := range exp {
+			expIDs[i] = exp[i].InstanceID
+		}
+		require.Equal(t, expIDs, gotIDs, "%s: every instance once, in order", order)
+		for _, s := range got {
+			if s.InstanceID == "order-failed" {
+				assert.Equal(t, duroxide.StatusFailed, s.Status)
+				assert.Equal(t, "charge card declined", s.ErrorLine, "the failure's first line")
+				if assert.NotNil(t, s.CustomStatus) {
+					assert.Equal(t, "stuck awaiting shipment", *s.CustomStatus)
+				}
+				assert.NotNil(t, s.CompletedAt, "a failed instance's end")
+			} else {
+				assert.Empty(t, s.ErrorLine, s.InstanceID)
+				assert.Nil(t, s.CompletedAt, "%s runs", s.InstanceID)
+			}
+		}
+		first, err := pager.ListInstancesPage(ctx, q)
+		require.NoError(t, err)
+		if first.StatusCounts != nil {
+			assert.Equal(t, map[string]int{duroxide.StatusRunning: 10, duroxide.StatusFailed: 1}, first.StatusCounts, order)
+		}
+	}
+	_, err := pager.ListInstancesPage(ctx, duroxide.InstancePageQuery{Order: "sideways"})
+	requirePermanent(t, err, "an unknown order")
 }

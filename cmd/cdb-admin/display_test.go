@@ -74,14 +74,14 @@ func TestListQuotesIDsAndNamesWithControlCharactersOrEdgeSpaces(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	require.Len(t, lines, 7, "a header and one line per instance:\n%s", r.stdout)
 	for _, l := range lines {
-		assert.Len(t, columns(l), 7, "every row has the header's 7 cells: %q", l)
+		assert.Len(t, columns(l), 8, "every row has the header's 8 cells: %q", l)
 	}
 	assert.Equal(t, []string{`"tab\there"`, "Hello", "Completed", "1"}, columns(rowOf(t, r.stdout, `"tab\there"`))[:4])
 	assert.Equal(t, "Hello", columns(rowOf(t, r.stdout, `"new\nline"`))[1])
 	assert.Equal(t, "Completed", columns(rowOf(t, r.stdout, `"trailing "`))[2])
 	assert.Equal(t, `"Tabbed\tName"`, columns(rowOf(t, r.stdout, namedID))[1])
 
-	rows := decode[[]instanceJSON](t, f.admin("", "list", "-json"))
+	rows := decode[[]listRowJSON](t, f.admin("", "list", "-json"))
 	assert.ElementsMatch(t, []string{tabID, newlineID, trailingID, longID, longInputID, namedID}, instanceIDs(rows),
 		"-json prints the ids as they are")
 }

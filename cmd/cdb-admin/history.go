@@ -13,12 +13,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // historyCommand prints one execution's history: ReadHistoryWithExecutionID
 // (the current execution, from LatestExecutionID, unless -execution).
 // -json prints the events in duroxide's serde format, readable by the Rust
-// runtime.
+// runtime. The table marks an ExternalEvent the orchestration never
+// received "(dropped: no wait was pending)" (runtime.DroppedExternalEvents).
 var historyCommand = command{
 	name:     "history",
 	synopsis: "<instance> [-execution N]",
@@ -55,13 +57,21 @@ var historyCommand = command{
 				}
 				return printJSON(s.io.stdout, events)
 			}
+			dropped := map[uint64]string{}
+			for _, de := range runtime.DroppedExternalEvents(events) {
+				dropped[de.EventID] = de.Reason
+			}
 			rows := make([][]string, len(events))
 			for i, e := range events {
 				source := "-"
 				if e.SourceEventID != nil {
 					source = strconv.FormatUint(*e.SourceEventID, 10)
 				}
-				rows[i] = []string{strconv.FormatUint(e.EventID, 10), source, formatMs(e.TimestampMs), string(e.Type()), truncate(eventDetail(e), 2*cellWidth)}
+				detail := eventDetail(e)
+				if why := dropped[e.EventID]; why != "" {
+					detail = "(" + why + ") " + detail // first, so that a cut never hides it
+				}
+				rows[i] = []string{strconv.FormatUint(e.EventID, 10), source, formatMs(e.TimestampMs), string(e.Type()), truncate(detail, 2*cellWidth)}
 			}
 			fmt.Fprintf(s.io.stdout, "%s, execution %d: %d events\n", quoteIfNeeded(id), exec, len(events))
 			return printTable(s.io.stdout, []string{"ID", "SOURCE", "TIME", "TYPE", "DETAIL"}, rows)

@@ -207,7 +207,7 @@ func decode[T any](t *testing.T, r result) T {
 }
 
 // instanceIDs returns the ids of a list answer.
-func instanceIDs(rows []instanceJSON) []string {
+func instanceIDs(rows []listRowJSON) []string {
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		ids[i] = r.InstanceID
@@ -250,17 +250,19 @@ func sharedFixture(t *testing.T) *fixture {
 
 func TestListPrintsEveryInstanceWithItsStatus(t *testing.T) {
 	f := sharedFixture(t)
-	rows := decode[[]instanceJSON](t, f.admin("", "list", "-json"))
+	rows := decode[[]listRowJSON](t, f.admin("", "list", "-json"))
 	assert.ElementsMatch(t, []string{helloID, failID, parentID, childID, waitID, eternalID}, instanceIDs(rows))
-	byID := map[string]instanceJSON{}
+	byID := map[string]listRowJSON{}
 	for _, r := range rows {
 		byID[r.InstanceID] = r
 	}
 	assert.Equal(t, "Completed", byID[helloID].Status)
 	assert.Equal(t, "Hello", byID[helloID].OrchestrationName)
-	require.NotNil(t, byID[helloID].Output)
-	assert.Equal(t, "Hello, World!", *byID[helloID].Output)
+	assert.NotNil(t, byID[helloID].CompletedAt, "a completed instance's end")
 	assert.Equal(t, "Failed", byID[failID].Status)
+	assert.NotEmpty(t, byID[failID].Error, "a failed instance's error")
+	require.NotNil(t, byID[waitID].CustomStatus)
+	assert.Equal(t, "waiting for approval", *byID[waitID].CustomStatus)
 	assert.Equal(t, "Running", byID[waitID].Status)
 	assert.Equal(t, uint64(3), byID[eternalID].CurrentExecutionID)
 	require.NotNil(t, byID[childID].ParentInstanceID)
@@ -270,7 +272,8 @@ func TestListPrintsEveryInstanceWithItsStatus(t *testing.T) {
 	require.Equal(t, exitOK, table.code, table.stderr)
 	lines := strings.Split(strings.TrimSpace(table.stdout), "\n")
 	require.Len(t, lines, 7, table.stdout)
-	assert.Equal(t, []string{"INSTANCE", "ORCHESTRATION", "STATUS", "EXECUTION", "CREATED", "UPDATED", "PARENT"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"INSTANCE", "ORCHESTRATION", "STATUS", "EXECUTION", "CREATED", "ENDED", "PARENT", "DETAIL"}, strings.Fields(lines[0]))
+	assert.Regexp(t, `(?m)^`+waitID+`\s.*\sstatus: waiting for approval$`, table.stdout, "the custom status in the list")
 	assert.Contains(t, table.stdout, childID)
 	for _, l := range lines[1:] {
 		if strings.HasPrefix(l, childID) {
@@ -282,10 +285,10 @@ func TestListPrintsEveryInstanceWithItsStatus(t *testing.T) {
 
 func TestListFiltersByStatusInAnyCase(t *testing.T) {
 	f := sharedFixture(t)
-	assert.Equal(t, []string{failID}, instanceIDs(decode[[]instanceJSON](t, f.admin("", "list", "-status", "failed", "-json"))))
-	assert.Equal(t, []string{waitID}, instanceIDs(decode[[]instanceJSON](t, f.admin("", "-json", "list", "-status", "Running"))))
-	assert.Len(t, decode[[]instanceJSON](t, f.admin("", "list", "-limit", "2", "-json")), 2)
-	assert.Equal(t, []instanceJSON{}, decode[[]instanceJSON](t, f.admin("", "list", "-status", "ContinuedAsNew", "-json")))
+	assert.Equal(t, []string{failID}, instanceIDs(decode[[]listRowJSON](t, f.admin("", "list", "-status", "failed", "-json"))))
+	assert.Equal(t, []string{waitID}, instanceIDs(decode[[]listRowJSON](t, f.admin("", "-json", "list", "-status", "Running"))))
+	assert.Len(t, decode[[]listRowJSON](t, f.admin("", "list", "-limit", "2", "-json")), 2)
+	assert.Equal(t, []listRowJSON{}, decode[[]listRowJSON](t, f.admin("", "list", "-status", "ContinuedAsNew", "-json")))
 }
 
 func TestShowPrintsStatusOutputCustomStatusAndExecutions(t *testing.T) {
@@ -349,7 +352,7 @@ func TestTreeShowsSubOrchestrations(t *testing.T) {
 func TestQueuesAndMetricsCountTheStore(t *testing.T) {
 	f := sharedFixture(t)
 	q := decode[queuesJSON](t, f.admin("", "queues", "-json"))
-	assert.Equal(t, queuesJSON{}, q, "the runtime consumed every message")
+	assert.Equal(t, queuesJSON{Orchestrator: &queueCountsJSON{}, Worker: &queueCountsJSON{}}, q, "the runtime consumed every message")
 	m := decode[metricsJSON](t, f.admin("", "metrics", "-json"))
 	want, err := f.p.GetSystemMetrics(context.Background())
 	require.NoError(t, err)
@@ -361,7 +364,7 @@ func TestQueuesAndMetricsCountTheStore(t *testing.T) {
 	assert.Regexp(t, `(?m)^instances\s+6$`, text.stdout)
 	assert.Regexp(t, `(?m)^failed\s+1$`, text.stdout)
 	qt := f.admin("", "queues")
-	assert.Regexp(t, `(?m)^orchestrator\s+0$`, qt.stdout)
+	assert.Regexp(t, `(?m)^orchestrator\s+0\s+0\s+0\s+-$`, qt.stdout, "ready, locked, delayed, oldest wait")
 }
 
 func TestDeleteAsksAndDeletesTheWholeTree(t *testing.T) {
@@ -536,7 +539,7 @@ func TestConnectionProblemsSayWhatToCheck(t *testing.T) {
 func TestEnvironmentNamesTheAccount(t *testing.T) {
 	f := sharedFixture(t)
 	env := map[string]string{"COSMOS_ENDPOINT": f.srv.Endpoint(), "COSMOS_KEY": f.srv.Key(), "COSMOS_CONTAINER": f.container}
-	rows := decode[[]instanceJSON](t, runAdmin(t, env, "", "list", "-status", "Failed", "-json"))
+	rows := decode[[]listRowJSON](t, runAdmin(t, env, "", "list", "-status", "Failed", "-json"))
 	assert.Equal(t, []string{failID}, instanceIDs(rows))
 }
 
@@ -580,4 +583,54 @@ func TestVerboseReportsTheCommandsCost(t *testing.T) {
 	assert.Regexp(t, `^cdb-admin: \d+ Cosmos DB requests, \d+\.\d\d RU\n$`, r.stderr)
 	quiet := f.admin("", "show", helloID)
 	assert.Empty(t, quiet.stderr, "without -v nothing goes to stderr")
+}
+
+func TestHistoryMarksAnEventRaisedBeforeItsWait(t *testing.T) {
+	t.Parallel()
+	f := openFixture(t)
+	t.Cleanup(func() { _ = f.p.Close() })
+	ctx := context.Background()
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("TwoEvents", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		if _, err := ctx.ScheduleWait("a").Get(); err != nil {
+			return "", err
+		}
+		return ctx.ScheduleWait("b").Get()
+	}))
+	rt, err := runtime.Start(ctx, f.p, reg, runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = rt.Shutdown(ctx)
+		}
+	})
+	client := runtime.NewClient(f.p)
+	const id = "early-1"
+	require.NoError(t, client.StartOrchestration(ctx, id, "TwoEvents", ""))
+	count := func(typ duroxide.EventType, want int) func() bool {
+		return func() bool {
+			h, err := f.p.ReadHistory(ctx, id)
+			n := 0
+			for _, ev := range h {
+				if ev.Type() == typ {
+					n++
+				}
+			}
+			return err == nil && n >= want
+		}
+	}
+	require.Eventually(t, count(duroxide.EventTypeExternalSubscribed, 1), time.Minute, 5*time.Millisecond) // waits for "a"
+	require.NoError(t, client.RaiseEvent(ctx, id, "b", "early"))
+	require.Eventually(t, count(duroxide.EventTypeExternalEvent, 1), time.Minute, 5*time.Millisecond)
+	require.NoError(t, client.RaiseEvent(ctx, id, "a", "first"))
+	require.Eventually(t, count(duroxide.EventTypeExternalSubscribed, 2), time.Minute, 5*time.Millisecond) // now "b"
+	require.NoError(t, rt.Shutdown(ctx))
+	stopped = true
+
+	text := f.admin("", "history", id)
+	require.Equal(t, exitOK, text.code, text.stderr)
+	assert.Equal(t, 1, strings.Count(text.stdout, "dropped"), text.stdout)
+	assert.Regexp(t, `(?m)^3\s+-\s+\S+\s+ExternalEvent\s+\(dropped: no wait was pending\) name="b" data="early"$`, text.stdout)
+	assert.Regexp(t, `(?m)ExternalEvent\s+name="a" data="first"$`, text.stdout)
 }

@@ -62,12 +62,12 @@ func TestShowListAndQueuesPrintPendingInstancesWithTheirReason(t *testing.T) {
 	require.Equal(t, exitOK, queued.code, queued.stderr)
 	assert.Regexp(t, `(?m)^Pending reason:\s+- \(no runtime has reported one`, queued.stdout)
 
-	rows := decode[[]instanceJSON](t, f.admin("", "list", "-json"))
+	rows := decode[[]listRowJSON](t, f.admin("", "list", "-json"))
 	assert.ElementsMatch(t, []string{typoID, queuedID}, instanceIDs(rows))
 	for _, r := range rows {
 		assert.Equal(t, duroxide.StatusPending, r.Status, r.InstanceID)
 	}
-	assert.ElementsMatch(t, []string{typoID, queuedID}, instanceIDs(decode[[]instanceJSON](t, f.admin("", "list", "-status", "pending", "-json"))))
+	assert.ElementsMatch(t, []string{typoID, queuedID}, instanceIDs(decode[[]listRowJSON](t, f.admin("", "list", "-status", "pending", "-json"))))
 	table := f.admin("", "list")
 	require.Equal(t, exitOK, table.code, table.stderr)
 	assert.Regexp(t, `(?m)^`+typoID+`\s+Procss\s+Pending\s+0\s`, table.stdout)
@@ -86,6 +86,12 @@ func TestShowListAndQueuesPrintPendingInstancesWithTheirReason(t *testing.T) {
 	require.Equal(t, exitOK, qt.code, qt.stderr)
 	assert.Contains(t, qt.stdout, "Pending instances (started, not run yet): 2")
 	assert.Regexp(t, `(?m)^`+typoID+`\s+Procss\s+\S+\s+orchestration "Procss" is not registered`, qt.stdout)
+	require.NotNil(t, q.Orchestrator)
+	assert.Equal(t, q.OrchestratorQueue, q.Orchestrator.Ready+q.Orchestrator.Delayed, "the unlocked messages are the ready and the delayed ones")
+
+	m := decode[metricsJSON](t, f.admin("", "metrics", "-json"))
+	assert.Equal(t, uint64(2), m.PendingInstances, "metrics counts the Pending instances")
+	assert.Equal(t, uint64(len(rows)), m.TotalInstances, "metrics and list count the same instances")
 
 	history := f.admin("", "history", typoID)
 	require.Equal(t, exitOK, history.code, history.stderr)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
@@ -13,10 +14,24 @@ import (
 // instances (their start stored, not run yet; omitted when there are
 // none), newest first.
 type queuesJSON struct {
-	OrchestratorQueue uint64        `json:"orchestrator_queue"`
-	WorkerQueue       uint64        `json:"worker_queue"`
-	TimerQueue        uint64        `json:"timer_queue"`
-	Pending           []pendingJSON `json:"pending_instances,omitempty"`
+	OrchestratorQueue uint64 `json:"orchestrator_queue"`
+	WorkerQueue       uint64 `json:"worker_queue"`
+	TimerQueue        uint64 `json:"timer_queue"`
+	// Orchestrator and Worker are the messages ready, locked and delayed
+	// per queue when the provider reports them (duroxide.QueueStatsReporter:
+	// cdb and the in-memory provider), as the dashboard's queues page shows
+	// them; omitted otherwise.
+	Orchestrator *queueCountsJSON `json:"orchestrator,omitempty"`
+	Worker       *queueCountsJSON `json:"worker,omitempty"`
+	Pending      []pendingJSON    `json:"pending_instances,omitempty"`
+}
+
+// queueCountsJSON is duroxide.QueueCounts under -json.
+type queueCountsJSON struct {
+	Ready            uint64 `json:"ready"`
+	Locked           uint64 `json:"locked"`
+	Delayed          uint64 `json:"delayed"`
+	OldestReadyAgeMs uint64 `json:"oldest_ready_age_ms"`
 }
 
 // pendingJSON is one Pending instance in queues' answer: its id, the
@@ -37,17 +52,25 @@ type metricsJSON struct {
 	CompletedInstances uint64 `json:"completed_instances"`
 	FailedInstances    uint64 `json:"failed_instances"`
 	TotalEvents        uint64 `json:"total_events"`
+	// PendingInstances counts the Pending instances (started, not run
+	// yet), which GetSystemMetrics leaves out; TotalInstances includes
+	// them, as list lists them.
+	PendingInstances uint64 `json:"pending_instances"`
 }
 
-// queuesCommand prints GetQueueDepths: the unlocked messages per queue
-// (timers wait in the orchestrator queue, so the timer queue is 0); then
-// the Pending instances, whose start waits in the orchestrator queue and
-// has not run (ListInstancesByStatus Pending and GetInstanceInfo each),
-// with why when a runtime reported it.
+// queuesCommand prints, in the dashboard's terms, the messages ready,
+// locked and delayed per queue and the oldest ready message's wait when
+// the provider reports them (duroxide.QueueStatsReporter), else
+// GetQueueDepths (the unlocked messages; timers wait in the orchestrator
+// queue, so the timer queue is 0); then the Pending instances, whose start
+// waits in the orchestrator queue and has not run (ListInstancesByStatus
+// Pending and GetInstanceInfo each), with why when a runtime reported it.
+// Delayed counts every timer not fired yet, a finished instance's too
+// (it is dropped when it fires), as the dashboard does.
 var queuesCommand = command{
 	name:     "queues",
 	synopsis: "",
-	summary:  "unlocked messages per queue, and the Pending instances (starts that have not run)",
+	summary:  "messages ready, locked and delayed per queue, and the Pending instances (starts that have not run)",
 	setup: func(fs *flag.FlagSet) action {
 		return func(ctx context.Context, s *session, args []string) error {
 			if err := requireArgs("queues", args, 0, 0, ""); err != nil {
@@ -62,16 +85,40 @@ var queuesCommand = command{
 				return fmt.Errorf("read the queue depths: %w", err)
 			}
 			out := queuesJSON{OrchestratorQueue: q.OrchestratorQueue, WorkerQueue: q.WorkerQueue, TimerQueue: q.TimerQueue}
+			if reporter, ok := duroxide.ProviderAdmin(p).(duroxide.QueueStatsReporter); ok {
+				qs, err := reporter.GetQueueStats(ctx)
+				if err != nil {
+					return fmt.Errorf("read the queue stats: %w", err)
+				}
+				out.Orchestrator, out.Worker = countsJSON(qs.Orchestrator), countsJSON(qs.Worker)
+			}
 			if out.Pending, err = pendingInstances(ctx, p); err != nil {
 				return err
 			}
 			if s.flags.json {
 				return printJSON(s.io.stdout, out)
 			}
-			if err := printTable(s.io.stdout, []string{"QUEUE", "UNLOCKED MESSAGES"}, [][]string{
-				{"orchestrator", strconv.FormatUint(out.OrchestratorQueue, 10)},
-				{"worker", strconv.FormatUint(out.WorkerQueue, 10)},
-				{"timer", strconv.FormatUint(out.TimerQueue, 10)},
+			u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+			if out.Orchestrator != nil {
+				rows := [][]string{}
+				for _, r := range []struct {
+					name string
+					c    *queueCountsJSON
+				}{{"orchestrator", out.Orchestrator}, {"worker", out.Worker}} {
+					wait := "-"
+					if r.c.Ready > 0 {
+						wait = (time.Duration(r.c.OldestReadyAgeMs) * time.Millisecond).String()
+					}
+					rows = append(rows, []string{r.name, u(r.c.Ready), u(r.c.Locked), u(r.c.Delayed), wait})
+				}
+				if err := printTable(s.io.stdout, []string{"QUEUE", "READY", "LOCKED", "DELAYED", "OLDEST-READY-WAIT"}, rows); err != nil {
+					return err
+				}
+				fmt.Fprintln(s.io.stdout, "\nReady: visible and unlocked, waiting for a dispatcher. Locked: held by a turn or an activity in progress.\nDelayed: timers not fired yet (a finished instance's too, dropped when it fires) and messages abandoned with a delay.")
+			} else if err := printTable(s.io.stdout, []string{"QUEUE", "UNLOCKED MESSAGES"}, [][]string{
+				{"orchestrator", u(out.OrchestratorQueue)},
+				{"worker", u(out.WorkerQueue)},
+				{"timer", u(out.TimerQueue)},
 			}); err != nil {
 				return err
 			}
@@ -116,7 +163,9 @@ func pendingInstances(ctx context.Context, admin duroxide.ProviderAdmin) ([]pend
 }
 
 // metricsCommand prints GetSystemMetrics: instance counts by the status of
-// their current execution, executions and history events.
+// their current execution, executions and history events; and the Pending
+// instances (ListInstancesByStatus Pending), which GetSystemMetrics leaves
+// out, counted in the instances as list and the dashboard count them.
 var metricsCommand = command{
 	name:     "metrics",
 	synopsis: "",
@@ -134,9 +183,14 @@ var metricsCommand = command{
 			if err != nil {
 				return fmt.Errorf("read the system metrics: %w", err)
 			}
+			pending, err := p.ListInstancesByStatus(ctx, duroxide.StatusPending)
+			if err != nil {
+				return fmt.Errorf("list the pending instances: %w", err)
+			}
 			out := metricsJSON{
-				TotalInstances: m.TotalInstances, TotalExecutions: m.TotalExecutions, RunningInstances: m.RunningInstances,
+				TotalInstances: m.TotalInstances + uint64(len(pending)), TotalExecutions: m.TotalExecutions, RunningInstances: m.RunningInstances,
 				CompletedInstances: m.CompletedInstances, FailedInstances: m.FailedInstances, TotalEvents: m.TotalEvents,
+				PendingInstances: uint64(len(pending)),
 			}
 			if s.flags.json {
 				return printJSON(s.io.stdout, out)
@@ -144,6 +198,7 @@ var metricsCommand = command{
 			u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 			return printTable(s.io.stdout, []string{"METRIC", "VALUE"}, [][]string{
 				{"instances", u(out.TotalInstances)},
+				{"pending", u(out.PendingInstances)},
 				{"running", u(out.RunningInstances)},
 				{"completed", u(out.CompletedInstances)},
 				{"failed", u(out.FailedInstances)},
@@ -152,4 +207,9 @@ var metricsCommand = command{
 			})
 		}
 	},
+}
+
+// countsJSON is c under -json.
+func countsJSON(c duroxide.QueueCounts) *queueCountsJSON {
+	return &queueCountsJSON{Ready: c.Ready, Locked: c.Locked, Delayed: c.Delayed, OldestReadyAgeMs: c.OldestReadyAgeMs}
 }

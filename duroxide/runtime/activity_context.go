@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -19,6 +20,7 @@ type ActivityContext struct {
 	activityName string
 	activityID   uint64
 	workerID     string
+	attemptCount uint32
 	sessionID    string
 	tag          string
 	client       *Client
@@ -64,6 +66,13 @@ func (a *ActivityContext) ActivityName() string { return a.activityName }
 // ActivityID returns the id of the ActivityScheduled event.
 func (a *ActivityContext) ActivityID() uint64 { return a.activityID }
 
+// AttemptCount returns how many times this activity's work item has been
+// fetched, this delivery included: 1 the first time, more after a lost
+// lock or a crashed worker redelivered it (duroxide's attempt_count; past
+// Options.MaxAttempts it is poisoned). A retry policy's attempts are
+// separate activities, each starting at 1.
+func (a *ActivityContext) AttemptCount() uint32 { return a.attemptCount }
+
 // WorkerID returns the id of the worker goroutine running the activity.
 func (a *ActivityContext) WorkerID() string { return a.workerID }
 
@@ -95,4 +104,51 @@ func (a *ActivityContext) trace(level slog.Level, message string) {
 	}
 	a.logger.Log(a, level, message, "instance_id", a.instanceID, "execution_id", a.executionID,
 		"activity_name", a.activityName, "activity_id", a.activityID, "worker_id", a.workerID)
+}
+
+// ActivityInfo is what NewActivityContext puts in an ActivityContext.
+type ActivityInfo struct {
+	// InstanceID and ExecutionID are the orchestration's.
+	InstanceID  string
+	ExecutionID uint64
+	// OrchestrationName and OrchestrationVersion are what
+	// ActivityContext's accessors return ("unknown" when empty).
+	OrchestrationName, OrchestrationVersion string
+	// ActivityName and ActivityID are the activity's name and the id of
+	// its ActivityScheduled event.
+	ActivityName string
+	ActivityID   uint64
+	// AttemptCount is the work item's fetch count (0 means 1).
+	AttemptCount uint32
+	// WorkerID, SessionID and Tag are the accessors' values.
+	WorkerID, SessionID, Tag string
+	// Client is what ActivityContext.Client returns; nil is allowed when
+	// the activity does not use it.
+	Client *Client
+	// Logger receives the activity's Trace* calls; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewActivityContext returns an ActivityContext over parent with info,
+// for calling an activity function directly in a unit test (the runtime
+// builds its own). Cancelling parent is what the runtime does when the
+// result is no longer wanted: ActivityContext.IsCancelled and Done follow
+// it. Package runtimetest's NewActivityContext fills in test defaults.
+func NewActivityContext(parent context.Context, info ActivityInfo) *ActivityContext {
+	if parent == nil {
+		parent = context.Background()
+	}
+	attempt := info.AttemptCount
+	if attempt == 0 {
+		attempt = 1
+	}
+	name, version := info.OrchestrationName, info.OrchestrationVersion
+	return &ActivityContext{
+		Context: parent, instanceID: info.InstanceID, executionID: info.ExecutionID,
+		activityName: info.ActivityName, activityID: info.ActivityID, workerID: info.WorkerID,
+		attemptCount: attempt, sessionID: info.SessionID, tag: info.Tag, client: info.Client, logger: info.Logger,
+		describe: func() (string, string) {
+			return cmp.Or(name, "unknown"), cmp.Or(version, "unknown")
+		},
+	}
 }

@@ -48,7 +48,9 @@
 // and its worker-queue entry is removed in the ack (lock stealing); a
 // sub-orchestration gets SubOrchestrationCancelRequested and a CancelInstance
 // message; a wait gets ExternalSubscribedCancelled or
-// ExternalSubscribedPersistentCancelled; a timer needs nothing.
+// ExternalSubscribedPersistentCancelled; a timer needs nothing. Get on a
+// cancelled future returns an error matching ErrCanceled at once (duroxide
+// cannot await a dropped future; Temporal returns a CanceledError).
 //
 // # Running
 //

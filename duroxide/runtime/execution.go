@@ -24,6 +24,9 @@ type executionResult struct {
 	workerItems         []duroxide.WorkItem
 	orchestratorItems   []duroxide.WorkItem
 	cancelledActivities []duroxide.ScheduledActivityIdentifier
+	// droppedEvents names the turn's ExternalEvents no wait was pending
+	// for (replayEngine.droppedEvents).
+	droppedEvents []string
 }
 
 // runExecution runs one turn of an execution whose history (with
@@ -62,6 +65,7 @@ func runExecution(instance string, executionID uint64, h *historyManager, r work
 	}
 	turn := engine.execute(fn, input, r.name, version)
 	kept = engine.kept
+	res.droppedEvents = engine.droppedEvents
 
 	for _, id := range engine.cancelledActivityIDs {
 		res.cancelledActivities = append(res.cancelledActivities, duroxide.ScheduledActivityIdentifier{Instance: instance, ExecutionID: executionID, ActivityID: id})

@@ -197,12 +197,13 @@ func newWorkItemReader(messages []duroxide.WorkItem, h *historyManager, instance
 		if r.start != nil || h.started != nil {
 			// A start of an instance that exists never changes what runs:
 			// name, version and input come from the instance, never the
-			// message.
+			// message. It is dropped with a warning, as duroxide's
+			// WorkItemReader drops a second start of a batch.
 			running := ""
 			if h.started != nil {
 				running = h.started.Name
 			}
-			logger.Info("start of an instance that already exists is inert; it keeps running what its history started",
+			logger.Warn("start of an instance that already exists is inert; it keeps running what its history started",
 				"instance", instance, "requested", s.Orchestration, "running", running)
 			r.duplicates = append(r.duplicates, s)
 			continue

@@ -63,6 +63,7 @@ const (
 	metricActConfigErrors     = "duroxide_activity_configuration_errors_total"
 	metricOrchPoison          = "duroxide_orchestration_poison_total"
 	metricActPoison           = "duroxide_activity_poison_total"
+	metricEventsDropped       = "duroxide_external_events_dropped_total"
 	metricSubCalls            = "duroxide_suborchestration_calls_total"
 	metricSubDuration         = "duroxide_suborchestration_duration_seconds"
 	metricProviderDuration    = "duroxide_provider_operation_duration_seconds"
@@ -136,6 +137,7 @@ type runtimeMetrics struct {
 	actExecutions, actInfraErrors, actConfigErrors metric.Int64Counter
 	actDuration                                    metric.Float64Histogram
 	subCalls                                       metric.Int64Counter
+	evDropped                                      metric.Int64Counter
 	subDuration                                    metric.Float64Histogram
 	providerDuration                               metric.Float64Histogram
 	providerErrors                                 metric.Int64Counter
@@ -190,6 +192,7 @@ func newRuntimeMetrics(mp metric.MeterProvider, admin duroxide.ProviderAdmin, lo
 	m.actDuration = in.histogram(metricActDuration, "Activity execution time (wall clock)", "s", bucketsActDuration)
 	m.actInfraErrors = in.counter(metricActInfraErrors, "Infrastructure-level activity errors, poison messages included", "{error}")
 	m.actConfigErrors = in.counter(metricActConfigErrors, "Configuration-level activity errors", "{error}")
+	m.evDropped = in.counter(metricEventsDropped, "External events raised while no wait for them was pending (dropped by duroxide's rule; they stay in history)", "{event}")
 	m.orchPoison = in.counter(metricOrchPoison, "Orchestration items that exceeded max_attempts", "{message}")
 	m.actPoison = in.counter(metricActPoison, "Activity items that exceeded max_attempts", "{message}")
 	m.subCalls = in.counter(metricSubCalls, "Sub-orchestration invocations by outcome", "{call}")
@@ -512,5 +515,14 @@ func (m *runtimeMetrics) stickyMissed(reason string) {
 func (m *runtimeMetrics) stickyEvicted(reason string) {
 	if m != nil {
 		m.stickyEvictions.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+	}
+}
+
+// eventsDropped counts the ExternalEvents of a committed turn of item that
+// no wait was pending for (labels orchestration_name, event_name).
+func (m *runtimeMetrics) eventsDropped(item *duroxide.OrchestrationItem, names []string) {
+	for _, name := range names {
+		m.evDropped.Add(context.Background(), 1, metric.WithAttributes(
+			attribute.String("orchestration_name", item.OrchestrationName), attribute.String("event_name", name)))
 	}
 }

@@ -70,6 +70,23 @@ type Options struct {
 	// that is not registered here is offered again (rolling deployments).
 	// Default: 1s base, 60s cap.
 	UnregisteredBackoff UnregisteredBackoff
+	// OnUnregistered, when set, is called each time this runtime fetches
+	// an orchestration or activity that is not registered here, before it
+	// abandons the message with UnregisteredBackoff: kind is
+	// "orchestration" or "activity", name the handler's name, instance
+	// the orchestration instance concerned. It runs on a dispatcher
+	// goroutine and must not block. Package runtimetest uses it to fail a
+	// test at once with the names closest to a misspelled one; a service
+	// can raise an alert. nil means no call.
+	OnUnregistered func(kind, name, instance string)
+	// OnTurnCommitted, when set, is called after each orchestration turn
+	// this runtime committed, with the events the turn appended to the
+	// execution's history (a copy), in order. It runs on a dispatcher
+	// goroutine and must not block; a turn whose commit failed is not
+	// reported. Package runtimetest's listeners (activity scheduled, timer
+	// created and fired, event received) are built on it. nil means no
+	// call.
+	OnTurnCommitted func(instance string, executionID uint64, appended []duroxide.Event)
 	// ShutdownGracePeriod is how long the in-flight turns and activities
 	// may run to completion when the context given to Start is cancelled
 	// (a SIGTERM through signal.NotifyContext, t.Context() at a test's

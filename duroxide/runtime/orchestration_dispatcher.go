@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -118,6 +119,10 @@ func (r *Runtime) ackCounted(ctx context.Context, item *duroxide.OrchestrationIt
 		return err
 	}
 	r.metrics.turnCommitted(item, d, turns)
+	r.metrics.eventsDropped(item, d.droppedEvents)
+	if r.opts.OnTurnCommitted != nil && len(d.ack.historyDelta) > 0 {
+		r.opts.OnTurnCommitted(item.Instance, d.ack.executionID, slices.Clone(d.ack.historyDelta))
+	}
 	return nil
 }
 

@@ -54,12 +54,47 @@ type NondeterminismError struct {
 	// empty when the divergence is at the end of the history (the history
 	// ends one way, the code another), which a runtime never replays.
 	Detail string
+	// Hint, when the code now calls something recorded in history that
+	// reads as harmless (UtcNow, NewGUID, SetCustomStatus, a KV write),
+	// says so and gives the safe way to add it (a new version); empty
+	// otherwise.
+	Hint string
 }
 
-// Error describes the divergence on one line.
+// Error describes the divergence on one line, followed by the hint when
+// there is one.
 func (e *NondeterminismError) Error() string {
-	return fmt.Sprintf("instance %q execution %d (%s@%s): event %d: history has %s, code %s",
+	msg := fmt.Sprintf("instance %q execution %d (%s@%s): event %d: history has %s, code %s",
 		e.Instance, e.ExecutionID, e.Orchestration, e.Version, e.EventID, e.History, e.Code)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+// recordedCallHint is NondeterminismError.Hint for code whose diverging
+// action is a call Temporal users expect to be harmless in replay.
+func recordedCallHint(a *action) string {
+	if a == nil {
+		return ""
+	}
+	var what string
+	switch {
+	case a.kind == actCallActivity && a.name == syscallUtcNowMs:
+		what = "ctx.UtcNow() records a system activity"
+	case a.kind == actCallActivity && a.name == syscallNewGUID:
+		what = "ctx.NewGUID() records a system activity"
+	case a.kind == actCallActivity && a.name == syscallGetKVValue:
+		what = "ctx.GetKVValueFromInstance records a system activity"
+	case a.kind == actUpdateCustomStatus:
+		what = "SetCustomStatus records a CustomStatusUpdated event"
+	case a.kind == actSetKeyValue || a.kind == actClearKeyValue || a.kind == actClearKeyValues:
+		what = "KV writes record events"
+	default:
+		return ""
+	}
+	return what + " in history, so adding it to an orchestration with running instances breaks their replay: " +
+		"register the changed code as a new version (RegisterOrchestrationVersion) and keep the old version registered until its instances end"
 }
 
 // Replay replays the recorded history of one instance against the code
@@ -187,6 +222,7 @@ func (r *Registry) replayExecution(instance string, events []duroxide.Event, kv 
 			}
 			ne := report(d.index, d.event, describeCode(d), detail)
 			ne.History = describeRecorded(d.event, d.action)
+			ne.Hint = recordedCallHint(d.action)
 			return ne
 		}
 		if turn.details.Infrastructure != nil {
@@ -199,7 +235,9 @@ func (r *Registry) replayExecution(instance string, events []duroxide.Event, kv 
 	end := events[terminal]
 	for _, a := range engine.pendingActions {
 		if a.kind != actContinueAsNew { // continue-as-new is an outcome, compared below
-			return report(terminal, end, describeAction(a), "")
+			ne := report(terminal, end, describeAction(a), "")
+			ne.Hint = recordedCallHint(&a)
+			return ne
 		}
 	}
 	recordedPanic := false
@@ -284,6 +322,12 @@ func describeCode(d *divergence) string {
 func describeAction(a action) string {
 	switch a.kind {
 	case actCallActivity:
+		switch a.name {
+		case syscallUtcNowMs:
+			return "called ctx.UtcNow() (system activity " + syscallUtcNowMs + ")"
+		case syscallNewGUID:
+			return "called ctx.NewGUID() (system activity " + syscallNewGUID + ")"
+		}
 		return fmt.Sprintf("scheduled activity %q", a.name)
 	case actCreateTimer:
 		return "created a timer"

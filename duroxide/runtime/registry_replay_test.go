@@ -109,3 +109,36 @@ func TestRegistryCloneCopiesRegistrationsAndWrapsActivities(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestTheReplayerNamesUtcNowAndCustomStatusAddedToRunningCodeAndTheSafeWay(t *testing.T) {
+	t.Parallel()
+	// Recorded by code that called activity A, then returned.
+	history := []duroxide.Event{startedEv(1), actSched(2, "A", "x"), actDone(3, 2, "a"), ev(4, nil, duroxide.OrchestrationCompleted{Output: "a"})}
+	for _, c := range []struct {
+		name  string
+		added func(ctx *OrchestrationContext)
+		code  string
+		hint  string
+	}{
+		{"UtcNow", func(ctx *OrchestrationContext) { ctx.UtcNow() }, "code called ctx.UtcNow() (system activity __duroxide_syscall:utc_now_ms)", "ctx.UtcNow() records a system activity in history"},
+		{"NewGUID", func(ctx *OrchestrationContext) { ctx.NewGUID() }, "code called ctx.NewGUID()", "ctx.NewGUID() records a system activity in history"},
+		{"SetCustomStatus", func(ctx *OrchestrationContext) { ctx.SetCustomStatus("charging") }, `code set the custom status to "charging"`, "SetCustomStatus records a CustomStatusUpdated event in history"},
+	} {
+		reg := NewRegistry()
+		if err := reg.RegisterOrchestration("TestOrch", func(ctx *OrchestrationContext, _ string) (string, error) {
+			c.added(ctx)
+			return ctx.ScheduleActivity("A", "x").Get()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var nd *NondeterminismError
+		if err := reg.Replay(testInstance, history); !errors.As(err, &nd) {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		msg := nd.Error()
+		if !strings.Contains(msg, `event 2: history has ActivityScheduled "A", `+c.code) || !strings.Contains(msg, c.hint) ||
+			!strings.Contains(msg, "register the changed code as a new version (RegisterOrchestrationVersion)") {
+			t.Errorf("%s: %s", c.name, msg)
+		}
+	}
+}

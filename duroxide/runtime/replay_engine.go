@@ -90,6 +90,10 @@ type replayEngine struct {
 
 	cancelledActivityIDs    []uint64
 	cancelledSubOrchestrate []string // unprefixed child ids
+	// droppedEvents names the ExternalEvents of this turn (not replayed
+	// ones) that no wait was pending for, in order: the runtime counts
+	// them (duroxide_external_events_dropped_total).
+	droppedEvents []string
 
 	// divergence says where a replay that failed with nondeterminism
 	// left the history (for Registry.Replay's report); nil otherwise.
@@ -625,6 +629,9 @@ func (e *replayEngine) applyHistoryEvent(run *replayRun, ev duroxide.Event) (res
 			ctx.state.deliverExternal(k.Name, k.Data)
 			run.mustPoll = true
 		} else {
+			if !ctx.state.replaying {
+				e.droppedEvents = append(e.droppedEvents, k.Name)
+			}
 			e.logger.Warn("skipping ExternalEvent delivery: no pending subscription slot (event remains in history for audit)",
 				"instance", e.instance, "event_name", k.Name)
 		}

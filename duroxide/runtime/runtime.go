@@ -88,6 +88,9 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
 	r.health = healthByQueue{logger: r.logger, queues: map[string]*storeHealth{}}
+	if h, ok := provider.(duroxide.StoreHealthReporter); ok && h.ReportsStoreHealth() {
+		r.health.quiet = true
+	}
 	r.tracing = newRuntimeTracing(o.TracerProvider)
 	r.provider = instrumentedProvider{Provider: provider, m: r.metrics}
 	r.reasons, _ = duroxide.AsPendingReasonRecorder(provider)
@@ -95,7 +98,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 		"provider", provider.Name(), "provider_version", provider.Version(), "runtime_id", r.id)
 	r.sticky = newStickyCache(o.StickyCacheSize, o.StickyCacheBytes, r.metrics)
 	proc := &turnProcessor{
-		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff,
+		registry: registry, maxAttempts: o.MaxAttempts, backoff: o.UnregisteredBackoff, onUnregistered: o.OnUnregistered,
 		supported: o.capabilityFilter(), parentExec: r.parentExecutionID, logger: r.logger, now: o.Now, runtimeID: r.id,
 		sticky: r.sticky, verify: o.StickyVerify, metrics: r.metrics,
 	}

@@ -327,3 +327,40 @@ func TestAPermanentOutageBacksOffAndLogsOncePerStep(t *testing.T) {
 		t.Errorf("the recovery was logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// healthReportingProvider is a faultyProvider that reports its store's
+// health itself (duroxide.StoreHealthReporter).
+type healthReportingProvider struct{ *faultyProvider }
+
+func (healthReportingProvider) ReportsStoreHealth() bool { return true }
+
+// On a provider that logs its store's outages itself, the runtime's own
+// lines of a retryable outage are Debug (the provider's are the true ones:
+// a fetch can succeed without reaching the store), while a permanent
+// error is still a warning.
+func TestAProviderThatReportsItsStoresHealthIsNotLoggedTwice(t *testing.T) {
+	t.Parallel()
+	e, fp := newFaultyEnv(t, func(p *faultyProvider) { p.failFetches = 3 })
+	var logs lockedBuffer
+	opts := fastOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	startOn(t, e, healthReportingProvider{fp}, echoRegistry(t), opts)
+	mustRegister(t, e.client.StartOrchestration(e.ctx, "quiet", "EchoTwice", "x"))
+	e.wait("quiet")
+	out := logs.String()
+	if !strings.Contains(out, "level=DEBUG msg=\"error fetching") || !strings.Contains(out, "level=DEBUG msg=\"store reachable again") {
+		t.Errorf("the retryable outage is not logged at Debug:\n%s", out)
+	}
+	if strings.Contains(out, "level=WARN msg=\"error fetching") || strings.Contains(out, "level=INFO msg=\"store reachable again") {
+		t.Errorf("the runtime logs the provider's outage too:\n%s", out)
+	}
+
+	fp.mu.Lock()
+	fp.failFetches, fp.permanentFetches = 1, true
+	fp.mu.Unlock()
+	mustRegister(t, e.client.StartOrchestration(e.ctx, "permanent", "EchoTwice", "x"))
+	e.wait("permanent")
+	if !strings.Contains(logs.String(), "level=WARN msg=\"error fetching") {
+		t.Errorf("a permanent error is not a warning:\n%s", logs.String())
+	}
+}

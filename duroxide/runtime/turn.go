@@ -65,6 +65,9 @@ type turnDecision struct {
 	// colliding parent is told all the same (duroxide main's
 	// failure_commit_must_preserve_collision_notification).
 	collisions []duroxide.WorkItem
+	// droppedEvents names the turn's ExternalEvents no wait was pending
+	// for, counted once the turn commits.
+	droppedEvents []string
 }
 
 // turnProcessor decides orchestration turns (the pure part of duroxide's
@@ -73,11 +76,13 @@ type turnProcessor struct {
 	registry    *Registry
 	maxAttempts uint32
 	backoff     UnregisteredBackoff
-	supported   duroxide.DispatcherCapabilityFilter
-	parentExec  parentExecutionFunc
-	logger      *slog.Logger
-	now         func() time.Time // Options.Now; nil: time.Now
-	runtimeID   string           // named in the pending reasons
+	// onUnregistered is Options.OnUnregistered.
+	onUnregistered func(kind, name, instance string)
+	supported      duroxide.DispatcherCapabilityFilter
+	parentExec     parentExecutionFunc
+	logger         *slog.Logger
+	now            func() time.Time // Options.Now; nil: time.Now
+	runtimeID      string           // named in the pending reasons
 	// sticky is the runtime's cache of suspended executions (nil: off);
 	// verify is Options.StickyVerify; metrics counts hits and misses (nil
 	// in tests: nothing counted).
@@ -180,6 +185,9 @@ func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecisio
 			delay := p.backoff.Delay(item.AttemptCount)
 			p.logger.Warn("orchestration not registered, abandoning with backoff",
 				"instance", instance, "orchestration_name", reader.name, "attempt_count", item.AttemptCount, "backoff", delay)
+			if p.onUnregistered != nil {
+				p.onUnregistered("orchestration", reader.name, instance)
+			}
 			d := turnDecision{abandon: true, delay: delay, reason: "unregistered orchestration " + reader.name}
 			if len(item.History) == 0 {
 				// A start that has not run: its status says why.
@@ -254,7 +262,7 @@ func (p *turnProcessor) decideTurn(item *duroxide.OrchestrationItem) turnDecisio
 		executionID: executionID, historyDelta: h.delta,
 		workerItems: exec.workerItems, orchestratorItems: orchestratorItems,
 		metadata: metadata, cancelledActivities: dedupeActivities(cancelled),
-	}, collisions: collisions}
+	}, collisions: collisions, droppedEvents: exec.droppedEvents}
 }
 
 // takeSticky takes instance's suspended execution out of the sticky cache

@@ -74,6 +74,9 @@ func (r *Runtime) processWorkItem(workerID string, locked *duroxide.LockedWorkIt
 		delay := r.opts.UnregisteredBackoff.Delay(locked.AttemptCount)
 		r.logger.Warn("activity not registered, abandoning with backoff", "activity_name", item.Name,
 			"instance", item.Instance, "attempt_count", locked.AttemptCount, "backoff", delay)
+		if r.opts.OnUnregistered != nil {
+			r.opts.OnUnregistered("activity", item.Name, item.Instance)
+		}
 		_ = r.provider.AbandonWorkItem(r.runCtx, locked.LockToken, delay, false)
 		return
 	}
@@ -149,7 +152,7 @@ func (r *Runtime) executeActivity(workerID string, locked *duroxide.LockedWorkIt
 
 	ac := &ActivityContext{
 		Context: actCtx, instanceID: item.Instance, executionID: item.ExecutionID,
-		activityName: item.Name, activityID: item.ID, workerID: workerID,
+		activityName: item.Name, activityID: item.ID, workerID: workerID, attemptCount: locked.AttemptCount,
 		client: r.client, logger: r.logger,
 	}
 	if item.SessionID != nil {

@@ -30,8 +30,24 @@ func startTLSEmulator(t *testing.T) (*emulator.Server, string) {
 	t.Helper()
 	// Strong: the scenarios read their own writes without session tokens
 	// (@azure/cosmos sends them only to a client built with
-	// consistencyLevel "Session"); the session scenarios start their own.
-	srv, err := emulator.Start(emulator.Options{TLS: true, PhysicalPartitions: 2, Consistency: emulator.ConsistencyStrong})
+	// consistencyLevel "Session"); the session scenarios run on
+	// startSessionEmulator's.
+	return startTLSEmulatorWith(t, emulator.Options{Consistency: emulator.ConsistencyStrong})
+}
+
+// startSessionEmulator is startTLSEmulator at Session consistency, with
+// secondaries ten minutes behind: during a run they apply no write, so a
+// read without the write's session token is served stale by three
+// replicas of four.
+func startSessionEmulator(t *testing.T) (*emulator.Server, string) {
+	t.Helper()
+	return startTLSEmulatorWith(t, emulator.Options{Consistency: emulator.ConsistencySession, ReplicaLag: 10 * time.Minute})
+}
+
+func startTLSEmulatorWith(t *testing.T, opts emulator.Options) (*emulator.Server, string) {
+	t.Helper()
+	opts.TLS, opts.PhysicalPartitions = true, 2
+	srv, err := emulator.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

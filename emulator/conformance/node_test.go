@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // TestNodeSDKScenarios runs every scenario of node/scenarios.js through
@@ -40,14 +42,17 @@ func TestNodeSDKScenarios(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "scenarios.js"), script, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, certFile := startTLSEmulator(t)
-	runScenarios(t, dir, []string{
-		"NODE_PATH=" + modules,
-		"COSMOS_ENDPOINT=" + srv.Endpoint(),
-		"COSMOS_KEY=" + srv.Key(),
-		"NODE_EXTRA_CA_CERTS=" + certFile,
-		"NODE_TLS_REJECT_UNAUTHORIZED=1",
-	}, node, "scenarios.js")
+	for _, start := range []func(*testing.T) (*emulator.Server, string){startTLSEmulator, startSessionEmulator} {
+		srv, certFile := start(t)
+		runScenarios(t, dir, []string{
+			"NODE_PATH=" + modules,
+			"COSMOS_ENDPOINT=" + srv.Endpoint(),
+			"COSMOS_KEY=" + srv.Key(),
+			"COSMOS_CONSISTENCY=" + string(srv.Consistency()),
+			"NODE_EXTRA_CA_CERTS=" + certFile,
+			"NODE_TLS_REJECT_UNAUTHORIZED=1",
+		}, node, "scenarios.js")
+	}
 }
 
 // nodeModules returns the node_modules directory of the packages pinned by

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // TestPythonSDKScenarios runs every scenario of python/scenarios.py through
@@ -20,13 +22,16 @@ func TestPythonSDKScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, certFile := startTLSEmulator(t)
-	runScenarios(t, dir, []string{
-		"COSMOS_ENDPOINT=" + srv.Endpoint(),
-		"COSMOS_KEY=" + srv.Key(),
-		"COSMOS_CA_CERT=" + certFile,
-		"PYTHONDONTWRITEBYTECODE=1", // nothing written into the checkout
-	}, python, "scenarios.py")
+	for _, start := range []func(*testing.T) (*emulator.Server, string){startTLSEmulator, startSessionEmulator} {
+		srv, certFile := start(t)
+		runScenarios(t, dir, []string{
+			"COSMOS_ENDPOINT=" + srv.Endpoint(),
+			"COSMOS_KEY=" + srv.Key(),
+			"COSMOS_CONSISTENCY=" + string(srv.Consistency()),
+			"COSMOS_CA_CERT=" + certFile,
+			"PYTHONDONTWRITEBYTECODE=1", // nothing written into the checkout
+		}, python, "scenarios.py")
+	}
 }
 
 // pythonWithCosmos3 returns a python3 that imports azure-cosmos 3.x (its

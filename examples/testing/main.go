@@ -15,9 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime/runtimetest"
 	"github.com/duroxide-go/duroxide-cdb/examples/internal/setup"
@@ -32,7 +30,9 @@ func main() {
 		if err := runtime.StartOrchestrationTyped(ctx, c, "order-2", "ProcessOrder", Order{ID: "2", Amount: 250_000}); err != nil {
 			return err
 		}
-		if err := approve(ctx, r.Provider, c, "order-2", "ann"); err != nil {
+		// Approved at once, while the order is still reserving its
+		// stock: the queue keeps the message until the order reads it.
+		if err := c.EnqueueEvent(ctx, "order-2", "approval", "ann"); err != nil {
 			return err
 		}
 		for _, id := range []string{"order-1", "order-2"} {
@@ -62,22 +62,6 @@ func main() {
 	})
 }
 
-// approve raises order's approval once it waits for it.
-func approve(ctx context.Context, p duroxide.Provider, c *runtime.Client, instance, who string) error {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		events, err := p.Read(ctx, instance)
-		if err != nil {
-			return err
-		}
-		for _, ev := range events {
-			if k, ok := ev.Kind.(duroxide.ExternalSubscribed); ok && k.Name == "approval" {
-				return c.RaiseEvent(ctx, instance, "approval", who)
-			}
-		}
-	}
-	return fmt.Errorf("%s never waited for approval", instance)
-}
-
 // renamedCharge is the order service after a change that breaks running
 // orders: ChargeCard renamed to Charge.
 func renamedCharge() *runtime.Registry {
@@ -90,7 +74,7 @@ func renamedCharge() *runtime.Registry {
 			return "", err
 		}
 		if o.Amount >= approvalLimit {
-			_, who, err := ctx.Select(ctx.ScheduleWait("approval"), ctx.ScheduleTimer(approvalTimeout))
+			_, who, err := ctx.Select(ctx.DequeueEvent("approval"), ctx.ScheduleTimer(approvalTimeout))
 			if err != nil {
 				return "", err
 			}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,15 +48,32 @@ func TestChargeIsRetriedAMinuteApartOnAGatewayError(t *testing.T) {
 	}
 }
 
-func TestDeclinedCardReleasesTheStockAndFailsTheOrder(t *testing.T) {
+func TestDeclinedCardIsNotRetriedAndReleasesTheStock(t *testing.T) {
 	t.Parallel()
 	env := runtimetest.New(t, orders())
-	env.MockActivity("ChargeCard").Fails(errors.New("card declined"))
+	env.OnActivity("ChargeCard", runtimetest.Equals("7")).
+		Fails(&runtime.ApplicationError{Type: "CardDeclined", Message: "card declined"}).Once()
+	env.OnActivity("Release", runtimetest.Equals("reservation-7")).Returns("released").Once()
+	env.OnActivity("Ship", runtimetest.Anything()).Never()
 	order := env.Run("ProcessOrder", `{"id":"7","amount":4200}`)
 	order.AssertFailed("card declined")
-	order.AssertActivityNames("Reserve", "ChargeCard", "ChargeCard", "ChargeCard", "Release")
-	if calls := env.ActivityCalls("Release"); len(calls) != 1 || calls[0].Input != "reservation-7" {
-		t.Fatalf("Release calls: %+v", calls)
+	order.AssertActivityNames("Reserve", "ChargeCard", "Release") // one attempt: CardDeclined is not retried
+	env.AssertExpectations()
+}
+
+func TestChargeCardAloneDeclinesAndStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := runtimetest.NewActivityContext(t, runtime.ActivityInfo{ActivityName: "ChargeCard", InstanceID: "order-1"})
+	if out, err := chargeCard(ctx, "1"); err != nil || out != "receipt-1" {
+		t.Fatalf("%q, %v", out, err)
+	}
+	var declined *runtime.ApplicationError
+	if _, err := chargeCard(ctx, "10"); !errors.As(err, &declined) || declined.Type != "CardDeclined" {
+		t.Fatalf("order 10: %v, want a CardDeclined ApplicationError", err)
+	}
+	cancel()
+	if _, err := chargeCard(ctx, "1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }
 
@@ -62,11 +81,35 @@ func TestLargeOrderShipsOnceApproved(t *testing.T) {
 	t.Parallel()
 	env := runtimetest.New(t, orders())
 	order := env.Start("order-9", "ProcessOrder", `{"id":"9","amount":250000}`)
-	order.RaiseEvent("approval", "ann")
+	order.EnqueueEvent("approval", "ann") // kept until the order reads it, however early
 	order.Wait()
 	order.AssertCompleted("tracking-9")
 	if st := order.Status(); st.CustomStatus == nil || *st.CustomStatus != "approved by ann" {
 		t.Fatalf("custom status %v", st.CustomStatus)
+	}
+}
+
+func TestLargeOrderApprovedAtHourThreeIsChargedThen(t *testing.T) {
+	t.Parallel()
+	env := runtimetest.New(t, orders())
+	var mu sync.Mutex
+	var charged []time.Time // virtual times of the charges
+	env.Listen(runtimetest.Listeners{ActivityScheduled: func(_, name, _ string) {
+		if name == "ChargeCard" {
+			mu.Lock()
+			charged = append(charged, env.Clock().Now())
+			mu.Unlock()
+		}
+	}})
+	start := env.Clock().Now()
+	order := env.Start("order-9", "ProcessOrder", `{"id":"9","amount":250000}`)
+	order.EnqueueEventAt(3*time.Hour, "approval", "bob")
+	order.Wait()
+	order.AssertCompleted("tracking-9")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(charged) != 1 || charged[0].Sub(start) < 3*time.Hour || charged[0].Sub(start) > 4*time.Hour {
+		t.Fatalf("charged at %v after the start, want once, at hour 3", charged)
 	}
 }
 
@@ -112,7 +155,7 @@ func TestRecordHistories(t *testing.T) {
 		id, input := o.id, o.input
 		order := env.Start(id, "ProcessOrder", input)
 		if id == "order-approved" {
-			order.RaiseEvent("approval", "ann")
+			order.EnqueueEvent("approval", "ann")
 		}
 		if st := order.Wait(); st.Kind == runtime.StatusNotFound {
 			t.Fatalf("%s: %+v", id, st)

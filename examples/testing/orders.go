@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
@@ -22,10 +23,11 @@ const (
 )
 
 // chargeRetry is the retry policy of ChargeCard: three attempts a minute
-// apart.
+// apart, none after a declined card (retrying cannot fix it).
 var chargeRetry = runtime.RetryPolicy{
-	MaxAttempts: 3,
-	Backoff:     runtime.BackoffStrategy{Kind: runtime.BackoffFixed, Base: time.Minute},
+	MaxAttempts:            3,
+	Backoff:                runtime.BackoffStrategy{Kind: runtime.BackoffFixed, Base: time.Minute},
+	NonRetryableErrorTypes: []string{"CardDeclined"},
 }
 
 // orders returns the registry of the order service: the ProcessOrder
@@ -36,9 +38,7 @@ func orders() *runtime.Registry {
 	must(reg.RegisterActivity("Reserve", func(_ *runtime.ActivityContext, id string) (string, error) {
 		return "reservation-" + id, nil
 	}))
-	must(reg.RegisterActivity("ChargeCard", func(_ *runtime.ActivityContext, id string) (string, error) {
-		return "receipt-" + id, nil
-	}))
+	must(reg.RegisterActivity("ChargeCard", chargeCard))
 	must(reg.RegisterActivity("Release", func(_ *runtime.ActivityContext, reservation string) (string, error) {
 		return "released " + reservation, nil
 	}))
@@ -49,22 +49,40 @@ func orders() *runtime.Registry {
 	return reg
 }
 
+// chargeCard stands in for the card gateway: a card of an order whose id
+// ends in 0 is declined, an error no retry can fix (CardDeclined).
+func chargeCard(ctx *runtime.ActivityContext, id string) (string, error) {
+	if strings.HasSuffix(id, "0") {
+		return "", &runtime.ApplicationError{Type: "CardDeclined", Message: "card declined"}
+	}
+	if ctx.IsCancelled() { // the order no longer wants the charge
+		return "", ctx.Err()
+	}
+	return "receipt-" + id, nil
+}
+
 // processOrder reserves the stock, waits for approval of a large order
-// (48 hours at most), charges the card (retried) and ships; when the
-// order is not approved or the charge fails, it releases the stock.
+// (48 hours at most), charges the card (retried, but not when declined)
+// and ships; when the order is not approved or the charge fails, it
+// releases the stock.
+//
+// The approval comes through the instance's queue (Client.EnqueueEvent,
+// ctx.DequeueEvent), not as an external event: an approver may approve
+// while the stock is still being reserved, and an external event raised
+// before its wait is dropped, while a queued message is kept until read.
 func processOrder(ctx *runtime.OrchestrationContext, o Order) (string, error) {
-	reservation, err := ctx.ScheduleActivity("Reserve", o.ID).Get()
+	reservation, err := runtime.CallActivity[string](ctx, "Reserve", o.ID)
 	if err != nil {
 		return "", err
 	}
 	release := func(cause error) (string, error) {
-		if _, err := ctx.ScheduleActivity("Release", reservation).Get(); err != nil {
+		if _, err := runtime.CallActivity[string](ctx, "Release", reservation); err != nil {
 			return "", errors.Join(cause, err)
 		}
 		return "", cause
 	}
 	if o.Amount >= approvalLimit {
-		winner, who, err := ctx.Select(ctx.ScheduleWait("approval"), ctx.ScheduleTimer(approvalTimeout))
+		winner, who, err := ctx.Select(ctx.DequeueEvent("approval"), ctx.ScheduleTimer(approvalTimeout))
 		if err != nil {
 			return "", err
 		}
@@ -73,10 +91,10 @@ func processOrder(ctx *runtime.OrchestrationContext, o Order) (string, error) {
 		}
 		ctx.SetCustomStatus("approved by " + who)
 	}
-	if _, err := ctx.ScheduleActivityWithRetry("ChargeCard", o.ID, chargeRetry).Get(); err != nil {
+	if _, err := runtime.CallActivityWithRetry[string](ctx, "ChargeCard", o.ID, chargeRetry); err != nil {
 		return release(fmt.Errorf("charge order %s: %w", o.ID, err))
 	}
-	return ctx.ScheduleActivity("Ship", o.ID).Get()
+	return runtime.CallActivity[string](ctx, "Ship", o.ID)
 }
 
 // must panics on a registration error: a programming error.

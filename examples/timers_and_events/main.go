@@ -1,7 +1,12 @@
 // Command timers_and_events shows durable timers and external events: an
 // approval workflow waits for an "Approval" event, racing it against a
-// timeout timer; one instance is approved, the other times out. A third
-// instance reads commands from a persistent queue.
+// timeout timer; one instance is approved, the other times out. An event
+// raised before the orchestration waits for it is dropped (duroxide's
+// rule; `cdb-admin history` marks it "dropped: no wait was pending"), so
+// the early-approval workflow takes its approval from the instance's
+// queue (EnqueueEvent, DequeueEvent) instead, which keeps a message until
+// it is read: it is approved before it even waits. A fourth instance
+// reads commands from a persistent queue.
 //
 //	go run ./examples/timers_and_events
 package main
@@ -31,6 +36,21 @@ func main() {
 			}
 			return "decision: " + decision, nil
 		}),
+		reg.RegisterOrchestration("EarlyApproval", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+			// Paperwork first: an "Approval" event raised now would be
+			// dropped, a queued approval waits for the DequeueEvent.
+			if _, err := ctx.ScheduleTimer(200 * time.Millisecond).Get(); err != nil {
+				return "", err
+			}
+			winner, decision, err := ctx.Select(ctx.DequeueEvent("Approval"), ctx.ScheduleTimer(2*time.Second))
+			if err != nil {
+				return "", err
+			}
+			if winner == 1 {
+				return "timed out: escalated", nil
+			}
+			return "decision: " + decision, nil
+		}),
 		reg.RegisterOrchestration("Inbox", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
 			var got []string
 			for {
@@ -48,14 +68,15 @@ func main() {
 	setup.Must(err)
 	setup.Main("timers_and_events", reg, setup.Options(), func(ctx context.Context, r setup.Run) error {
 		c := r.Client
-		for _, id := range []string{"approve-me", "ignore-me", "inbox"} {
-			name := "Approval"
-			if id == "inbox" {
-				name = "Inbox"
-			}
-			if err := c.StartOrchestration(ctx, id, name, ""); err != nil {
+		names := map[string]string{"approve-me": "Approval", "ignore-me": "Approval", "early": "EarlyApproval", "inbox": "Inbox"}
+		for _, id := range []string{"approve-me", "ignore-me", "early", "inbox"} {
+			if err := c.StartOrchestration(ctx, id, names[id], ""); err != nil {
 				return err
 			}
+		}
+		// Approved at once, during its paperwork: kept in its queue.
+		if err := c.EnqueueEvent(ctx, "early", "Approval", "approved early by bob"); err != nil {
+			return err
 		}
 		// Raise the event once the orchestration waits for it (events
 		// raised before the subscription exists are dropped).
@@ -76,7 +97,7 @@ func main() {
 				return err
 			}
 		}
-		for _, id := range []string{"approve-me", "ignore-me", "inbox"} {
+		for _, id := range []string{"approve-me", "ignore-me", "early", "inbox"} {
 			out, err := setup.Completed(ctx, c, id)
 			if err != nil {
 				return err

@@ -108,6 +108,9 @@ type Entry struct {
 	Msgs     []MsgRef
 	Overflow bool
 	gen      uint64
+	// pickedAt is when Pick handed the entry out (ms): its messages
+	// visible then are the ones the fetch that took it could lock.
+	pickedAt int64
 	// inReady says the entry has a valid node in its view's ready heap
 	// (order.go).
 	inReady bool
@@ -434,6 +437,7 @@ func (p *Pool) Pick(v *View, nowMs int64, scope string, owner *string, accept fu
 	p.claimed[best.Key] = best.gen
 	out := *best
 	out.Msgs = slices.Clone(best.Msgs)
+	out.pickedAt = nowMs
 	return out, true
 }
 
@@ -487,7 +491,12 @@ func (p *Pool) EligibleElsewhere(v *View, nowMs int64, scope string) bool {
 
 // Release ends the claim on e. With drop, e is forgotten (it was locked,
 // or has nothing left to lock) unless a hint renewed it since it was
-// picked; its messages not visible yet (Entry.Msgs) are kept.
+// picked; its messages not visible yet when it was picked (Entry.Msgs: a
+// timer) are kept. They are judged at the pick, not now: a timer that
+// became visible while the fetch locked the others was not locked (the
+// lock batch took what was visible when it was built, and LockedMessage
+// removed those), and dropping it would leave its instance waiting for the
+// next candidate query.
 func (p *Pool) Release(e Entry, drop bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -495,9 +504,8 @@ func (p *Pool) Release(e Entry, drop bool) {
 	if !drop {
 		return
 	}
-	now := p.clock()
 	for _, v := range p.views {
-		if cur, ok := v.entries[e.Key]; ok && cur.gen <= e.gen && !cur.keepFuture(now) {
+		if cur, ok := v.entries[e.Key]; ok && cur.gen <= e.gen && !cur.keepFuture(e.pickedAt) {
 			delete(v.entries, e.Key)
 		}
 	}

@@ -345,6 +345,26 @@ func TestPoolDroppedEntryKeepsItsMessagesNotVisibleYet(t *testing.T) {
 	assert.Equal(t, []MsgRef{{"timer", 5_000}}, c.Msgs)
 }
 
+// A timer that becomes visible while the fetch that picked its entry
+// locks the other messages is not one the fetch took: the entry keeps it,
+// visible at once (issue 33: a continue-as-new successor's timer dropped
+// this way waited for the next candidate query, seconds later).
+func TestPoolDroppedEntryKeepsATimerThatFiredDuringTheFetch(t *testing.T) {
+	now := int64(100)
+	p := New(hour, testSlot, func() int64 { return now })
+	v := p.View("all", true, nil, nil)
+	p.Hint(msgEntry("a", "duplicate start", 10, 10))
+	p.Hint(msgEntry("a", "timer", 20, 103))
+	c, ok := p.Pick(v, now, "", nil, nil)
+	require.True(t, ok)
+	p.LockedMessage("a", "duplicate start", 5_000) // the lock batch, built at 101
+	now = 104                                      // the fetch ends after the timer fired
+	p.Release(c, true)
+	c, ok = p.Pick(v, now, "", nil, nil)
+	require.True(t, ok, "the timer is still a candidate")
+	assert.Equal(t, []MsgRef{{"timer", 103}}, c.Msgs)
+}
+
 func TestPoolRefreshKeepsMessagesNotVisibleYet(t *testing.T) {
 	p, v := testPool(t)
 	p.Hint(msgEntry("a", "event", 10, 10))

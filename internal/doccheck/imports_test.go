@@ -54,6 +54,9 @@ var importRules = []importRule{
 	// provider's zap logger and name their owner with a uuid.
 	{pkg: "internal/leases", code: []string{"internal/cosmos"},
 		external: []string{azure, "github.com/google/uuid", "go.uber.org/zap"}},
+	// The store's health logs outages with the provider's zap logger and
+	// describes their causes with internal/cosmos.
+	{pkg: "internal/storehealth", code: []string{"internal/cosmos"}, external: []string{"go.uber.org/zap"}},
 	// Any other internal package (test helpers, the house rules' tests,
 	// machinery not listed above yet): the module's own lower packages,
 	// and the provider's logger and ids.
@@ -82,11 +85,12 @@ var importRules = []importRule{
 		external: []string{azure, "github.com/google/uuid"}},
 	// Commands. cdb-stress runs the runtime on cdb and, for comparison, on
 	// the in-memory reference provider, on emulators from the test kit;
-	// cdb-admin's tests create the instances they inspect with the runtime.
+	// cdb-admin's tests create the instances they inspect with the runtime;
+	// cdb-admin reads histories with the runtime's rules (dropped events).
 	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
 	{pkg: "cmd/cdb-stress", code: []string{".", "cdbtest", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
 		external: []string{azure, "github.com/google/uuid"}},
-	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide", "dashboard"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
+	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide", "duroxide/runtime", "dashboard"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
 	// The dashboard: any ProviderAdmin and Client; the root only for the
 	// health and cost page of a *cdb.Provider. Its tests run it on cdb.

@@ -61,6 +61,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 )
@@ -87,6 +88,9 @@ type Store interface {
 	// Query runs a query in the lease partition and returns the raw
 	// documents of every page (pages as large as the service allows).
 	Query(ctx context.Context, sql string, params []azcosmos.QueryParameter) ([][]byte, error)
+	// Create creates document body and returns its ETag (409 when a
+	// document with its id exists).
+	Create(ctx context.Context, body []byte) (etag string, err error)
 	// Upsert writes document body and returns its new ETag.
 	Upsert(ctx context.Context, body []byte) (etag string, err error)
 	// Replace replaces document id with body under If-Match etag and
@@ -135,6 +139,17 @@ type Config struct {
 	Wake [2]Waker
 	// Log receives the heartbeat's failures and lost answers.
 	Log *zap.Logger
+	// Owner is this Provider's stable identity (cdb.Config.ProcessID; any
+	// text, made a valid id by OwnerID): a Provider that registers under
+	// the identity of a dead predecessor takes its slots at once. "" gives
+	// a random identity.
+	Owner string
+	// Self says who this Provider is, to tell a predecessor from a twin.
+	Self Self
+	// StoreHealthReported: the provider logs every failed request itself
+	// (with its cause, on a backoff), so a failed heartbeat is logged at
+	// Debug, not at Warn every heartbeat of an outage.
+	StoreHealthReported bool
 }
 
 // Lease is a set of slots of one Queue held by one fetch.
@@ -174,9 +189,16 @@ type leaseDoc struct {
 	Queues []string `json:"queues,omitempty"`
 	// HeartbeatMs is the owner's LeaseHeartbeatInterval (ms), so that a
 	// process with a shorter one does not suspect it (suspectAfter).
-	HeartbeatMs int64  `json:"heartbeatMs,omitempty"`
-	ETag        string `json:"_etag,omitempty"`
-	Ts          int64  `json:"_ts,omitempty"`
+	HeartbeatMs int64 `json:"heartbeatMs,omitempty"`
+	// Host, PID, Process and Instance say which Provider wrote an owner
+	// document (Self), so that one restarted under the same identity
+	// tells its dead predecessor from a live twin (identity.go).
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Process  string `json:"process,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	ETag     string `json:"_etag,omitempty"`
+	Ts       int64  `json:"_ts,omitempty"`
 }
 
 // serves reports whether owner document d serves queue q.
@@ -199,15 +221,62 @@ type observedOwner struct {
 	etag    string
 	changed time.Time
 	queues  string // the queues it serves, as its document lists them
+	warned  bool   // its silence was logged (logSilent)
+}
+
+// silentOwner is an owner whose document stopped changing: for how long,
+// and whether its lease expired.
+type silentOwner struct {
+	doc     leaseDoc
+	silent  time.Duration
+	expired bool
+}
+
+// logSilent says which owners' slots this process waits for, and for how
+// long: once per silence, when the owner becomes suspect (WARN: its slots
+// are queried by the others meanwhile, and taken when its lease expires),
+// and when its lease expired (INFO: taken over now). Owners that hold no
+// slot are not mentioned.
+func (c *Coordinator) logSilent(silent []silentOwner, slots [2]map[int]leaseDoc) {
+	for _, so := range silent {
+		held := 0
+		for q := range slots {
+			for _, d := range slots[q] {
+				if d.Owner == so.doc.Owner {
+					held++
+				}
+			}
+		}
+		if held == 0 {
+			continue
+		}
+		fields := []zap.Field{zap.String("owner", so.doc.Owner), zap.String("owner_host", so.doc.Host), zap.Int("owner_pid", so.doc.PID),
+			zap.Int("slots", held), zap.Duration("silent_for", so.silent.Round(time.Millisecond))}
+		if so.expired {
+			c.log.Info("taking over the dispatch slots of an owner whose lease expired", fields...)
+			continue
+		}
+		c.log.Warn("waiting for the dispatch slots of an owner that stopped renewing its lease (crashed?): its messages are served by the other processes meanwhile, and its slots taken when its lease expires",
+			append(fields, zap.Duration("taken_in", (c.expiry-so.silent).Round(time.Millisecond)))...)
+	}
 }
 
 // Coordinator keeps this Provider's share of the slots of both
 // queues: one goroutine renews, reads and rebalances every heartbeat.
 type Coordinator struct {
-	store     Store
-	log       *zap.Logger
-	wake      [2]Waker
-	owner     string
+	store Store
+	log   *zap.Logger
+	wake  [2]Waker
+	// owner is this Provider's owner id: its stable identity
+	// (Config.Owner) or, when that is shared with another live process, a
+	// random one (identity.go). Changed only under beatMu.
+	owner atomic.Pointer[string]
+	self  Self
+	// healthReported: Config.StoreHealthReported.
+	healthReported bool
+	// checked: the owner document of the stable identity was looked at
+	// (identity.go: a predecessor's, or a live twin's).
+	checked   bool
 	heartbeat time.Duration
 	expiry    time.Duration
 	queues    [2]*Queue
@@ -247,16 +316,25 @@ func New(cfg Config, store Store) *Coordinator {
 		log = zap.NewNop()
 	}
 	c := &Coordinator{
-		store:     store,
-		log:       log,
-		wake:      cfg.Wake,
-		owner:     uuid.NewString(),
-		heartbeat: cfg.Heartbeat,
-		expiry:    cfg.Expiry,
-		seen:      map[string]observedOwner{},
-		kick:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		store:          store,
+		log:            log,
+		wake:           cfg.Wake,
+		self:           cfg.Self,
+		healthReported: cfg.StoreHealthReported,
+		heartbeat:      cfg.Heartbeat,
+		expiry:         cfg.Expiry,
+		seen:           map[string]observedOwner{},
+		kick:           make(chan struct{}, 1),
+		stop:           make(chan struct{}),
+		done:           make(chan struct{}),
+	}
+	owner := OwnerID(cfg.Owner)
+	if cfg.Owner == "" {
+		owner, c.checked = uuid.NewString(), true
+	}
+	c.owner.Store(&owner)
+	if c.self.Instance == "" {
+		c.self.Instance = uuid.NewString()
 	}
 	c.queues[0] = newQueue(c, cfg.Lanes[0])
 	c.queues[1] = newQueue(c, cfg.Lanes[1])
@@ -315,7 +393,11 @@ func (c *Coordinator) loop() {
 		}
 		ctx, cancel := context.WithTimeout(cosmos.WithCall(context.Background(), "lease_heartbeat"), c.expiry)
 		if err := c.Beat(ctx); err != nil {
-			c.log.Warn("lease heartbeat failed", zap.Error(err))
+			level := zapcore.WarnLevel
+			if c.healthReported {
+				level = zapcore.DebugLevel
+			}
+			c.log.Log(level, "lease heartbeat failed", zap.Error(err))
 		}
 		cancel()
 	}
@@ -340,7 +422,7 @@ func (c *Coordinator) Observed(raw []byte) {
 			kick = kick || (d.Queue == name && d.Owner == "" && c.queues[q].serving.Load())
 		}
 	case OwnerType:
-		if d.Owner == c.owner || !(c.queues[0].serving.Load() || c.queues[1].serving.Load()) {
+		if d.Owner == c.id() || !(c.queues[0].serving.Load() || c.queues[1].serving.Load()) {
 			return
 		}
 		c.mu.Lock()
@@ -427,7 +509,7 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 				}
 			}
 		case OwnerType:
-			if d.Owner == c.owner {
+			if d.Owner == c.id() {
 				serverNow = d.Ts
 				continue
 			}
@@ -437,15 +519,16 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 	// live[q] are the live owners serving queue q (this one when it
 	// does), liveSet every live owner: a live owner's slot is never taken.
 	var live [2][]string
-	liveSet := map[string]bool{c.owner: true}
+	liveSet := map[string]bool{c.id(): true}
 	for q := range live {
 		if want[q] {
-			live[q] = []string{c.owner}
+			live[q] = []string{c.id()}
 		}
 	}
 	present := map[string]bool{}
 	suspect := map[string]bool{}
 	var dead []leaseDoc
+	var silent []silentOwner
 	c.mu.Lock()
 	for _, d := range owners {
 		present[d.Owner] = true
@@ -460,10 +543,16 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 		}
 		if now.Sub(o.changed) >= c.expiry {
 			dead = append(dead, d)
+			silent = append(silent, silentOwner{d, now.Sub(o.changed), true})
 			continue
 		}
 		if now.Sub(o.changed) >= c.suspectAfter(d) {
 			suspect[d.Owner] = true
+			if !o.warned {
+				o.warned = true
+				c.seen[d.Owner] = o
+				silent = append(silent, silentOwner{d, now.Sub(o.changed), false})
+			}
 		}
 		liveSet[d.Owner] = true
 		for q := range live {
@@ -478,6 +567,7 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 		}
 	}
 	c.mu.Unlock()
+	c.logSilent(silent, slots)
 	for _, d := range dead {
 		// Best effort: the owner document of a dead owner goes; if it
 		// renewed meanwhile, the If-Match fails and it stays.
@@ -487,7 +577,7 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 		lo, hi := 0, 0
 		if want[q] {
 			sort.Strings(live[q])
-			lo, hi = home(sort.SearchStrings(live[q], c.owner), len(live[q]))
+			lo, hi = home(sort.SearchStrings(live[q], c.id()), len(live[q]))
 		}
 		c.balance(ctx, q, slots[q], liveSet, lo, hi)
 		// The suspect owners' slots are split among the owners serving q
@@ -502,7 +592,7 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 					healthy = append(healthy, o)
 				}
 			}
-			mine := sort.SearchStrings(healthy, c.owner) // live[q] is sorted
+			mine := sort.SearchStrings(healthy, c.id()) // live[q] is sorted
 			for s, d := range slots[q] {
 				if suspect[d.Owner] && s%len(healthy) == mine {
 					extra = append(extra, s)
@@ -539,7 +629,7 @@ func (c *Coordinator) readView(ctx context.Context) ([][]byte, error) {
 	c.mu.Lock()
 	want := c.ownerETag
 	c.mu.Unlock()
-	ownID := "owner-" + c.owner
+	ownID := "owner-" + c.id()
 	for try := 0; ; try++ {
 		raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type IN ('"+OwnerType+"', '"+SlotType+"')", nil)
 		if err != nil {
@@ -567,22 +657,42 @@ func (c *Coordinator) readView(ctx context.Context) ([][]byte, error) {
 }
 
 // renew replaces the owner document under If-Match on its last ETag; when
-// the document is gone or changed (another process judged this one dead
-// and deleted it), it is created again.
+// the document is gone (another process judged this one dead and deleted
+// it), it is created again. The first registration under a stable
+// identity creates the document, or judges the one it finds: a dead
+// predecessor's is taken over, a live twin's makes this Provider take a
+// random id (register, identity.go). A document changed under this Provider (412) was written by
+// another live process with the same identity (twinWrote): this one
+// takes a random id too.
 func (c *Coordinator) renew(ctx context.Context, want [2]bool) error {
 	c.mu.Lock()
 	etag := c.ownerETag
 	c.mu.Unlock()
-	doc := leaseDoc{ID: "owner-" + c.owner, InstanceID: PartitionKey, Type: OwnerType, Owner: c.owner, Slot: -1, Beat: time.Now().UnixMilli(), HeartbeatMs: c.heartbeat.Milliseconds()}
-	for q, name := range leaseQueues {
-		if want[q] {
-			doc.Queues = append(doc.Queues, name)
-		}
-	}
+	doc := c.ownerDoc(want)
 	var newETag string
 	var err error
+	if etag == "" && !c.checked {
+		newETag, err = c.register(ctx, want)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.ownerETag = newETag
+		c.lastRenew = time.Now()
+		c.mu.Unlock()
+		return nil
+	}
 	if etag != "" {
 		newETag, err = c.store.Replace(ctx, doc.ID, doc.body(), etag)
+		if cosmos.IsStatus(err, http.StatusPreconditionFailed) {
+			twin, rerr := c.twinWrote(ctx)
+			if rerr != nil {
+				return rerr
+			}
+			if twin {
+				doc = c.ownerDoc(want)
+			}
+		}
 	}
 	if etag == "" || cosmos.IsStatus(err, http.StatusNotFound) || cosmos.IsStatus(err, http.StatusPreconditionFailed) {
 		newETag, err = c.store.Upsert(ctx, doc.body())
@@ -595,6 +705,19 @@ func (c *Coordinator) renew(ctx context.Context, want [2]bool) error {
 	c.lastRenew = time.Now()
 	c.mu.Unlock()
 	return nil
+}
+
+// ownerDoc is this Provider's owner document, serving the queues of want.
+func (c *Coordinator) ownerDoc(want [2]bool) leaseDoc {
+	id := c.id()
+	doc := leaseDoc{ID: "owner-" + id, InstanceID: PartitionKey, Type: OwnerType, Owner: id, Slot: -1, Beat: time.Now().UnixMilli(),
+		HeartbeatMs: c.heartbeat.Milliseconds(), Host: c.self.Host, PID: c.self.PID, Process: c.self.Process, Instance: c.self.Instance}
+	for q, name := range leaseQueues {
+		if want[q] {
+			doc.Queues = append(doc.Queues, name)
+		}
+	}
+	return doc
 }
 
 // home returns the slots [lo, hi) of the owner at place idx among n
@@ -625,7 +748,7 @@ func (c *Coordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc,
 	name := leaseQueues[q]
 	var mine, keep, away []int
 	for s := 0; s < NumSlots; s++ {
-		if d, ok := docs[s]; ok && d.Owner == c.owner {
+		if d, ok := docs[s]; ok && d.Owner == c.id() {
 			mine = append(mine, s)
 			if s >= lo && s < hi {
 				keep = append(keep, s)
@@ -653,11 +776,11 @@ func (c *Coordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc,
 		for s := lo; s < hi; s++ {
 			d, ok := docs[s]
 			free := !ok || d.Owner == ""
-			takeover := ok && d.Owner != "" && d.Owner != c.owner && !live[d.Owner]
+			takeover := ok && d.Owner != "" && d.Owner != c.id() && !live[d.Owner]
 			if (pass == 0 && !free) || (pass == 1 && !takeover) {
 				continue
 			}
-			nd := leaseDoc{ID: slotDocID(name, s), InstanceID: PartitionKey, Type: SlotType, Owner: c.owner, Queue: name, Slot: s}
+			nd := leaseDoc{ID: slotDocID(name, s), InstanceID: PartitionKey, Type: SlotType, Owner: c.id(), Queue: name, Slot: s}
 			if ok {
 				ops = append(ops, replaceOp(nd.ID, nd.body(), d.ETag))
 			} else {
@@ -691,7 +814,7 @@ func (c *Coordinator) balance(ctx context.Context, q int, docs map[int]leaseDoc,
 // ownedSlotDocs returns the slot documents, of both queues, that name this
 // owner (one query of one page).
 func (c *Coordinator) ownedSlotDocs(ctx context.Context) ([]leaseDoc, error) {
-	raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type = '"+SlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{{Name: "@owner", Value: c.owner}})
+	raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type = '"+SlotType+"' AND c.owner = @owner", []azcosmos.QueryParameter{{Name: "@owner", Value: c.id()}})
 	if err != nil {
 		return nil, err
 	}
@@ -771,7 +894,7 @@ func (c *Coordinator) applyLost(ctx context.Context, ops []Op, cause error) erro
 		applied := true
 		for _, o := range ops {
 			var want leaseDoc
-			if json.Unmarshal(o.Body, &want) != nil || mine[o.ID] != (want.Owner == c.owner) {
+			if json.Unmarshal(o.Body, &want) != nil || mine[o.ID] != (want.Owner == c.id()) {
 				applied = false
 				break
 			}
@@ -828,7 +951,7 @@ func (c *Coordinator) release(ctx context.Context) error {
 	c.mu.Lock()
 	c.ownerETag = ""
 	c.mu.Unlock()
-	if err2 := c.store.Delete(ctx, "owner-"+c.owner, ""); err == nil && err2 != nil && !cosmos.IsStatus(err2, http.StatusNotFound) {
+	if err2 := c.store.Delete(ctx, "owner-"+c.id(), ""); err == nil && err2 != nil && !cosmos.IsStatus(err2, http.StatusNotFound) {
 		err = err2
 	}
 	return err

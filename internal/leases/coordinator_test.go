@@ -47,10 +47,26 @@ func (s *memStore) Query(_ context.Context, sql string, params []azcosmos.QueryP
 		if strings.Contains(sql, "@owner") && (d["type"] != SlotType || d["owner"] != params[0].Value) {
 			continue
 		}
+		if strings.Contains(sql, "@id") && d["id"] != params[0].Value {
+			continue
+		}
 		b, _ := json.Marshal(d)
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+func (s *memStore) Create(_ context.Context, body []byte) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d struct{ ID string }
+	if err := json.Unmarshal(body, &d); err != nil {
+		return "", err
+	}
+	if _, ok := s.docs[d.ID]; ok {
+		return "", status(http.StatusConflict)
+	}
+	return s.put(body)
 }
 
 func (s *memStore) Upsert(_ context.Context, body []byte) (string, error) {
@@ -222,13 +238,13 @@ func TestReplaceOfAVanishedOwnerDocumentCreatesItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another process judged this owner dead and deleted its document.
-	if err := s.Delete(ctx, "owner-"+c.owner, ""); err != nil {
+	if err := s.Delete(ctx, "owner-"+c.id(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := s.docs["owner-"+c.owner]; !ok {
+	if _, ok := s.docs["owner-"+c.id()]; !ok {
 		t.Fatal("the owner document was not written again")
 	}
 }

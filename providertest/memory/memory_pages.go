@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -13,16 +14,16 @@ import (
 
 var _ duroxide.InstancePager = (*MemoryProvider)(nil)
 
-// pageTokenPrefix starts every continuation ListInstancesPage returns.
-const pageTokenPrefix = "mem1."
-
 // ListInstancesPage implements duroxide.InstancePager: the instances and
-// the pending instances that match q, by instance id in ascending byte
-// order, q.PageSize (default 50) at a time. The continuation is the last
-// id of the page, encoded ("mem1." and the id in unpadded URL-safe
-// base64); the next page starts after it, so instances created or deleted
-// during a walk never shift the others. A malformed continuation or a page
-// size outside 0..1000 is a permanent error.
+// the pending instances that match q, q.PageSize (default 50) at a time,
+// by instance id in ascending byte order for duroxide.OrderStore, else in
+// q.Order. The continuation is the last instance of the page, encoded
+// ("mem1." and the id in unpadded URL-safe base64 for OrderStore; "mem2."
+// and the order, creation time and id as base64 JSON otherwise); the next
+// page starts after it, so instances created or deleted during a walk
+// never shift the others. StatusCounts is always filled. A malformed
+// continuation, one of another order, a page size outside 0..1000 or an
+// unknown order is a permanent error.
 func (p *MemoryProvider) ListInstancesPage(ctx context.Context, q duroxide.InstancePageQuery) (duroxide.InstancePage, error) {
 	const op = "list_instances_page"
 	if err := memCtxErr(op, ctx); err != nil {
@@ -32,21 +33,30 @@ func (p *MemoryProvider) ListInstancesPage(ctx context.Context, q duroxide.Insta
 	if err != nil {
 		return duroxide.InstancePage{}, err
 	}
-	after, first, err := decodePageToken(op, q.Continuation)
+	after, first, err := decodePageToken(op, q.Continuation, q.Order)
 	if err != nil {
 		return duroxide.InstancePage{}, err
 	}
 	p.mu.Lock()
 	rows := p.instanceSummaries()
 	p.mu.Unlock()
-	slices.SortFunc(rows, func(a, b duroxide.InstanceSummary) int { return strings.Compare(a.InstanceID, b.InstanceID) })
-	var page duroxide.InstancePage
+	cmp := func(a, b duroxide.InstanceSummary) int { return strings.Compare(a.InstanceID, b.InstanceID) }
+	if q.Order != duroxide.OrderStore {
+		cmp = q.Order.Compare
+	}
+	slices.SortFunc(rows, cmp)
+	page := duroxide.InstancePage{StatusCounts: map[string]int{}}
 	for _, s := range rows {
-		if !first && s.InstanceID <= after || !q.Matches(s) {
+		if q.MatchesButStatus(s) {
+			page.StatusCounts[s.Status]++
+		}
+	}
+	for _, s := range rows {
+		if !first && cmp(s, after) <= 0 || !q.Matches(s) {
 			continue
 		}
 		if len(page.Instances) == size {
-			page.Continuation = pageTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(page.Instances[size-1].InstanceID))
+			page.Continuation = encodePageToken(q.Order, page.Instances[size-1])
 			break
 		}
 		page.Instances = append(page.Instances, s)
@@ -54,18 +64,52 @@ func (p *MemoryProvider) ListInstancesPage(ctx context.Context, q duroxide.Insta
 	return page, nil
 }
 
-// decodePageToken returns the id a continuation resumes after; first is
-// true for "" (the first page).
-func decodePageToken(op, token string) (after string, first bool, err error) {
+// Continuation prefixes: by id (OrderStore), and in another order.
+const (
+	pageTokenPrefix       = "mem1."
+	sortedPageTokenPrefix = "mem2."
+)
+
+// sortedPageToken is a continuation of an ordered walk before its
+// encoding.
+type sortedPageToken struct {
+	Order     duroxide.InstanceOrder `json:"o"`
+	CreatedAt uint64                 `json:"c"`
+	ID        string                 `json:"i"`
+}
+
+// encodePageToken returns the continuation that resumes after last.
+func encodePageToken(order duroxide.InstanceOrder, last duroxide.InstanceSummary) string {
+	if order == duroxide.OrderStore {
+		return pageTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(last.InstanceID))
+	}
+	b, _ := json.Marshal(sortedPageToken{Order: order, CreatedAt: last.CreatedAt, ID: last.InstanceID})
+	return sortedPageTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodePageToken returns the instance a continuation resumes after (its
+// id and, for an ordered walk, its creation time); first is true for ""
+// (the first page).
+func decodePageToken(op, token string, order duroxide.InstanceOrder) (after duroxide.InstanceSummary, first bool, err error) {
 	if token == "" {
-		return "", true, nil
+		return after, true, nil
 	}
-	rest, ok := strings.CutPrefix(token, pageTokenPrefix)
-	id, decErr := base64.RawURLEncoding.DecodeString(rest)
-	if !ok || decErr != nil || rest == "" {
-		return "", false, memPermanent(op, "malformed continuation %q: pass the Continuation of the page before, as returned", token)
+	bad := memPermanent(op, "malformed continuation %q: pass the Continuation of the page before, as returned, with the same order", token)
+	if order == duroxide.OrderStore {
+		rest, ok := strings.CutPrefix(token, pageTokenPrefix)
+		id, decErr := base64.RawURLEncoding.DecodeString(rest)
+		if !ok || decErr != nil || rest == "" {
+			return after, false, bad
+		}
+		return duroxide.InstanceSummary{InstanceID: string(id)}, false, nil
 	}
-	return string(id), false, nil
+	rest, ok := strings.CutPrefix(token, sortedPageTokenPrefix)
+	b, decErr := base64.RawURLEncoding.DecodeString(rest)
+	var t sortedPageToken
+	if !ok || decErr != nil || json.Unmarshal(b, &t) != nil || t.Order != order {
+		return after, false, bad
+	}
+	return duroxide.InstanceSummary{InstanceID: t.ID, CreatedAt: t.CreatedAt}, false, nil
 }
 
 // instanceSummaries returns every instance and pending instance as a
@@ -83,6 +127,14 @@ func (p *MemoryProvider) instanceSummaries() []duroxide.InstanceSummary {
 		}
 		if status, exec := p.currentStatus(id); exec != nil {
 			s.Status = status
+			s.CompletedAt = memClone(exec.completedAt)
+			if status == duroxide.StatusFailed && exec.output != nil {
+				s.ErrorLine = duroxide.SummaryText(*exec.output)
+			}
+		}
+		if inst.customStatus != nil {
+			cs := duroxide.SummaryText(*inst.customStatus)
+			s.CustomStatus = &cs
 		}
 		rows = append(rows, s)
 	}

@@ -76,9 +76,16 @@ func (e *Env) skipTime(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
+		if e.runDueCallbacks() {
+			seen = idleState{}
+			continue
+		}
 		st, ok := e.idleButForTimers(ctx)
+		if cb := e.nextCallback(); ok && !cb.IsZero() && (st.next.IsZero() || cb.Before(st.next)) {
+			st.next = cb // a delayed callback comes before the next timer
+		}
 		switch {
-		case !ok:
+		case !ok || st.next.IsZero():
 			seen = idleState{}
 		case st != seen:
 			seen = st // once more, to be sure nothing moved in between
@@ -99,7 +106,7 @@ type idleState struct {
 // idleButForTimers reports whether every instance of the environment waits
 // only for durable timers not yet due (or for events, which only the test
 // sends), with nothing queued but those timers and nothing the test sent
-// still unprocessed; st.next is the earliest timer. The instances are those
+// still unprocessed; st.next is the earliest timer, zero when none. The instances are those
 // the provider lists, those the environment started, and their children
 // and detached starts.
 func (e *Env) idleButForTimers(ctx context.Context) (st idleState, ok bool) {
@@ -193,11 +200,13 @@ func (e *Env) idleButForTimers(ctx context.Context) (st idleState, ok bool) {
 			todo = append(todo, o.detached...)
 		}
 	}
-	if next == 0 || depths.OrchestratorQueue != uint64(pendingTimers) {
-		return st, false // nothing to skip to, or messages other than timers wait
+	if depths.OrchestratorQueue != uint64(pendingTimers) {
+		return st, false // messages other than timers wait
 	}
-	st.next = time.UnixMilli(int64(next))
-	return st, true
+	if next != 0 {
+		st.next = time.UnixMilli(int64(next))
+	}
+	return st, true // st.next zero: no timer to skip to
 }
 
 // How an execution's history ends.

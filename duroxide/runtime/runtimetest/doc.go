@@ -42,6 +42,16 @@
 //		order.AssertActivityNames("Reserve", "ChargeCard", "ChargeCard", "ChargeCard", "Release")
 //	}
 //
+// Expectations answer calls by input and count them (Temporal's
+// OnActivity and OnWorkflow): OnActivity and OnOrchestration with a
+// Matcher (Anything, Equals, JSONEquals, MatchedBy), then Returns, Fails
+// or Runs, and Times, Once, Never or Maybe; AssertExpectations fails the
+// test for a mock never called or called the wrong number of times. An
+// orchestration or activity neither registered nor mocked stops the test
+// at once, naming the registered names closest to it. Listen reports
+// activities, timers and events as turns commit; NewActivityContext
+// tests an activity alone.
+//
 // # Time skipping
 //
 // On the in-memory provider the environment runs on a virtual Clock (the
@@ -57,6 +67,9 @@
 //	inst.RaiseEvent("approval", "ann") // waits for the subscription, skipping earlier timers
 //	inst.Wait()                        // the 72-hour timeout lost
 //
-// WithRealTime turns it off; WithClock gives the clock to a provider of
-// your own (WithProvider).
+// RegisterDelayedCallback runs code at a virtual time, and
+// Instance.RaiseEventAt raises an event then ("at virtual hour 3");
+// Instance.WaitUntilWaiting returns once the instance waits for an event.
+// WithRealTime turns skipping off; WithClock gives the clock to a
+// provider of your own (WithProvider).
 package runtimetest

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +108,17 @@ type Env struct {
 	sending    int               // signals the test sent that are not yet in history
 	waiting    int               // test goroutines in Wait or RaiseEvent: time skips only then
 	awaited    map[[2]string]int // (instance, event) RaiseEvent waits to raise
+
+	expectations map[string][]*Expectation // by kind and name (expectKey)
+	callbacks    []*delayedCallback        // pending, in registration order
+	listeners    []Listeners
+	scheduled    map[activityKey]string // activity names by schedule, for ActivityCompleted listeners
+	start        time.Time              // the environment's clock at New
+	// ctx is cancelled, with the problem as its cause, when a name is
+	// neither registered nor mocked: every wait of the test stops then.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stopped bool // an unregistered name was reported
 }
 
 // New starts an environment running reg for test t. reg is not modified:
@@ -151,12 +163,35 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 	e := &Env{
 		t: t, provider: cfg.provider, client: runtime.NewClient(cfg.provider), waitTimeout: cfg.waitTimeout, clock: cfg.clock,
 		registered: map[string]runtime.ActivityFunc{}, mocks: map[string]*ActivityMock{}, counts: map[string]int{},
-		awaited: map[[2]string]int{},
+		awaited: map[[2]string]int{}, expectations: map[string][]*Expectation{}, scheduled: map[activityKey]string{},
+		start: time.Now(),
 	}
-	e.registry = reg.Clone(func(name string, fn runtime.ActivityFunc) runtime.ActivityFunc {
-		e.registered[name] = fn
-		return e.activity(name)
+	if e.clock != nil {
+		e.start = e.clock.Now()
+	}
+	e.ctx, e.cancel = context.WithCancelCause(t.Context())
+	e.registry = reg.CloneWith(runtime.CloneOptions{
+		WrapActivity: func(name string, fn runtime.ActivityFunc) runtime.ActivityFunc {
+			e.registered[name] = fn
+			return e.activity(name)
+		},
+		WrapOrchestration: func(name, _ string, fn runtime.OrchestrationFunc) runtime.OrchestrationFunc {
+			return e.orchestration(name, fn)
+		},
 	})
+	userUnregistered, userCommitted := cfg.options.OnUnregistered, cfg.options.OnTurnCommitted
+	cfg.options.OnUnregistered = func(kind, name, instance string) {
+		if userUnregistered != nil {
+			userUnregistered(kind, name, instance)
+		}
+		e.unregistered(kind, name, instance)
+	}
+	cfg.options.OnTurnCommitted = func(instance string, executionID uint64, appended []duroxide.Event) {
+		if userCommitted != nil {
+			userCommitted(instance, executionID, appended)
+		}
+		e.turnCommitted(instance, appended)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt, err := runtime.Start(ctx, cfg.provider, e.registry, cfg.options)
 	if err != nil {
@@ -167,6 +202,7 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 		go e.skipTime(ctx)
 	}
 	t.Cleanup(func() {
+		e.cancel(nil)
 		shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
 		defer done()
 		if err := rt.Shutdown(shutdown); err != nil {
@@ -195,8 +231,17 @@ func (e *Env) Registry() *runtime.Registry { return e.registry }
 // Start starts orchestration (its latest registered version) as instance
 // with input, and returns its handle without waiting. It stops the test
 // when the start fails.
+//
+// An orchestration that is neither registered nor mocked stops the test
+// at once, naming the registered orchestrations closest to the name (a
+// misspelling); so does, as soon as the runtime fetches it, an activity or
+// sub-orchestration the code calls that is neither (Env's
+// unregistered-name check).
 func (e *Env) Start(instance, orchestration, input string) *Instance {
 	e.t.Helper()
+	if !slices.Contains(e.registry.OrchestrationNames(), orchestration) {
+		e.t.Fatalf("%v", e.notRegistered("orchestration", orchestration, instance))
+	}
 	e.mu.Lock()
 	e.startedIDs = append(e.startedIDs, instance)
 	e.mu.Unlock()

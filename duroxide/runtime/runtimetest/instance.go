@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
@@ -63,8 +62,11 @@ func (i *Instance) Wait() runtime.OrchestrationStatus {
 		i.env.waiting--
 		i.env.mu.Unlock()
 	}()
-	st, err := i.env.client.WaitForOrchestration(i.env.t.Context(), i.ID, i.env.waitTimeout)
+	st, err := i.env.client.WaitForOrchestration(i.env.ctx, i.ID, i.env.waitTimeout)
 	if err != nil {
+		if p := i.env.problem(); p != nil {
+			i.env.t.Fatalf("%v", p)
+		}
 		i.env.t.Fatalf("runtimetest: wait for %q: %v\n%s", i.ID, err, i.env.describe(i.ID))
 	}
 	return st
@@ -81,14 +83,10 @@ func (i *Instance) Status() runtime.OrchestrationStatus {
 }
 
 // History returns the events of every execution of the instance, in
-// order.
+// order: none before its first turn ran (the start is still queued).
 func (i *Instance) History() []duroxide.Event {
 	i.env.t.Helper()
-	execs, err := i.env.history(i.ID)
-	if err != nil {
-		i.env.t.Fatalf("runtimetest: history of %q: %v", i.ID, err)
-	}
-	return History{Executions: execs}.Events()
+	return History{Executions: i.executions()}.Events()
 }
 
 // String prints the instance's history, execution by execution.
@@ -102,45 +100,12 @@ func (i *Instance) String() string { return i.env.describe(i.ID) }
 // environment's wait timeout; past it the test stops.
 func (i *Instance) RaiseEvent(name, data string) {
 	i.env.t.Helper()
-	received := func(execs []Execution) (subscribed, got int) {
-		for _, ev := range lastEvents(execs) {
-			switch k := ev.Kind.(type) {
-			case duroxide.ExternalSubscribed:
-				if k.Name == name {
-					subscribed++
-				}
-			case duroxide.ExternalEvent:
-				if k.Name == name {
-					got++
-				}
-			}
-		}
-		return subscribed, got
-	}
-	var before int
-	key := [2]string{i.ID, name}
-	i.env.mu.Lock()
-	i.env.waiting++ // time may skip to reach the subscription, not past it
-	i.env.awaited[key]++
-	i.env.mu.Unlock()
-	stopWaiting := sync.OnceFunc(func() {
-		i.env.mu.Lock()
-		i.env.waiting--
-		if i.env.awaited[key]--; i.env.awaited[key] == 0 {
-			delete(i.env.awaited, key)
-		}
-		i.env.mu.Unlock()
-	})
+	before, stopWaiting := i.waitUntilWaiting(name)
 	defer stopWaiting()
-	i.until(fmt.Sprintf("wait for event %q", name), func(execs []Execution) bool {
-		subscribed, got := received(execs)
-		before = got
-		return subscribed > got
-	})
 	i.sendAfter(stopWaiting, fmt.Sprintf("receive event %q", name), func() error {
 		return i.env.client.RaiseEvent(i.env.t.Context(), i.ID, name, data)
 	}, func(execs []Execution) bool {
-		_, got := received(execs)
+		_, got := eventCounts(execs, name)
 		return got > before
 	})
 }
@@ -217,6 +182,9 @@ func (i *Instance) until(what string, cond func([]Execution) bool) {
 	i.env.t.Helper()
 	deadline := time.Now().Add(i.env.waitTimeout)
 	for !cond(i.executions()) {
+		if p := i.env.problem(); p != nil {
+			i.env.t.Fatalf("%v", p)
+		}
 		if !time.Now().Before(deadline) {
 			i.env.t.Fatalf("runtimetest: %q did not %s within %v\n%s", i.ID, what, i.env.waitTimeout, i.env.describe(i.ID))
 		}
@@ -229,7 +197,7 @@ func (i *Instance) executions() []Execution {
 	i.env.t.Helper()
 	execs, err := i.env.history(i.ID)
 	if err != nil && !errors.Is(err, ErrNoHistory) {
-		i.env.t.Fatalf("runtimetest: history of %q: %v", i.ID, err)
+		i.env.t.Fatalf("%v", err) // ReadProvider's errors name the instance
 	}
 	return execs
 }

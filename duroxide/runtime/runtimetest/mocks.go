@@ -135,12 +135,15 @@ func contains(names []string, name string) bool {
 // mock's behaviour or the registered function, with the call recorded.
 func (e *Env) activity(name string) runtime.ActivityFunc {
 	return func(ctx *runtime.ActivityContext, input string) (string, error) {
+		expected, hasExpectations := e.answer("activity", name, input, true)
 		e.mu.Lock()
 		e.counts[name]++
 		attempt := e.counts[name]
 		fn := e.registered[name]
 		var failErr error
-		if m := e.mocks[name]; m != nil {
+		if hasExpectations {
+			fn = func(_ *runtime.ActivityContext, in string) (string, error) { return expected(in) }
+		} else if m := e.mocks[name]; m != nil {
 			if attempt <= m.failFirst {
 				failErr = m.failErr
 				if failErr == nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -382,6 +383,7 @@ func TestReplayDirReportsEachFailingFileWithItsHistory(t *testing.T) {
 // of failing the test.
 type recorder struct {
 	testing.TB
+	mu     sync.Mutex // Errorf may come from the runtime's goroutines
 	errors []string
 	fatal  string
 }
@@ -399,9 +401,13 @@ func capture(t *testing.T, fn func(tb testing.TB)) *recorder {
 	return r
 }
 
-func (r *recorder) Helper()                   {}
-func (r *recorder) Error(args ...any)         { r.errors = append(r.errors, fmt.Sprint(args...)) }
-func (r *recorder) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
+func (r *recorder) Helper()           {}
+func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
+func (r *recorder) Errorf(f string, a ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(f, a...))
+}
 func (r *recorder) Fatal(args ...any)         { r.fatal = fmt.Sprint(args...); goruntime.Goexit() }
 func (r *recorder) Fatalf(f string, a ...any) { r.fatal = fmt.Sprintf(f, a...); goruntime.Goexit() }
 
