@@ -2048,9 +2048,10 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 // once) and, with ignoreAttempt, their attempt counts go back down by one.
 // Requests: 1 transactional batch (a patch of the instance document
 // conditioned on the lock, and one patch per tagged message), plus 1 query
-// for the tagged messages when another process took the lock (more when
-// that read is behind the lock: loadOrchLock), plus 1 read at the primary
-// when the batch's answer is lost (did it land?). An unknown
+// for the tagged messages when another process took the lock (plus 1
+// read at the primary and 1 query more when that read is behind the
+// lock), plus 1 read at the primary when the batch's answer is lost (did
+// it land?). An unknown
 // or already released lock is a permanent error; an expired lock no other
 // fetch has taken is released normally.
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {

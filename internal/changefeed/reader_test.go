@@ -17,6 +17,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
+	"github.com/duroxide-go/duroxide-cdb/internal/session"
 )
 
 // setup starts an emulator with partitions physical partitions and returns
@@ -28,8 +29,12 @@ func setup(t *testing.T, partitions int) (*emulator.Server, *azcosmos.ContainerC
 	t.Cleanup(func() { _ = srv.Close() })
 	cred, err := azcosmos.NewKeyCredential(srv.Key())
 	require.NoError(t, err)
+	// The session policy, as the provider's client has: the reader's
+	// first read then sees the writes made before it (on a lagging
+	// emulator too).
 	client, err := azcosmos.NewClientWithKey(srv.Endpoint(), cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
 		Transport: srv.HTTPClient(), Retry: policy.RetryOptions{MaxRetries: -1},
+		PerCallPolicies: []policy.Policy{session.NewPolicy()},
 	}})
 	require.NoError(t, err)
 	ctx := context.Background()
