@@ -105,45 +105,91 @@ func zeroTimeoutFetch[T any](t *testing.T, fetch func() (*T, error)) *T {
 	}
 }
 
-// TestAProcessKnowsTheTimersSetBeforeItsFirstQuery: a process that starts
+// TestAProcessKnowsTheMessagesDueSoonFromItsFirstQuery: a process that starts
 // (or takes slots over) after another process's turn set a timer learns of
 // the timer from its first candidate query, though it is not due yet: no
 // write or change-feed copy of it is to come, and the query's answer
 // stands for 10 s while the change feed is healthy. When the timer fires,
 // the fetch takes it from the pool, without another query (issue 33: a
 // continue-as-new successor stopped after its TimerCreated, for up to
-// 10 s, when the leases rebalanced as a second replica started).
-func TestAProcessKnowsTheTimersSetBeforeItsFirstQuery(t *testing.T) {
+// 10 s, when the leases rebalanced as a second replica started). The same
+// holds on the worker queue for a work item abandoned with a delay.
+func TestAProcessKnowsTheMessagesDueSoonFromItsFirstQuery(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	clock := newTestClock()
-	adjust := func(cfg *cdb.Config) {
-		cfg.Now = clock.Now
-		cfg.ChangeFeedInterval = time.Second // healthy for 3 s after each read, however slow the machine
-	}
-	first, _ := c.process(t, adjust)
 	ctx := context.Background()
 	const instance = "timer-before-takeover"
-	require.NoError(t, first.EnqueueForOrchestrator(ctx, startItem(instance), 0))
-	item, err := fetchInstance(ctx, first, instance)
-	require.NoError(t, err)
-	fireAt := uint64(clock.Now().Add(time.Second).UnixMilli())
-	timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 2, FireAtMs: fireAt}}
-	require.NoError(t, first.AckOrchestrationItem(ctx, item.LockToken, 1,
-		[]duroxide.Event{started(instance), duroxide.NewEvent(2, instance, 1, nil, duroxide.TimerCreated{FireAtMs: fireAt})},
-		nil, []duroxide.WorkItem{timer}, runningMetadata(), nil))
+	for _, c := range []struct {
+		name, query string
+		// set makes a message due in a second on clock, through first.
+		set func(t *testing.T, first *cdb.Provider, clock *testClock) duroxide.WorkItem
+		// fetch fetches, answering at once.
+		fetch func(p *cdb.Provider) (duroxide.WorkItem, bool, error)
+	}{{
+		name: "orchestrator queue", query: "orch candidate query",
+		set: func(t *testing.T, first *cdb.Provider, clock *testClock) duroxide.WorkItem {
+			require.NoError(t, first.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+			item, err := fetchInstance(ctx, first, instance)
+			require.NoError(t, err)
+			at := uint64(clock.Now().Add(time.Second).UnixMilli())
+			timer := duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 2, FireAtMs: at}}
+			require.NoError(t, first.AckOrchestrationItem(ctx, item.LockToken, 1,
+				[]duroxide.Event{started(instance), duroxide.NewEvent(2, instance, 1, nil, duroxide.TimerCreated{FireAtMs: at})},
+				nil, []duroxide.WorkItem{timer}, runningMetadata(), nil))
+			return timer
+		},
+		fetch: func(p *cdb.Provider) (duroxide.WorkItem, bool, error) {
+			item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			if item == nil || err != nil || len(item.Messages) != 1 {
+				return duroxide.WorkItem{}, item != nil, err
+			}
+			return item.Messages[0], true, nil
+		},
+	}, {
+		name: "worker queue", query: "work candidate query",
+		set: func(t *testing.T, first *cdb.Provider, _ *testClock) duroxide.WorkItem {
+			require.NoError(t, first.EnqueueForWorker(ctx, activity(instance, 2)))
+			w, err := first.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			require.NoError(t, err)
+			require.NotNil(t, w)
+			require.NoError(t, first.AbandonWorkItem(ctx, w.LockToken, time.Second, false))
+			return w.Item
+		},
+		fetch: func(p *cdb.Provider) (duroxide.WorkItem, bool, error) {
+			w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			if w == nil || err != nil {
+				return duroxide.WorkItem{}, false, err
+			}
+			return w.Item, true, nil
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cl := newCluster(t)
+			clock := newTestClock()
+			adjust := func(cfg *cdb.Config) {
+				cfg.Now = clock.Now
+				cfg.ChangeFeedInterval = time.Second // healthy for 3 s after each read, however slow the machine
+			}
+			first, _ := cl.process(t, adjust)
+			want := c.set(t, first, clock)
 
-	next, _ := c.process(t, adjust)
-	steps := traceSteps(next)
-	item, err = next.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	require.NoError(t, err)
-	require.Nil(t, item, "the timer is not due")
-	require.Equal(t, 1, steps.take()["orch candidate query"], "a fetch with a new view queries")
+			// A process that never read the slots may be served by a
+			// replica that trails the write (a lagging emulator): the
+			// message was written before by more than that.
+			time.Sleep(cl.emu.ReplicaLag())
+			next, _ := cl.process(t, adjust)
+			steps := traceSteps(next)
+			_, found, err := c.fetch(next)
+			require.NoError(t, err)
+			require.False(t, found, "the message is not due")
+			require.Equal(t, 1, steps.take()[c.query], "a fetch with a new view queries")
 
-	clock.Advance(time.Second)
-	item, err = next.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	require.NoError(t, err)
-	require.NotNil(t, item, "the timer fired")
-	assert.Equal(t, []duroxide.WorkItem{timer}, item.Messages)
-	assert.Zero(t, steps.take()["orch candidate query"], "the first query told the pool of the timer")
+			clock.Advance(time.Second)
+			got, found, err := c.fetch(next)
+			require.NoError(t, err)
+			require.True(t, found, "the message is due")
+			assert.Equal(t, want, got)
+			assert.Zero(t, steps.take()[c.query], "the first query told the pool of the message")
+		})
+	}
 }

@@ -81,7 +81,11 @@ type Config struct {
 	// turn fetched without its last history). New does not see such a
 	// client's account document, so it does not check the account's write
 	// regions (ErrMultiRegionWrites): make sure it has one. Retries: as
-	// for ClientOptions, MaxRetries -1 is best.
+	// for ClientOptions, MaxRetries -1 is best. Its requests keep
+	// azcosmos's own retries of a request that got no answer (four more
+	// tries a second apart: 4 s per request against a stopped store, where
+	// the clients New builds fail at once and the provider retries), and
+	// the store health sees each call's outcome rather than each try's.
 	Client *azcosmos.Client
 	// ClientOptions are passed to the azcosmos client New builds (a custom
 	// transport, for instance). New disables the SDK's generic retries

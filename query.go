@@ -373,15 +373,16 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 }
 
 // refreshWorkCandidates runs the worker queue's candidate query over
-// lease's slots (1 request per page): the visible, unlocked messages the
-// tag filter accepts (only those without a session when session is nil)
-// and, with session routing, the active sessions, to skip items other
-// workers own.
+// lease's slots (1 request per page): the unlocked messages visible now or
+// within the view's lifetime (an abandon's delay that ends before the next
+// query: see refreshOrchCandidates) the tag filter accepts (only those
+// without a session when session is nil) and, with session routing, the
+// active sessions, to skip items other workers own.
 func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View, lease *SlotLease, session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, all bool) error {
 	pool := p.workPool
 	start := pool.BeginRefresh()
 	at, now := time.Now(), p.nowMs()
-	where := "(c.type = 'worker_queue' AND c.visibleAt <= @now AND c.lockedUntil <= @now" + tagClause
+	where := "(c.type = 'worker_queue' AND c.visibleAt <= @soon AND c.lockedUntil <= @now" + tagClause
 	if session == nil {
 		where += " AND IS_NULL(c.sessionId))"
 	} else {
@@ -389,7 +390,7 @@ func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View
 	}
 	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c.visibleAt, c.tag, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" +
 		where + ")" + slotFilter(lease)
-	params := append([]azcosmos.QueryParameter{param("@now", now)}, tagParams...)
+	params := append([]azcosmos.QueryParameter{param("@now", now), param("@soon", now+p.viewLifetime().Milliseconds())}, tagParams...)
 	p.traceFetch(fetchtrace.WorkCandidateQuery)
 	raws, err := p.query(ctx, nil, q, params, candidateQueryOpts(all))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -255,4 +256,52 @@ func TestABadKeyNamesTheSettingAndWhatIsExpected(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 	assert.False(t, strings.Contains(err.Error(), "connection refused"), "nothing was contacted: %v", err)
+}
+
+// Each way a store refuses to serve is a failure of the store health,
+// logged with the service's status, substatus and message; the answers
+// about what a request asked for (a missing document, a conflict, a
+// failed precondition, throttling) are not.
+func TestTheStoresRefusalsAreOutagesAndItsAnswersAreNot(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status    int
+		substatus string
+		message   string
+		outage    bool
+	}{
+		{http.StatusUnauthorized, "0", "The input authorization token can't serve the request.", true},
+		{http.StatusForbidden, "5301", "Request blocked by Auth: the principal lacks the data-plane role.", true},
+		{http.StatusNotFound, "1003", "Owner resource does not exist", true},
+		{http.StatusServiceUnavailable, "21008", "Service is currently unavailable.", true},
+		{http.StatusNotFound, "0", "Entity with the specified id does not exist in the system.", false},
+		{http.StatusTooManyRequests, "3200", "Request rate is large.", false},
+	}
+	for _, c := range cases {
+		o := newOutage(t, func(cfg *cdb.Config) { cfg.RetryBudget = 200 * time.Millisecond })
+		refuse := func(req *http.Request) *http.Response {
+			if req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/docs/") {
+				return nil
+			}
+			resp := refusal(c.status, c.message)
+			resp.Header.Set("X-Ms-Substatus", c.substatus)
+			resp.Request = req
+			return resp
+		}
+		o.tr.refuse.Store(&refuse)
+		_, _ = o.p.GetInstanceInfo(context.Background(), "asked")
+		lines := o.storeLines()
+		if !c.outage {
+			assert.Empty(t, lines, "%d/%s is an answer, not an outage", c.status, c.substatus)
+			continue
+		}
+		if assert.NotEmpty(t, lines, "%d/%s is an outage", c.status, c.substatus) {
+			cause := field(lines[0], "cause").(string)
+			want := fmt.Sprintf("%d %s (substatus %s): %s", c.status, http.StatusText(c.status), c.substatus, c.message)
+			if c.substatus == "0" {
+				want = fmt.Sprintf("%d %s: %s", c.status, http.StatusText(c.status), c.message)
+			}
+			assert.Contains(t, cause, want)
+		}
+	}
 }

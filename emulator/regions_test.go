@@ -83,7 +83,7 @@ func TestReadRegionTrailsTheWriteRegionAndRefusesWrites(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, status)
 	assert.Equal(t, "3", h.Get("x-ms-substatus"))
 
-	clk.advance(10 * time.Minute)
+	clk.advance(11 * time.Minute) // past RegionLag and any EnvReplicaLag
 	_, err = ec.ReadItem(e.ctx, pk, "a", nil)
 	assert.NoError(t, err, "East US caught up")
 }

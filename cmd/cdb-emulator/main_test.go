@@ -47,6 +47,10 @@ func startRun(t *testing.T, args ...string) (*emulator.Server, *syncBuffer, func
 	out := &syncBuffer{}
 	readyCh := make(chan *emulator.Server, 1)
 	errCh := make(chan error, 1)
+	// Strong unless args say otherwise (a later flag wins): these tests
+	// read their own writes without session tokens, whatever
+	// CDB_EMULATOR_CONSISTENCY says.
+	args = append([]string{"-consistency", "strong"}, args...)
 	go func() { errCh <- run(ctx, args, out, func(s *emulator.Server) { readyCh <- s }) }()
 	select {
 	case srv := <-readyCh:

@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 // and the endpoint it serves, once it serves.
 func startChild(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	a, err := json.Marshal(args)
+	// Strong: the tests read their own writes without session tokens.
+	a, err := json.Marshal(append([]string{"-consistency", "strong"}, args...))
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))

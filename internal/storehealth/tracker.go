@@ -101,10 +101,3 @@ func (t *Tracker) LastCause() error {
 	defer t.mu.Unlock()
 	return t.last
 }
-
-// Failing reports whether an outage is under way, and since when.
-func (t *Tracker) Failing() (bool, time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.since.IsZero(), t.since
-}
