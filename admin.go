@@ -933,7 +933,8 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.Insta
 // history: never the current execution, never a Running one, never the KV
 // store; KeepLast keeps the newest N executions and CompletedBefore only
 // prunes executions completed before that time. An unknown instance is a
-// permanent error. Requests: 1 point read, 1 query, then the deletes.
+// permanent error. Requests: 1 read at the primary (a batch of one read),
+// 1 query, then the deletes.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
 	ctx = cosmos.WithCall(ctx, "prune_executions")
 	const op = "prune_executions"

@@ -140,25 +140,28 @@ func (p *Provider) loadInstance(ctx context.Context, op, instance string) (*inst
 	return &doc, nil
 }
 
-// requireInstance is loadInstance for an instance an ack created: a
-// missing or pending one is a permanent "not found" error, once a read at
-// the primary confirmed it (the point read may come from a replica behind
-// another process's ack: an activity pruning its own instance).
+// requireInstance reads instance's document at the primary (for
+// PruneExecutions, which deletes by it): a missing or pending one is a
+// permanent "not found" error. A point read could come from a replica
+// behind another process's acks (an activity pruning its own instance
+// found it missing; an admin pruning after a wait elsewhere saw an older
+// current execution and pruned less), and the primary's answer brings
+// this process's session up to it, so that the query that follows sees as
+// much.
 func (p *Provider) requireInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
-	doc, err := p.loadInstance(ctx, op, instance)
-	if err == nil && !doc.exists() {
-		var cur instanceDoc
-		etag, found, rerr := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
-		switch {
-		case rerr != nil:
-			return nil, mapError(op, rerr)
-		case found && cur.exists():
-			cur.ETag = etag
-			return &cur, nil
-		}
-		err = permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
 	}
-	return doc, err
+	var doc instanceDoc
+	etag, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &doc)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	if !found || !doc.exists() {
+		return nil, permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	}
+	doc.ETag = etag
+	return &doc, nil
 }
 
 // queryOpts are the options of one query.
