@@ -1458,3 +1458,58 @@ func (p *Provider) GetQueueStats(ctx context.Context) (duroxide.QueueStats, erro
 	}
 	return s, nil
 }
+
+var _ duroxide.InstanceMessagesReader = (*Provider)(nil)
+
+// ListInstanceMessages implements duroxide.InstanceMessagesReader: the
+// instance's orchestrator-queue and worker-queue documents, consumed
+// tombstones left out. Requests: 1 single-partition query (per page of
+// results).
+func (p *Provider) ListInstanceMessages(ctx context.Context, instance string) ([]duroxide.InstanceMessage, error) {
+	const op = "list_instance_messages"
+	ctx = cosmos.WithCall(ctx, op)
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
+	}
+	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.type IN ('"+typeOrchQueue+"', '"+typeWorkerQueue+"')", nil, queryOpts{})
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	docs := make([]*queueDoc, 0, len(raws))
+	for _, raw := range raws {
+		var d queueDoc
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, mapError(op, fmt.Errorf("decode queue message: %w", err))
+		}
+		docs = append(docs, &d)
+	}
+	slices.SortStableFunc(docs, func(a, b *queueDoc) int {
+		switch {
+		case a.Type != b.Type:
+			return strings.Compare(a.Type, b.Type) // orch_queue before worker_queue
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+	now := p.nowMs()
+	out := make([]duroxide.InstanceMessage, 0, len(docs))
+	for _, d := range docs {
+		item, err := decodeWorkItem(d.WorkItem)
+		if err != nil {
+			return nil, mapError(op, fmt.Errorf("decode the work item of %s: %w", d.ID, err))
+		}
+		m := duroxide.InstanceMessage{Queue: duroxide.QueueWorker, Item: item, VisibleAt: uint64(max(d.VisibleAt, 0)),
+			AttemptCount: uint32(max(d.AttemptCount, 0))}
+		if d.Type == typeOrchQueue {
+			m.Queue = duroxide.QueueOrchestrator
+		}
+		if d.LockToken != nil && d.LockedUntil > now {
+			m.LockedUntil, m.LockToken = uint64(d.LockedUntil), *d.LockToken
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

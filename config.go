@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/duroxide-go/duroxide-cdb/internal/changefeed"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
+	"github.com/duroxide-go/duroxide-cdb/internal/slogzap"
 )
 
 // Defaults applied by New to the zero fields of a Config
@@ -275,9 +277,10 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 
 	// Logger receives the provider's logs. nil (the default) writes
-	// warnings and errors to standard error (DefaultLogger), so that an
-	// outage or a misconfiguration is never silent; zap.NewNop() logs
-	// nothing.
+	// warnings and errors through slog.Default() (DefaultLogger), where
+	// the runtime writes too, so that an outage or a misconfiguration is
+	// never silent and both come out in one format; SlogLogger routes it
+	// into a slog handler of the program's; zap.NewNop() logs nothing.
 	Logger *zap.Logger
 	// ConnectTimeout bounds New's first contact with the account (creating
 	// the database and the container, retries included); each try is
@@ -512,17 +515,26 @@ func validateResourceName(name string) error {
 }
 
 // DefaultLogger is the provider's logger when Config.Logger is nil:
-// warnings and errors, one line each, to standard error (zap's console
-// encoding with ISO 8601 times).
+// warnings and errors, through slog.Default()'s handler as it is when
+// DefaultLogger is called (SlogLogger), which is also where the runtime
+// writes by default (runtime.Options.Logger), so that a program's logs come
+// out in one format: the standard library's text lines on standard error
+// unless the program set another default (slog.SetDefault).
 //
 // The store health's lines (logger "cdb.store") pass at Info too, so that
 // the end of an outage ("store reachable again") is seen where its start
 // was.
 func DefaultLogger() *zap.Logger {
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel)
-	return zap.New(warnAndStoreHealth{core})
+	return zap.New(warnAndStoreHealth{slogzap.Core(slog.Default().Handler(), zapcore.InfoLevel)})
+}
+
+// SlogLogger returns a zap logger for Config.Logger that writes the
+// entries level enables (zapcore.WarnLevel, zapcore.InfoLevel...) through
+// h: one slog record each, with the logger's name as the attribute
+// "logger" and the zap fields as attributes. Give the runtime
+// (runtime.Options.Logger) slog.New(h) and both write through h.
+func SlogLogger(h slog.Handler, level zapcore.LevelEnabler) *zap.Logger {
+	return zap.New(slogzap.Core(h, level))
 }
 
 // storeHealthLogger is the name of the store health's logger.

@@ -1,7 +1,22 @@
 // Package cdb is the Azure Cosmos DB (NoSQL API) provider for duroxide: it
 // implements duroxide.Provider and duroxide.ProviderAdmin over one container
-// partitioned by /instanceId, as docs/DESIGN.md describes (data model,
-// turns, outbox, leases, change feed, held state).
+// partitioned by /instanceId. A service opens it and runs its
+// orchestrations on it with the runtime:
+//
+//	p, err := cdb.New(ctx, cdb.ConfigFromEnv()) // COSMOS_ENDPOINT, COSMOS_KEY
+//	if err != nil { ... }
+//	defer p.Close()
+//	rt, err := runtime.Start(ctx, p, registry, runtime.Options{})
+//	if err != nil { ... }
+//	defer rt.Shutdown(context.Background())
+//	client := runtime.NewClient(p)
+//	err = client.StartOrchestration(ctx, "order-1", "ProcessOrder", input)
+//
+// Example opens one on the embedded emulator (package emulator, in the
+// process, nothing to install); go run ./examples/hello_world runs an
+// orchestration end to end. Start one with New and stop it with Close.
+//
+// # How it stores orchestrations
 //
 // Every document of an instance (its metadata and lock, history,
 // executions, orchestrator and worker queue messages, sessions, KV store
@@ -11,9 +26,8 @@
 // cascades) go through a transactional outbox: intents written in the
 // turn's batch, delivered at once, and by a reconciler goroutine when that
 // fails. Locks are optimistic: the instance lock is taken with If-Match on
-// the instance document's ETag.
-//
-// Start one with New and stop it with Close.
+// the instance document's ETag. docs/DESIGN.md describes the data model,
+// turns, outbox, leases, change feed and held state.
 //
 // # Errors
 //
@@ -33,18 +47,7 @@
 //
 // # Layout
 //
-// This package holds the public API and the Provider's contract methods
-// (fetch, ack, renew and abandon of both queues, enqueues, reads, the admin
-// methods), the document models, batches, queries and their paging, the
-// outbox, the lease interface and the choice of leases, errors,
-// configuration and metrics. The machinery lives in internal packages, one
-// per concept, which never import this one: internal/leases (leases in the
-// container), internal/held (held instance state and history),
-// internal/statuswatch (status watches and the status mirror),
-// internal/candidates (candidate pools and the walk over them),
-// internal/locks (the lock cache), internal/fetchtrace (the steps of a
-// fetch), internal/changefeed (the change-feed reader),
-// internal/pkheader (the partition-key header policy),
-// internal/docs (document pieces they share) and internal/cosmos (call
-// labels, status codes, ambiguous outcomes).
+// This package holds the public API and the Provider's contract methods;
+// the machinery lives in internal packages, one per concept, which never
+// import this one (README's "What is here" lists them).
 package cdb

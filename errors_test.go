@@ -3,17 +3,23 @@ package cdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
+	"github.com/duroxide-go/duroxide-cdb/internal/storehealth"
 )
 
 func responseError(code int, header http.Header) error {
@@ -135,4 +141,57 @@ func TestRetrierStopsOnCancel(t *testing.T) {
 	})
 	assert.True(t, cosmos.IsStatus(err, 503))
 	assert.Equal(t, 1, calls)
+}
+
+// With a ready Config.Client (no health policy in its pipeline) the
+// retrier reports each try to the store health: a transport failure or a
+// refusal (503) is a failure, any other answer (a missing document) ends
+// the outage; a try cut by its caller's context reports nothing.
+func TestTheRetrierReportsEachTryOfAReadyClient(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zapcore.DebugLevel)
+	r := retrier{attempts: 4, base: time.Millisecond, maxDelay: time.Millisecond, health: storehealth.New(zap.New(core)), reportTries: true}
+	req, err := http.NewRequest(http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x", nil)
+	require.NoError(t, err)
+	answer := func(code int) error {
+		return &azcore.ResponseError{StatusCode: code, RawResponse: &http.Response{StatusCode: code, Header: http.Header{}, Request: req}}
+	}
+	tries := []error{fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED), answer(http.StatusServiceUnavailable), answer(http.StatusNotFound)}
+	calls := 0
+	err = r.do(context.Background(), readRequest, func(context.Context) error {
+		calls++
+		return tries[calls-1]
+	})
+	require.True(t, cosmos.IsStatus(err, http.StatusNotFound))
+	failed := logs.FilterLevelExact(zapcore.WarnLevel).All()
+	require.Len(t, failed, 2, "the 1st and 2nd failures")
+	assert.Contains(t, failed[0].ContextMap()["cause"], "connection refused")
+	assert.Contains(t, failed[1].ContextMap()["cause"], "503 Service Unavailable")
+	assert.Equal(t, 1, logs.FilterMessage("store reachable again").Len(), "the 404 is the store's answer")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = r.do(ctx, readRequest, func(context.Context) error {
+		cancel()
+		return context.Canceled
+	})
+	assert.Len(t, logs.FilterLevelExact(zapcore.WarnLevel).All(), 2, "a cancelled try says nothing of the store")
+}
+
+// A write refused before it was sent (connection refused) is sent again:
+// it cannot have been applied. A dropped connection stays ambiguous.
+func TestAWriteThatWasNeverSentIsRetried(t *testing.T) {
+	t.Parallel()
+	r := retrier{attempts: 3, base: time.Millisecond, maxDelay: time.Millisecond}
+	calls := 0
+	err := r.do(context.Background(), write, func(context.Context) error {
+		calls++
+		if calls == 1 {
+			return fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, calls)
+	err = r.do(context.Background(), write, func(context.Context) error { return io.ErrUnexpectedEOF })
+	assert.True(t, cosmos.IsAmbiguous(err))
 }

@@ -327,3 +327,83 @@ func (p *Provider) queryHistory(ctx context.Context, instance string, executionI
 	}
 	return docs, nil
 }
+
+var _ duroxide.HistoryPageReader = (*Provider)(nil)
+
+// ReadHistoryPage implements duroxide.HistoryPageReader: one
+// single-partition query for the execution document and the history
+// documents of the range (a request per 4 MB of results: usually 1).
+func (p *Provider) ReadHistoryPage(ctx context.Context, instance string, execution, first uint64, count int) (duroxide.HistoryPage, error) {
+	const op = "read_history_page"
+	ctx = cosmos.WithCall(ctx, op)
+	if err := validateInstanceID(op, instance); err != nil {
+		return duroxide.HistoryPage{}, err
+	}
+	if count <= 0 {
+		return duroxide.HistoryPage{}, permanent(op, fmt.Sprintf("count must be positive, not %d", count))
+	}
+	first = max(first, 1)
+	st, err := p.historyDocs(ctx, op, instance, execution, "c.eventId >= @a AND c.eventId < @b",
+		param("@a", first), param("@b", first+uint64(count)))
+	if err != nil {
+		return duroxide.HistoryPage{}, err
+	}
+	ex := st.execution(execution)
+	if ex == nil {
+		return duroxide.HistoryPage{}, permanent(op, fmt.Sprintf("Execution %d not found for instance %s", execution, instance))
+	}
+	events, err := decodeHistory(instance, execution, ex.Watermark, st.history)
+	if err != nil {
+		return duroxide.HistoryPage{}, permanent(op, err.Error())
+	}
+	info := duroxide.ExecutionInfo{ExecutionID: execution, Status: ex.Status, Output: ex.Output, StartedAt: uint64(max(ex.StartedAt, 0)), EventCount: ex.Watermark}
+	if ex.CompletedAt != nil {
+		info.CompletedAt = duroxide.Uint64Ptr(uint64(max(*ex.CompletedAt, 0)))
+	}
+	return duroxide.HistoryPage{Events: events, Execution: info}, nil
+}
+
+// ReadHistoryEvents implements duroxide.HistoryPageReader: one
+// single-partition query for the execution document and the history
+// documents with the ids (ARRAY_CONTAINS).
+func (p *Provider) ReadHistoryEvents(ctx context.Context, instance string, execution uint64, ids []uint64) ([]duroxide.Event, error) {
+	const op = "read_history_events"
+	ctx = cosmos.WithCall(ctx, op)
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
+	}
+	if len(ids) > duroxide.MaxHistoryEventsRead {
+		return nil, permanent(op, fmt.Sprintf("%d ids: at most %d a call", len(ids), duroxide.MaxHistoryEventsRead))
+	}
+	if len(ids) == 0 {
+		return []duroxide.Event{}, nil
+	}
+	st, err := p.historyDocs(ctx, op, instance, execution, "ARRAY_CONTAINS(@ids, c.eventId)", param("@ids", ids))
+	if err != nil {
+		return nil, err
+	}
+	ex := st.execution(execution)
+	if ex == nil {
+		return []duroxide.Event{}, nil
+	}
+	events, err := decodeHistory(instance, execution, ex.Watermark, st.history)
+	if err != nil {
+		return nil, permanent(op, err.Error())
+	}
+	return events, nil
+}
+
+// historyDocs reads the execution document of execution and its history
+// documents that match where (with params), in one query.
+func (p *Provider) historyDocs(ctx context.Context, op, instance string, execution uint64, where string, params ...azcosmos.QueryParameter) (partitionState, error) {
+	raws, err := p.query(ctx, &instance, "SELECT * FROM c WHERE c.executionId = @e AND (c.type = 'execution' OR (c.type = 'history' AND "+where+"))",
+		append([]azcosmos.QueryParameter{param("@e", execution)}, params...), queryOpts{pageSize: -1})
+	if err != nil {
+		return partitionState{}, mapError(op, err)
+	}
+	st, err := parseState(raws)
+	if err != nil {
+		return partitionState{}, mapError(op, err)
+	}
+	return st, nil
+}

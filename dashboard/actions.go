@@ -1,13 +1,16 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // The actions: raise an event, cancel, delete, prune. Each is a GET of a
@@ -44,6 +47,110 @@ type confirmData struct {
 	Keep   string // prune: executions kept
 	Result string // after the POST
 	Error  string
+	// Status is the instance's status when the page was made.
+	Status string
+	// Awaited (raise) are the event names the instance waits for now
+	// (runtime.AwaitedExternalEvents); Warning says why the name typed is
+	// not one of them, and Anyway confirms it.
+	Awaited []string
+	Warning string
+	Anyway  bool
+	// Removes (delete) are the instances a delete removes: the instance
+	// and its sub-orchestrations, as far as they were walked (MoreRemoved
+	// beyond), with the executions of the instance.
+	Removes     []treeNode
+	MoreRemoved bool
+	Executions  int
+}
+
+// maxRemovedShown is how many instances a delete's confirmation lists.
+const maxRemovedShown = 100
+
+// target reads the instance an action is about and refuses, with the
+// status to answer, what would do nothing: a missing instance (404); for
+// raise and cancel a finished one (409: no turn will ever read the event
+// or the cancellation).
+func (h *Handler) target(ctx context.Context, action, id string) (duroxide.InstanceInfo, int, string) {
+	if id == "" {
+		return duroxide.InstanceInfo{}, http.StatusBadRequest, "the instance id is empty"
+	}
+	info, err := h.admin.GetInstanceInfo(ctx, id)
+	if err != nil {
+		if status, msg := h.lookupFailure(ctx, id, err); status != 0 {
+			return info, status, msg
+		}
+	}
+	if action == "raise" || action == "cancel" {
+		switch info.Status {
+		case duroxide.StatusCompleted, duroxide.StatusFailed:
+			what := "an event raised now would never be received"
+			if action == "cancel" {
+				what = "there is nothing left to cancel"
+			}
+			return info, http.StatusConflict, fmt.Sprintf("instance %s is %s: %s", displayID(id), info.Status, what)
+		}
+	}
+	return info, 0, ""
+}
+
+// lookupFailure turns a failed read of instance id into the status and
+// message to answer: 404 when it does not exist (or the store refuses
+// the id for good: too long, say), 502 when the store failed.
+func (h *Handler) lookupFailure(ctx context.Context, id string, err error) (int, string) {
+	if !duroxide.IsRetryable(err) {
+		if execs, lerr := h.admin.ListExecutions(ctx, id); lerr != nil || len(execs) == 0 {
+			return http.StatusNotFound, fmt.Sprintf("instance %s not found (%v)", displayID(id), err)
+		}
+	}
+	return http.StatusBadGateway, fmt.Sprintf("read instance %s: %v", displayID(id), err)
+}
+
+// awaited returns the event names instance id's current execution waits
+// for.
+func (h *Handler) awaited(ctx context.Context, id string, info duroxide.InstanceInfo) []string {
+	if info.CurrentExecutionID == 0 {
+		return nil
+	}
+	events, err := h.admin.ReadHistoryWithExecutionID(ctx, id, info.CurrentExecutionID)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, a := range runtime.AwaitedExternalEvents(events) {
+		if !slices.Contains(names, a.Name) {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// removes fills d with what deleting d.ID removes: its tree, from it down
+// (ListChildren each, at most maxRemovedShown instances), and its
+// executions.
+func (h *Handler) removes(ctx context.Context, d *confirmData) {
+	stack := []treeNode{{ID: d.ID}}
+	var ids []string
+	for len(stack) > 0 && len(d.Removes) < maxRemovedShown {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n.Indent = min(n.Depth, 10)
+		d.Removes = append(d.Removes, n)
+		ids = append(ids, n.ID)
+		children, err := h.admin.ListChildren(ctx, n.ID)
+		if err != nil {
+			continue
+		}
+		for i := len(children) - 1; i >= 0; i-- {
+			stack = append(stack, treeNode{ID: children[i], Depth: n.Depth + 1})
+		}
+	}
+	d.MoreRemoved = len(stack) > 0
+	for i, info := range h.infos(ctx, ids) {
+		d.Removes[i].Info = info
+	}
+	if execs, err := h.admin.ListExecutions(ctx, d.ID); err == nil {
+		d.Executions = len(execs)
+	}
 }
 
 // allowed checks what every action request must pass before its page or
@@ -58,6 +165,10 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) (string, actio
 	}
 	if !h.opts.ReadWrite {
 		h.fail(w, r, http.StatusForbidden, "this dashboard is read-only")
+		return "", info, false
+	}
+	if left, blocked := h.failed.blocked(r); blocked {
+		h.tooMany(w, r, left)
 		return "", info, false
 	}
 	if err := h.authenticated(r); err != nil {
@@ -87,6 +198,22 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := confirmData{Action: name, Info: info, ID: q.Get("id"), Name: q.Get("name"), Keep: "1"}
+	ctx := r.Context()
+	inst, status, msg := h.target(ctx, name, d.ID)
+	if status != 0 {
+		h.fail(w, r, status, msg)
+		return
+	}
+	d.Status = inst.Status
+	switch name {
+	case "raise":
+		d.Awaited = h.awaited(ctx, d.ID, inst)
+		if d.Name == "" && len(d.Awaited) == 1 {
+			d.Name = d.Awaited[0]
+		}
+	case "delete":
+		h.removes(ctx, &d)
+	}
 	h.render(w, r, http.StatusOK, "confirm", info.Title, d)
 }
 
@@ -94,6 +221,10 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	name, info, ok := h.allowed(w, r)
 	if !ok {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "unreadable form: "+err.Error())
 		return
 	}
 	if err := h.checkCSRF(r); err != nil {
@@ -106,14 +237,29 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	}
 	d := confirmData{Action: name, Info: info, ID: r.PostFormValue("id"), Name: r.PostFormValue("name"),
 		Data: r.PostFormValue("data"), Reason: r.PostFormValue("reason"), Force: r.PostFormValue("force") == "on",
-		Keep: r.PostFormValue("keep")}
+		Keep: r.PostFormValue("keep"), Anyway: r.PostFormValue("anyway") == "on"}
 	ctx := r.Context()
+	inst, status, msg := h.target(ctx, name, d.ID)
+	if status != 0 {
+		h.fail(w, r, status, msg)
+		return
+	}
+	d.Status = inst.Status
 	var err error
 	switch name {
 	case "raise":
 		if strings.TrimSpace(d.Name) == "" {
 			err = errors.New("the event needs a name")
 			break
+		}
+		if d.Awaited = h.awaited(ctx, d.ID, inst); !slices.Contains(d.Awaited, d.Name) && !d.Anyway {
+			d.Warning = fmt.Sprintf("Instance %s does not wait for an event %s now", displayID(d.ID), displayID(d.Name))
+			if len(d.Awaited) == 0 {
+				d.Warning += " (it waits for no event)"
+			}
+			d.Warning += ": an event no wait is pending for is dropped (" + runtime.DroppedNoWaitPending + "). Check the spelling, or raise it anyway."
+			h.render(w, r, http.StatusConflict, "confirm", info.Title, d)
+			return
 		}
 		if err = h.client.RaiseEvent(ctx, d.ID, d.Name, d.Data); err == nil {
 			d.Result = fmt.Sprintf("Event %s raised: the instance receives it on its next turn.", displayID(d.Name))
@@ -140,7 +286,7 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 			d.Result = fmt.Sprintf("Pruned %d execution(s), %d event(s).", res.ExecutionsDeleted, res.EventsDeleted)
 		}
 	}
-	status := http.StatusOK
+	status = http.StatusOK
 	if err != nil {
 		d.Error = err.Error()
 		status = http.StatusUnprocessableEntity

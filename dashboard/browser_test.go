@@ -103,7 +103,7 @@ func TestBrowserGoesFromTheListToAnInstanceItsHistoryAndItsSubOrchestration(t *t
 	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/?prefix=parent"))
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `td.id `+hrefSel(parentID)))
 	assert.Equal(t, "Instance "+parentID, text(t, ctx, "h1"))
-	assert.Contains(t, text(t, ctx, "#history + p"), "event(s)")
+	assert.Contains(t, text(t, ctx, "p.history-count"), "event(s)")
 	assert.Contains(t, text(t, ctx, "li.ev-sub"), "SubOrchestrationScheduled")
 	// The child's link in the history's SubOrchestrationScheduled event.
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `li.ev-sub a.id`))
@@ -155,10 +155,10 @@ func TestBrowserRaisesAnEventInReadWriteMode(t *testing.T) {
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `form button[type=submit]`), "signed in, back on the instance")
 	assert.Equal(t, "Instance "+id, text(t, ctx, "h1"))
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `a[href^="/dash/action/raise?"]`))
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS("#name"), "approve"),
-		chromedp.SendKeys(chromedp.CSS("#data"), "from the browser"),
-	))
+	name, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#name")))
+	require.NoError(t, err)
+	assert.Equal(t, "approve", name, "the event the instance waits for is prefilled")
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#data"), "from the browser")))
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `form button[type=submit]`))
 	assert.Contains(t, text(t, ctx, "p.ok"), "Event approve raised")
 	st, err := f.client.WaitForOrchestration(context.Background(), id, time.Minute)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/dashboard"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
@@ -45,6 +46,16 @@ func idsLinked(t *testing.T, body string) []string {
 		}
 	}
 	return ids
+}
+
+// nextLink returns the list's next-page link (rel="next"), "" on the last
+// page.
+func nextLink(body string) string {
+	m := regexp.MustCompile(`<a rel="next" href="([^"]*)"`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }
 
 // workload is every instance of the fixture's workload.
@@ -152,11 +163,9 @@ func TestInstancesPagePagesThroughEveryInstanceOnce(t *testing.T) {
 				for _, id := range rows {
 					seen[id]++
 				}
-				path = ""
-				for _, h := range hrefs(body) {
-					if strings.HasPrefix(h, "/dash/?") && strings.Contains(h, c.param) {
-						path = h
-					}
+				path = nextLink(body)
+				if path != "" {
+					assert.Contains(t, path, c.param)
 				}
 			}
 			for _, id := range workload {
@@ -178,13 +187,8 @@ func TestInstancesPageNextLinkKeepsARelativeTime(t *testing.T) {
 	code, body := s.get("/dash/?after=720h")
 	require.Equal(t, http.StatusOK, code)
 	require.Len(t, rowIDs(t, body), 2)
-	next := ""
-	for _, h := range hrefs(body) {
-		if strings.Contains(h, "cont=") {
-			next = h
-		}
-	}
-	require.NotEmpty(t, next, "a next page")
+	next := nextLink(body)
+	require.Contains(t, next, "cont=", "a next page")
 	u, err := url.Parse(next)
 	require.NoError(t, err)
 	_, err = time.Parse(time.RFC3339Nano, u.Query().Get("after"))
@@ -323,9 +327,39 @@ func TestQueuesPageShowsDepthsAndMetricsOnRequest(t *testing.T) {
 	assert.Regexp(t, `<tr><td>Orchestrator</td><td>\d+</td><td>\d+</td><td>\d+</td><td>`, body, "ready, locked, delayed")
 	assert.Regexp(t, `<tr><td>Worker</td><td>\d+</td><td>\d+</td><td>\d+</td><td>`, body)
 	assert.Contains(t, body, "Count instances, executions and events")
-	code, body = s.get("/dash/queues?metrics=1")
-	require.Equal(t, http.StatusOK, code)
-	assert.Regexp(t, `<dt>Instances</dt><dd>\d+</dd>`, body)
+}
+
+// TestQueuesMetricsAreConfirmedCachedAndCosted checks the gate on the
+// totals (a read of every document): the link asks first and costs
+// nothing; the confirmed count shows what it cost; the next views reuse
+// it for free; a read-write handler's signed-in operator skips the
+// question. Not parallel: it counts the quiet provider's requests.
+func TestQueuesMetricsAreConfirmedCachedAndCosted(t *testing.T) {
+	p := shared(t).quiet
+	s := newSite(t, dashboard.Options{})
+	var body string
+	n := requests(p, func() { _, body = s.get("/dash/queues?metrics=1") })
+	assert.Contains(t, body, "reads every instance, execution and history document")
+	assert.Contains(t, body, `name="confirm" value="1"`)
+	assert.NotContains(t, body, "<dt>Executions</dt>")
+	assert.EqualValues(t, 1+1+1, n, "asking costs the page alone")
+	_, body = s.get("/dash/queues?metrics=1&confirm=1")
+	assert.Regexp(t, `<dt>Instances</dt><dd>\d+ <span class="meta">\(\d+ Pending\)</span></dd>`, body)
+	assert.Regexp(t, `Counted just now \(about \d+ requests and [\d.]+k? RU\)`, body)
+	n = requests(p, func() { _, body = s.get("/dash/queues") })
+	assert.Regexp(t, `Counted \S+ ago`, body, "the count is reused")
+	assert.EqualValues(t, 1+1+1, n, "a cached count costs nothing")
+
+	rw := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	_, body = rw.do(http.MethodGet, "/dash/queues?metrics=1", nil, bearer)
+	assert.Contains(t, body, "<dt>Executions</dt>", "an authenticated operator of a read-write dashboard is not asked")
+}
+
+// requests returns the Cosmos DB requests p made during call.
+func requests(p interface{ Usage() cdb.Usage }, call func()) int64 {
+	before := p.Usage().Requests
+	call()
+	return p.Usage().Requests - before
 }
 
 func TestPendingInstanceIsShownWithItsReason(t *testing.T) {
@@ -429,13 +463,19 @@ func TestUnauthenticatedActionIsRefused(t *testing.T) {
 func TestActionWithoutTheFormTokenOrFromAnotherOriginIsRefused(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
-	code, body := s.post("/dash/action/delete", url.Values{"id": {helloID}}, bearer)
+	// Signed in through the form: the session cookie needs the form token.
+	code, page := s.get("/dash/signin")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = s.post("/dash/signin", url.Values{"csrf": {csrfToken(t, page)}, "token": {token}, "next": {"/"}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	code, body := s.post("/dash/action/delete", url.Values{"id": {helloID}}, nil)
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.Contains(t, body, "form token")
-	_, page := s.do(http.MethodGet, "/dash/action/delete?id="+helloID, nil, bearer)
+	_, page = s.get("/dash/action/delete?id=" + helloID)
 	tok := csrfToken(t, page)
-	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok + "0"}}, bearer)
+	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok + "0"}}, nil)
 	assert.Equal(t, http.StatusForbidden, code)
+	// Another origin is refused, with the bearer header too.
 	cross := http.Header{"Authorization": bearer["Authorization"], "Sec-Fetch-Site": {"cross-site"}}
 	code, body = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok}}, cross)
 	assert.Equal(t, http.StatusForbidden, code)
@@ -444,6 +484,25 @@ func TestActionWithoutTheFormTokenOrFromAnotherOriginIsRefused(t *testing.T) {
 	code, _ = s.post("/dash/action/delete", url.Values{"id": {helloID}, "csrf": {tok}}, evil)
 	assert.Equal(t, http.StatusForbidden, code)
 	assertExists(t, helloID)
+}
+
+// TestBearerAuthenticatedPostNeedsNoFormToken scripts an action as README
+// says: a POST with only the Authorization: Bearer header (no cookie, so
+// nothing a browser could forge) runs without the form token; a wrong
+// token is refused.
+func TestBearerAuthenticatedPostNeedsNoFormToken(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := "scripted-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Hello", "script")
+	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
+	require.NoError(t, err)
+	code, _ := s.post("/dash/action/delete", url.Values{"id": {id}}, http.Header{"Authorization": {"Bearer nope"}})
+	assert.Equal(t, http.StatusForbidden, code)
+	assertExists(t, id)
+	code, body := s.post("/dash/action/delete", url.Values{"id": {id}}, bearer)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Deleted 1 instance(s)")
 }
 
 // start starts an instance on the fixture's runtime.
@@ -677,4 +736,159 @@ func TestAnEventRaisedBeforeItsWaitIsMarkedDropped(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 1, strings.Count(body, `<div class="dropped"`), body)
 	assert.Regexp(t, `(?s)<strong class="ev-kind">ExternalEvent</strong> <span class="ev-name">b</span>.*?<div class="dropped"[^>]*>dropped: no wait was pending</div>\s*<code class="value">early</code>`, body)
+}
+
+// startBusy starts a Busy instance and waits until its Hold activity is
+// locked by a worker (the instance page says so).
+func startBusy(t *testing.T, s *site) string {
+	t.Helper()
+	id := "busy-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start(t, id, "Busy", "x")
+	t.Cleanup(func() { _ = shared(t).client.CancelInstance(context.Background(), id, "test over") })
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, body := s.get(instancePath(id))
+		if strings.Contains(body, "held by lock") {
+			return id
+		}
+		require.True(t, time.Now().Before(deadline), "the Hold activity was never locked:\n%s", body)
+	}
+}
+
+// TestPendingWorkPanelShowsWaitsActivitiesAndTimers checks the instance
+// page's pending work for a Busy instance: the event it waits for, the
+// activity in flight with its attempt and lock, the timer with the time
+// until it fires.
+func TestPendingWorkPanelShowsWaitsActivitiesAndTimers(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	id := startBusy(t, s)
+	_, body := s.get(instancePath(id))
+	section := body[strings.Index(body, `id="pending"`):]
+	section = section[:strings.Index(section, "</section>")]
+	assert.Regexp(t, `(?s)Waiting for events.*event <strong>go</strong>`, section)
+	assert.Regexp(t, `(?s)Activities in flight.*<strong>Hold</strong>.*<td>1</td>.*held by lock <code>`, section, "attempt 1, locked")
+	assert.Regexp(t, `<strong>fires in (5h59m|6h0m)</strong>`, section)
+	_, done := s.get(instancePath(helloID))
+	assert.NotContains(t, done, `id="pending"`, "a finished instance has no pending work")
+}
+
+// TestFailureNamesTheActivityAndLinksItsEvent checks a failed instance's
+// summary: the activity whose failure ended it, linked to its event, and
+// the ActivityFailed row's activity name.
+func TestFailureNamesTheActivityAndLinksItsEvent(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	_, body := s.get(instancePath(failID))
+	assert.Regexp(t, `Failed in activity <strong>Boom</strong>: <a href="#e\d+">event #\d+</a>`, body)
+	assert.Regexp(t, `<strong class="ev-kind">ActivityFailed</strong> <span class="ev-name">Boom</span>`, body)
+}
+
+// TestActionsRefuseMissingAndFinishedInstances checks that raise and
+// cancel are refused, on their confirmation page and on the post, for an
+// instance that does not exist (404) or has finished (409), and that
+// nothing is written.
+func TestActionsRefuseMissingAndFinishedInstances(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	p := shared(t).quiet
+	for _, action := range []string{"raise", "cancel"} {
+		for _, c := range []struct {
+			id   string
+			code int
+			text string
+		}{
+			{"no-such-instance", http.StatusNotFound, "not found"},
+			{helloID, http.StatusConflict, "is Completed"},
+			{failID, http.StatusConflict, "is Failed"},
+		} {
+			code, body := s.do(http.MethodGet, "/dash/action/"+action+"?id="+url.QueryEscape(c.id), nil, bearer)
+			assert.Equal(t, c.code, code, "%s %s: confirmation page", action, c.id)
+			assert.Contains(t, body, c.text, "%s %s", action, c.id)
+			code, _ = s.post("/dash/action/"+action, url.Values{"id": {c.id}, "name": {"approve"}}, bearer)
+			assert.Equal(t, c.code, code, "%s %s: post", action, c.id)
+		}
+	}
+	depths, err := p.GetQueueDepths(context.Background())
+	require.NoError(t, err)
+	execs, err := p.ListExecutions(context.Background(), "no-such-instance")
+	require.NoError(t, err)
+	assert.Empty(t, execs, "nothing was created for the missing id")
+	_ = depths
+	msgs, err := p.ListInstanceMessages(context.Background(), "no-such-instance")
+	require.NoError(t, err)
+	assert.Empty(t, msgs, "no message left for the missing id")
+}
+
+// TestRaiseFormListsTheAwaitedEventsAndWarnsOnOthers checks the raise
+// form: it lists and prefills the event the instance waits for, and a
+// name it does not wait for is refused with a warning unless raised
+// anyway.
+func TestRaiseFormListsTheAwaitedEventsAndWarnsOnOthers(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := startBusy(t, s)
+	code, page := s.do(http.MethodGet, "/dash/action/raise?id="+url.QueryEscape(id), nil, bearer)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `<a class="awaited"`)
+	assert.Contains(t, page, `name="name" value="go"`, "the only awaited event is prefilled")
+	code, body := s.post("/dash/action/raise", url.Values{"id": {id}, "name": {"Go"}}, bearer)
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, body, "does not wait for an event Go")
+	assert.Contains(t, body, `name="anyway"`)
+	code, body = s.post("/dash/action/raise", url.Values{"id": {id}, "name": {"Go"}, "anyway": {"on"}}, bearer)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Event Go raised")
+}
+
+// TestDeleteConfirmationListsWhatItRemoves checks that the delete page
+// lists the instance's tree and its executions before anything is
+// deleted.
+func TestDeleteConfirmationListsWhatItRemoves(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	code, page := s.do(http.MethodGet, "/dash/action/delete?id="+url.QueryEscape(parentID), nil, bearer)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, "It removes 3 instance(s), the 1 execution(s) of this one")
+	removes := page[strings.Index(page, `class="tree removes"`):]
+	assert.Equal(t, []string{parentID, childID, leafID}, idsLinked(t, removes[:strings.Index(removes, "</ul>")]))
+	assertExists(t, parentID)
+}
+
+// TestHardeningOfLinksIDsAndTokens checks the smaller defences: a sign-in
+// return path with a tab goes home, an empty id is 400 and an over-long
+// one 404 (not 502), the CSP forbids <base>, and wrong tokens are
+// rate-limited.
+func TestHardeningOfLinksIDsAndTokens(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	code, page := s.get("/dash/signin?next=/%09/evil.example/x")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `name="next" value="/"`, "a return path with a tab is refused")
+	code, _ = s.get("/dash/instance?id=")
+	assert.Equal(t, http.StatusBadRequest, code)
+	code, _ = s.get("/dash/instance?id=" + strings.Repeat("x", 5000))
+	assert.Equal(t, http.StatusNotFound, code)
+	resp, err := s.client.Get(s.srv.URL + "/dash/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "base-uri 'none'")
+	wrong := http.Header{"Authorization": {"Bearer guess"}}
+	for range 10 {
+		code, _ = s.do(http.MethodGet, "/dash/action/delete?id="+helloID, nil, wrong)
+		require.Equal(t, http.StatusForbidden, code)
+	}
+	code, _ = s.do(http.MethodGet, "/dash/action/delete?id="+helloID, nil, bearer)
+	assert.Equal(t, http.StatusTooManyRequests, code, "the right token too, from this address, for a minute")
+}
+
+// TestAutoRefreshIsOptIn checks the meta refresh: absent by default,
+// present with ?refresh=N (kept within 5..3600 seconds).
+func TestAutoRefreshIsOptIn(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	_, body := s.get("/dash/queues")
+	assert.NotContains(t, body, `http-equiv="refresh"`)
+	assert.Contains(t, body, `href="/dash/queues?refresh=10"`)
+	_, body = s.get("/dash/queues?refresh=1")
+	assert.Contains(t, body, `<meta http-equiv="refresh" content="5">`)
 }

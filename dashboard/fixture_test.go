@@ -59,8 +59,12 @@ type fixture struct {
 	client  *runtime.Client
 }
 
+// holdRelease ends every Hold activity (closed when the tests are done).
+var holdRelease = make(chan struct{})
+
 func TestMain(m *testing.M) {
 	code := m.Run()
+	close(holdRelease)
 	if fix != nil {
 		fix.close()
 	}
@@ -104,6 +108,19 @@ func registry() *runtime.Registry {
 	}))
 	must(reg.RegisterActivity("Boom", func(*runtime.ActivityContext, string) (string, error) {
 		return "", errors.New("boom: the <disk> is full")
+	}))
+	must(reg.RegisterActivity("Hold", func(ctx *runtime.ActivityContext, _ string) (string, error) {
+		select {
+		case <-holdRelease:
+		case <-ctx.Done():
+		}
+		return "released", nil
+	}))
+	// Busy has one of each kind of pending work: an activity in flight
+	// (Hold), a 6-hour timer and a wait for the event "go".
+	must(reg.RegisterOrchestration("Busy", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		ctx.Join(ctx.ScheduleActivity("Hold", in), ctx.ScheduleTimer(6*time.Hour), ctx.ScheduleWait("go"))
+		return "done", nil
 	}))
 	must(reg.RegisterOrchestration("Hello", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		return ctx.ScheduleActivity("Greet", in).Get()
@@ -172,6 +189,9 @@ func openFixture() (*fixture, error) {
 		return nil, err
 	}
 	if f.rt, err = runtime.Start(ctx, f.busy, registry(), runtime.Options{PollInterval: 5 * time.Millisecond, LongPollTimeout: 50 * time.Millisecond,
+		// The Busy instances' Hold activities each keep a worker until the
+		// tests end: enough workers are left for the others.
+		WorkerConcurrency: 8,
 		// pendingID stays Pending, its first attempt's reason recorded,
 		// for the 10 minutes the tests may take.
 		UnregisteredBackoff: runtime.UnregisteredBackoff{Base: 10 * time.Minute, Max: 10 * time.Minute}}); err != nil {

@@ -76,6 +76,8 @@ type Handler struct {
 	secret   []byte // per-handler: CSRF tokens and session cookies
 	csrf     string // the form token of this handler
 	cop      *http.CrossOriginProtection
+	failed   *failures // wrong tokens per client (ratelimit.go)
+	metrics  metricsCache
 	closeOne sync.Once
 }
 
@@ -141,6 +143,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		h.kv = h.client
 	}
 	h.cop = http.NewCrossOriginProtection()
+	h.failed = newFailures(opts.Now)
 	h.usage = usageOf(opts.Admin)
 	if h.usage != nil {
 		h.sampler = newSampler(h.usage, opts.SampleInterval, opts.Now)
@@ -180,7 +183,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "same-origin")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 	h.mux.ServeHTTP(w, r2)
 }
 
@@ -190,6 +193,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /{$}", h.instancesPage)
 	m.HandleFunc("GET /instance", h.instancePage)
 	m.HandleFunc("GET /tree", h.treePage)
+	m.HandleFunc("GET /history.json", h.historyJSON)
 	m.HandleFunc("GET /queues", h.queuesPage)
 	m.HandleFunc("GET /health", h.healthPage)
 	m.HandleFunc("GET /static/", h.static)
@@ -211,7 +215,8 @@ func (h *Handler) mac(s string) string {
 }
 
 // authenticated reports whether r may run an action: Authorize's verdict,
-// else a matching bearer token (header or session cookie).
+// else a matching bearer token (header or session cookie). A wrong bearer
+// token counts against the client's rate limit (ratelimit.go).
 func (h *Handler) authenticated(r *http.Request) error {
 	if h.opts.Authorize != nil {
 		return h.opts.Authorize(r)
@@ -220,6 +225,7 @@ func (h *Handler) authenticated(r *http.Request) error {
 		if subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.BearerToken)) == 1 {
 			return nil
 		}
+		h.failed.fail(r)
 		return errors.New("wrong bearer token")
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
@@ -235,17 +241,39 @@ func (h *Handler) authenticated(r *http.Request) error {
 // changes.
 func (h *Handler) sessionValue() string { return h.mac("session\x00" + h.opts.BearerToken) }
 
+// bearerOnly reports whether r is authenticated by its Authorization:
+// Bearer header alone (Options.BearerToken, no Authorize), carrying no
+// cookie: a script's request, which a browser cannot forge for another
+// site (it never adds that header on its own), so it needs no form token.
+func (h *Handler) bearerOnly(r *http.Request) bool {
+	if h.opts.Authorize != nil || h.opts.BearerToken == "" || r.Header.Get("Cookie") != "" {
+		return false
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.BearerToken)) == 1
+}
+
 // checkCSRF refuses a cross-origin request (net/http's CrossOriginProtection:
 // Sec-Fetch-Site, then Origin against Host) and a form without the
-// handler's token.
+// handler's token, unless the request is authenticated by its bearer
+// header alone (bearerOnly).
 func (h *Handler) checkCSRF(r *http.Request) error {
 	if err := h.cop.Check(r); err != nil {
 		return fmt.Errorf("cross-origin request refused: %w", err)
+	}
+	if h.bearerOnly(r) {
+		return nil
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(h.csrf)) != 1 {
 		return errors.New("missing or wrong form token (reload the page and try again)")
 	}
 	return nil
+}
+
+// tooMany refuses a client that sent too many wrong tokens.
+func (h *Handler) tooMany(w http.ResponseWriter, r *http.Request, left time.Duration) {
+	w.Header().Set("Retry-After", fmt.Sprint(int(left.Seconds())+1))
+	h.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many wrong tokens from this address: try again in %s", formatDuration(left.Round(time.Second))))
 }
 
 // signinPage asks for the bearer token.
@@ -267,7 +295,12 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusForbidden, err.Error())
 		return
 	}
+	if left, blocked := h.failed.blocked(r); blocked {
+		h.tooMany(w, r, left)
+		return
+	}
 	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(h.opts.BearerToken)) != 1 {
+		h.failed.fail(r)
 		h.render(w, r, http.StatusForbidden, "signin", "Sign in", map[string]any{"Next": safeNext(r.PostFormValue("next")), "Error": "wrong token"})
 		return
 	}
@@ -277,10 +310,17 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext keeps a sign-in's return path inside the dashboard: a path
-// starting with one "/", else "/".
+// starting with one "/" and holding no backslash or control character
+// (browsers drop tabs and newlines from a Location, so "/\t/evil.example"
+// would leave it), else "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return "/"
+		}
 	}
 	return next
 }

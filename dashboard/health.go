@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -152,9 +153,9 @@ func rates(title, unit string, samples []sample, f func(cdb.Usage) float64) char
 		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
 	}
 	c.Points = strings.TrimSpace(b.String())
-	c.Max = fmt.Sprintf("%g %s", top, unit)
+	c.Max = readableNumber(top) + " " + unit
 	c.From, c.To = from.UTC().Format("15:04:05Z"), to.UTC().Format("15:04:05Z")
-	c.Last = fmt.Sprintf("%.2f %s", pts[len(pts)-1].v, unit)
+	c.Last = readableNumber(pts[len(pts)-1].v) + " " + unit
 	return c
 }
 
@@ -214,4 +215,21 @@ func (h *Handler) healthPage(w http.ResponseWriter, r *http.Request) {
 		rates("Throttled (429)", "/min", samples, func(u cdb.Usage) float64 { return float64(u.Throttled) }),
 	}
 	h.render(w, r, http.StatusOK, "health", "Health and cost", d)
+}
+
+// readableNumber writes v for a chart label: "850", "12.5", "3.2k",
+// "2M" (never the exponent form "2e+06").
+func readableNumber(v float64) string {
+	trim := func(s string) string { return strings.TrimSuffix(strings.TrimSuffix(s, "0"), ".0") }
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return trim(fmt.Sprintf("%.1f", v/1e9)) + "G"
+	case a >= 1e6:
+		return trim(fmt.Sprintf("%.1f", v/1e6)) + "M"
+	case a >= 1e4:
+		return trim(fmt.Sprintf("%.1f", v/1e3)) + "k"
+	case a >= 100 || a == math.Trunc(a):
+		return fmt.Sprintf("%.0f", v)
+	}
+	return trim(fmt.Sprintf("%.2f", v))
 }

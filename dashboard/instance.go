@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
-	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // maxExecutionsShown is how many executions (the newest) the instance page
@@ -36,6 +35,10 @@ type eventRow struct {
 	Time     string // UTC
 	Offset   string // since the execution's first event
 	Duration string // for a completion: since the event it completes
+	// SourceHref links the event it completes (SourceID), on its own
+	// history page.
+	SourceHref string
+	SourceID   uint64
 	// Dropped says why an ExternalEvent never reached the orchestration
 	// (runtime.DroppedExternalEvents: "dropped: no wait was pending");
 	// empty otherwise.
@@ -65,16 +68,34 @@ type instanceData struct {
 	Executions   []execRow
 	MoreExecs    int
 	Exec         uint64 // the execution shown
+	Kind         string // the event kind the history is filtered by ("" for all)
+	Kinds        []string
 	Events       []eventRow
+	Groups       []eventGroup // Events, runs of like events summed up
 	EventTotal   int
 	HPage, Pages int
 	Children     []childRow
 	MoreChildren int
 	KV           []kvPair
 	KVError      string
-	Errors       []string
-	CanAct       bool
-	CanSignal    bool // raise and cancel need a Client
+	// Pending is what the current execution waits for (pending.go);
+	// ShowPending is true when it is shown (the execution runs).
+	Pending     pendingWork
+	ShowPending bool
+	// FailedAt names what failed, for a Failed execution: the activity or
+	// sub-orchestration whose failure ended it, and links its event.
+	FailedAt  *failureSite
+	Errors    []string
+	CanAct    bool
+	CanSignal bool // raise and cancel need a Client
+}
+
+// failureSite is where a failed execution's error came from.
+type failureSite struct {
+	Kind    string // "activity" or "sub-orchestration"
+	Name    string
+	EventID uint64 // the ActivityFailed or SubOrchestrationFailed event
+	Href    string
 }
 
 // execRow is one execution in the executions table.
@@ -88,7 +109,7 @@ type execRow struct {
 func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	id := q.Get("id")
-	if !q.Has("id") {
+	if !q.Has("id") || id == "" {
 		h.fail(w, r, http.StatusBadRequest, "no instance id given (?id=)")
 		return
 	}
@@ -96,11 +117,8 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 	d := instanceData{ID: id, CanAct: h.opts.ReadWrite, CanSignal: h.opts.ReadWrite && h.client != nil}
 	info, custom, err := h.instanceInfo(ctx, id)
 	if err != nil {
-		if execs, lerr := h.admin.ListExecutions(ctx, id); lerr == nil && len(execs) == 0 {
-			h.fail(w, r, http.StatusNotFound, "instance "+displayID(id)+" not found")
-			return
-		}
-		h.fail(w, r, http.StatusBadGateway, fmt.Sprintf("read instance %s: %v", displayID(id), err))
+		status, msg := h.lookupFailure(ctx, id, err)
+		h.fail(w, r, status, msg)
 		return
 	}
 	d.Info, d.Custom = info, custom
@@ -110,6 +128,10 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 		d.Exec = e
 	}
 	d.HPage, _ = strconv.Atoi(q.Get("hpage"))
+	d.Kinds = eventKinds
+	if k := q.Get("kind"); slices.Contains(eventKinds, k) {
+		d.Kind = k
+	}
 	// The history, the executions, the children and the KV store are
 	// independent reads: they run concurrently, each with its own errors.
 	var histErrs, execErrs, childErrs []string
@@ -119,6 +141,12 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() { shown, histErrs = h.fillHistory(ctx, &d) })
 	}
 	wg.Go(func() { execErrs = h.fillExecutions(ctx, &d) })
+	var msgs []duroxide.InstanceMessage
+	var msgErr error
+	reader, hasMessages := h.admin.(duroxide.InstanceMessagesReader)
+	if hasMessages && info.Status == duroxide.StatusRunning {
+		wg.Go(func() { msgs, msgErr = reader.ListInstanceMessages(ctx, id) })
+	}
 	wg.Go(func() { childErrs = h.fillChildren(ctx, &d) })
 	if h.kv != nil && info.Status != duroxide.StatusPending {
 		wg.Go(func() {
@@ -135,6 +163,14 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 	d.Errors = slices.Concat(histErrs, execErrs, childErrs)
 	if shown != nil {
 		h.addShownExecution(&d, *shown)
+	}
+	if d.ShowPending && info.Status == duroxide.StatusRunning {
+		if msgErr != nil {
+			d.Pending.MessagesError = msgErr.Error()
+		}
+		h.addMessages(&d.Pending, d.Exec, msgs)
+	} else {
+		d.ShowPending = false
 	}
 	if info.Status == "Completed" || info.Status == "ContinuedAsNew" {
 		d.Output = info.Output
@@ -213,62 +249,34 @@ func (h *Handler) addShownExecution(d *instanceData, ei duroxide.ExecutionInfo) 
 	}
 }
 
-// fillHistory reads the shown execution's history and turns one page of it
-// into timeline rows; the input, the failure and the execution's metadata
-// (status from its terminal event, start and end from the first and
-// terminal events' timestamps, the event count) come from it too.
-func (h *Handler) fillHistory(ctx context.Context, d *instanceData) (*duroxide.ExecutionInfo, []string) {
-	events, err := h.admin.ReadHistoryWithExecutionID(ctx, d.ID, d.Exec)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("history of execution %d: %v", d.Exec, err)}
-	}
-	d.EventTotal = len(events)
-	ei := &duroxide.ExecutionInfo{ExecutionID: d.Exec, Status: "Running", EventCount: uint64(len(events))}
-	byID := make(map[uint64]uint64, len(events)) // event id -> timestamp
-	var start uint64
-	for _, ev := range events {
-		byID[ev.EventID] = ev.TimestampMs
-		if start == 0 {
-			start = ev.TimestampMs
-			ei.StartedAt = start
-		}
-		switch k := ev.Kind.(type) {
-		case duroxide.OrchestrationStarted:
-			in := k.Input
-			d.Input = &in
-		case duroxide.OrchestrationFailed:
-			det := k.Details
-			d.Failure = &det
-			ei.Status = "Failed"
-		case duroxide.OrchestrationCompleted:
-			ei.Status = "Completed"
-		case duroxide.OrchestrationContinuedAsNew:
-			ei.Status = "ContinuedAsNew"
-		}
-		if ev.IsTerminal() {
-			ei.CompletedAt = duroxide.Uint64Ptr(ev.TimestampMs)
-		}
-	}
-	dropped := map[uint64]string{}
-	for _, de := range runtime.DroppedExternalEvents(events) {
-		dropped[de.EventID] = de.Reason
-	}
-	size := h.opts.HistoryPageSize
-	d.Pages = max(1, (len(events)+size-1)/size)
-	d.HPage = min(max(d.HPage, 1), d.Pages)
-	for _, ev := range events[(d.HPage-1)*size : min(d.HPage*size, len(events))] {
-		row := describe(ev)
-		row.Dropped = dropped[ev.EventID]
-		row.Time = utcMs(ev.TimestampMs)
-		row.Offset = "+" + formatDuration(time.Duration(ev.TimestampMs-start)*time.Millisecond)
-		if ev.SourceEventID != nil {
-			if t, ok := byID[*ev.SourceEventID]; ok && ev.TimestampMs >= t {
-				row.Duration = formatDuration(time.Duration(ev.TimestampMs-t) * time.Millisecond)
-			}
-		}
-		d.Events = append(d.Events, row)
-	}
-	return ei, nil
+// eventKinds are the kinds the history can be filtered by.
+var eventKinds = []string{
+	string(duroxide.EventTypeOrchestrationStarted),
+	string(duroxide.EventTypeOrchestrationCompleted),
+	string(duroxide.EventTypeOrchestrationFailed),
+	string(duroxide.EventTypeActivityScheduled),
+	string(duroxide.EventTypeActivityCompleted),
+	string(duroxide.EventTypeActivityFailed),
+	string(duroxide.EventTypeActivityCancelRequested),
+	string(duroxide.EventTypeTimerCreated),
+	string(duroxide.EventTypeTimerFired),
+	string(duroxide.EventTypeExternalSubscribed),
+	string(duroxide.EventTypeExternalEvent),
+	string(duroxide.EventTypeOrchestrationChained),
+	string(duroxide.EventTypeSubOrchestrationScheduled),
+	string(duroxide.EventTypeSubOrchestrationCompleted),
+	string(duroxide.EventTypeSubOrchestrationFailed),
+	string(duroxide.EventTypeSubOrchestrationCancelRequested),
+	string(duroxide.EventTypeOrchestrationContinuedAsNew),
+	string(duroxide.EventTypeOrchestrationCancelRequested),
+	string(duroxide.EventTypeExternalSubscribedCancelled),
+	string(duroxide.EventTypeQueueSubscribed),
+	string(duroxide.EventTypeQueueEventDelivered),
+	string(duroxide.EventTypeQueueSubscriptionCancelled),
+	string(duroxide.EventTypeCustomStatusUpdated),
+	string(duroxide.EventTypeKeyValueSet),
+	string(duroxide.EventTypeKeyValueCleared),
+	string(duroxide.EventTypeKeyValuesCleared),
 }
 
 // describe is an event's kind, category, name and value.

@@ -1,9 +1,12 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
+	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 )
 
@@ -20,7 +23,30 @@ type queuesData struct {
 	PendingTotal int
 	Metrics      *duroxide.SystemMetrics
 	WantMetrics  bool
+	// Confirm: the totals were asked for without confirmation, which the
+	// page asks for first (their cost is a read of every document).
+	Confirm bool
+	// Counted is how long ago the totals shown were counted (they are
+	// cached for metricsTTL); Cost what that count cost on cdb ("" when
+	// unknown); LastCost the cost of the last count, shown before one.
+	Counted, Cost, LastCost string
+	// Recount: a new count was asked for though one is cached.
+	Recount bool
+	// AllInstances is the instances counted, the Pending ones included.
+	AllInstances uint64
 	Errors       []string
+}
+
+// metricsTTL is how long the queues page reuses a count of the totals.
+const metricsTTL = 5 * time.Minute
+
+// metricsCache is the last count of the totals (GetSystemMetrics) and
+// what it cost.
+type metricsCache struct {
+	mu   sync.Mutex
+	m    *duroxide.SystemMetrics
+	at   time.Time
+	cost string
 }
 
 // queueRow is one queue's line of the queues page.
@@ -49,7 +75,8 @@ func queueRowOf(name string, c duroxide.QueueCounts) queueRow {
 // document on cdb), GetSystemMetrics.
 func (h *Handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	d := queuesData{WantMetrics: r.URL.Query().Get("metrics") == "1"}
+	q := r.URL.Query()
+	d := queuesData{WantMetrics: q.Get("metrics") == "1"}
 	if reporter, ok := h.admin.(duroxide.QueueStatsReporter); ok {
 		if qs, err := reporter.GetQueueStats(ctx); err != nil {
 			d.Errors = append(d.Errors, "queue stats: "+err.Error())
@@ -71,12 +98,48 @@ func (h *Handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if d.WantMetrics {
-		if m, err := h.admin.GetSystemMetrics(ctx); err != nil {
-			d.Errors = append(d.Errors, "system metrics: "+err.Error())
-		} else {
-			d.Metrics = &m
-		}
+	h.fillMetrics(r, &d, q.Get("confirm") == "1")
+	if d.Metrics != nil {
+		d.AllInstances = d.Metrics.TotalInstances + uint64(d.PendingTotal)
 	}
 	h.render(w, r, http.StatusOK, "queues", "Queues", d)
+}
+
+// fillMetrics fills the totals: the cached count when it is younger than
+// metricsTTL; else, when asked for (?metrics=1) and confirmed (&confirm=1,
+// or an authenticated request to a read-write handler), a new count,
+// whose cost on cdb (the provider's Usage before and after) is shown.
+func (h *Handler) fillMetrics(r *http.Request, d *queuesData, confirmed bool) {
+	c := &h.metrics
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := h.opts.Now()
+	d.LastCost = c.cost
+	d.Recount = d.WantMetrics && r.URL.Query().Get("recount") == "1"
+	if fresh := c.m != nil && now.Sub(c.at) < metricsTTL; fresh && !d.Recount {
+		d.Metrics, d.Counted, d.Cost = c.m, formatDuration(now.Sub(c.at))+" ago", c.cost
+		return
+	}
+	if !d.WantMetrics {
+		return
+	}
+	if !confirmed && !(h.opts.ReadWrite && h.authenticated(r) == nil) {
+		d.Confirm = true
+		return
+	}
+	var before cdb.Usage
+	if h.usage != nil {
+		before = h.usage.Usage()
+	}
+	m, err := h.admin.GetSystemMetrics(r.Context())
+	if err != nil {
+		d.Errors = append(d.Errors, "system metrics: "+err.Error())
+		return
+	}
+	c.m, c.at, c.cost = &m, now, ""
+	if h.usage != nil {
+		after := h.usage.Usage()
+		c.cost = fmt.Sprintf("about %d requests and %s RU", after.Requests-before.Requests, readableNumber(after.RequestCharge-before.RequestCharge))
+	}
+	d.Metrics, d.Counted, d.Cost = c.m, "just now", c.cost
 }

@@ -35,6 +35,7 @@ var funcs = template.FuncMap{
 	"deref":    func(s *string) string { return deref(s) },
 	"add":      func(a, b int) int { return a + b },
 	"statusCl": statusClass,
+	"pair":     func(page, row any) map[string]any { return map[string]any{"Page": page, "Row": row} },
 }
 
 func mustParsePages() map[string]*template.Template {
@@ -64,6 +65,54 @@ type page struct {
 	NowUTC    string
 	Data      any
 	CSRF      string
+	// Refresh is the page's auto-refresh period in seconds (?refresh=N,
+	// 5..3600; 0: none), a meta refresh that needs no JavaScript;
+	// RefreshLinks turn it on and off on a GET page.
+	Refresh      int
+	RefreshLinks []refreshLink
+}
+
+// refreshLink is one choice of the auto-refresh period.
+type refreshLink struct {
+	Label   string
+	URL     string
+	Current bool
+}
+
+// refreshPeriods are the auto-refresh choices offered, in seconds (0: off).
+var refreshPeriods = []int{0, 10, 60}
+
+// refreshOf returns r's auto-refresh period (?refresh=N seconds, kept
+// within 5..3600; 0 when absent or not a number) and the links that
+// change it.
+func (h *Handler) refreshOf(r *http.Request) (int, []refreshLink) {
+	if r.Method != http.MethodGet {
+		return 0, nil
+	}
+	q := r.URL.Query()
+	n, err := strconv.Atoi(q.Get("refresh"))
+	if err != nil || n <= 0 {
+		n = 0
+	} else {
+		n = min(max(n, 5), 3600)
+	}
+	links := make([]refreshLink, 0, len(refreshPeriods))
+	for _, p := range refreshPeriods {
+		v := r.URL.Query()
+		label := "off"
+		if p == 0 {
+			v.Del("refresh")
+		} else {
+			v.Set("refresh", strconv.Itoa(p))
+			label = strconv.Itoa(p) + "s"
+		}
+		u := h.opts.Prefix + r.URL.Path
+		if len(v) > 0 {
+			u += "?" + v.Encode()
+		}
+		links = append(links, refreshLink{Label: label, URL: u, Current: p == n})
+	}
+	return n, links
 }
 
 // render writes the page named name (a template of templates/) with data.
@@ -77,10 +126,14 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		nav = "instance"
 	}
 	var buf bytes.Buffer
-	err := t.ExecuteTemplate(&buf, "layout.html", page{
+	pg := page{
 		Title: title, Prefix: h.opts.Prefix, ReadWrite: h.opts.ReadWrite, Health: h.usage != nil,
 		Nav: nav, NowUTC: h.opts.Now().UTC().Format("2006-01-02 15:04:05Z"), Data: data, CSRF: h.csrf,
-	})
+	}
+	if status == http.StatusOK && name != "confirm" && name != "signin" {
+		pg.Refresh, pg.RefreshLinks = h.refreshOf(r)
+	}
+	err := t.ExecuteTemplate(&buf, "layout.html", pg)
 	if err != nil {
 		slog.Default().Error("dashboard: render", "page", name, "error", err)
 		http.Error(w, "dashboard: cannot render the page", http.StatusInternalServerError)

@@ -33,6 +33,7 @@ func Groups() []Group {
 		{"instance_creation", instanceCreationCases},
 		{"instance_locking", instanceLockingCases},
 		{"instance_pages", instancePagesCases},
+		{"history_pages", historyPagesCases},
 		{"kv_store", kvStoreCases},
 		{"lock_expiration", lockExpirationCases},
 		{"long_polling", longPollingCases},

@@ -330,7 +330,8 @@ func TestShowPrintsStatusOutputCustomStatusAndExecutions(t *testing.T) {
 	text := f.admin("", "show", failID)
 	require.Equal(t, exitOK, text.code, text.stderr)
 	assert.Regexp(t, `(?m)^Status:\s+Failed$`, text.stdout)
-	assert.Regexp(t, `(?m)^Output:\s+.*boom`, text.stdout)
+	assert.Regexp(t, `(?m)^Error:\s+.*boom`, text.stdout, "a failed instance's error is printed as an error")
+	assert.NotRegexp(t, `(?m)^Output:`, text.stdout)
 	assert.Regexp(t, `(?m)^Custom status:\s+- \(never set\)$`, text.stdout)
 	assert.Regexp(t, `(?m)^1\s+Failed\s+`, text.stdout)
 }

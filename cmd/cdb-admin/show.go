@@ -88,10 +88,15 @@ func printShow(s *session, out showJSON) error {
 		line("Status", in.Status)
 	}
 	line("Execution", strconv.FormatUint(in.CurrentExecutionID, 10))
-	if in.Output != nil {
-		line("Output", *in.Output)
-	} else {
+	switch {
+	case in.Output == nil:
 		line("Output", "-")
+	case in.Status == duroxide.StatusFailed:
+		line("Error", *in.Output) // a failed instance's "output" is its error
+	case in.Status == duroxide.StatusContinuedAsNew:
+		line("Next input", *in.Output)
+	default:
+		line("Output", *in.Output)
 	}
 	switch {
 	case out.CustomStatus == nil:

@@ -298,3 +298,97 @@ func (p *MemoryProvider) GetQueueStats(ctx context.Context) (duroxide.QueueStats
 	}
 	return s, nil
 }
+
+var _ duroxide.InstanceMessagesReader = (*MemoryProvider)(nil)
+
+// ListInstanceMessages implements duroxide.InstanceMessagesReader: the
+// instance's orchestrator-queue messages (locked while its instance lock
+// that tagged them lives), then its worker-queue messages, each in
+// enqueue order.
+func (p *MemoryProvider) ListInstanceMessages(ctx context.Context, instance string) ([]duroxide.InstanceMessage, error) {
+	if err := memCtxErr("list_instance_messages", ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	var out []duroxide.InstanceMessage
+	for _, r := range p.orchQueue {
+		if r.instance != instance {
+			continue
+		}
+		m := duroxide.InstanceMessage{Queue: duroxide.QueueOrchestrator, Item: r.item, VisibleAt: uint64(max(r.visibleAt, 0)), AttemptCount: r.attempts}
+		if l := p.locks[instance]; l != nil && r.lockToken != "" && r.lockToken == l.token && l.lockedUntil > now {
+			m.LockedUntil, m.LockToken = uint64(l.lockedUntil), l.token
+		}
+		out = append(out, m)
+	}
+	for _, r := range p.workQueue {
+		if r.item.Instance != instance {
+			continue
+		}
+		m := duroxide.InstanceMessage{Queue: duroxide.QueueWorker, Item: duroxide.WorkItem{Kind: r.item}, VisibleAt: uint64(max(r.visibleAt, 0)), AttemptCount: r.attempts}
+		if r.lockToken != "" && r.lockedUntil > now {
+			m.LockedUntil, m.LockToken = uint64(r.lockedUntil), r.lockToken
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+var _ duroxide.HistoryPageReader = (*MemoryProvider)(nil)
+
+// ReadHistoryPage implements duroxide.HistoryPageReader over the stored
+// history.
+func (p *MemoryProvider) ReadHistoryPage(ctx context.Context, instance string, execution, first uint64, count int) (duroxide.HistoryPage, error) {
+	const op = "read_history_page"
+	if err := memCtxErr(op, ctx); err != nil {
+		return duroxide.HistoryPage{}, err
+	}
+	if count <= 0 {
+		return duroxide.HistoryPage{}, memPermanent(op, "count must be positive, not %d", count)
+	}
+	info, err := p.GetExecutionInfo(ctx, instance, execution)
+	if err != nil {
+		return duroxide.HistoryPage{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	page := duroxide.HistoryPage{Execution: info, Events: []duroxide.Event{}}
+	page.Execution.EventCount = 0
+	for _, row := range p.history[instance][execution] {
+		page.Execution.EventCount = max(page.Execution.EventCount, row.id)
+		if row.id >= first && row.id < first+uint64(count) {
+			ev, err := row.decode()
+			if err != nil {
+				return duroxide.HistoryPage{}, memPermanent(op, "%v", err)
+			}
+			page.Events = append(page.Events, ev)
+		}
+	}
+	return page, nil
+}
+
+// ReadHistoryEvents implements duroxide.HistoryPageReader.
+func (p *MemoryProvider) ReadHistoryEvents(ctx context.Context, instance string, execution uint64, ids []uint64) ([]duroxide.Event, error) {
+	const op = "read_history_events"
+	if err := memCtxErr(op, ctx); err != nil {
+		return nil, err
+	}
+	if len(ids) > duroxide.MaxHistoryEventsRead {
+		return nil, memPermanent(op, "%d ids: at most %d a call", len(ids), duroxide.MaxHistoryEventsRead)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []duroxide.Event{}
+	for _, row := range p.history[instance][execution] {
+		if slices.Contains(ids, row.id) {
+			ev, err := row.decode()
+			if err != nil {
+				return nil, memPermanent(op, "%v", err)
+			}
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
