@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -1034,11 +1033,18 @@ type instancePageToken struct {
 // (STARTSWITH) and the creation bounds. It asks the service for the rest
 // of the page until the page is full or the query is done.
 //
-// Order: the service's order for a cross-partition query without ORDER BY
-// (DESIGN.md §10: none is sent across partitions): partition key range
-// after partition key range, and within one in the order the service keeps
-// documents; neither newest first nor by id. A Pending instance keeps its
-// place when its first turn creates it (the same document, replaced).
+// Order: for duroxide.OrderStore (the zero value) the service's order for
+// a cross-partition query without ORDER BY (DESIGN.md §10: none is sent
+// across partitions): partition key range after partition key range, and
+// within one in the order the service keeps documents; neither newest
+// first nor by id. A Pending instance keeps its place when its first turn
+// creates it (the same document, replaced). OrderNewestFirst and
+// OrderOldestFirst are sorted on the client: 1 request while the matching
+// instances after the walk's position fit in one response (about 1,000,
+// and the first page's StatusCounts come with it), else a few windows of
+// creation time, each read in one response but the last (up to 12
+// requests for a burst of instances followed by a quiet period; 2 a page
+// once a walk has found its width).
 //
 // The continuation is "cdb1." and, in unpadded URL-safe base64, the
 // query's filters with the service's continuation: one that does not
@@ -1106,27 +1112,35 @@ func (p *Provider) ListInstancesPage(ctx context.Context, q duroxide.InstancePag
 //     them, the page is sorted from it (and on the first page the
 //     per-status counts come with it): 1 request.
 //  2. Otherwise windows of creation time from the walk's position on (the
-//     newest first: [now-w, now), then [now-9w, now-w), ...; the oldest
-//     first: [last, last+w), ...), each read whole with every filter, the
-//     window widened eight times after one that leaves the page short,
-//     until the page is full or the windows reach the end. The probe's
-//     instances bound the search: the page's last instance is no further
-//     than the page-size-th of them, so the last window stops there. The
-//     next page's continuation carries the window width that filled this
-//     one, and skips the probe.
+//     newest first: from now back; the oldest first: from the position,
+//     or on the first page from below the oldest instance the probe saw),
+//     each read with every filter. A window that leaves the page short is
+//     followed by the next one, as much wider (two to eight times) as its
+//     density says the rest of the page needs; a window that holds more
+//     than one response (orderedWindowPageSize) is dropped for the part
+//     nearest the position that should hold a page at that density, so
+//     that no window is read past its first response but the last one. The probe's instances bound the
+//     search: the page's last instance is no further than the
+//     page-size-th of them. The next page's continuation carries the
+//     width that filled this page, and skips the probe.
 //
 // Requests: 1 while the instances after the walk's position fit in a
-// response; else 1 (the probe, first page only) + 1 per window (at most
-// orderedMaxWindows), + 1 per further response of a window holding more
-// than orderedWindowPageSize instances.
+// response; else 1 (the probe, first page only) + 1 per window read: 4 for
+// the first page and 2 for the next ones among 3,003 instances created at
+// an even rate (TestOrderedInstancePageOfManyCostsAFewRequests); up to
+// orderedMaxWindows when they came in a burst followed by a quiet period
+// (10 to 16 for 10,000 instances created within 13 s, 10 s before the
+// view: BenchmarkInstanceListPageOf10000 in package dashboard), each
+// window reading at most a response of orderedWindowPageSize documents
+// but the last.
 
 // Bounds of an ordered walk's reads.
 const (
 	orderedProbeSize      = 1000
 	orderedWindowPageSize = 1000
-	orderedFirstWindow    = int64(time.Hour / time.Millisecond)
+	orderedFirstWindow    = int64(time.Minute / time.Millisecond)
 	orderedWidening       = 8
-	orderedMaxWindows     = 8
+	orderedMaxWindows     = 12
 )
 
 // orderedInstancePage is ListInstancesPage for q.Order newest or oldest
@@ -1177,6 +1191,7 @@ func (p *Provider) orderedInstancePage(ctx context.Context, op string, q duroxid
 	var page duroxide.InstancePage
 	var rows []duroxide.InstanceSummary // every instance after the position, when known
 	var bound *uint64                   // the page's last instance's creation time is no further
+	start := int64(q.CreatedAfter)      // where a first page's windows start, the oldest first
 	width := tok.Width
 	probed := false
 	if !hasPos || tok.Probed {
@@ -1205,12 +1220,21 @@ func (p *Provider) orderedInstancePage(ctx context.Context, op string, q duroxid
 		case len(matching) >= size:
 			bound = &matching[size-1].CreatedAt
 		}
+		if !newest && len(probe) > 0 {
+			// Below the oldest instance the probe saw: the first window
+			// is open downwards, so it holds any older one too.
+			oldest := probe[0].CreatedAt
+			for _, s := range probe {
+				oldest = min(oldest, s.CreatedAt)
+			}
+			start = max(start, int64(oldest)-orderedFirstWindow)
+		}
 		width = max(width, orderedFirstWindow)
 	}
 	more := false // the page may be followed by more though it holds no extra row
 	if !probed {
 		var err error
-		if rows, width, more, err = p.orderedWindows(q, size, hasPos, tok.LastAt, newest, position, params, width, bound, read); err != nil {
+		if rows, width, more, err = p.orderedWindows(q, size, hasPos, tok.LastAt, newest, position, params, width, bound, start, read); err != nil {
 			return duroxide.InstancePage{}, err
 		}
 	}
@@ -1229,78 +1253,105 @@ func (p *Provider) orderedInstancePage(ctx context.Context, op string, q duroxid
 // until more than size instances are found or the windows reach the end or
 // bound, and returns them sorted, the window width for the next page, and
 // whether more may follow though no extra instance was read (the last
-// window stopped at bound).
+// window stopped at bound). start is where the first window of a first
+// page begins when the oldest come first (below the probe's oldest).
 func (p *Provider) orderedWindows(q duroxide.InstancePageQuery, size int, hasPos bool, lastAt uint64, newest bool, position string,
-	params []azcosmos.QueryParameter,
-	width int64, bound *uint64, read func(duroxide.InstancePageQuery, string, []azcosmos.QueryParameter, queryOpts) ([]duroxide.InstanceSummary, string, error),
+	params []azcosmos.QueryParameter, width int64, bound *uint64, start int64,
+	read func(duroxide.InstancePageQuery, string, []azcosmos.QueryParameter, queryOpts) ([]duroxide.InstanceSummary, string, error),
 ) (rows []duroxide.InstanceSummary, nextWidth int64, more bool, err error) {
-	// edge is where the next window starts (exclusive for the newest
-	// first: windows go down from it; inclusive for the oldest first).
-	edge := int64(lastAt)
+	now := p.nowMs()
+	// edge is where the next window starts: windows go down from it (the
+	// newest first) or up from it (the oldest first). open says the first
+	// window has no bound on the edge's side (the walk's position, or the
+	// newest or oldest end, bounds it).
+	edge, open := int64(lastAt), true
 	if !hasPos {
-		edge = p.nowMs() + 1
+		edge = now + 1
 		if !newest {
-			edge = int64(q.CreatedAfter)
+			edge = start
 		}
 	}
+	width = max(width, 1)
 	for i := 0; ; i++ {
 		var cond []string
 		var wp []azcosmos.QueryParameter
 		if position != "" {
 			cond = append(cond, position)
 		}
-		last := i == orderedMaxWindows-1
-		cut := false // the window stops at the bound, not at the end
+		final := i == orderedMaxWindows-1 // read it whole, unbounded beyond
+		cut := false                      // the window stops at the bound
+		atEnd := false                    // the window reaches the end of the range
+		var far int64
 		if newest {
-			lo := edge - width
-			if bound != nil && lo <= int64(*bound) {
-				lo, last, cut = int64(*bound), true, true
+			far = edge - width
+			if bound != nil && far <= int64(*bound) {
+				far, cut = int64(*bound), true
 			}
-			if !cut && (lo <= int64(q.CreatedAfter) || lo <= 0) {
-				last = true
+			if !cut && far <= int64(q.CreatedAfter) {
+				atEnd = true
 			}
-			if i > 0 {
+			if !open {
 				cond = append(cond, "c.createdAt < @hi")
 				wp = append(wp, param("@hi", edge))
 			}
-			if !last || cut {
+			if !atEnd && !(final && !cut) {
 				cond = append(cond, "c.createdAt >= @lo")
-				wp = append(wp, param("@lo", lo))
+				wp = append(wp, param("@lo", far))
 			}
-			edge = lo
 		} else {
-			hi := edge + width
-			if !hasPos && edge == 0 {
-				// From the oldest with no lower bound: one window, up to
-				// the bound (or everything).
-				hi, last = math.MaxInt64, true
+			far = edge + width
+			if bound != nil && far > int64(*bound) {
+				far, cut = int64(*bound)+1, true
 			}
-			if hi > p.nowMs()+1 {
-				last = true
+			if !cut && far > now+1 {
+				atEnd = true
 			}
-			if bound != nil && hi > int64(*bound) {
-				hi, last, cut = int64(*bound)+1, true, true
-			}
-			if i > 0 {
+			if !open {
 				cond = append(cond, "c.createdAt >= @lo")
 				wp = append(wp, param("@lo", edge))
 			}
-			if !last || cut {
+			if !atEnd && !(final && !cut) {
 				cond = append(cond, "c.createdAt < @hi")
-				wp = append(wp, param("@hi", hi))
+				wp = append(wp, param("@hi", far))
 			}
-			edge = hi
 		}
-		got, _, err := read(q, strings.Join(cond, " AND "), append(slices.Clone(params), wp...), queryOpts{pageSize: orderedWindowPageSize})
+		last := final || cut || atEnd
+		o := queryOpts{maxPages: 1, pageSize: orderedWindowPageSize}
+		if final || width <= 1 {
+			o = queryOpts{pageSize: orderedWindowPageSize} // read whole: the last try, or a window that cannot narrow
+		}
+		got, next, err := read(q, strings.Join(cond, " AND "), append(slices.Clone(params), wp...), o)
 		if err != nil {
 			return nil, 0, false, err
+		}
+		if next != "" && o.maxPages == 1 {
+			// More than a response in this window: at least
+			// orderedWindowPageSize instances in width, so a page's worth
+			// (with a margin) is in the nearest part of it. The response's
+			// instances bound the search as the probe's do: the rest of
+			// the page is no further than the one of them it would end on.
+			width = max(int64(float64(width)*1.5*float64(size)/orderedWindowPageSize), 1)
+			if need := size - len(rows); need > 0 && len(got) >= need {
+				slices.SortFunc(got, q.Order.Compare)
+				if at := got[need-1].CreatedAt; bound == nil || (newest && at > *bound) || (!newest && at < *bound) {
+					bound = &at
+				}
+			}
+			continue
 		}
 		rows = append(rows, got...)
 		if len(rows) > size || last {
 			more = cut && len(rows) >= size
 			break
 		}
-		width *= orderedWidening
+		// The next window: as wide as this one's density says the rest of
+		// the page needs (with a margin), two to eight times this one.
+		factor := float64(orderedWidening)
+		if len(got) > 0 {
+			factor = min(max(1.3*float64(size+1-len(rows))/float64(len(got)), 2), orderedWidening)
+		}
+		edge, open = far, false
+		width = int64(float64(width) * factor)
 	}
 	slices.SortFunc(rows, q.Order.Compare)
 	if len(rows) >= size {

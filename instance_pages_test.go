@@ -281,3 +281,36 @@ func ids(rows []duroxide.InstanceSummary) []string {
 
 // sorted returns s sorted.
 func sorted(s []string) []string { slices.Sort(s); return s }
+
+// TestOrderedInstancePageOfManyCostsAFewRequests counts the requests of
+// newest-first pages among 3,003 instances, more than a response holds:
+// the first page is the probe and a few windows of creation time (the
+// instances were created within a second or two, so the windows narrow
+// to milliseconds), each next page a window or two of the width that
+// filled the one before; every instance comes in order.
+func TestOrderedInstancePageOfManyCostsAFewRequests(t *testing.T) {
+	t.Parallel()
+	p := pagesProvider(t, 1, 3000, 0)
+	ctx := t.Context()
+	store, _, _ := walkAll(t, p, duroxide.InstancePageQuery{PageSize: 1000})
+	want := slices.Clone(store)
+	slices.SortFunc(want, duroxide.OrderNewestFirst.Compare)
+	q := duroxide.InstancePageQuery{PageSize: 50, Order: duroxide.OrderNewestFirst}
+	var got []duroxide.InstanceSummary
+	var costs []int64
+	for range 5 {
+		var page duroxide.InstancePage
+		var err error
+		costs = append(costs, requests(p, func() { page, err = p.ListInstancesPage(ctx, q) }))
+		require.NoError(t, err)
+		require.Len(t, page.Instances, 50)
+		got = append(got, page.Instances...)
+		q.Continuation = page.Continuation
+	}
+	assert.Equal(t, ids(want[:250]), ids(got), "the 250 newest, in order")
+	t.Logf("requests per page: %v", costs)
+	assert.LessOrEqual(t, costs[0], int64(8), "the first page: the probe and a few windows")
+	for i, c := range costs[1:] {
+		assert.LessOrEqual(t, c, int64(4), "page %d", i+2)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -256,6 +257,21 @@ func TestABadKeyNamesTheSettingAndWhatIsExpected(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 	assert.False(t, strings.Contains(err.Error(), "connection refused"), "nothing was contacted: %v", err)
+}
+
+// The default logger writes through slog.Default()'s handler, as the
+// runtime does, so both come out in one format (not parallel: it swaps
+// the process's default logger for the test).
+func TestTheDefaultLoggerWritesThroughSlogDefault(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	cdb.DefaultLogger().Named("cdb").Warn("lease heartbeat failed", zap.Int("attempt", 2))
+	slog.Default().Warn("runtime says", "instance", "order-1")
+	out := buf.String()
+	assert.Regexp(t, `level=WARN msg="lease heartbeat failed" logger=cdb attempt=2\n`, out)
+	assert.Regexp(t, `level=WARN msg="runtime says" instance=order-1\n`, out, "the runtime's lines, the same format")
 }
 
 // Each way a store refuses to serve is a failure of the store health,

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/dashboard"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
@@ -149,17 +150,18 @@ func TestBrowserRaisesAnEventInReadWriteMode(t *testing.T) {
 	start(t, id, "Waiter", "")
 	_, err := f.client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusRunning)
 
 	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/signin?next="+url.QueryEscape("/instance?id="+id)))
 	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#token"), token)))
-	require.EqualValues(t, http.StatusOK, click(t, ctx, `form button[type=submit]`), "signed in, back on the instance")
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `main form button[type=submit]`), "signed in, back on the instance")
 	assert.Equal(t, "Instance "+id, text(t, ctx, "h1"))
 	require.EqualValues(t, http.StatusOK, click(t, ctx, `a[href^="/dash/action/raise?"]`))
 	name, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#name")))
 	require.NoError(t, err)
 	assert.Equal(t, "approve", name, "the event the instance waits for is prefilled")
 	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#data"), "from the browser")))
-	require.EqualValues(t, http.StatusOK, click(t, ctx, `form button[type=submit]`))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `main form button[type=submit]`))
 	assert.Contains(t, text(t, ctx, "p.ok"), "Event approve raised")
 	st, err := f.client.WaitForOrchestration(context.Background(), id, time.Minute)
 	require.NoError(t, err)
@@ -194,6 +196,90 @@ func TestBrowserShowsAScriptTagIDAsText(t *testing.T) {
 	assert.Equal(t, "<i>script</i>", input, "the input shown as text, not markup")
 }
 
+// TestBrowserListsNewestFirstWithCountsPerStatus checks in the browser
+// that the list starts with the newest instance, that the status tabs
+// carry counts and lead to the status's list, and that a long id stays on
+// one line with the whole id on hover.
+func TestBrowserListsNewestFirstWithCountsPerStatus(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{})
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/"))
+	created, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.list tbody tr")].map(r => r.querySelector("time").textContent)`))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(created), len(workload))
+	for i := 1; i < len(created); i++ {
+		assert.GreaterOrEqual(t, created[i-1], created[i], "row %d is newer than the row above it", i)
+	}
+	tabs, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll("nav.tabs a")].map(a => [a.dataset.status, a.querySelector(".count") ? a.querySelector(".count").textContent : ""]))`))
+	require.NoError(t, err)
+	assert.NotEmpty(t, tabs[""], "All has a count")
+	assert.NotEmpty(t, tabs["Failed"], "Failed has a count")
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `nav.tabs a[data-status="Failed"]`))
+	statuses, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.list tbody .badge")].map(b => b.textContent)`))
+	require.NoError(t, err)
+	assert.Len(t, statuses, mustAtoi(t, tabs["Failed"]), "the Failed tab lists as many as it counts")
+	for _, st := range statuses {
+		assert.Equal(t, "Failed", st)
+	}
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/?prefix=parent-1/child"))
+	box, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => { const a = document.querySelector("td.id a.oneline"); return {title: a.title, h: a.getBoundingClientRect().height, lh: parseFloat(getComputedStyle(a).lineHeight) || 20}; })()`))
+	require.NoError(t, err)
+	assert.Contains(t, []string{childID, leafID}, box["title"], "the whole id on hover")
+	assert.Less(t, box["h"].(float64), 2*box["lh"].(float64), "the id stays on one line")
+}
+
+// mustAtoi is strconv.Atoi or a failed test.
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, s)
+	return n
+}
+
+// TestBrowserShowsPendingWorkAndRefusesActionsThatDoNothing checks in the
+// browser the pending-work panel of a Busy instance, and that cancel and
+// raise are refused on a finished instance and on a missing one.
+func TestBrowserShowsPendingWorkAndRefusesActionsThatDoNothing(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	id := startBusy(t, s)
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/signin?next="+url.QueryEscape("/instance?id="+id)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#token"), token)))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `main form button[type=submit]`))
+	pending, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("pending").parentElement.innerText`))
+	require.NoError(t, err)
+	assert.Contains(t, pending, "Waiting for events")
+	assert.Contains(t, pending, "event go")
+	assert.Contains(t, pending, "Hold")
+	assert.Regexp(t, `held by lock \S+, \S+ left`, pending)
+	assert.Regexp(t, `fires in (5h59m|6h0m)`, pending)
+
+	for _, c := range []struct {
+		path string
+		code int64
+		text string
+	}{
+		{"/dash/action/cancel?id=" + url.QueryEscape(helloID), http.StatusConflict, "is Completed"},
+		{"/dash/action/raise?id=" + url.QueryEscape(failID), http.StatusConflict, "is Failed"},
+		{"/dash/action/raise?id=no-such-instance", http.StatusNotFound, "not found"},
+	} {
+		require.EqualValues(t, c.code, visit(t, ctx, s, c.path), c.path)
+		assert.Contains(t, text(t, ctx, "p.error"), c.text, c.path)
+	}
+}
+
+// TestBrowserMetricsLinkAsksBeforeCounting checks in the browser that the
+// queues page's totals link asks first, and that confirming counts them.
+func TestBrowserMetricsLinkAsksBeforeCounting(t *testing.T) {
+	ctx := browser(t, 1280)
+	s := newSite(t, dashboard.Options{})
+	require.EqualValues(t, http.StatusOK, visit(t, ctx, s, "/dash/queues"))
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `a[href="/dash/queues?metrics=1"]`))
+	assert.Contains(t, text(t, ctx, ".confirm-cost"), "reads every instance, execution and history document")
+	require.EqualValues(t, http.StatusOK, click(t, ctx, `.confirm-cost button[type=submit]`))
+	assert.Contains(t, text(t, ctx, "dl.facts"), "Executions")
+}
+
 // TestBrowserScreenshots writes the README's screenshots when
 // $DASHBOARD_SCREENSHOTS names a directory (run by hand:
 // DASHBOARD_SCREENSHOTS=$PWD/../docs/dashboard go test -run Screenshots
@@ -210,15 +296,16 @@ func TestBrowserScreenshots(t *testing.T) {
 		s.get(instancePath(chattyID))
 		time.Sleep(150 * time.Millisecond)
 	}
+	busy := startBusy(t, s)
 	shots := []struct {
 		file, path string
 		width      int64
 	}{
 		{"instances.png", "/dash/", 1280},
-		{"instance.png", instancePath(parentID), 1280},
-		{"history.png", instancePath(failID) + "#history", 1280},
+		{"instance.png", instancePath(busy), 1280},
+		{"history.png", instancePath(failID), 1280},
 		{"tree.png", "/dash/tree?id=" + url.QueryEscape(childID), 1280},
-		{"queues.png", "/dash/queues?metrics=1", 1280},
+		{"queues.png", "/dash/queues?metrics=1&confirm=1", 1280},
 		{"health.png", "/dash/health", 1280},
 		{"instance-phone.png", instancePath(waitID), 390},
 	}

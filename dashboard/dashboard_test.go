@@ -497,12 +497,26 @@ func TestBearerAuthenticatedPostNeedsNoFormToken(t *testing.T) {
 	start(t, id, "Hello", "script")
 	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusCompleted)
 	code, _ := s.post("/dash/action/delete", url.Values{"id": {id}}, http.Header{"Authorization": {"Bearer nope"}})
 	assert.Equal(t, http.StatusForbidden, code)
 	assertExists(t, id)
 	code, body := s.post("/dash/action/delete", url.Values{"id": {id}}, bearer)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "Deleted 1 instance(s)")
+}
+
+// awaitSeen waits until the dashboard's provider (another process than
+// the runtime's, with no session token of its writes) reads id with
+// status: on a lagging account (CDB_EMULATOR_REPLICA_LAG) its reads may
+// trail the runtime's writes a little, and the actions read the instance
+// first.
+func awaitSeen(t *testing.T, id, status string) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		info, err := shared(t).quiet.GetInstanceInfo(context.Background(), id)
+		return err == nil && info.Status == status
+	}, 10*time.Second, 10*time.Millisecond, "the dashboard's provider does not read %s as %s", id, status)
 }
 
 // start starts an instance on the fixture's runtime.
@@ -549,6 +563,7 @@ func TestRaiseEventActionCompletesTheWaiter(t *testing.T) {
 	start(t, id, "Waiter", "")
 	_, err := shared(t).client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusRunning)
 	code, body := confirmAndPost(t, s, "raise", id, url.Values{"name": {"approve"}, "data": {`"yes"`}}, bearer)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "Event approve raised")
@@ -565,6 +580,7 @@ func TestCancelActionFailsTheInstance(t *testing.T) {
 	start(t, id, "Waiter", "")
 	_, err := shared(t).client.WaitForStatusChange(context.Background(), id, 0, 5*time.Millisecond, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusRunning)
 	code, body := confirmAndPost(t, s, "cancel", id, url.Values{"reason": {"operator says no"}}, bearer)
 	require.Equal(t, http.StatusOK, code, body)
 	st, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
@@ -581,6 +597,7 @@ func TestDeleteActionAfterSigningInRemovesTheTree(t *testing.T) {
 	start(t, id, "Hello", "bye")
 	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusCompleted)
 	// Sign in through the form: the session cookie replaces the header.
 	code, page := s.get("/dash/signin?next=" + url.QueryEscape("/instance?id="+id))
 	require.Equal(t, http.StatusOK, code)
@@ -602,6 +619,7 @@ func TestPruneActionKeepsTheNewestExecutions(t *testing.T) {
 	start(t, id, "Eternal", "1")
 	_, err := shared(t).client.WaitForOrchestration(context.Background(), id, time.Minute)
 	require.NoError(t, err)
+	awaitSeen(t, id, duroxide.StatusCompleted)
 	code, body := confirmAndPost(t, s, "prune", id, url.Values{"keep": {"1"}}, bearer)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "Pruned 2 execution(s)")
@@ -891,4 +909,26 @@ func TestAutoRefreshIsOptIn(t *testing.T) {
 	assert.Contains(t, body, `href="/dash/queues?refresh=10"`)
 	_, body = s.get("/dash/queues?refresh=1")
 	assert.Contains(t, body, `<meta http-equiv="refresh" content="5">`)
+}
+
+// TestSignInAndOutLinks checks the header of a read-write dashboard with
+// a token: a sign-in link back to the page, then, signed in, a sign-out
+// button that ends the session.
+func TestSignInAndOutLinks(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{ReadWrite: true, BearerToken: token})
+	_, body := s.get("/dash/queues")
+	assert.Contains(t, body, `<a href="/dash/signin?next=%2Fqueues">Sign in</a>`)
+	_, page := s.get("/dash/signin")
+	code, _ := s.post("/dash/signin", url.Values{"csrf": {csrfToken(t, page)}, "token": {token}, "next": {"/queues"}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = s.get("/dash/queues")
+	assert.Contains(t, body, "Sign out")
+	assert.NotContains(t, body, ">Sign in<")
+	code, _ = s.post("/dash/signout", url.Values{"csrf": {csrfToken(t, body)}}, nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = s.get("/dash/queues")
+	assert.Contains(t, body, ">Sign in<", "signed out")
+	_, ro := newSite(t, dashboard.Options{}).get("/dash/")
+	assert.NotContains(t, ro, "Sign in", "a read-only dashboard has no sign-in")
 }

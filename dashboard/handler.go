@@ -199,6 +199,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /static/", h.static)
 	m.HandleFunc("GET /signin", h.signinPage)
 	m.HandleFunc("POST /signin", h.signin)
+	m.HandleFunc("POST /signout", h.signout)
 	m.HandleFunc("GET /action/{action}", h.confirmPage)
 	m.HandleFunc("POST /action/{action}", h.act)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -307,6 +308,23 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: h.sessionValue(), Path: h.opts.Prefix + "/",
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, h.opts.Prefix+safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+// signout clears the session cookie.
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
+	if err := h.checkCSRF(r); err != nil {
+		h.fail(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: h.opts.Prefix + "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, h.opts.Prefix+"/", http.StatusSeeOther)
+}
+
+// signedIn reports whether r carries this handler's session cookie.
+func (h *Handler) signedIn(r *http.Request) bool {
+	c, err := r.Cookie(sessionCookie)
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(h.sessionValue())) == 1
 }
 
 // safeNext keeps a sign-in's return path inside the dashboard: a path

@@ -122,6 +122,9 @@ func (h *Handler) instancePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Info, d.Custom = info, custom
+	if info.Status == duroxide.StatusCompleted || info.Status == duroxide.StatusFailed {
+		d.CanSignal = false // nothing would read an event or a cancellation
+	}
 	d.Created, d.Updated = h.age(info.CreatedAt), h.age(info.UpdatedAt)
 	d.Exec = info.CurrentExecutionID
 	if e, err := strconv.ParseUint(q.Get("exec"), 10, 64); err == nil && e > 0 {

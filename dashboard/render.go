@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,10 @@ type page struct {
 	// RefreshLinks turn it on and off on a GET page.
 	Refresh      int
 	RefreshLinks []refreshLink
+	// SignIn is the sign-in link (a read-write handler with a token
+	// sign-in, not signed in), SignOut whether to offer signing out.
+	SignIn  string
+	SignOut bool
 }
 
 // refreshLink is one choice of the auto-refresh period.
@@ -132,6 +137,17 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	}
 	if status == http.StatusOK && name != "confirm" && name != "signin" {
 		pg.Refresh, pg.RefreshLinks = h.refreshOf(r)
+	}
+	if h.opts.ReadWrite && h.opts.BearerToken != "" && h.opts.Authorize == nil && name != "signin" {
+		if h.signedIn(r) {
+			pg.SignOut = true
+		} else {
+			next := r.URL.Path
+			if r.Method == http.MethodGet && r.URL.RawQuery != "" {
+				next += "?" + r.URL.RawQuery
+			}
+			pg.SignIn = h.opts.Prefix + "/signin?" + url.Values{"next": {next}}.Encode()
+		}
 	}
 	err := t.ExecuteTemplate(&buf, "layout.html", pg)
 	if err != nil {

@@ -207,6 +207,7 @@ func (s *Server) handleCreateContainer(rq *request) *response {
 		// Dedicated throughput by default, as the service provisions it.
 		s.addOffer(c.selfLink(), c.ridString(), objectValue([]member{{key: "offerThroughput", val: numberValue(400)}}))
 	}
+	s.logContainer(c, true)
 	resp = jsonResponse(http.StatusCreated, c.appendJSON(nil))
 	resp.setHeader("etag", formatETag(c.etag))
 	return resp
@@ -252,12 +253,8 @@ func (s *Server) handleReplaceContainer(rq *request) *response {
 	if !equalUniqueKeys(spec.unique, c.unique) {
 		return badRequest("The unique key policy of a container cannot be changed after it is created.")
 	}
-	c.props, c.index = spec.props, spec.index
-	if spec.ttl != c.ttl {
-		c.ttl = spec.ttl
-		c.rescheduleExpiries()
-	}
-	c.etag, c.ts = s.newETag(), s.unixNow()
+	c.redefine(spec, s.newETag(), s.unixNow())
+	s.logContainer(c, false)
 	resp = jsonResponse(http.StatusOK, c.appendJSON(nil))
 	resp.setHeader("etag", formatETag(c.etag))
 	return resp
@@ -270,9 +267,23 @@ func (s *Server) handleDeleteContainer(rq *request) *response {
 	if d == nil || d.colls[rq.segs[3]] == nil {
 		return notFound()
 	}
-	s.removeOffers(d.colls[rq.segs[3]].selfLink())
+	c := d.colls[rq.segs[3]]
+	s.removeOffers(c.selfLink())
 	delete(d.colls, rq.segs[3])
+	s.logDropContainer(c)
 	return &response{status: http.StatusNoContent, charge: 1}
+}
+
+// redefine applies a replace's definition (indexing policy, TTL, other
+// properties; the partition key and unique keys cannot change) with its
+// new ETag and _ts. The caller holds c.mu for writing.
+func (c *container) redefine(spec *containerSpec, etag uint64, ts int64) {
+	c.props, c.index = spec.props, spec.index
+	if spec.ttl != c.ttl {
+		c.ttl = spec.ttl
+		c.rescheduleExpiries()
+	}
+	c.etag, c.ts = etag, ts
 }
 
 // containerValues returns the containers of database dbID as JSON values.

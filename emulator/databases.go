@@ -96,6 +96,7 @@ func (s *Server) handleCreateDatabase(rq *request) *response {
 		d.shared = true
 		s.addOffer("dbs/"+d.ridString()+"/", d.ridString(), content)
 	}
+	s.logDatabase(d)
 	resp = jsonResponse(http.StatusCreated, d.appendJSON(nil))
 	resp.setHeader("etag", formatETag(d.etag))
 	return resp
@@ -122,6 +123,7 @@ func (s *Server) handleDeleteDatabase(rq *request) *response {
 	}
 	s.removeOffers("dbs/" + d.ridString() + "/")
 	delete(s.dbs, rq.segs[1])
+	s.logDropDatabase(d)
 	return &response{status: http.StatusNoContent, charge: 1}
 }
 

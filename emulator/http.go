@@ -199,7 +199,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if resp == nil {
 		resp = handler(rq)
 		if resp.status < 400 && r.Method != http.MethodGet && r.Method != http.MethodHead && !isQuery(r) {
-			s.touch() // a write: the next snapshot (Options.DataDir) includes it
+			// A write is acknowledged once durable (Options.DataDir).
+			if err := s.awaitDurable(); err != nil {
+				resp = durabilityFailure(err)
+			}
 		}
 	}
 	if fault != nil && fault.Kind == FaultApplyThenDrop {

@@ -302,6 +302,7 @@ func (c *container) commit(plans []plan, lsn uint64) bool {
 	}
 	if wrote {
 		c.lsn = lsn
+		c.logCommit(plans, lsn)
 	}
 	return wrote
 }

@@ -137,6 +137,7 @@ func (s *Server) handleReplaceOffer(rq *request) *response {
 		return preconditionFailed()
 	}
 	o.content, o.etag, o.ts = content, s.newETag(), s.unixNow()
+	s.logOffer(o)
 	resp := jsonResponse(http.StatusOK, o.appendJSON(nil))
 	resp.setHeader("etag", formatETag(o.etag))
 	return resp

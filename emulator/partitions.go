@@ -374,7 +374,12 @@ func (s *Server) SplitPartitionKeyRange(database, containerID, rangeID string) (
 		}
 		c.goneRanges[r.id] = true
 		c.rangesVersion++
-		s.touch()
+		s.logRanges(c)
+		// Durable before it returns (Options.DataDir); rare enough to
+		// wait under the container's lock.
+		if err := s.awaitDurable(); err != nil {
+			return [2]string{}, err
+		}
 		return [2]string{a.id, b.id}, nil
 	}
 	return [2]string{}, fmt.Errorf("emulator: container %s/%s has no partition key range %q", database, containerID, rangeID)

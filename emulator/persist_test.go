@@ -177,34 +177,6 @@ func TestDataDirKeepsEverythingAcrossARestart(t *testing.T) {
 	assert.NotEqual(t, props.ContainerProperties.ResourceID, props2.ContainerProperties.ResourceID)
 }
 
-// A server abandoned without Close (as by a crash) leaves a snapshot of its
-// writes in the data directory within PersistInterval; a new server loads
-// it.
-func TestDataDirSnapshotWithoutClose(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	e := newEnv(t, Options{DataDir: dir, PersistInterval: 10 * time.Millisecond})
-	c := e.container("c", nil)
-	_, err := c.CreateItem(e.ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"marker-item","pk":"p"}`), nil)
-	require.NoError(t, err)
-	// Wait for a snapshot holding the write (the persister's own pace, with
-	// a generous bound for a loaded machine), and copy it away as a crash
-	// would leave it, before Close writes its own.
-	var snap []byte
-	require.Eventually(t, func() bool {
-		snap, err = os.ReadFile(filepath.Join(dir, stateFile))
-		return err == nil && strings.Contains(string(snap), "marker-item")
-	}, 30*time.Second, 5*time.Millisecond)
-	crashed := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(crashed, stateFile), snap, 0o600))
-
-	e2 := newEnv(t, Options{DataDir: crashed})
-	c2, err := e2.client.NewContainer("db", "c")
-	require.NoError(t, err)
-	_, err = c2.ReadItem(e2.ctx, azcosmos.NewPartitionKeyString("p"), "marker-item", nil)
-	require.NoError(t, err)
-}
-
 func TestDataDirRefusesADamagedSnapshot(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -224,8 +196,6 @@ func TestDataDirRefusesADamagedSnapshot(t *testing.T) {
 		_, err := Start(Options{DataDir: bad})
 		assert.Error(t, err, name)
 	}
-	_, err = Start(Options{DataDir: dir, PersistInterval: 2 * time.Second})
-	assert.Error(t, err, "an interval over MaxPersistInterval")
 }
 
 func TestTLSCertificateFromOptions(t *testing.T) {
@@ -260,18 +230,18 @@ func savedState100k(b *testing.B) *Server {
 		c.commit([]plan{{pkKey: d.pkKey, next: e.srv.newVersion(c, d, c.lsn)}}, c.lsn)
 	}
 	c.mu.Unlock()
-	require.NoError(b, e.srv.saveState())
+	require.NoError(b, e.srv.compact())
 	return e.srv
 }
 
-// BenchmarkSaveState measures one snapshot of 100,000 documents, the
-// figure behind the crash bound in persist.go.
+// BenchmarkSaveState measures one compaction (a snapshot) of 100,000
+// documents: the locks are held only while it captures the state.
 func BenchmarkSaveState(b *testing.B) {
 	srv := savedState100k(b)
 	for b.Loop() {
-		require.NoError(b, srv.saveState())
+		require.NoError(b, srv.compact())
 	}
-	st, err := os.Stat(filepath.Join(srv.persist.dir, stateFile))
+	st, err := os.Stat(filepath.Join(srv.dur.dir, stateFile))
 	require.NoError(b, err)
 	b.ReportMetric(float64(st.Size())/1e6, "MB")
 }
@@ -280,8 +250,10 @@ func BenchmarkSaveState(b *testing.B) {
 // documents.
 func BenchmarkLoadState(b *testing.B) {
 	srv := savedState100k(b)
+	dir := srv.dur.dir
+	require.NoError(b, srv.Close())
 	for b.Loop() {
-		s2, err := Start(Options{DataDir: srv.persist.dir})
+		s2, err := Start(Options{DataDir: dir})
 		require.NoError(b, err)
 		b.StopTimer()
 		require.NoError(b, s2.Close())
@@ -289,13 +261,13 @@ func BenchmarkLoadState(b *testing.B) {
 	}
 }
 
-// Snapshots taken while documents, scripts and offers change (every
-// millisecond here) stay loadable, and the one Close writes holds every
-// write.
-func TestDataDirSnapshotsWhileWriting(t *testing.T) {
+// Compactions while documents, scripts and offers change (the log asks
+// for one every few kilobytes here) stay loadable, and the snapshot Close
+// writes holds every write.
+func TestDataDirCompactsWhileWriting(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e := newEnv(t, Options{DataDir: dir, PersistInterval: time.Millisecond})
+	e := newEnv(t, Options{DataDir: dir, compactBytes: 4 << 10})
 	c := e.container("c", nil)
 	db, err := e.client.NewDatabase("db")
 	require.NoError(t, err)
@@ -319,6 +291,7 @@ func TestDataDirSnapshotsWhileWriting(t *testing.T) {
 		}
 	}
 	require.NoError(t, <-offerErr)
+	assert.Positive(t, e.srv.PersistenceStats().Compactions, "the log asked for compactions")
 	require.NoError(t, e.srv.Close())
 
 	e2 := newEnv(t, Options{DataDir: dir})
@@ -339,13 +312,13 @@ func TestDataDirSnapshotsWhileWriting(t *testing.T) {
 	assert.Equal(t, int32(2300), mt)
 }
 
-// A snapshot that cannot be written is reported to PersistErrors and by
+// A compaction that cannot be written is reported to PersistErrors and by
 // Close, and retried.
-func TestDataDirReportsSnapshotFailures(t *testing.T) {
+func TestDataDirReportsCompactionFailures(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	errs := make(chan error, 100)
-	e := newEnv(t, Options{DataDir: dir, PersistInterval: time.Millisecond, PersistErrors: func(err error) {
+	e := newEnv(t, Options{DataDir: dir, compactBytes: 1, PersistErrors: func(err error) {
 		select {
 		case errs <- err:
 		default:
@@ -355,7 +328,7 @@ func TestDataDirReportsSnapshotFailures(t *testing.T) {
 	e.container("c", nil)
 	select {
 	case err := <-errs:
-		assert.ErrorContains(t, err, "write state")
+		assert.ErrorContains(t, err, "compact")
 	case <-time.After(time.Minute):
 		t.Fatal("no snapshot failure reported")
 	}

@@ -160,6 +160,7 @@ func (s *Server) createScript(rq *request, c *container, kind string) *response 
 	c.scripts.next++
 	sc := &script{id: id, props: props, num: c.scripts.next, etag: s.newETag(), ts: s.unixNow()}
 	set[id] = sc
+	s.logScript(c, kind, sc)
 	return c.scriptResponse(http.StatusCreated, kind, sc)
 }
 
@@ -207,6 +208,7 @@ func (s *Server) replaceScript(rq *request, c *container, kind string) *response
 	}
 	next := &script{id: id, props: props, num: sc.num, etag: s.newETag(), ts: s.unixNow()}
 	c.scripts.byKind[kind][id] = next
+	s.logScript(c, kind, next)
 	return c.scriptResponse(http.StatusOK, kind, next)
 }
 
@@ -221,6 +223,7 @@ func (s *Server) deleteScript(rq *request, c *container, kind string) *response 
 		return preconditionFailed()
 	}
 	delete(c.scripts.byKind[kind], sc.id)
+	s.logDropScript(c, kind, sc.id)
 	return &response{status: http.StatusNoContent, charge: 1}
 }
 

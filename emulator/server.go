@@ -37,7 +37,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,23 +82,24 @@ type Options struct {
 	// not form a valid key pair.
 	TLSCertPEM, TLSKeyPEM []byte
 	// DataDir, when set, keeps the databases, containers, documents,
-	// scripts and offers in this directory across restarts: Start loads
-	// the snapshot found there (and fails on one it cannot read whole) and
-	// the server writes a new snapshot at most PersistInterval after each
-	// write, atomically (a temporary file, synced, renamed over the
-	// previous one), and a last one at Close. A crash loses at most the
-	// writes of the last second while a snapshot takes under half a
-	// second to write. Two servers must not share a DataDir.
+	// scripts and offers in this directory across restarts, and nothing
+	// the server acknowledged is lost, however the process ends (Close,
+	// SIGKILL, a power cut): every change is appended to a write-ahead
+	// log there and the request answered only once the log is synced
+	// (one fsync covers every write that arrived meanwhile); snapshots
+	// compact the log. Start creates the directory if
+	// needed, takes its lock (ErrDataDirInUse when another server, in any
+	// process, holds it), loads the snapshot and replays the log (and
+	// fails on a snapshot or log it cannot read whole; a torn last
+	// record, never acknowledged, is dropped). Close writes a last
+	// snapshot and releases the lock.
 	DataDir string
-	// PersistInterval is how long a write may wait before a snapshot
-	// includes it; 0 means MaxPersistInterval (500 ms), the longest
-	// allowed (Start refuses a longer or negative one).
-	PersistInterval time.Duration
-	// PersistErrors, when set with DataDir, is called (from the
-	// persister's goroutine) with the error of each snapshot that could
-	// not be written (a full disk, a removed directory); the persister
-	// tries again at its next tick. Close returns the last snapshot's
-	// error in any case.
+	// PersistErrors, when set with DataDir, is called (from a background
+	// goroutine) with each error of writing the data directory: a
+	// compaction that failed (retried a second later; the log keeps
+	// everything meanwhile), or the log itself, after which every write
+	// is answered 503 until a restart. Close returns the last error in
+	// any case.
 	PersistErrors func(error)
 
 	// Consistency is the account's default consistency level, which the
@@ -146,6 +146,9 @@ type Options struct {
 	// accounts can be tested.
 	MultipleWriteLocations bool
 
+	// compactBytes replaces the smallest log that triggers a compaction
+	// (defaultCompactBytes); set only by this package's tests.
+	compactBytes int64
 	// clock replaces time.Now; set only by this package's tests.
 	clock func() time.Time
 }
@@ -168,12 +171,11 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// persist writes snapshots to Options.DataDir (persist.go); nil
-	// without one. dirty records a change since the last snapshot;
-	// saveMu serializes snapshot writes.
-	persist *persister
-	dirty   atomic.Bool
-	saveMu  sync.Mutex
+	// dur keeps the state in Options.DataDir (persist.go, wal.go); nil
+	// without one. testHookCompact, set only by this package's tests, is
+	// called at the steps of a compaction.
+	dur             *durability
+	testHookCompact func(step string)
 
 	mu      sync.RWMutex
 	dbs     map[string]*database
@@ -221,9 +223,6 @@ func Start(opts Options) (*Server, error) {
 	if opts.PhysicalPartitions < 0 || opts.PhysicalPartitions > MaxPhysicalPartitions {
 		return nil, fmt.Errorf("emulator: PhysicalPartitions %d is outside 1..%d (0 for the default 1)", opts.PhysicalPartitions, MaxPhysicalPartitions)
 	}
-	if opts.PersistInterval < 0 || opts.PersistInterval > MaxPersistInterval {
-		return nil, fmt.Errorf("emulator: PersistInterval %v is outside 0..%v", opts.PersistInterval, MaxPersistInterval)
-	}
 	if (opts.TLSCertPEM == nil) != (opts.TLSKeyPEM == nil) {
 		return nil, errors.New("emulator: TLSCertPEM and TLSKeyPEM go together")
 	}
@@ -249,24 +248,18 @@ func Start(opts Options) (*Server, error) {
 	if opts.clock != nil {
 		s.now = opts.clock
 	}
+
 	s.consistency = opts.Consistency
 	s.replicas = replicaSet{lag: opts.ReplicaLag, regionLag: opts.RegionLag, seed: rand.Uint64(), start: s.now()}
-	if opts.DataDir != "" {
-		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("emulator: data directory: %w", err)
-		}
-		if err := s.loadState(opts.DataDir); err != nil {
-			return nil, err
-		}
-		interval := opts.PersistInterval
-		if interval == 0 {
-			interval = MaxPersistInterval
-		}
-		s.persist = &persister{dir: opts.DataDir, interval: interval, onError: opts.PersistErrors, stop: make(chan struct{}), done: make(chan struct{})}
-	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("emulator: listen %s: %w", opts.Addr, err)
+	}
+	if opts.DataDir != "" {
+		if err := s.openDataDir(opts.DataDir, opts.PersistErrors, opts.compactBytes); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
 	}
 	transport := &http.Transport{
 		Proxy:               nil,
@@ -286,6 +279,9 @@ func Start(opts Options) (*Server, error) {
 		cert, certPEM, err := serverCert(opts.TLSCertPEM, opts.TLSKeyPEM)
 		if err != nil {
 			_ = ln.Close()
+			if s.dur != nil {
+				_ = s.closeDataDir()
+			}
 			return nil, err
 		}
 		s.certPEM = certPEM
@@ -300,6 +296,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.regions, err = listenRegions(ln, opts.Regions, opts.MultipleWriteLocations)
 	if err != nil {
+		if s.dur != nil {
+			_ = s.closeDataDir()
+		}
 		return nil, err
 	}
 	listeners := []net.Listener{ln}
@@ -326,9 +325,6 @@ func Start(opts Options) (*Server, error) {
 		close(s.done)
 	}()
 	go s.janitor(s.stopJanitor, s.janitorDone)
-	if s.persist != nil {
-		go s.persistLoop(s.persist)
-	}
 	return s, nil
 }
 
@@ -367,8 +363,9 @@ func (s *Server) CertificatePEM() []byte {
 
 // Close stops the server at once, dropping open connections. Without
 // Options.DataDir it discards all data; with one it writes a last snapshot
-// there first and returns its error, if any. It is idempotent; later calls
-// return the first call's result.
+// there, releases the directory's lock and returns the first error of
+// either, if any (every acknowledged write is in the log even then). It is
+// idempotent; later calls return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.http.Close()
@@ -378,10 +375,8 @@ func (s *Server) Close() error {
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.closeErr = err
 		}
-		if s.persist != nil {
-			close(s.persist.stop)
-			<-s.persist.done
-			if err := s.saveState(); err != nil && s.closeErr == nil {
+		if s.dur != nil {
+			if err := s.closeDataDir(); err != nil && s.closeErr == nil {
 				s.closeErr = err
 			}
 		}
@@ -393,12 +388,14 @@ func (s *Server) Close() error {
 // Reset deletes every database (and so every container and document),
 // leaving counters and fault rules as they are. Resource ids are never
 // reused, so ETags and continuation tokens from before a reset stay invalid.
+// With Options.DataDir it returns once the deletion is durable.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.dbs = make(map[string]*database)
 	s.offers = nil
+	s.logReset()
 	s.mu.Unlock()
-	s.touch()
+	_ = s.awaitDurable() // a failed log answers every later write 503
 }
 
 // nextResourceNumber hands out database and container numbers for rids.

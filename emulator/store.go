@@ -79,6 +79,10 @@ type container struct {
 	// scripts are the container's stored procedures, triggers and
 	// user-defined functions (scripts.go).
 	scripts scriptSet
+	// wal is the server's write-ahead log (wal.go), nil without a data
+	// directory: every change to the container is recorded there under
+	// mu.
+	wal *wal
 }
 
 // partition is one logical partition: the documents sharing a partition key.

@@ -123,12 +123,15 @@ func (c *container) expireDue(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sec := now.Unix()
+	var gone []*item
 	for len(c.expiries) > 0 && c.expiries[0].at <= sec {
 		e := heap.Pop(&c.expiries).(expiry)
 		if c.live(e.it) {
 			c.remove(e.it)
+			gone = append(gone, e.it)
 		}
 	}
+	c.logExpired(gone)
 	c.storeNextExpiry()
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,6 +174,43 @@ func (f *fixture) runWorkload(starts []start) {
 		require.True(t, st.IsTerminal(), "%s: %v", s.id, st.Kind)
 	}
 	require.NoError(t, rt.Shutdown(ctx))
+	f.awaitSeen(starts)
+}
+
+// awaitSeen waits until cdb-admin, a process of its own (with no session
+// token of the workload's writes), lists every instance of starts as the
+// workload left it: a read by another process may trail the writes on a
+// lagging account (CDB_EMULATOR_REPLICA_LAG), so the tests read what they
+// check once it has caught up.
+func (f *fixture) awaitSeen(starts []start) {
+	t := f.t
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		seen := map[string]listRowJSON{}
+		if r := f.admin("", "list", "-json"); r.code == exitOK {
+			for _, row := range decode[[]listRowJSON](t, r) {
+				seen[row.InstanceID] = row
+			}
+		}
+		caughtUp := true
+		for _, s := range starts {
+			row, ok := seen[s.id]
+			switch {
+			case !ok:
+				caughtUp = false
+			case s.name == "Waiter":
+				caughtUp = caughtUp && row.CustomStatus != nil
+			default:
+				caughtUp = caughtUp && row.Status != duroxide.StatusRunning && row.Status != duroxide.StatusPending
+			}
+		}
+		if caughtUp {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "cdb-admin does not see the workload's end after 30 s: %v", seen)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // result is one cdb-admin run.
@@ -235,20 +273,12 @@ func (f *fixture) exists(id string) bool {
 	return len(execs) > 0
 }
 
-// gone reports whether instance id has no execution left, waiting up to
-// 5 s for it: the deletion ran in cdb-admin's own provider, another
-// session, whose writes this fixture's reads see a replica lag later on a
-// lagging store.
-func (f *fixture) gone(id string) bool {
+// assertGone checks that id no longer exists, as f's provider reads it:
+// another process deleted it, and on a lagging account
+// (CDB_EMULATOR_REPLICA_LAG) f's reads may trail that delete a little.
+func (f *fixture) assertGone(id string) {
 	f.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if !f.exists(id) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
+	assert.Eventually(f.t, func() bool { return !f.exists(id) }, 10*time.Second, 10*time.Millisecond, "%s still exists", id)
 }
 
 var (
@@ -400,8 +430,8 @@ func TestDeleteAsksAndDeletesTheWholeTree(t *testing.T) {
 	res := decode[deleteResultJSON](t, f.admin("yes\n", "delete", parentID, "-json"))
 	assert.Equal(t, uint64(2), res.InstancesDeleted)
 	assert.Equal(t, uint64(2), res.ExecutionsDeleted)
-	assert.True(t, f.gone(parentID))
-	assert.True(t, f.gone(childID))
+	f.assertGone(parentID)
+	f.assertGone(childID)
 	assert.True(t, f.exists(helloID))
 }
 
@@ -424,7 +454,7 @@ func TestDeleteRefusesRunningAndSubOrchestrationsUnlessForced(t *testing.T) {
 	assert.Equal(t, exitOK, forced.code, forced.stderr)
 	assert.Equal(t, "deleted 1 instance(s), 1 execution(s), "+
 		strconv.Itoa(int(decodeEvents(t, forced)))+" event(s), 0 queue message(s)\n", forced.stdout)
-	assert.True(t, f.gone(waitID))
+	f.assertGone(waitID)
 }
 
 // decodeEvents reads the event count of delete's human answer.
@@ -444,7 +474,7 @@ func TestDeleteCompletedBeforeDeletesTerminalRoots(t *testing.T) {
 	assert.Equal(t, uint64(5), res.InstancesDeleted, "hello, fail, parent with its child, eternal")
 	assert.True(t, f.exists(waitID), "a Running instance stays")
 	for _, id := range []string{helloID, failID, parentID, childID, eternalID} {
-		assert.True(t, f.gone(id), id)
+		f.assertGone(id)
 	}
 }
 
@@ -460,19 +490,24 @@ func TestPruneKeepsTheCurrentExecution(t *testing.T) {
 	kept := decode[pruneResultJSON](t, f.admin("y\n", "prune", eternalID, "-keep-last", "2", "-json"))
 	assert.Equal(t, pruneResultJSON{InstancesProcessed: 1, ExecutionsDeleted: 1, EventsDeleted: kept.EventsDeleted}, kept)
 	assert.NotZero(t, kept.EventsDeleted)
+	f.awaitExecutions(eternalID, []uint64{2, 3})
 	all := f.admin("", "prune", "-all", "-yes")
 	require.Equal(t, exitOK, all.code, all.stderr)
 	assert.Regexp(t, `^pruned 1 execution\(s\) and \d+ event\(s\) of \d+ instance\(s\)\n$`, all.stdout)
-	// cdb-admin pruned through its own provider: the fixture's reads see
-	// it a replica lag later on a lagging store.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		execs, err = f.p.ListExecutions(context.Background(), eternalID)
-		require.NoError(t, err)
-		if len(execs) == 1 || time.Now().After(deadline) {
-			break
-		}
-	}
-	assert.Equal(t, []uint64{3}, execs)
+	f.awaitExecutions(eternalID, []uint64{3})
+}
+
+// awaitExecutions waits until f's provider lists want as id's executions:
+// another process pruned them, and on a lagging account
+// (CDB_EMULATOR_REPLICA_LAG) f's reads may trail that a little.
+func (f *fixture) awaitExecutions(id string, want []uint64) {
+	f.t.Helper()
+	var execs []uint64
+	assert.Eventually(f.t, func() bool {
+		var err error
+		execs, err = f.p.ListExecutions(context.Background(), id)
+		return err == nil && slices.Equal(execs, want)
+	}, 10*time.Second, 10*time.Millisecond, "executions of %s: %v, want %v", id, execs, want)
 }
 
 func TestUnknownInstanceIsNotFound(t *testing.T) {

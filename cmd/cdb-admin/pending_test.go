@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duroxide-go/duroxide-cdb/dashboard"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
@@ -115,4 +120,72 @@ func TestDeletePurgesAPendingInstance(t *testing.T) {
 	require.Len(t, q.Pending, 1)
 	assert.Equal(t, queuedID, q.Pending[0].InstanceID)
 	require.NoError(t, runtime.NewClient(f.p).StartOrchestration(context.Background(), typoID, "Process", ""), "the id can be started again")
+}
+
+// TestAdminAndDashboardAgreeOnEveryCount reads the same container through
+// cdb-admin (queues, metrics, list) and the dashboard (the queues page
+// with its totals, the list's status tabs) and checks that every count is
+// the same: queued messages ready, locked and delayed, Pending instances,
+// instances (the Pending ones included), running, completed, failed,
+// executions, events, and the instances of each status; on the workload
+// (every status but Pending) and on two Pending instances with their
+// queued starts.
+func TestAdminAndDashboardAgreeOnEveryCount(t *testing.T) {
+	t.Parallel()
+	checkCountsAgree(t, sharedFixture(t))
+	f, _ := pendingFixture(t)
+	checkCountsAgree(t, f)
+}
+
+// checkCountsAgree compares cdb-admin's counts on f with the dashboard's.
+func checkCountsAgree(t *testing.T, f *fixture) {
+	h, err := dashboard.NewHandler(dashboard.Options{Admin: f.p})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	page := func(path string) string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		return rec.Body.String()
+	}
+	num := func(body, pattern string) uint64 {
+		m := regexp.MustCompile(pattern).FindStringSubmatch(body)
+		require.NotNil(t, m, "no %s in the page", pattern)
+		n, err := strconv.ParseUint(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+
+	q := decode[queuesJSON](t, f.admin("", "queues", "-json"))
+	m := decode[metricsJSON](t, f.admin("", "metrics", "-json"))
+	rows := decode[[]listRowJSON](t, f.admin("", "list", "-json"))
+	body := page("/queues?metrics=1&confirm=1")
+	for _, c := range []struct {
+		name string
+		q    *queueCountsJSON
+	}{{"Orchestrator", q.Orchestrator}, {"Worker", q.Worker}} {
+		require.NotNil(t, c.q)
+		assert.Equal(t, c.q.Ready, num(body, `<tr><td>`+c.name+`</td><td>(\d+)</td>`), "%s ready", c.name)
+		assert.Equal(t, c.q.Locked, num(body, `<tr><td>`+c.name+`</td><td>\d+</td><td>(\d+)</td>`), "%s locked", c.name)
+		assert.Equal(t, c.q.Delayed, num(body, `<tr><td>`+c.name+`</td><td>\d+</td><td>\d+</td><td>(\d+)</td>`), "%s delayed", c.name)
+	}
+	assert.EqualValues(t, len(q.Pending), num(body, `Starts stored that no runtime has run yet \((\d+)`), "Pending instances")
+	assert.Equal(t, m.TotalInstances, num(body, `<dt>Instances</dt><dd>(\d+)`), "instances")
+	assert.Equal(t, m.PendingInstances, num(body, `<dt>Instances</dt><dd>\d+ <span class="meta">\((\d+) Pending`), "Pending")
+	assert.Equal(t, m.RunningInstances, num(body, `<dt>Running</dt><dd>(\d+)`), "running")
+	assert.Equal(t, m.CompletedInstances, num(body, `<dt>Completed</dt><dd>(\d+)`), "completed")
+	assert.Equal(t, m.FailedInstances, num(body, `<dt>Failed</dt><dd>(\d+)`), "failed")
+	assert.Equal(t, m.TotalExecutions, num(body, `<dt>Executions</dt><dd>(\d+)`), "executions")
+	assert.Equal(t, m.TotalEvents, num(body, `<dt>Events</dt><dd>(\d+)`), "events")
+
+	list := page("/")
+	perStatus := map[string]uint64{}
+	for _, r := range rows {
+		perStatus[r.Status]++
+	}
+	assert.EqualValues(t, len(rows), num(list, `data-status=""[^>]*>All <span class="count">(\d+)`), "all instances")
+	assert.Equal(t, m.TotalInstances, uint64(len(rows)), "list and metrics")
+	for _, st := range listStatuses {
+		assert.Equal(t, perStatus[st], num(list, `data-status="`+st+`"[^>]*>`+st+` <span class="count">(\d+)`), "status %s", st)
+	}
 }

@@ -18,14 +18,13 @@
 // the data is kept in DIR/data. -cert FILE and -cert-key FILE serve a
 // certificate of one's own (PEM) instead. -data DIR keeps the databases,
 // containers, documents, stored procedures and offers in DIR (it overrides
-// -state's DIR/data): a snapshot of the whole state is written within half
-// a second of a write, atomically (a temporary file, synced, renamed over
-// the previous one), and at a clean stop; a restart loads it, with every
-// id, _rid, ETag, _ts, LSN (change feed continuations stay valid), TTL,
-// unique key policy and partition key range. A crash (SIGKILL, power loss)
-// loses at most the writes of the last second, while a snapshot takes
-// under half a second to write (tens of megabytes of documents). Two
-// emulators must not share a data directory. On start it prints what a client needs: the
+// -state's DIR/data): every write is in a write-ahead log there, synced,
+// before it is acknowledged, so a crash (SIGKILL, power loss) loses no
+// acknowledged write; snapshots compact the log, and a restart loads the
+// last one and replays the log, with every id, _rid, ETag, _ts, LSN (change
+// feed continuations stay valid), TTL, unique key policy and partition key
+// range. A second emulator on the same data directory is refused, with the
+// pid of the one that holds it. On start it prints what a client needs: the
 // endpoint, the key, the environment lines to export (COSMOS_ENDPOINT,
 // COSMOS_KEY, and the variables that make Go, Node.js and Python trust the
 // certificate) and the control endpoint.

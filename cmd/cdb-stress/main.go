@@ -138,6 +138,7 @@ func runAll(ctx context.Context, o options, args []string, stdout, stderr io.Wri
 func (o options) targets() (cdbTarget, []target) {
 	cdbT := newCDBTarget(o.latency)
 	cdbT.env.DisableChangeFeedWakeups = !o.changeFeed
+	cdbT.dataDir = o.dataDir
 	var targets []target
 	for _, p := range o.providers {
 		if p == providerMemory {
@@ -168,7 +169,7 @@ func runOne(ctx context.Context, o options, t target, sc stress.StressScenario, 
 		return row{}, err
 	}
 	_, isCDB := t.(cdbTarget)
-	return row{provider: t.name(), cdb: isCDB, res: res, kinds: tr.opKinds()}, nil
+	return row{provider: t.name(), cdb: isCDB, res: res, kinds: tr.opKinds(), persist: tr.persistence()}, nil
 }
 
 // progressPrinter returns a StressConfig.Progress that prints one line per

@@ -32,6 +32,10 @@ type options struct {
 	mp *mpOptions
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
+	// dataDir is -data-dir: the embedded emulator of each cdb run keeps
+	// its data in a fresh directory under it (emulator.Options.DataDir);
+	// empty keeps it in memory.
+	dataDir string
 	// changeFeed is -change-feed: the cdb runs use change-feed wake-ups
 	// (the provider's default; -change-feed=false disables them).
 	changeFeed bool
@@ -97,6 +101,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	leaseHeartbeat := fs.Duration("lease-heartbeat", mpLeaseHeartbeat, "multi-process mode: the processes' cdb.Config.LeaseHeartbeatInterval (short, so that a killed process's slots move within a run; the provider's default is 5s)")
 	leaseExpiry := fs.Duration("lease-expiry", mpLeaseExpiry, "multi-process mode: the processes' cdb.Config.LeaseExpiry, at least 2 heartbeats (the provider's default is 30s)")
 	changeFeed := fs.Bool("change-feed", true, "change-feed wake-ups in every cdb provider (the default; -change-feed=false sets cdb.Config.DisableChangeFeedWakeups)")
+	dataDir := fs.String("data-dir", "", "the embedded emulator keeps each cdb run's data in a fresh directory under this one (emulator.Options.DataDir: every write fsynced before it is acknowledged), removed after the run; empty: in memory; ignored with COSMOS_ENDPOINT")
 	latency := fs.String("latency", "", "simulated per-request latency of the embedded emulator, e.g. 5ms or 5ms±2ms (also 5ms+-2ms); ignored with COSMOS_ENDPOINT")
 	var prof profileFlags
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole command to this file (go tool pprof)")
@@ -115,6 +120,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	o.changeFeed = *changeFeed
+	o.dataDir = *dataDir
 	var errs []error
 	var ok bool
 	if o.scenarios, ok = scenarioAliases[*scenario]; !ok {

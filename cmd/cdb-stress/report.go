@@ -25,6 +25,9 @@ type row struct {
 	// kinds are the emulator's requests per operation kind (nil when not
 	// on the emulator).
 	kinds map[emulator.OpKind]int64
+	// persist is the work of the emulator's data directory (nil without
+	// -data-dir).
+	persist *emulator.PersistenceStats
 }
 
 // scenarioReport holds the runs of one scenario.
@@ -131,6 +134,18 @@ func writeRequests(w io.Writer, rows []row) {
 			fmt.Fprintf(w, " %-24s", fmt.Sprintf("%.2f %.2fRU %.2fms", s.RequestsPerCall(), s.RequestChargePerCall(), float64(s.MeanTime())/float64(time.Millisecond)))
 		}
 		fmt.Fprintf(w, " %s\n", kindsPerOrchestration(r.kinds, r.res.Completed))
+	}
+	for _, r := range cdbRows {
+		if r.persist == nil || r.res.Completed == 0 {
+			continue
+		}
+		n := float64(r.res.Completed)
+		perSync := 0.0
+		if r.persist.Syncs > 0 {
+			perSync = float64(r.persist.Records) / float64(r.persist.Syncs)
+		}
+		fmt.Fprintf(w, "Data directory %-8s fsyncs %.2f, log records %.2f, log KB %.1f per orchestration (%.2f records per fsync), %d compactions\n",
+			r.res.Run.Label(), float64(r.persist.Syncs)/n, float64(r.persist.Records)/n, float64(r.persist.LogBytes)/n/1024, perSync, r.persist.Compactions)
 	}
 }
 

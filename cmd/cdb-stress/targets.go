@@ -51,6 +51,9 @@ type targetRun interface {
 	// window of the two requestCount calls, or nil when not on the
 	// emulator.
 	opKinds() map[emulator.OpKind]int64
+	// persistence returns the work of the emulator's data directory over
+	// the same window, or nil without one.
+	persistence() *emulator.PersistenceStats
 }
 
 // memoryTarget is providertest's reference in-memory provider.
@@ -74,12 +77,17 @@ func (memoryRun) requestCharge() func() float64 { return nil }
 
 func (memoryRun) opKinds() map[emulator.OpKind]int64 { return nil }
 
+func (memoryRun) persistence() *emulator.PersistenceStats { return nil }
+
 // cdbTarget is the Cosmos DB provider: on a fresh embedded emulator per
 // run when env has no endpoint, otherwise on env's account.
 type cdbTarget struct {
 	env cdb.Config
 	// latency is the embedded emulator's simulated per-request latency.
 	latency emulator.Latency
+	// dataDir is -data-dir: each run's emulator keeps its data in a
+	// fresh directory under it; empty keeps it in memory.
+	dataDir string
 }
 
 // newCDBTarget reads COSMOS_ENDPOINT, COSMOS_KEY, COSMOS_DATABASE and
@@ -106,6 +114,9 @@ func (t cdbTarget) store() string {
 		if !t.latency.IsZero() {
 			s += ", simulated latency " + t.latency.String() + " per request"
 		}
+		if t.dataDir != "" {
+			s += ", data directory under " + t.dataDir + " (write-ahead log, fsync before each acknowledgement)"
+		}
 		if t.env.DisableChangeFeedWakeups {
 			s += ", no change-feed wake-ups"
 		} else {
@@ -121,7 +132,7 @@ func (t cdbTarget) store() string {
 }
 
 func (t cdbTarget) prepare() targetRun {
-	return &cdbRun{env: t.env, latency: t.latency, transport: &countingTransport{}}
+	return &cdbRun{env: t.env, latency: t.latency, dataDir: t.dataDir, transport: &countingTransport{}}
 }
 
 // cdbRun is one cdb run: the emulator it started (if any) and the
@@ -129,22 +140,33 @@ func (t cdbTarget) prepare() targetRun {
 type cdbRun struct {
 	env       cdb.Config
 	latency   emulator.Latency
+	dataDir   string
 	transport *countingTransport
 
-	mu    sync.Mutex
-	emu   *emulator.Server
-	snaps []map[emulator.OpKind]emulator.OpCounters
+	mu       sync.Mutex
+	emu      *emulator.Server
+	snaps    []map[emulator.OpKind]emulator.OpCounters
+	persists []emulator.PersistenceStats
 }
 
 func (r *cdbRun) factory() stress.StressProviderFactory {
 	return func(ctx context.Context, run stress.StressRun) (duroxide.Provider, error) {
 		cfg := r.env
 		var emu *emulator.Server
+		var dataDir string
 		r.transport.inner = http.DefaultClient
 		if cfg.Endpoint == "" {
 			// A fresh emulator per run from the test kit, with the run's
 			// simulated latency.
-			acct, err := cdbtest.OpenEmulator(emulator.Options{Latency: r.latency})
+			opts := emulator.Options{Latency: r.latency}
+			if r.dataDir != "" {
+				dir, err := os.MkdirTemp(r.dataDir, "cdb-stress-run-")
+				if err != nil {
+					return nil, err
+				}
+				opts.DataDir, dataDir = dir, dir
+			}
+			acct, err := cdbtest.OpenEmulator(opts)
 			if err != nil {
 				return nil, err
 			}
@@ -164,12 +186,15 @@ func (r *cdbRun) factory() stress.StressProviderFactory {
 			if emu != nil {
 				_ = emu.Close()
 			}
+			if dataDir != "" {
+				_ = os.RemoveAll(dataDir)
+			}
 			return nil, err
 		}
 		r.mu.Lock()
 		r.emu = emu
 		r.mu.Unlock()
-		cp := &closingProvider{Provider: p, emu: emu}
+		cp := &closingProvider{Provider: p, emu: emu, dataDir: dataDir}
 		if emu == nil {
 			cp.dropContainer = func() error { return deleteContainer(cfg) }
 		}
@@ -188,6 +213,7 @@ func (r *cdbRun) requestCount() func() int64 {
 		}
 		c := r.emu.Counters()
 		r.snaps = append(r.snaps, c)
+		r.persists = append(r.persists, r.emu.PersistenceStats())
 		var n int64
 		for _, k := range c {
 			n += k.Requests
@@ -212,12 +238,25 @@ func (r *cdbRun) opKinds() map[emulator.OpKind]int64 {
 	return out
 }
 
+func (r *cdbRun) persistence() *emulator.PersistenceStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dataDir == "" || len(r.persists) < 2 {
+		return nil
+	}
+	first, last := r.persists[0], r.persists[len(r.persists)-1]
+	return &emulator.PersistenceStats{Records: last.Records - first.Records, Syncs: last.Syncs - first.Syncs,
+		LogBytes: last.LogBytes - first.LogBytes, Compactions: last.Compactions - first.Compactions}
+}
+
 // closingProvider is a cdb provider whose Close also stops the emulator it
 // runs on, or drops the run's container on a shared account.
 type closingProvider struct {
 	*cdb.Provider
 	emu           *emulator.Server
 	dropContainer func() error
+	// dataDir is the emulator's data directory, removed after it closes.
+	dataDir string
 }
 
 // Close closes the provider, then the emulator or the run's container.
@@ -225,6 +264,9 @@ func (p *closingProvider) Close() error {
 	err := p.Provider.Close()
 	if p.emu != nil {
 		err = errors.Join(err, p.emu.Close())
+	}
+	if p.dataDir != "" {
+		err = errors.Join(err, os.RemoveAll(p.dataDir))
 	}
 	if p.dropContainer != nil {
 		err = errors.Join(err, p.dropContainer())
