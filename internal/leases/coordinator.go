@@ -101,6 +101,11 @@ type Store interface {
 	// Batch runs ops as one transactional batch. When idempotent is false,
 	// a lost answer is an *cosmos.AmbiguousError and is not sent again.
 	Batch(ctx context.Context, ops []Op, idempotent bool) error
+	// Sync reads document id at the partition's primary replica (nil
+	// when it is missing too), so that the queries made after it are at
+	// least as new as the primary was then (its answer's session token):
+	// a write whose answer was lost brought no token of its own.
+	Sync(ctx context.Context, id string) error
 }
 
 // Op is one operation of a lease batch: the creation of a slot document
@@ -882,7 +887,11 @@ const maxLeaseBatchReadBacks = 3
 func (c *Coordinator) applyLost(ctx context.Context, ops []Op, cause error) error {
 	err := cause
 	for try := 0; try < maxLeaseBatchReadBacks && cosmos.IsAmbiguous(err); try++ {
-		docs, rerr := c.ownedSlotDocs(ctx)
+		rerr := c.store.Sync(ctx, "owner-"+c.id())
+		var docs []leaseDoc
+		if rerr == nil {
+			docs, rerr = c.ownedSlotDocs(ctx)
+		}
 		if rerr != nil {
 			c.log.Warn("a lease batch's answer was lost and reading it back failed: its slots are tried one at a time", zap.NamedError("cause", err), zap.Error(rerr))
 			return err

@@ -102,6 +102,8 @@ func (s *memStore) Delete(_ context.Context, id, etag string) error {
 	return nil
 }
 
+func (s *memStore) Sync(context.Context, string) error { return nil }
+
 func (s *memStore) Batch(_ context.Context, ops []Op, _ bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
