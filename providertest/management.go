@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
 
 // managementCases ports duroxide's src/provider_validation/management.rs; see README.md for
@@ -28,6 +29,7 @@ var managementCases = []Case{
 	{"test_get_instance_stats_carry_forward", GetInstanceStatsCarryForward},
 	{"test_get_instance_stats_kv_delta_only", GetInstanceStatsKvDeltaOnly},
 	{"test_get_instance_stats_kv_merged", GetInstanceStatsKvMerged},
+	{"test_client_get_orchestration_stats", ClientGetOrchestrationStats},
 }
 
 // ListInstances checks that ListInstances returns every created instance
@@ -298,4 +300,53 @@ func GetInstanceStatsKvMerged(t *testing.T, f Factory) {
 	require.Equal(t, uint64(2), stats.KVUserKeyCount, "merged: still 2 keys (an overwrite, not a duplicate)")
 	require.Equal(t, uint64(7), stats.KVTotalValueBytes, "merged: 5 + 2 = 7 bytes")
 	require.Zero(t, stats.QueuePendingCount, "no carry-forward events")
+}
+
+// ClientGetOrchestrationStats checks runtime.Client.GetOrchestrationStats
+// (duroxide's Client::get_orchestration_stats, since 0.1.27) over the
+// provider's GetInstanceStats with the runtime running: a waiting
+// instance's current-execution history as stored and the KV values its
+// turn set; the same after it completed; nil for an unknown instance and an
+// error for an empty id (a Go test: duroxide tests the client call in its
+// runtime tests).
+func ClientGetOrchestrationStats(t *testing.T, f Factory) {
+	p := f.NewProvider(t)
+	const inst = "client-stats"
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("Stats", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		ctx.SetKVValue("k1", "value-1")
+		ctx.SetKVValue("k2", "v2")
+		return ctx.ScheduleWait("go").Get()
+	}))
+	startRuntime(t, p, reg, raceOptions(10*time.Millisecond, 100*time.Millisecond))
+	client := runtime.NewClient(p)
+	require.NoError(t, client.StartOrchestration(t.Context(), inst, "Stats", ""))
+
+	var stats *duroxide.SystemStats
+	require.Eventually(t, func() bool {
+		var err error
+		stats, err = client.GetOrchestrationStats(t.Context(), inst)
+		return assert.NoError(t, err) && stats != nil && stats.KVUserKeyCount == 2
+	}, raceWait, 10*time.Millisecond, "the first turn's KV values never showed in the stats")
+	history := readExecution(t, p, inst, 1)
+	require.Equal(t, uint64(len(history)), stats.HistoryEventCount, "the waiting execution's events")
+	require.Positive(t, stats.HistorySizeBytes)
+	require.Equal(t, uint64(len("value-1")+len("v2")), stats.KVTotalValueBytes)
+	require.Zero(t, stats.QueuePendingCount)
+
+	require.NoError(t, client.RaiseEvent(t.Context(), inst, "go", "done"))
+	st := waitStatus(t, p, inst)
+	requireCompletedWith(t, st, "done")
+	after, err := client.GetOrchestrationStats(t.Context(), inst)
+	require.NoError(t, err)
+	require.NotNil(t, after)
+	require.Equal(t, uint64(len(readExecution(t, p, inst, 1))), after.HistoryEventCount, "the completed execution's events")
+	require.Greater(t, after.HistoryEventCount, stats.HistoryEventCount)
+	require.Equal(t, uint64(2), after.KVUserKeyCount)
+
+	missing, err := client.GetOrchestrationStats(t.Context(), "client-stats-missing")
+	require.NoError(t, err)
+	require.Nil(t, missing, "an unknown instance has no stats")
+	_, err = client.GetOrchestrationStats(t.Context(), "")
+	require.Error(t, err, "an empty instance id is refused")
 }

@@ -33,6 +33,13 @@ var raceReplayCases = []Case{
 	{"test_legacy_queue_race_decision_preserved", LegacyQueueRaceDecisionPreserved},
 }
 
+// raceStamps are the version stamps upstream runs its continue-as-new race
+// tests under (stamped on the seeded executions' OrchestrationStarted, and
+// pinned): 0.1.30, whose executions keep the legacy race rules, and 0.1.31,
+// the race cut-over. The successor an execution continues into is stamped
+// by the runtime that starts it, whatever its predecessor's stamp.
+var raceStamps = []string{"0.1.30", "0.1.31"}
+
 // raceWait is how long a case waits for an instance to finish; the work
 // takes a few seconds at most (a 2 s delayed start and the deferral
 // backoff), so reaching it means the instance was left stuck.
@@ -230,65 +237,78 @@ func ContinueAsNewUnregisteredBackoff(t *testing.T, f Factory) {
 // orchestration's call of the same id) never replaces the durable
 // successor; a colliding parent call fails with "already exists".
 func ContinueAsNewDuplicateStart(t *testing.T, f Factory) {
-	for _, collision := range []bool{false, true} {
-		t.Run(fmt.Sprintf("collision=%v", collision), func(t *testing.T) {
-			p := f.NewProvider(t)
-			const parent = "provider-can-duplicate-parent"
-			instance := parent + "::can-child"
-			if collision {
-				seedTurn(t, p, parent,
-					[]duroxide.Event{
-						started(parent, "CollisionParent", ""),
-						duroxide.NewEvent(2, parent, 1, nil, duroxide.SubOrchestrationScheduled{Name: "Transition", Instance: instance, Input: "duplicate"}),
-					}, nil, duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusRunning)})
-			}
-			dup := duroxide.StartOrchestrationItem{Instance: instance, Orchestration: "WrongHandler", Input: "duplicate", ExecutionID: 1}
-			if collision {
-				dup.ParentInstance, dup.ParentID, dup.ParentExecutionID = duroxide.StringPtr(parent), duroxide.Uint64Ptr(2), duroxide.Uint64Ptr(1)
-			}
-			seedTurn(t, p, instance,
-				[]duroxide.Event{started(instance, "Transition", ""), continuedAsNew(instance, "next")},
-				[]duroxide.WorkItem{
-					{Kind: dup},
-					successorStart(instance, "Transition"),
-					{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "late"}},
-				},
-				duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew)})
-
-			reg := runtime.NewRegistry()
-			require.NoError(t, reg.RegisterOrchestration("Transition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-				if ctx.ExecutionID() != 2 {
-					return "", fmt.Errorf("ran execution %d, want 2", ctx.ExecutionID())
-				}
-				return dequeueTwice(ctx)
-			}))
-			require.NoError(t, reg.RegisterOrchestration("CollisionParent", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-				v, err := ctx.ScheduleSubOrchestrationWithID("Transition", instance, "duplicate").Get()
-				if err == nil {
-					return "", fmt.Errorf("collision unexpectedly resolved: %s", v)
-				}
-				return err.Error(), nil
-			}))
-			require.NoError(t, reg.RegisterOrchestration("WrongHandler", func(*runtime.OrchestrationContext, string) (string, error) {
-				return "wrong", nil
-			}))
-			startRuntime(t, p, reg, raceOptions(0, 0))
-			requireCompletedWith(t, waitStatus(t, p, instance), "carried,late", "the successor must not be lost behind a duplicate start")
-			if collision {
-				st := waitStatus(t, p, parent)
-				require.Equal(t, runtime.StatusCompleted, st.Kind, "the colliding parent must be told: %+v", st)
-				require.Contains(t, st.Output, "already exists")
-				require.NotContains(t, st.Output, "is terminal")
-			}
-			require.Len(t, readExecution(t, p, instance, 1), 2, "a duplicate start must not change execution 1")
-			next := readExecution(t, p, instance, 2)
-			require.NotEmpty(t, next)
-			s, ok := next[0].Kind.(duroxide.OrchestrationStarted)
-			require.True(t, ok, "execution 2 starts with %T", next[0].Kind)
-			require.Equal(t, "Transition", s.Name)
-			require.Equal(t, "next", s.Input)
-		})
+	for _, stamp := range raceStamps {
+		for _, collision := range []bool{false, true} {
+			t.Run(fmt.Sprintf("stamp=%s/collision=%v", stamp, collision), func(t *testing.T) {
+				t.Parallel()
+				continueAsNewDuplicateStart(t, f, stamp, collision)
+			})
+		}
 	}
+}
+
+// continueAsNewDuplicateStart is one case of ContinueAsNewDuplicateStart:
+// the seeded executions are stamped stamp; collision adds the parent whose
+// call of the same id collides.
+func continueAsNewDuplicateStart(t *testing.T, f Factory, stamp string, collision bool) {
+	p := f.NewProvider(t)
+	const parent = "provider-can-duplicate-parent"
+	instance := parent + "::can-child"
+	if collision {
+		seedTurn(t, p, parent,
+			[]duroxide.Event{
+				stamped(started(parent, "CollisionParent", ""), stamp),
+				duroxide.NewEvent(2, parent, 1, nil, duroxide.SubOrchestrationScheduled{Name: "Transition", Instance: instance, Input: "duplicate"}),
+			}, nil, duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusRunning)})
+	}
+	dup := duroxide.StartOrchestrationItem{Instance: instance, Orchestration: "WrongHandler", Input: "duplicate", ExecutionID: 1}
+	if collision {
+		dup.ParentInstance, dup.ParentID, dup.ParentExecutionID = duroxide.StringPtr(parent), duroxide.Uint64Ptr(2), duroxide.Uint64Ptr(1)
+	}
+	seedTurn(t, p, instance,
+		[]duroxide.Event{stamped(started(instance, "Transition", ""), stamp), continuedAsNew(instance, "next")},
+		[]duroxide.WorkItem{
+			{Kind: dup},
+			successorStart(instance, "Transition"),
+			{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "late"}},
+		},
+		duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew)})
+
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("Transition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		if ctx.ExecutionID() != 2 {
+			return "", fmt.Errorf("ran execution %d, want 2", ctx.ExecutionID())
+		}
+		return dequeueTwice(ctx)
+	}))
+	require.NoError(t, reg.RegisterOrchestration("CollisionParent", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		v, err := ctx.ScheduleSubOrchestrationWithID("Transition", instance, "duplicate").Get()
+		if err == nil {
+			return "", fmt.Errorf("collision unexpectedly resolved: %s", v)
+		}
+		return err.Error(), nil
+	}))
+	require.NoError(t, reg.RegisterOrchestration("WrongHandler", func(*runtime.OrchestrationContext, string) (string, error) {
+		return "wrong", nil
+	}))
+	startRuntime(t, p, reg, raceOptions(0, 0))
+	requireCompletedWith(t, waitStatus(t, p, instance), "carried,late", "the successor must not be lost behind a duplicate start")
+	if collision {
+		st := waitStatus(t, p, parent)
+		require.Equal(t, runtime.StatusCompleted, st.Kind, "the colliding parent must be told: %+v", st)
+		require.Contains(t, st.Output, "already exists")
+		require.NotContains(t, st.Output, "is terminal")
+	}
+	old := readExecution(t, p, instance, 1)
+	require.Len(t, old, 2, "a duplicate start must not change execution 1")
+	require.Equal(t, stamp, old[0].DuroxideVersion, "execution 1 keeps its stamp")
+	next := readExecution(t, p, instance, 2)
+	require.NotEmpty(t, next)
+	s, ok := next[0].Kind.(duroxide.OrchestrationStarted)
+	require.True(t, ok, "execution 2 starts with %T", next[0].Kind)
+	require.Equal(t, "Transition", s.Name)
+	require.Equal(t, "next", s.Input)
+	require.Equal(t, duroxide.DuroxideVersion, next[0].DuroxideVersion, "the successor is stamped by the runtime that starts it")
 }
 
 // ContinueAsNewTransitionDelivery is duroxide's test_continue_as_new_transition_delivery: inputs that arrive after an
@@ -298,130 +318,140 @@ func ContinueAsNewDuplicateStart(t *testing.T, f Factory) {
 // dropped, a completion addressed to the successor that it never scheduled
 // is nondeterminism, and a cancel reaches the successor.
 func ContinueAsNewTransitionDelivery(t *testing.T, f Factory) {
-	for _, shape := range []string{"queue", "race", "mixed-stale", "signal", "cancel", "future-completion", "stale-only"} {
-		t.Run(shape, func(t *testing.T) {
-			t.Parallel()
-			p := f.NewProvider(t)
-			instance := "provider-can-window-" + shape
-			late := duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "late"}}
-			inputs := []duroxide.WorkItem{late}
-			switch shape {
-			case "mixed-stale":
-				inputs = append(inputs,
-					duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 99, Result: "stale"}},
-					duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 100, FireAtMs: 1}},
-					duroxide.WorkItem{Kind: duroxide.SubOrchCompletedItem{ParentInstance: instance, ParentExecutionID: 1, ParentID: 101, Result: "stale"}})
-			case "future-completion":
-				inputs = []duroxide.WorkItem{{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 2, ID: 99, Result: "unmatched"}}}
-			case "stale-only":
-				inputs = []duroxide.WorkItem{{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 99, Result: "unmatched"}}}
-			case "signal":
-				inputs = append(inputs, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: "signal", Data: "answer"}})
-			case "cancel":
-				inputs = append(inputs, duroxide.WorkItem{Kind: duroxide.CancelInstanceItem{Instance: instance, Reason: "requested-during-CAN"}})
-			}
-			v := duroxide.MustParseVersion(duroxide.DuroxideVersion)
-			seedTurn(t, p, instance,
-				[]duroxide.Event{started(instance, "Transition", "old"), continuedAsNew(instance, "next")},
-				inputs,
-				duroxide.ExecutionMetadata{
-					Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew), Output: duroxide.StringPtr("next"),
-					OrchestrationName: duroxide.StringPtr("Transition"), OrchestrationVersion: duroxide.StringPtr("1.0.0"),
-					PinnedDuroxideVersion: &v,
-				})
-			require.NoError(t, p.EnqueueForOrchestrator(t.Context(), successorStart(instance, "Transition"), 2*time.Second), "the delayed successor start")
+	for _, stamp := range raceStamps {
+		for _, shape := range []string{"queue", "race", "mixed-stale", "signal", "cancel", "future-completion", "stale-only"} {
+			t.Run(stamp+"/"+shape, func(t *testing.T) {
+				t.Parallel()
+				continueAsNewTransitionDelivery(t, f, stamp, shape)
+			})
+		}
+	}
+}
 
-			reg := runtime.NewRegistry()
-			require.NoError(t, reg.RegisterOrchestration("Transition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-				if ctx.ExecutionID() == 1 {
-					return "", ctx.ContinueAsNew("next")
-				}
-				switch shape {
-				case "stale-only":
-					return ctx.DequeueEvent("q").Get()
-				case "signal":
-					answer, err := ctx.ScheduleWait("signal").Get()
-					if err != nil {
-						return "", err
-					}
-					values, err := dequeueTwice(ctx)
-					return values + "|" + answer, err
-				}
-				var values []string
-				for len(values) < 2 {
-					if shape != "race" {
-						v, err := ctx.DequeueEvent("q").Get()
-						if err != nil {
-							return "", err
-						}
-						values = append(values, v)
-						continue
-					}
-					winner, v, err := ctx.Select(ctx.DequeueEvent("q"), ctx.ScheduleTimer(10*time.Millisecond))
-					if err != nil {
-						return "", err
-					}
-					if winner == 0 {
-						values = append(values, v)
-					}
-				}
-				return strings.Join(values, ","), nil
-			}))
-			// Waiting inputs back off like an unregistered handler; the 2 s
-			// hidden start arrives well inside the default poison budget.
-			startRuntime(t, p, reg, raceOptions(250*time.Millisecond, time.Second))
-			st := waitStatus(t, p, instance)
-
-			old := readExecution(t, p, instance, 1)
-			require.Len(t, old, 2, "waiting inputs must not change execution 1")
-			successor := readExecution(t, p, instance, 2)
-			require.NotEmpty(t, successor, "the successor never started")
-			require.Equal(t, duroxide.DuroxideVersion, successor[0].DuroxideVersion, "the successor is stamped by the runtime that starts it")
-
-			switch shape {
-			case "future-completion":
-				require.Equal(t, runtime.StatusFailed, st.Kind, "a completion the successor never scheduled must be nondeterminism, not acked away: %+v", st)
-				require.NotNil(t, st.Details.Configuration, "details: %+v", st.Details)
-				require.Equal(t, duroxide.ConfigErrorNondeterminism, st.Details.Configuration.Kind)
-				return
-			case "stale-only":
-				requireCompletedWith(t, st, "carried", "a batch of stale completions must not hold the successor back")
-				return
-			case "cancel":
-				require.Equal(t, runtime.StatusFailed, st.Kind, "a cancel of the instance must reach the successor: %+v", st)
-				require.NotNil(t, st.Details.Application)
-				require.Equal(t, duroxide.AppErrorCancelled, st.Details.Application.Kind.Name)
-				require.Equal(t, "requested-during-CAN", st.Details.Application.Kind.Reason)
-				return
-			case "signal":
-				requireCompletedWith(t, st, "carried,late|answer", "the window's signal must reach the successor's wait")
-				n := 0
-				for _, ev := range successor {
-					if k, ok := ev.Kind.(duroxide.ExternalEvent); ok && k.Name == "signal" && k.Data == "answer" {
-						n++
-					}
-				}
-				require.Equal(t, 1, n, "the window's signal must reach the successor exactly once")
-			default:
-				requireCompletedWith(t, st, "carried,late", "the carried input must precede the window's input")
-			}
-			var delivered []string
-			for _, ev := range successor {
-				if k, ok := ev.Kind.(duroxide.QueueEventDelivered); ok && k.Name == "q" {
-					delivered = append(delivered, k.Data)
-				}
-			}
-			require.Equal(t, []string{"carried", "late"}, delivered, "no loss or duplication")
-			if shape == "mixed-stale" {
-				for _, ev := range successor {
-					switch ev.Kind.(type) {
-					case duroxide.ActivityCompleted, duroxide.TimerFired, duroxide.SubOrchestrationCompleted:
-						require.False(t, ev.SourceEventID != nil && *ev.SourceEventID >= 99,
-							"a stale completion of execution 1 was applied to the successor: %+v", ev)
-					}
-				}
-			}
+// continueAsNewTransitionDelivery is one case of
+// ContinueAsNewTransitionDelivery: the predecessor is stamped and pinned
+// stamp.
+func continueAsNewTransitionDelivery(t *testing.T, f Factory, stamp, shape string) {
+	p := f.NewProvider(t)
+	instance := "provider-can-window-" + stamp + "-" + shape
+	late := duroxide.WorkItem{Kind: duroxide.QueueMessageItem{Instance: instance, Name: "q", Data: "late"}}
+	inputs := []duroxide.WorkItem{late}
+	switch shape {
+	case "mixed-stale":
+		inputs = append(inputs,
+			duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 99, Result: "stale"}},
+			duroxide.WorkItem{Kind: duroxide.TimerFiredItem{Instance: instance, ExecutionID: 1, ID: 100, FireAtMs: 1}},
+			duroxide.WorkItem{Kind: duroxide.SubOrchCompletedItem{ParentInstance: instance, ParentExecutionID: 1, ParentID: 101, Result: "stale"}})
+	case "future-completion":
+		inputs = []duroxide.WorkItem{{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 2, ID: 99, Result: "unmatched"}}}
+	case "stale-only":
+		inputs = []duroxide.WorkItem{{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 99, Result: "unmatched"}}}
+	case "signal":
+		inputs = append(inputs, duroxide.WorkItem{Kind: duroxide.ExternalRaisedItem{Instance: instance, Name: "signal", Data: "answer"}})
+	case "cancel":
+		inputs = append(inputs, duroxide.WorkItem{Kind: duroxide.CancelInstanceItem{Instance: instance, Reason: "requested-during-CAN"}})
+	}
+	v := duroxide.MustParseVersion(stamp)
+	seedTurn(t, p, instance,
+		[]duroxide.Event{stamped(started(instance, "Transition", "old"), stamp), continuedAsNew(instance, "next")},
+		inputs,
+		duroxide.ExecutionMetadata{
+			Status: duroxide.StringPtr(duroxide.StatusContinuedAsNew), Output: duroxide.StringPtr("next"),
+			OrchestrationName: duroxide.StringPtr("Transition"), OrchestrationVersion: duroxide.StringPtr("1.0.0"),
+			PinnedDuroxideVersion: &v,
 		})
+	require.NoError(t, p.EnqueueForOrchestrator(t.Context(), successorStart(instance, "Transition"), 2*time.Second), "the delayed successor start")
+
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("Transition", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
+		if ctx.ExecutionID() == 1 {
+			return "", ctx.ContinueAsNew("next")
+		}
+		switch shape {
+		case "stale-only":
+			return ctx.DequeueEvent("q").Get()
+		case "signal":
+			answer, err := ctx.ScheduleWait("signal").Get()
+			if err != nil {
+				return "", err
+			}
+			values, err := dequeueTwice(ctx)
+			return values + "|" + answer, err
+		}
+		var values []string
+		for len(values) < 2 {
+			if shape != "race" {
+				v, err := ctx.DequeueEvent("q").Get()
+				if err != nil {
+					return "", err
+				}
+				values = append(values, v)
+				continue
+			}
+			winner, v, err := ctx.Select(ctx.DequeueEvent("q"), ctx.ScheduleTimer(10*time.Millisecond))
+			if err != nil {
+				return "", err
+			}
+			if winner == 0 {
+				values = append(values, v)
+			}
+		}
+		return strings.Join(values, ","), nil
+	}))
+	// Waiting inputs back off like an unregistered handler; the 2 s
+	// hidden start arrives well inside the default poison budget.
+	startRuntime(t, p, reg, raceOptions(250*time.Millisecond, time.Second))
+	st := waitStatus(t, p, instance)
+
+	old := readExecution(t, p, instance, 1)
+	require.Len(t, old, 2, "waiting inputs must not change execution 1")
+	require.Equal(t, stamp, old[0].DuroxideVersion, "execution 1 keeps its stamp")
+	successor := readExecution(t, p, instance, 2)
+	require.NotEmpty(t, successor, "the successor never started")
+	require.Equal(t, duroxide.DuroxideVersion, successor[0].DuroxideVersion, "the successor is stamped by the runtime that starts it")
+
+	switch shape {
+	case "future-completion":
+		require.Equal(t, runtime.StatusFailed, st.Kind, "a completion the successor never scheduled must be nondeterminism, not acked away: %+v", st)
+		require.NotNil(t, st.Details.Configuration, "details: %+v", st.Details)
+		require.Equal(t, duroxide.ConfigErrorNondeterminism, st.Details.Configuration.Kind)
+		return
+	case "stale-only":
+		requireCompletedWith(t, st, "carried", "a batch of stale completions must not hold the successor back")
+		return
+	case "cancel":
+		require.Equal(t, runtime.StatusFailed, st.Kind, "a cancel of the instance must reach the successor: %+v", st)
+		require.NotNil(t, st.Details.Application)
+		require.Equal(t, duroxide.AppErrorCancelled, st.Details.Application.Kind.Name)
+		require.Equal(t, "requested-during-CAN", st.Details.Application.Kind.Reason)
+		return
+	case "signal":
+		requireCompletedWith(t, st, "carried,late|answer", "the window's signal must reach the successor's wait")
+		n := 0
+		for _, ev := range successor {
+			if k, ok := ev.Kind.(duroxide.ExternalEvent); ok && k.Name == "signal" && k.Data == "answer" {
+				n++
+			}
+		}
+		require.Equal(t, 1, n, "the window's signal must reach the successor exactly once")
+	default:
+		requireCompletedWith(t, st, "carried,late", "the carried input must precede the window's input")
+	}
+	var delivered []string
+	for _, ev := range successor {
+		if k, ok := ev.Kind.(duroxide.QueueEventDelivered); ok && k.Name == "q" {
+			delivered = append(delivered, k.Data)
+		}
+	}
+	require.Equal(t, []string{"carried", "late"}, delivered, "no loss or duplication")
+	if shape == "mixed-stale" {
+		for _, ev := range successor {
+			switch ev.Kind.(type) {
+			case duroxide.ActivityCompleted, duroxide.TimerFired, duroxide.SubOrchestrationCompleted:
+				require.False(t, ev.SourceEventID != nil && *ev.SourceEventID >= 99,
+					"a stale completion of execution 1 was applied to the successor: %+v", ev)
+			}
+		}
 	}
 }
 
@@ -476,39 +506,105 @@ func ContinueAsNewQueueRaceReplay(t *testing.T, f Factory) {
 	}
 }
 
-// QueueRaceCancellationReplay is the provider side of duroxide's
-// test_queue_race_cancellation_replay (whose runtime side, the replay of
-// queue waits cancelled by a select, the runtime's replay tests cover): ReadWithExecution returns a
-// history exactly as written, every field of every event included (event
-// and source event ids, timestamps, the 0.1.31 stamp of a newer runtime),
-// and the next fetch returns it the same way.
+// QueueRaceCancellationReplay is duroxide's
+// test_queue_race_cancellation_replay over its shapes q1, q2 and q6: a
+// history of queue waits that lost a select to a timer (stamped 0.1.31,
+// with the deliveries and the dropped_future cancellations that left)
+// reads back, and is fetched, exactly as written, every field of every
+// event included, and the runtime replays it and completes with the values the waits took in
+// order. q1 and q2 race two waits and a timer (Rust's select3); q6 races a
+// wait and a short timer inside a select with a long timer (Rust's nested
+// select2), which Go's flat Select over the same three futures, in the same
+// order, schedules and cancels the same way.
 func QueueRaceCancellationReplay(t *testing.T, f Factory) {
+	for _, shape := range []string{"q1", "q2", "q6"} {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			queueRaceCancellationReplay(t, f, shape)
+		})
+	}
+}
+
+// queueRaceCancellationReplay is one shape of QueueRaceCancellationReplay.
+func queueRaceCancellationReplay(t *testing.T, f Factory, shape string) {
 	p := f.NewProvider(t)
-	const inst = "provider-queue-race-q1"
+	inst := "provider-queue-race-" + shape
 	ev := func(id uint64, source *uint64, kind duroxide.EventKind) duroxide.Event {
 		e := duroxide.NewEvent(id, inst, 1, source, kind)
 		e.TimestampMs = 1_700_000_000_000 + id
 		return e
 	}
-	history := []duroxide.Event{
-		stamped(ev(1, nil, duroxide.OrchestrationStarted{Name: "QueueRace", Version: "1.0.0", Input: "q1"}), "0.1.31"),
-		ev(2, nil, duroxide.QueueSubscribed{Name: "q"}),
-		ev(3, nil, duroxide.QueueSubscribed{Name: "q"}),
-		ev(4, nil, duroxide.TimerCreated{FireAtMs: 1000}),
-		ev(5, duroxide.Uint64Ptr(4), duroxide.TimerFired{FireAtMs: 1000}),
-		ev(6, nil, duroxide.QueueEventDelivered{Name: "q", Data: "first"}),
-		ev(7, nil, duroxide.QueueEventDelivered{Name: "q", Data: "second"}),
-		ev(8, duroxide.Uint64Ptr(2), duroxide.QueueSubscriptionCancelled{Reason: "dropped_future"}),
-		ev(9, nil, duroxide.ActivityScheduled{Name: "checkpoint", Input: "first,second"}),
+	subscribed := func(id uint64) duroxide.Event { return ev(id, nil, duroxide.QueueSubscribed{Name: "q"}) }
+	delivered := func(id uint64, data string) duroxide.Event {
+		return ev(id, nil, duroxide.QueueEventDelivered{Name: "q", Data: data})
 	}
-	completion := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 9, Result: "ok"}}
+	cancelled := func(id, source uint64) duroxide.Event {
+		return ev(id, duroxide.Uint64Ptr(source), duroxide.QueueSubscriptionCancelled{Reason: "dropped_future"})
+	}
+	history := []duroxide.Event{stamped(ev(1, nil, duroxide.OrchestrationStarted{Name: "QueueRace", Version: "1.0.0", Input: shape}), "0.1.31")}
+	switch shape {
+	case "q1":
+		history = append(history, subscribed(2), subscribed(3),
+			ev(4, nil, duroxide.TimerCreated{FireAtMs: 1000}), ev(5, duroxide.Uint64Ptr(4), duroxide.TimerFired{FireAtMs: 1000}),
+			delivered(6, "first"), delivered(7, "second"), subscribed(8), subscribed(9), cancelled(10, 2), cancelled(11, 3))
+	case "q2":
+		history = append(history, subscribed(2), subscribed(3),
+			ev(4, nil, duroxide.TimerCreated{FireAtMs: 1000}),
+			delivered(5, "first"), delivered(6, "second"), subscribed(7), cancelled(8, 3))
+	case "q6":
+		history = append(history, subscribed(2),
+			ev(3, nil, duroxide.TimerCreated{FireAtMs: 1000}), ev(4, nil, duroxide.TimerCreated{FireAtMs: 1100}),
+			ev(5, duroxide.Uint64Ptr(4), duroxide.TimerFired{FireAtMs: 1100}),
+			delivered(6, "first"), subscribed(7), cancelled(8, 2))
+	}
+	want := "first,second"
+	if shape == "q6" {
+		want = "first"
+	}
+	checkpoint := uint64(len(history) + 1)
+	history = append(history, ev(checkpoint, nil, duroxide.ActivityScheduled{Name: "checkpoint", Input: want}))
+	completion := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: checkpoint, Result: "ok"}}
 	seedTurn(t, p, inst, history, []duroxide.WorkItem{completion}, orchMetadata("QueueRace", "1.0.0"))
-
-	got, err := p.ReadWithExecution(t.Context(), inst, 1)
-	require.NoError(t, err)
-	require.Equal(t, history, got, "the provider must preserve full event metadata and the semantic version stamp")
+	require.Equal(t, history, readExecution(t, p, inst, 1), "the provider must preserve full event metadata and the semantic version stamp")
 	item := fetchOrch(t, p, longLock)
 	require.Equal(t, history, item.History, "the fetch returns the history as written")
+	require.NoError(t, p.AbandonOrchestrationItem(t.Context(), item.LockToken, 0, true), "release the inspection fetch")
+
+	reg := runtime.NewRegistry()
+	require.NoError(t, reg.RegisterOrchestration("QueueRace", func(ctx *runtime.OrchestrationContext, input string) (string, error) {
+		var values []string
+		if input == "q6" {
+			_, _, _ = ctx.Select(ctx.DequeueEvent("q"), ctx.ScheduleTimer(10*time.Millisecond), ctx.ScheduleTimer(100*time.Millisecond))
+			v, err := ctx.DequeueEvent("q").Get()
+			if err != nil {
+				return "", err
+			}
+			values = append(values, v)
+		} else {
+			w, v, err := ctx.Select(ctx.DequeueEvent("q"), ctx.DequeueEvent("q"), ctx.ScheduleTimer(10*time.Millisecond))
+			if err != nil {
+				return "", err
+			}
+			if w < 2 {
+				values = append(values, v)
+			}
+			for len(values) < 2 {
+				v, err := ctx.DequeueEvent("q").Get()
+				if err != nil {
+					return "", err
+				}
+				values = append(values, v)
+			}
+		}
+		out := strings.Join(values, ",")
+		if _, err := ctx.ScheduleActivity("checkpoint", out).Get(); err != nil {
+			return "", err
+		}
+		return out, nil
+	}))
+	startRuntime(t, p, reg, raceOptions(0, 0))
+	requireCompletedWith(t, waitStatus(t, p, inst), want, "%s: the recorded race must replay to the values the waits took", shape)
+	require.Equal(t, history, readExecution(t, p, inst, 1)[:len(history)], "the replay must not rewrite the recorded history")
 }
 
 // QueueReplayVersionStampRoundtrip ports duroxide's

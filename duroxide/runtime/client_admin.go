@@ -127,6 +127,28 @@ func (c *Client) ReadExecutionHistory(ctx context.Context, instance string, exec
 	})
 }
 
+// GetOrchestrationStats returns the size of instance's stored state
+// (duroxide's Client::get_orchestration_stats, since 0.1.27): its current
+// execution's history (events and JSON bytes), the queue messages carried
+// into it, and its KV store (keys and value bytes), as the provider's
+// GetInstanceStats reports them; nil, with no error, when the instance does
+// not exist. It needs no ProviderAdmin. An empty instance id is refused
+// before the provider is called; a provider error is wrapped.
+func (c *Client) GetOrchestrationStats(ctx context.Context, instance string) (*duroxide.SystemStats, error) {
+	if err := checkInstance("orchestration stats", instance); err != nil {
+		return nil, err
+	}
+	p, err := c.prov()
+	if err != nil {
+		return nil, err
+	}
+	stats, err := p.GetInstanceStats(ctx, instance)
+	if err != nil {
+		return nil, clientErr("orchestration stats", instance, err)
+	}
+	return stats, nil
+}
+
 // GetSystemMetrics returns counts over all instances (duroxide.SystemMetrics):
 // instances in all and by status, executions, history events. A management
 // call (see Client).

@@ -45,24 +45,29 @@ import (
 
 // Instrument names (duroxide's).
 const (
-	metricOrchStarts          = "duroxide_orchestration_starts_total"
-	metricOrchCompletions     = "duroxide_orchestration_completions_total"
-	metricOrchFailures        = "duroxide_orchestration_failures_total"
-	metricOrchDuration        = "duroxide_orchestration_duration_seconds"
-	metricOrchHistorySize     = "duroxide_orchestration_history_size"
-	metricOrchTurns           = "duroxide_orchestration_turns"
-	metricOrchInfraErrors     = "duroxide_orchestration_infrastructure_errors_total"
-	metricOrchConfigErrors    = "duroxide_orchestration_configuration_errors_total"
-	metricOrchContinueAsNew   = "duroxide_orchestration_continue_as_new_total"
-	metricActiveOrchs         = "duroxide_active_orchestrations"
-	metricOrchQueueDepth      = "duroxide_orchestrator_queue_depth"
-	metricWorkerQueueDepth    = "duroxide_worker_queue_depth"
-	metricActExecutions       = "duroxide_activity_executions_total"
-	metricActDuration         = "duroxide_activity_duration_seconds"
-	metricActInfraErrors      = "duroxide_activity_infrastructure_errors_total"
-	metricActConfigErrors     = "duroxide_activity_configuration_errors_total"
-	metricOrchPoison          = "duroxide_orchestration_poison_total"
-	metricActPoison           = "duroxide_activity_poison_total"
+	metricOrchStarts        = "duroxide_orchestration_starts_total"
+	metricOrchCompletions   = "duroxide_orchestration_completions_total"
+	metricOrchFailures      = "duroxide_orchestration_failures_total"
+	metricOrchDuration      = "duroxide_orchestration_duration_seconds"
+	metricOrchHistorySize   = "duroxide_orchestration_history_size"
+	metricOrchTurns         = "duroxide_orchestration_turns"
+	metricOrchInfraErrors   = "duroxide_orchestration_infrastructure_errors_total"
+	metricOrchConfigErrors  = "duroxide_orchestration_configuration_errors_total"
+	metricOrchContinueAsNew = "duroxide_orchestration_continue_as_new_total"
+	metricActiveOrchs       = "duroxide_active_orchestrations"
+	metricOrchQueueDepth    = "duroxide_orchestrator_queue_depth"
+	metricWorkerQueueDepth  = "duroxide_worker_queue_depth"
+	metricActExecutions     = "duroxide_activity_executions_total"
+	metricActDuration       = "duroxide_activity_duration_seconds"
+	metricActInfraErrors    = "duroxide_activity_infrastructure_errors_total"
+	metricActConfigErrors   = "duroxide_activity_configuration_errors_total"
+	metricOrchPoison        = "duroxide_orchestration_poison_total"
+	metricActPoison         = "duroxide_activity_poison_total"
+	// A poison disposition whose ack failed (duroxide main,
+	// tests/poison_disposition_tests.rs: its orch_poison_failed); the
+	// message stays in circulation. The activity counter is this port's.
+	metricOrchPoisonFailed    = "duroxide_orchestration_poison_failed_total"
+	metricActPoisonFailed     = "duroxide_activity_poison_failed_total"
 	metricEventsDropped       = "duroxide_external_events_dropped_total"
 	metricSubCalls            = "duroxide_suborchestration_calls_total"
 	metricSubDuration         = "duroxide_suborchestration_duration_seconds"
@@ -133,6 +138,7 @@ type runtimeMetrics struct {
 	orchStarts, orchCompletions, orchFailures      metric.Int64Counter
 	orchInfraErrors, orchConfigErrors, orchCAN     metric.Int64Counter
 	orchPoison, actPoison                          metric.Int64Counter
+	orchPoisonFailed, actPoisonFailed              metric.Int64Counter
 	orchDuration, orchHistorySize, orchTurns       metric.Float64Histogram
 	actExecutions, actInfraErrors, actConfigErrors metric.Int64Counter
 	actDuration                                    metric.Float64Histogram
@@ -195,6 +201,8 @@ func newRuntimeMetrics(mp metric.MeterProvider, admin duroxide.ProviderAdmin, lo
 	m.evDropped = in.counter(metricEventsDropped, "External events raised while no wait for them was pending (dropped by duroxide's rule; they stay in history)", "{event}")
 	m.orchPoison = in.counter(metricOrchPoison, "Orchestration items that exceeded max_attempts", "{message}")
 	m.actPoison = in.counter(metricActPoison, "Activity items that exceeded max_attempts", "{message}")
+	m.orchPoisonFailed = in.counter(metricOrchPoisonFailed, "Poison dispositions of orchestration items whose ack failed (the message stays in circulation)", "{message}")
+	m.actPoisonFailed = in.counter(metricActPoisonFailed, "Poison dispositions of activity items whose ack failed (the message stays in circulation)", "{message}")
 	m.subCalls = in.counter(metricSubCalls, "Sub-orchestration invocations by outcome", "{call}")
 	m.subDuration = in.histogram(metricSubDuration, "Sub-orchestration execution time", "s", bucketsSubDuration)
 	m.providerDuration = in.histogram(metricProviderDuration, "Provider operation latency", "s", bucketsProvider)
@@ -467,6 +475,17 @@ func (m *runtimeMetrics) activityDone(item duroxide.ActivityExecuteItem, complet
 		outcome = errorTypeOf(f.Details.Category(), "infra_error", "app_error")
 	}
 	m.activity(item, outcome, elapsed)
+}
+
+// poisonFailed counts a poison disposition whose ack failed: of an
+// orchestration item, or (activity true) of an activity item. It is never
+// counted as poisoned (duroxide main's poison disposition rule).
+func (m *runtimeMetrics) poisonFailed(activity bool) {
+	if activity {
+		m.actPoisonFailed.Add(context.Background(), 1)
+		return
+	}
+	m.orchPoisonFailed.Add(context.Background(), 1)
 }
 
 // activity records one activity execution with outcome.

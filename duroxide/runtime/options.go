@@ -95,6 +95,12 @@ type Options struct {
 	// abandoned, and another runtime takes it at once instead of after the
 	// lock timeout. Default: 5s.
 	ShutdownGracePeriod time.Duration
+	// ShutdownTimeout is the total deadline of the shutdown that follows
+	// the cancellation of the context given to Start: by then the shutdown
+	// has returned, whatever still blocks (see ShutdownWithTimeouts).
+	// Default: ShutdownGracePeriod + 5s; Start refuses a value below
+	// ShutdownGracePeriod.
+	ShutdownTimeout time.Duration
 	// ActivityCancellationGracePeriod is how long a cancelled activity may
 	// take to return before its result is dropped and its worker slot freed
 	// (the goroutine itself cannot be killed). Default: 10s.
@@ -216,6 +222,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.ShutdownGracePeriod, 5*time.Second)
+	def(&o.ShutdownTimeout, o.ShutdownGracePeriod+cleanupHeadroom)
 	def(&o.PollInterval, 100*time.Millisecond)
 	def(&o.LongPollTimeout, 30*time.Second)
 	o.LongPollTimeout = max(o.LongPollTimeout, 0)
@@ -276,6 +283,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"WorkerLockRenewalBuffer", o.WorkerLockRenewalBuffer},
 		{"ActivityCancellationGracePeriod", o.ActivityCancellationGracePeriod},
 		{"ShutdownGracePeriod", o.ShutdownGracePeriod},
+		{"ShutdownTimeout", o.ShutdownTimeout},
 		{"SessionLockTimeout", o.SessionLockTimeout},
 		{"SessionLockRenewalBuffer", o.SessionLockRenewalBuffer},
 		{"SessionIdleTimeout", o.SessionIdleTimeout},
@@ -286,6 +294,9 @@ func (o Options) withDefaults() (Options, error) {
 		if d.value < 0 {
 			return o, fmt.Errorf("runtime: Options.%s must not be negative, got %v", d.name, d.value)
 		}
+	}
+	if o.ShutdownTimeout < o.ShutdownGracePeriod {
+		return o, fmt.Errorf("runtime: Options.ShutdownTimeout (%v) must not be shorter than ShutdownGracePeriod (%v)", o.ShutdownTimeout, o.ShutdownGracePeriod)
 	}
 	// duroxide's invariant: a session must not unpin while one of its
 	// activities is still renewing its lock.

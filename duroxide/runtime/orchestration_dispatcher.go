@@ -65,14 +65,26 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 		}
 		return
 	}
-	if d.poison {
-		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
-	}
 	err := r.ackCounted(turnCtx, item, d)
+	if d.poison {
+		r.reportPoisonDisposition(item, err)
+	}
 	if err != nil {
 		// The execution the turn cached did not commit: the next turn
 		// would not match it anyway, drop it now.
 		r.sticky.discard(item.Instance, stickyEvictFailed)
+	}
+	if err != nil && r.isForced() && r.runCtx.Err() != nil {
+		// A forced shutdown cut the commit short: release the turn so that
+		// another runtime takes it at once, without counting an attempt
+		// (shutdown.go). An ack that landed before the cut leaves nothing
+		// to abandon, and the abandon fails harmlessly.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.runCtx), abandonTimeout)
+		defer cancel()
+		if aerr := r.provider.AbandonOrchestrationItem(ctx, item.LockToken, 0, true); aerr != nil {
+			r.logger.Debug("abandon of a turn cut short by shutdown failed", "instance", item.Instance, "error", aerr)
+		}
+		return
 	}
 	if err == nil || r.runCtx.Err() != nil {
 		return
@@ -92,6 +104,26 @@ func (r *Runtime) commitTurn(turnCtx context.Context, item *duroxide.Orchestrati
 		r.logger.Warn("failed to commit orchestration failure, abandoning lock", "instance", item.Instance, "error", err2)
 		_ = r.provider.AbandonOrchestrationItem(r.runCtx, item.LockToken, abandonOnFailed, false)
 	}
+}
+
+// reportPoisonDisposition says what became of a poison disposition: a
+// committed one took the message out of circulation (counted in
+// duroxide_orchestration_poison_total by the ack); one whose ack failed
+// (typically its lease had expired) did not, so it is counted in
+// duroxide_orchestration_poison_failed_total instead and logged as an
+// error saying the message stays in circulation (duroxide main,
+// tests/poison_disposition_tests.rs).
+func (r *Runtime) reportPoisonDisposition(item *duroxide.OrchestrationItem, err error) {
+	if err == nil {
+		r.logger.Warn("orchestration failed as poison message", "instance", item.Instance, "attempt_count", item.AttemptCount)
+		return
+	}
+	if r.runCtx.Err() != nil {
+		return // shutting down: the ack was cut short, not refused
+	}
+	r.metrics.poisonFailed(false)
+	r.logger.Error("poison disposition failed to commit; the message was not poisoned and stays in circulation",
+		"instance", item.Instance, "attempt_count", item.AttemptCount, "max_attempts", r.opts.MaxAttempts, "error", err)
 }
 
 // abandonTurn abandons the turn d decided not to run. A start abandoned

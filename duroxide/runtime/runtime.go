@@ -36,9 +36,12 @@ type Runtime struct {
 	// end at once.
 	fetchCtx    context.Context
 	cancelFetch context.CancelFunc
-	stopping    chan struct{} // closed by Shutdown: fetch no more work
-	stopOnce    sync.Once
+	stopping    chan struct{} // closed when a shutdown is accepted: fetch no more work
+	forced      chan struct{} // closed when the shutdown's grace period ends (shutdown.go)
 	wg          sync.WaitGroup
+
+	shutdownMu sync.Mutex
+	shutdown   *shutdownRequest // the accepted shutdown (shutdown.go); nil until then
 
 	mu       sync.Mutex
 	inflight map[*inflightActivity]struct{}
@@ -57,11 +60,11 @@ var errShutdown = errors.New("runtime: shutting down")
 // running Runtime. A nil provider is ErrNilProvider; the registry may not
 // be nil either; invalid opts are an error naming the field (see Options).
 // ctx bounds the runtime's life: when it is cancelled the runtime shuts down
-// gracefully, as Shutdown does with a context of Options.ShutdownGracePeriod
-// (it stops fetching, lets in-flight turns and activities finish within the
-// grace period, then cancels and abandons the rest so that another runtime
-// takes them at once). Shutdown may still be called, for example to wait
-// for that; values of ctx reach the provider calls, its cancellation does
+// gracefully, as ShutdownWithTimeouts does with Options.ShutdownGracePeriod
+// and Options.ShutdownTimeout (it stops fetching, lets in-flight turns and
+// activities finish within the grace period, then cancels and abandons the
+// rest so that another runtime takes them at once). Shutdown may still be
+// called, for example to wait for that; values of ctx reach the provider calls, its cancellation does
 // not cut them short.
 func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, opts Options) (*Runtime, error) {
 	if provider == nil {
@@ -83,7 +86,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	r := &Runtime{
 		provider: provider, registry: registry, opts: o, id: newRuntimeID(), logger: o.Logger,
 		client: &Client{provider: provider, metrics: newClientMetrics(o.MeterProvider)}, runCtx: runCtx, cancelRun: cancel, fetchCtx: fetchCtx, cancelFetch: cancelFetch,
-		stopping: make(chan struct{}), inflight: map[*inflightActivity]struct{}{},
+		stopping: make(chan struct{}), forced: make(chan struct{}), inflight: map[*inflightActivity]struct{}{},
 	}
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
@@ -135,13 +138,12 @@ func (r *Runtime) shutdownWhenDone(ctx context.Context) {
 		return
 	case <-ctx.Done():
 	}
-	grace := r.opts.ShutdownGracePeriod
-	r.logger.Info("runtime context cancelled; shutting down", "runtime_id", r.id, "grace_period", grace, "cause", context.Cause(ctx))
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := r.Shutdown(sctx); err != nil {
+	grace, total := r.opts.ShutdownGracePeriod, r.opts.ShutdownTimeout
+	r.logger.Info("runtime context cancelled; shutting down", "runtime_id", r.id, "grace_period", grace, "total_timeout", total, "cause", context.Cause(ctx))
+	outcome, err := r.ShutdownWithTimeouts(grace, total)
+	if err != nil || outcome != ShutdownDrained {
 		r.logger.Warn("shutdown after the runtime context was cancelled did not finish in the grace period; in-flight work was abandoned",
-			"runtime_id", r.id, "error", err)
+			"runtime_id", r.id, "outcome", outcome, "error", err)
 	}
 }
 
@@ -158,66 +160,6 @@ func (r *Runtime) Client() *Client { return r.client }
 
 // ID returns the runtime's random id (part of its worker ids).
 func (r *Runtime) ID() string { return r.id }
-
-// Shutdown stops the runtime cleanly: no new work is fetched, in-flight
-// turns and activities finish and are acked. When ctx ends first, the
-// activities still running are cancelled (their ActivityContext is done) and
-// their work items abandoned so that another runtime takes them at once,
-// then everything stops; Shutdown then returns ctx's error. A goroutine
-// blocked in code that ignores its context (orchestration code blocking on
-// anything but its futures, a provider call) cannot be stopped: Shutdown
-// then gives up after a few more seconds and returns an error wrapping
-// ctx's, leaving that goroutine to end when the code returns. It is safe to
-// call more than once, and on a nil Runtime (a failed Start), where it does
-// nothing.
-func (r *Runtime) Shutdown(ctx context.Context) error {
-	if r == nil {
-		return nil
-	}
-	r.stopOnce.Do(func() {
-		close(r.stopping)
-		r.cancelFetch()
-	})
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	defer r.metrics.close()
-	// The suspended executions end with the runtime, whatever the path;
-	// a turn still running puts its execution into the closed cache,
-	// which ends it at once.
-	defer r.sticky.close()
-	select {
-	case <-done:
-		r.cancelRun()
-		return nil
-	case <-ctx.Done():
-	}
-	r.mu.Lock()
-	for a := range r.inflight {
-		a.cancel(errShutdown)
-	}
-	r.mu.Unlock()
-	// Give the workers a moment to abandon what they hold, then stop.
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-	}
-	r.cancelRun()
-	// Forced abandons may run for up to abandonTimeout after the cancel;
-	// past that, a goroutine is stuck in code that ignores its context (an
-	// orchestration blocking on something else, an activity past its grace
-	// period's end, a provider call), which cannot be killed: report it
-	// rather than wait for ever.
-	select {
-	case <-done:
-		return ctx.Err()
-	case <-time.After(abandonTimeout):
-	}
-	r.logger.Error("runtime goroutines still running after shutdown: orchestration, activity or provider code is blocking outside its context")
-	return fmt.Errorf("runtime: Shutdown: dispatcher goroutines still running (blocked outside their context): %w", ctx.Err())
-}
 
 func (r *Runtime) isStopping() bool {
 	select {

@@ -1118,24 +1118,8 @@ func TestCancellingStartsContextHandsInFlightWorkToAnotherRuntime(t *testing.T) 
 	t.Parallel()
 	e := newEnv(t)
 	entered := make(chan struct{})
-	reg := func(blocking bool) *runtime.Registry {
-		r := runtime.NewRegistry()
-		mustRegister(t,
-			r.RegisterActivity("Work", func(ctx *runtime.ActivityContext, _ string) (string, error) {
-				if blocking {
-					close(entered)
-					<-ctx.Done()
-					return "", ctx.Err()
-				}
-				return "finished by the other runtime", nil
-			}),
-			r.RegisterOrchestration("OneActivity", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
-				return ctx.ScheduleActivity("Work", "").Get()
-			}))
-		return r
-	}
-	opts := fastOptions()
-	opts.WorkerLockTimeout, opts.OrchestratorLockTimeout = time.Minute, time.Minute
+	reg := func(blocking bool) *runtime.Registry { return handOffRegistry(t, entered, blocking) }
+	opts := slowLockOptions()
 	opts.ShutdownGracePeriod = 100 * time.Millisecond
 	first, stop := context.WithCancel(e.ctx)
 	rt, err := runtime.Start(first, e.provider, reg(true), opts)

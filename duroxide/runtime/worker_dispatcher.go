@@ -106,7 +106,9 @@ func (r *Runtime) poisonActivity(locked *duroxide.LockedWorkItem, item duroxide.
 	if err == nil {
 		r.metrics.activity(item, "poison", 0)
 	} else if r.runCtx.Err() == nil {
-		r.logger.Warn("failed to ack poisoned activity", "instance", item.Instance, "error", err)
+		r.metrics.poisonFailed(true)
+		r.logger.Error("poison disposition failed to commit; the activity was not poisoned and stays in circulation",
+			"instance", item.Instance, "activity_name", item.Name, "activity_id", item.ID, "error", err)
 	}
 }
 
