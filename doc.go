@@ -49,5 +49,5 @@
 //
 // This package holds the public API and the Provider's contract methods;
 // the machinery lives in internal packages, one per concept, which never
-// import this one (README's "What is here" lists them).
+// import this one (docs/DEVELOPMENT.md lists them).
 package cdb

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"html"
 	"net/http"
@@ -884,8 +885,14 @@ func TestHardeningOfLinksIDsAndTokens(t *testing.T) {
 	assert.Contains(t, page, `name="next" value="/"`, "a return path with a tab is refused")
 	code, _ = s.get("/dash/instance?id=")
 	assert.Equal(t, http.StatusBadRequest, code)
-	code, _ = s.get("/dash/instance?id=" + strings.Repeat("x", 5000))
-	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = s.get("/dash/tree?id=")
+	assert.Equal(t, http.StatusBadRequest, code)
+	code, _ = s.get("/dash/history.json?id=")
+	assert.Equal(t, http.StatusBadRequest, code)
+	for _, page := range []string{"instance", "tree", "history.json"} {
+		code, _ = s.get("/dash/" + page + "?id=" + strings.Repeat("x", 5000))
+		assert.Equal(t, http.StatusNotFound, code, "an over-long id on %s", page)
+	}
 	resp, err := s.client.Get(s.srv.URL + "/dash/")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -931,4 +938,28 @@ func TestSignInAndOutLinks(t *testing.T) {
 	assert.Contains(t, body, ">Sign in<", "signed out")
 	_, ro := newSite(t, dashboard.Options{}).get("/dash/")
 	assert.NotContains(t, ro, "Sign in", "a read-only dashboard has no sign-in")
+}
+
+// TestHistoryJSONViewAndDownload checks the history's JSON: duroxide's
+// events of the execution, and an attachment with &download=1; and the
+// filter by kind on the instance page.
+func TestHistoryJSONViewAndDownload(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, dashboard.Options{})
+	resp, err := s.client.Get(s.srv.URL + "/dash/history.json?id=" + url.QueryEscape(failID) + "&download=1")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, `attachment; filename=history-fail-1-1.json`, resp.Header.Get("Content-Disposition"))
+	var events []duroxide.Event
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&events))
+	want, err := shared(t).quiet.ReadHistoryWithExecutionID(t.Context(), failID, 1)
+	require.NoError(t, err)
+	assert.Equal(t, want, events)
+
+	_, body := s.get(instancePath(failID) + "&kind=ActivityFailed")
+	assert.Contains(t, body, "those of kind ActivityFailed shown")
+	assert.Contains(t, body, `<strong class="ev-kind">ActivityFailed</strong>`)
+	assert.NotContains(t, body, `<strong class="ev-kind">ActivityScheduled</strong>`)
 }

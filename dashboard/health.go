@@ -220,7 +220,7 @@ func (h *Handler) healthPage(w http.ResponseWriter, r *http.Request) {
 // readableNumber writes v for a chart label: "850", "12.5", "3.2k",
 // "2M" (never the exponent form "2e+06").
 func readableNumber(v float64) string {
-	trim := func(s string) string { return strings.TrimSuffix(strings.TrimSuffix(s, "0"), ".0") }
+	trim := func(s string) string { return strings.TrimSuffix(strings.TrimRight(s, "0"), ".") } // s has a decimal point
 	switch a := math.Abs(v); {
 	case a >= 1e9:
 		return trim(fmt.Sprintf("%.1f", v/1e9)) + "G"

@@ -391,6 +391,10 @@ type treeData struct {
 // maxTreeNodes instances).
 func (h *Handler) treePage(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
+	if id == "" {
+		h.fail(w, r, http.StatusBadRequest, "no instance id given (?id=)")
+		return
+	}
 	ctx := r.Context()
 	d := treeData{ID: id, Root: id}
 	for range maxAncestors {

@@ -8,20 +8,24 @@ import (
 )
 
 // TestReadmeFileMapMatchesTheTree: README's "What is here" names every
-// directory that holds a package (at its first level below the module, or
-// its own row), and "Where is what in package cdb" names every source file
-// of the root package, so that a newcomer finds each one.
+// directory that holds a public package (at its first level below the
+// module, or its own row) and every command, and docs/DEVELOPMENT.md (the
+// source map) names every internal package and every source file of the
+// root package, so that a newcomer finds each one.
 func TestReadmeFileMapMatchesTheTree(t *testing.T) {
 	t.Parallel()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
 	}
-	readme := string(b)
+	readme, devmap := read("README.md"), read("docs/DEVELOPMENT.md")
 	files, err := filepath.Glob(filepath.Join(root, "*.go"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +38,8 @@ func TestReadmeFileMapMatchesTheTree(t *testing.T) {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		if !strings.Contains(readme, "`"+name+"`") {
-			t.Errorf("README's map of package cdb does not name %s", name)
+		if !strings.Contains(devmap, "`"+name+"`") {
+			t.Errorf("docs/DEVELOPMENT.md's map of package cdb does not name %s", name)
 		}
 	}
 	for _, dir := range publicPackageDirs(t, root) {
@@ -46,14 +50,17 @@ func TestReadmeFileMapMatchesTheTree(t *testing.T) {
 			t.Errorf("README's \"What is here\" does not name %s/", dir)
 		}
 	}
-	for _, dir := range []string{"internal", "cmd"} {
-		entries, err := os.ReadDir(filepath.Join(root, dir))
+	for _, c := range []struct{ dir, doc, text string }{
+		{"cmd", "README's \"What is here\"", readme},
+		{"internal", "docs/DEVELOPMENT.md", devmap},
+	} {
+		entries, err := os.ReadDir(filepath.Join(root, c.dir))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if e.IsDir() && !strings.Contains(readme, "`"+dir+"/"+e.Name()+"/`") {
-				t.Errorf("README's \"What is here\" does not name %s/%s/", dir, e.Name())
+			if e.IsDir() && !strings.Contains(c.text, "`"+c.dir+"/"+e.Name()+"/`") {
+				t.Errorf("%s does not name %s/%s/", c.doc, c.dir, e.Name())
 			}
 		}
 	}
