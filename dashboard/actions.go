@@ -217,18 +217,27 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "confirm", info.Title, d)
 }
 
+// formChecked parses an action's posted form and checks its origin and
+// token (checkCSRF); it writes the refusal and returns false.
+func (h *Handler) formChecked(w http.ResponseWriter, r *http.Request) bool {
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "unreadable form: "+err.Error())
+		return false
+	}
+	if err := h.checkCSRF(r); err != nil {
+		h.fail(w, r, http.StatusForbidden, err.Error())
+		return false
+	}
+	return true
+}
+
 // act runs a confirmed action.
 func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	name, info, ok := h.allowed(w, r)
 	if !ok {
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, http.StatusBadRequest, "unreadable form: "+err.Error())
-		return
-	}
-	if err := h.checkCSRF(r); err != nil {
-		h.fail(w, r, http.StatusForbidden, err.Error())
+	if !h.formChecked(w, r) {
 		return
 	}
 	if !r.PostForm.Has("id") {

@@ -79,7 +79,14 @@
 // the instance waits for (runtime.AwaitedExternalEvents) and asks again
 // before raising another name (an event no wait is pending for is
 // dropped); the delete page lists the instances and executions it
-// removes. A post is refused with 403 Forbidden when the handler is
+// removes. Bulk cancel and delete (GET /bulk/NAME?FILTER, posting to
+// /bulk/NAME) act on the instances the list's filter matches, at most
+// 1,000 per request (maxBulk; the newest first), after a confirmation
+// with the count; an empty filter is refused. Cancel skips finished
+// instances; delete deletes each matching root with its
+// sub-orchestrations (DeleteInstance), skips matching sub-orchestrations
+// and, unless forced, unfinished roots. The result counts what was done
+// and lists what was skipped or failed. A post is refused with 403 Forbidden when the handler is
 // read-only, when the request is not authenticated (Options.Authorize, or
 // Options.BearerToken as an Authorization: Bearer header or the session
 // cookie /signin sets, HttpOnly and SameSite=Strict), when it comes from
@@ -130,6 +137,7 @@
 //	health                   1 (the ping)
 //	actions                  each reads the instance first (1 point read); raise also its history, to list the waits;
 //	                         raise, cancel: 1 write; delete and prune: as ProviderAdmin's DeleteInstance and PruneExecutions
+//	bulk actions             1 ListInstancesPage per 1,000 matches (page and post); then per instance as the single action
 //
 // With 10,000 instances a page of 50 costs 1 request
 // (BenchmarkInstanceListPageOf10000 reports requests/view; it cost about

@@ -137,6 +137,10 @@ func registry() *runtime.Registry {
 	must(reg.RegisterOrchestration("Parent", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		return ctx.ScheduleSubOrchestrationWithID("Child", childID, in).Get()
 	}))
+	// Family runs Hello as its sub-orchestration in+"/kid".
+	must(reg.RegisterOrchestration("Family", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
+		return ctx.ScheduleSubOrchestrationWithID("Hello", in+"/kid", "kid").Get()
+	}))
 	must(reg.RegisterOrchestration("Waiter", func(ctx *runtime.OrchestrationContext, in string) (string, error) {
 		ctx.SetCustomStatus(customMsg)
 		ctx.SetKVValue("stage", "approval <pending>")

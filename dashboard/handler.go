@@ -202,6 +202,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /signout", h.signout)
 	m.HandleFunc("GET /action/{action}", h.confirmPage)
 	m.HandleFunc("POST /action/{action}", h.act)
+	m.HandleFunc("GET /bulk/{action}", h.bulkPage)
+	m.HandleFunc("POST /bulk/{action}", h.bulkAct)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, "no such page")
 	})

@@ -96,6 +96,9 @@ type listData struct {
 	Tabs       []statusTab
 	Counted    bool // the tabs carry counts
 	Errors     []string
+	// Bulk are the bulk cancel and delete links of the filter
+	// (read-write handlers only; nil without a filter).
+	Bulk []string
 }
 
 // parseTime reads a filter time: RFC 3339, a date (2026-01-31, UTC), or a
@@ -133,17 +136,11 @@ func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 	f.PageNo, _ = strconv.Atoi(q.Get("page"))
 	f.PageNo = max(f.PageNo, 1)
 	d := listData{Filter: f, Statuses: statuses, Orders: orders}
-	var err error
-	now := h.opts.Now()
-	if d.Filter.after, err = parseTime(f.After, now); err != nil {
-		d.Errors = append(d.Errors, "created after: "+err.Error())
-	}
-	if d.Filter.before, err = parseTime(f.Before, now); err != nil {
-		d.Errors = append(d.Errors, "created before: "+err.Error())
-	}
-	if !slices.Contains(statuses, f.Status) {
-		d.Errors = append(d.Errors, fmt.Sprintf("unknown status %q", f.Status))
-		d.Filter.Status = ""
+	d.Errors = h.checkFilter(&d.Filter)
+	if h.opts.ReadWrite {
+		if v := d.Filter.values(); len(v) > 0 {
+			d.Bulk = []string{h.opts.Prefix + "/bulk/cancel?" + v.Encode(), h.opts.Prefix + "/bulk/delete?" + v.Encode()}
+		}
 	}
 	if len(d.Errors) == 0 {
 		fill := h.fillList
@@ -156,6 +153,25 @@ func (h *Handler) instancesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Tabs = h.tabs(&d)
 	h.render(w, r, http.StatusOK, "instances", "Instances", d)
+}
+
+// checkFilter reads f's times (after, before) and checks its status; it
+// returns what is wrong, with an unknown status cleared.
+func (h *Handler) checkFilter(f *listFilter) []string {
+	var errs []string
+	var err error
+	now := h.opts.Now()
+	if f.after, err = parseTime(f.After, now); err != nil {
+		errs = append(errs, "created after: "+err.Error())
+	}
+	if f.before, err = parseTime(f.Before, now); err != nil {
+		errs = append(errs, "created before: "+err.Error())
+	}
+	if !slices.Contains(statuses, f.Status) {
+		errs = append(errs, fmt.Sprintf("unknown status %q", f.Status))
+		f.Status = ""
+	}
+	return errs
 }
 
 // tabs are the status tabs of the list: every status, then each status,

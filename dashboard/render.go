@@ -135,7 +135,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		Title: title, Prefix: h.opts.Prefix, ReadWrite: h.opts.ReadWrite, Health: h.usage != nil,
 		Nav: nav, NowUTC: h.opts.Now().UTC().Format("2006-01-02 15:04:05Z"), Data: data, CSRF: h.csrf,
 	}
-	if status == http.StatusOK && name != "confirm" && name != "signin" {
+	if status == http.StatusOK && name != "confirm" && name != "bulk" && name != "signin" {
 		pg.Refresh, pg.RefreshLinks = h.refreshOf(r)
 	}
 	if h.opts.ReadWrite && h.opts.BearerToken != "" && h.opts.Authorize == nil && name != "signin" {
