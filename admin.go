@@ -687,8 +687,12 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 	exists := map[string]bool{}
 	etags := map[string]string{}
 	for _, id := range ids {
+		// At the primary: a replica behind another process's writes would
+		// have this deletion find nothing to fence and sweep too little
+		// (and the primary's answer brings this process's session up to
+		// it, so the sweep's query that follows sees as much).
 		var doc instanceDoc
-		etag, found, err := p.readDoc(ctx, id, instanceDocID, &doc)
+		etag, found, err := p.readDocPrimary(ctx, id, instanceDocID, &doc)
 		if err != nil {
 			return res, mapError(op, err)
 		}
@@ -803,7 +807,7 @@ func (p *Provider) fenceForDeletion(ctx context.Context, op, instance, etag stri
 		// Changed since it was read, gone, or the answer was lost: read
 		// it again.
 		var doc instanceDoc
-		e, found, err := p.readDoc(ctx, instance, instanceDocID, &doc)
+		e, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &doc)
 		switch {
 		case err != nil:
 			return "", mapError(op, err)
@@ -928,7 +932,8 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter duroxide.Insta
 // history: never the current execution, never a Running one, never the KV
 // store; KeepLast keeps the newest N executions and CompletedBefore only
 // prunes executions completed before that time. An unknown instance is a
-// permanent error. Requests: 1 point read, 1 query, then the deletes.
+// permanent error. Requests: 1 read at the primary (a batch of one read),
+// 1 query, then the deletes.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options duroxide.PruneOptions) (duroxide.PruneResult, error) {
 	ctx = cosmos.WithCall(ctx, "prune_executions")
 	const op = "prune_executions"

@@ -44,7 +44,7 @@ func TestAckLostAnswers(t *testing.T) {
 	err = p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(inst), scheduled}, []duroxide.WorkItem{act}, nil, runningMetadata(), nil)
 	var pe *duroxide.ProviderError
 	require.True(t, errors.As(err, &pe), "a second ack of the same lock fails: %v", err)
-	assert.False(t, pe.Retryable)
+	assert.False(t, pe.Retryable, "%v", err)
 
 	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
 	require.NoError(t, err)

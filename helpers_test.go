@@ -36,6 +36,8 @@ const (
 	helloOrch    = "Hello"
 	helloVersion = "1.0.0"
 	longLock     = 30 * time.Second
+	// fetchWait is how long fetchInstance waits for a turn.
+	fetchWait = 5 * time.Second
 )
 
 func startItem(instance string) duroxide.WorkItem {
@@ -126,9 +128,11 @@ func helloWorld(ctx context.Context, p duroxide.Provider, instance string, step 
 }
 
 // fetchInstance fetches the next orchestration turn, which must be
-// instance's.
+// instance's, waiting up to fetchWait for it: a turn another process
+// enqueued is seen once this process's reads reach that write, at once on
+// a strongly consistent store, a replica lag later on a lagging one.
 func fetchInstance(ctx context.Context, p duroxide.Provider, instance string) (*duroxide.OrchestrationItem, error) {
-	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	item, err := p.FetchOrchestrationItem(ctx, longLock, fetchWait, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}

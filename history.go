@@ -7,12 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
+	"go.uber.org/zap"
 )
 
 // Read returns the current execution's history, ordered by event id
@@ -225,6 +227,33 @@ func completeHistory(docs []historyDoc, from, watermark uint64) bool {
 	return n == watermark-from
 }
 
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// reachesWatermark reports whether history documents docs, read from one
+// replica (one consistent prefix of the partition), hold the event at
+// watermark: the commit that raised the watermark wrote it, with or after
+// every event below, so a replica that has it has the rest (a history
+// appended with gaps in its ids, which AppendWithExecution allows, passes
+// too).
+func reachesWatermark(docs []historyDoc, watermark uint64) bool {
+	for _, d := range docs {
+		if d.EventID == watermark {
+			return true
+		}
+	}
+	return false
+}
+
 // decodeError marks a history that could not be decoded.
 type decodeError struct{ err error }
 
@@ -237,14 +266,38 @@ func isDecodeError(err error) bool {
 	return ok
 }
 
+// staleHistoryRereads bounds how often readHistory reads a history again
+// that is shorter than its watermark, and staleHistoryDelay is the wait
+// before the first of them (doubling).
+const (
+	staleHistoryRereads = 4
+	staleHistoryDelay   = 10 * time.Millisecond
+)
+
 // readHistory reads one execution's history up to watermark with one
 // single-partition query (none when the watermark is 0). A decoding failure
-// is a *decodeError.
+// is a *decodeError. A history with fewer events than the watermark (from
+// a replica that has not applied the turns the watermark counts: another
+// process's instance document was read from a newer one, or the session
+// token was not sent) is never returned: it is read again, up to
+// staleHistoryRereads times, then a retryable error (DESIGN.md §16).
 func (p *Provider) readHistory(ctx context.Context, instance string, executionID, watermark uint64) ([]duroxide.Event, error) {
 	if executionID == 0 || watermark == 0 {
 		return []duroxide.Event{}, nil
 	}
 	docs, err := p.queryHistory(ctx, instance, executionID, watermark)
+	for try := 0; err == nil && !reachesWatermark(docs, watermark); try++ {
+		if try == staleHistoryRereads {
+			return nil, retryable("read_history", fmt.Sprintf("the history of instance %s execution %d read has fewer events than its watermark %d (a replica behind the primary); try again",
+				duroxide.QuoteInstanceID(instance), executionID, watermark))
+		}
+		p.log.Debug("a history read is shorter than its watermark (a lagging replica); reading it again",
+			zap.String("instance", instance), zap.Uint64("execution", executionID), zap.Uint64("watermark", watermark), zap.Int("events", len(docs)))
+		if err := sleepCtx(ctx, staleHistoryDelay<<try); err != nil {
+			return nil, err
+		}
+		docs, err = p.queryHistory(ctx, instance, executionID, watermark)
+	}
 	if err != nil {
 		return nil, err
 	}

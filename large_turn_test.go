@@ -275,7 +275,7 @@ func TestStagedTurnReplayedElsewhere(t *testing.T) {
 	require.NoError(t, p2.AckOrchestrationItem(ctx, next.LockToken, 1, []duroxide.Event{
 		duroxide.NewEvent(4, inst, 1, nil, duroxide.ExternalEvent{Name: "e", Data: "later"}),
 	}, nil, nil, duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr("done")}, nil))
-	check(p1, []string{"replayed", "replayed-too", "later"})
+	check(p2, []string{"replayed", "replayed-too", "later"}) // the acking process reads its own write
 
 	res, err := p1.DeleteInstancesAtomic(ctx, []string{inst}, false)
 	require.NoError(t, err)
@@ -327,18 +327,18 @@ func TestStagedNewExecutionReplayed(t *testing.T) {
 	assert.Empty(t, h2)
 
 	clock.Advance(6 * time.Second)
-	replay, err := p2.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	replay, err := p2.FetchOrchestrationItem(ctx, longLock, fetchWait, nil) // p2 sees p1's writes a replica lag later
 	require.NoError(t, err)
 	require.NotNil(t, replay)
 	require.Equal(t, uint64(1), replay.ExecutionID)
 	require.NoError(t, p2.AckOrchestrationItem(ctx, replay.LockToken, 2, []duroxide.Event{first}, nil, nil, runningMetadata(), nil))
-	history, err := p1.Read(ctx, inst)
+	history, err := p2.Read(ctx, inst) // the acking process reads its own write
 	require.NoError(t, err)
 	require.Len(t, history, 1)
-	info, err := p1.GetExecutionInfo(ctx, inst, 2)
+	info, err := p2.GetExecutionInfo(ctx, inst, 2)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), info.EventCount)
-	pruned, err := p1.PruneExecutions(ctx, inst, duroxide.PruneOptions{})
+	pruned, err := p2.PruneExecutions(ctx, inst, duroxide.PruneOptions{}) // p1 may not see execution 2 yet: it would prune less
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), pruned.ExecutionsDeleted)
 	assert.Equal(t, uint64(2), pruned.EventsDeleted)

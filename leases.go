@@ -7,6 +7,7 @@ package cdb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -227,6 +228,14 @@ func (s leaseStore) Create(ctx context.Context, body []byte) (string, error) {
 		return err
 	})
 	return string(resp.ETag), err
+}
+
+// Sync reads lease document id at the primary (readDocPrimary): its
+// answer's session token makes the queries that follow at least as new.
+func (s leaseStore) Sync(ctx context.Context, id string) error {
+	var d json.RawMessage
+	_, _, err := s.p.readDocPrimary(ctx, LeasePartitionKey, id, &d)
+	return err
 }
 
 // Upsert writes a lease document and returns its ETag.

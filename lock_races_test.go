@@ -45,7 +45,7 @@ func TestExpiredOrchestrationLockIsFenced(t *testing.T) {
 			if !skewed {
 				clock1.Advance(6 * time.Second)
 			}
-			fresh, err := p2.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			fresh, err := p2.FetchOrchestrationItem(ctx, longLock, fetchWait, nil) // p2 sees p1's writes a replica lag later
 			require.NoError(t, err)
 			require.NotNil(t, fresh, "the expired lock can be taken")
 			require.Len(t, fresh.Messages, 1)
@@ -62,7 +62,7 @@ func TestExpiredOrchestrationLockIsFenced(t *testing.T) {
 			require.NoError(t, err)
 			require.Nil(t, none, "the new lock still holds")
 			require.NoError(t, p2.AckOrchestrationItem(ctx, fresh.LockToken, 1, ev("fresh"), nil, nil, duroxide.ExecutionMetadata{}, nil))
-			history, err := p3.Read(ctx, inst)
+			history, err := p2.Read(ctx, inst) // the acking process reads its own write
 			require.NoError(t, err)
 			require.Len(t, history, 2)
 			assert.Equal(t, "fresh", history[1].Kind.(duroxide.ExternalEvent).Data)
@@ -94,7 +94,7 @@ func TestExpiredWorkItemLockIsFenced(t *testing.T) {
 			if !skewed {
 				clock1.Advance(6 * time.Second)
 			}
-			fresh, err := p2.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+			fresh, err := p2.FetchWorkItem(ctx, longLock, fetchWait, nil, duroxide.TagFilterDefaultOnly()) // p2 sees p1's writes a replica lag later
 			require.NoError(t, err)
 			require.NotNil(t, fresh, "the expired lock can be taken")
 			assert.Equal(t, uint32(2), fresh.AttemptCount)

@@ -85,7 +85,7 @@ func TestReadyClient(t *testing.T) {
 	if cfg.ClientOptions != nil {
 		opts = *cfg.ClientOptions
 	}
-	opts.PerCallPolicies = []policy.Policy{cdb.PartitionKeyHeaderPolicy()}
+	opts.PerCallPolicies = []policy.Policy{cdb.PartitionKeyHeaderPolicy(), cdb.SessionTokenPolicy()}
 	cred, err := azcosmos.NewKeyCredential(cfg.Key)
 	require.NoError(t, err)
 	client, err := azcosmos.NewClientWithKey(cfg.Endpoint, cred, &opts)

@@ -182,14 +182,14 @@ func TestLockRaceMetrics(t *testing.T) {
 		case "orch lock batch", "orch held lock batch":
 			once.Do(func() {
 				var err error
-				bItem, err = b.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				bItem, err = b.FetchOrchestrationItem(ctx, longLock, fetchWait, nil) // b sees a's enqueue a replica lag later
 				require.NoError(t, err)
 				raced.Store(true)
 			})
 		case "work lock":
 			workOnce.Do(func() {
 				var err error
-				bWork, err = b.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+				bWork, err = b.FetchWorkItem(ctx, longLock, fetchWait, nil, duroxide.TagFilterDefaultOnly())
 				require.NoError(t, err)
 			})
 		}

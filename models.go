@@ -333,6 +333,22 @@ type partitionState struct {
 	other      []docHeader
 }
 
+// holds reports whether the partition read has document id (a queue
+// message, or the tombstone it became).
+func (st *partitionState) holds(id string) bool {
+	for _, m := range st.msgs {
+		if m.ID == id {
+			return true
+		}
+	}
+	for _, o := range st.other {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // parseState decodes the documents of one partition by their type; the
 // orchestrator-queue messages come out in enqueue order.
 func parseState(raws [][]byte) (partitionState, error) {

@@ -773,10 +773,16 @@ func (p *Provider) tryOrchCandidates(ctx context.Context, lease *SlotLease, v *c
 // readOrchState reads, with one single-partition query, the instance
 // document, the orchestrator-queue messages, the KV documents and, when
 // executionID is not 0, that execution's history documents (unsorted,
-// staged ones included).
-func (p *Provider) readOrchState(ctx context.Context, instance string, executionID, after uint64) (partitionState, error) {
+// staged ones included), and, when msgID is not empty, document msgID
+// whatever it became (a consumed message's tombstone), so that a read
+// older than that message can be told (partitionState.holds).
+func (p *Provider) readOrchState(ctx context.Context, instance string, executionID, after uint64, msgID string) (partitionState, error) {
 	q := "SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'orch_queue', 'kv')"
 	var params []azcosmos.QueryParameter
+	if msgID != "" {
+		q += " OR c.id = @m"
+		params = append(params, param("@m", msgID))
+	}
 	switch {
 	case executionID > 0 && after > 0:
 		q += " OR (c.type = 'history' AND c.executionId = @e AND c.eventId > @a)"
@@ -855,9 +861,28 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 		held, haveHeld = nil, false
 	}
 	p.traceFetch(fetchtrace.OrchStateQuery)
-	st, err := p.readOrchState(ctx, instance, execHint, uint64(len(held)))
+	st, err := p.readOrchState(ctx, instance, execHint, uint64(len(held)), c.ID)
 	if err != nil {
 		return nil, false, err
+	}
+	if c.ID != "" && !st.holds(c.ID) {
+		// The message that made this a candidate is not in the read:
+		// gone (a deletion, an expired tombstone), or the read came from
+		// a replica behind its write (no session token: a client
+		// without SessionTokenPolicy, a Consistent Prefix or Eventual
+		// account). The primary tells: when the message is there, the
+		// read knows nothing newer than it and decides nothing (the
+		// candidate stays, and the primary's answer brought this
+		// process's session up to it for the next try).
+		var m docHeader
+		_, found, err := p.readDocPrimary(ctx, instance, c.ID, &m)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			p.traceFetch(fetchtrace.OrchSkipStaleRead)
+			return nil, false, nil
+		}
 	}
 	now := p.nowMs()
 	if st.inst != nil && st.inst.locked(now) {
@@ -974,7 +999,7 @@ func (p *Provider) tryLockInstance(ctx context.Context, c candidates.Entry, lock
 // did.
 func (p *Provider) readBackOrchLock(ctx context.Context, instance, lockID string) (string, lockOutcome, error) {
 	var cur instanceDoc
-	etag, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
+	etag, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
 	switch {
 	case err != nil:
 		return "", lockUnknown, err
@@ -1479,6 +1504,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			return mapError(op, err)
 		}
 		if lock == nil {
+			p.orchLockLost(lockToken, instance)
 			return permanent(op, "Invalid lock token")
 		}
 	}
@@ -1498,6 +1524,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	for attempt := 0; ; attempt++ {
 		now = p.nowMs()
 		if !lock.doc.lockedBy(lockID, now) {
+			p.orchLockLost(lockToken, instance)
 			return permanent(op, "Instance lock expired")
 		}
 		if !reuse {
@@ -1551,6 +1578,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			return mapError(op, err)
 		}
 		if lock == nil {
+			p.orchLockLost(lockToken, instance)
 			return permanent(op, "Instance lock expired or was taken by another dispatcher")
 		}
 		if !execMissing && onlyRenewed(planned, lock) {
@@ -1605,6 +1633,17 @@ func sortedByID(events []duroxide.Event) []duroxide.Event {
 	return out
 }
 
+// orchLockLost forgets the orchestration lock lockToken of instance, which
+// an ack found no longer held (expired, taken, or acked by another
+// process): the lock cache drops it and the candidate pool no longer skips
+// the instance for it, so that a copy of the instance document in the
+// change feed, or the next fetch, is not held back until the lost lock's
+// expiry.
+func (p *Provider) orchLockLost(lockToken, instance string) {
+	p.locks.DropOrch(lockToken)
+	p.orchPool.Unlock(instance)
+}
+
 // turnLanded tells whether the final batch of the turn acked under lockID,
 // whose answer was lost, committed (see turnState). Requests: 1 point
 // read, 2 when another turn was acked since.
@@ -1627,7 +1666,7 @@ func (p *Provider) turnLanded(ctx context.Context, instance, lockID string, mess
 // Requests: 1 point read, 2 when the instance does not name lockID.
 func (p *Provider) turnState(ctx context.Context, instance, lockID, firstMessage string) (landed, held bool, err error) {
 	var cur instanceDoc
-	_, found, err := p.readDoc(ctx, instance, instanceDocID, &cur)
+	_, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
 	switch {
 	case err != nil:
 		return false, false, err
@@ -1639,7 +1678,7 @@ func (p *Provider) turnState(ctx context.Context, instance, lockID, firstMessage
 		return false, held, nil
 	}
 	var m queueDoc
-	_, mfound, err := p.readDoc(ctx, instance, firstMessage, &m)
+	_, mfound, err := p.readDocPrimary(ctx, instance, firstMessage, &m)
 	if err != nil {
 		return false, held, err
 	}
@@ -1907,19 +1946,45 @@ func (p *Provider) deleteKVPages(ctx context.Context, instance string, ids []str
 // loadOrchLock reads what an ack, renew or abandon needs when its lock is
 // not in this process's cache (one single-partition query), and returns
 // nil when lockID is not the instance's current lock.
+//
+// A read that does not show lockID may come from a replica behind the
+// lock (another process took it: this process's session has not seen
+// it): the instance document is then read at the primary, and when the
+// lock is there the query is made again (the primary's answer brought
+// this process's session token up to it, so the next read is as new), up
+// to staleHistoryRereads times.
 func (p *Provider) loadOrchLock(ctx context.Context, instance, lockID string) (*orchLock, error) {
-	raws, err := p.query(ctx, &instance,
-		"SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'kv') OR (c.type = 'orch_queue' AND c.lockToken = @l)",
-		[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
-	if err != nil {
-		return nil, err
-	}
-	st, err := parseState(raws)
-	if err != nil {
-		return nil, err
-	}
-	if st.inst == nil || st.inst.LockToken == nil || *st.inst.LockToken != lockID {
-		return nil, nil
+	var st partitionState
+	for try := 0; ; try++ {
+		raws, err := p.query(ctx, &instance,
+			"SELECT * FROM c WHERE c.type IN ('instance', 'instance_pending', 'kv') OR (c.type = 'orch_queue' AND c.lockToken = @l)",
+			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
+		if err != nil {
+			return nil, err
+		}
+		if st, err = parseState(raws); err != nil {
+			return nil, err
+		}
+		if st.inst != nil && st.inst.LockToken != nil && *st.inst.LockToken == lockID {
+			break
+		}
+		if try == staleHistoryRereads {
+			return nil, nil
+		}
+		if try == 0 {
+			var cur instanceDoc
+			_, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &cur)
+			if err != nil {
+				return nil, err
+			}
+			if !found || cur.LockToken == nil || *cur.LockToken != lockID {
+				return nil, nil
+			}
+			continue
+		}
+		if err := sleepCtx(ctx, staleHistoryDelay<<(try-1)); err != nil {
+			return nil, err
+		}
 	}
 	l := &orchLock{instance: instance, lockID: lockID, doc: *st.inst, kv: st.kv, lockedUntil: st.inst.LockedUntil}
 	for _, m := range st.msgs {
@@ -1983,8 +2048,10 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 // once) and, with ignoreAttempt, their attempt counts go back down by one.
 // Requests: 1 transactional batch (a patch of the instance document
 // conditioned on the lock, and one patch per tagged message), plus 1 query
-// for the tagged messages when another process took the lock, plus 1 point
-// read when the batch's answer is lost (did it land?). An unknown
+// for the tagged messages when another process took the lock (plus 1
+// read at the primary and 1 query more when that read is behind the
+// lock), plus 1 read at the primary when the batch's answer is lost (did
+// it land?). An unknown
 // or already released lock is a permanent error; an expired lock no other
 // fetch has taken is released normally.
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
@@ -2010,16 +2077,16 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 			reason = "" // only a pending instance keeps a reason
 		}
 	} else {
-		raws, err := p.query(ctx, &instance, "SELECT c.id FROM c WHERE c.type = 'orch_queue' AND c.lockToken = @l",
-			[]azcosmos.QueryParameter{param("@l", lockID)}, queryOpts{})
+		// Another process's lock: its messages, from a read that holds
+		// the lock (loadOrchLock), not one behind it that would leave
+		// them locked until the lock's expiry. None when the lock is not
+		// held: the release batch then fails on the instance document.
+		l, err := p.loadOrchLock(ctx, instance, lockID)
 		if err != nil {
 			return mapError(op, err)
 		}
-		for _, raw := range raws {
-			var h docHeader
-			if json.Unmarshal(raw, &h) == nil {
-				ids = append(ids, h.ID)
-			}
+		if l != nil {
+			ids = l.messageIDs
 		}
 	}
 	err := p.releaseOrchLockNoting(ctx, instance, lockID, ids, delay, ignoreAttempt, reason)
@@ -2027,7 +2094,7 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 		// The answer was lost: the release landed if the instance
 		// document names this lock as the last one released.
 		var cur instanceDoc
-		if _, found, rerr := p.readDoc(ctx, instance, instanceDocID, &cur); rerr == nil && found && cur.LastReleasedLock == lockID {
+		if _, found, rerr := p.readDocPrimary(ctx, instance, instanceDocID, &cur); rerr == nil && found && cur.LastReleasedLock == lockID {
 			err = nil
 		}
 	}

@@ -105,6 +105,23 @@ func (p *Provider) readDoc(ctx context.Context, instance, id string, v any) (eta
 	return etag, err == nil, err
 }
 
+// readDocPrimary is readDoc at the partition's primary replica: a
+// transactional batch of one read, which Cosmos DB decides at the primary
+// whatever the account's consistency, so that it sees every committed
+// write, another process's included. For the reads that decide on an
+// absence or on whether a write landed (DESIGN.md §16). Requests: 1.
+func (p *Provider) readDocPrimary(ctx context.Context, instance, id string, v any) (etag string, found bool, err error) {
+	results, err := p.runBatch(ctx, instance, []batchOp{readOp(id)}, readRequest, true)
+	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusNotFound {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	etag, err = decodeDoc(results[0].ResourceBody, v)
+	return etag, err == nil, err
+}
+
 // loadInstance validates instance and point-reads its instance document
 // (created or pending); it returns nil, and no error, when there is none.
 func (p *Provider) loadInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
@@ -123,14 +140,28 @@ func (p *Provider) loadInstance(ctx context.Context, op, instance string) (*inst
 	return &doc, nil
 }
 
-// requireInstance is loadInstance for an instance an ack created: a
-// missing or pending one is a permanent "not found" error.
+// requireInstance reads instance's document at the primary (for
+// PruneExecutions, which deletes by it): a missing or pending one is a
+// permanent "not found" error. A point read could come from a replica
+// behind another process's acks (an activity pruning its own instance
+// found it missing; an admin pruning after a wait elsewhere saw an older
+// current execution and pruned less), and the primary's answer brings
+// this process's session up to it, so that the query that follows sees as
+// much.
 func (p *Provider) requireInstance(ctx context.Context, op, instance string) (*instanceDoc, error) {
-	doc, err := p.loadInstance(ctx, op, instance)
-	if err == nil && !doc.exists() {
-		err = permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	if err := validateInstanceID(op, instance); err != nil {
+		return nil, err
 	}
-	return doc, err
+	var doc instanceDoc
+	etag, found, err := p.readDocPrimary(ctx, instance, instanceDocID, &doc)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	if !found || !doc.exists() {
+		return nil, permanent(op, fmt.Sprintf("Instance %s not found", instance))
+	}
+	doc.ETag = etag
+	return &doc, nil
 }
 
 // queryOpts are the options of one query.
@@ -278,6 +309,10 @@ func candidateQueryOpts(all bool) queryOpts {
 	return queryOpts{maxPages: 1, pageSize: candidatePageSize}
 }
 
+// deletionFenceHoldMs is how long a candidate query's sight of an instance
+// fenced for its deletion keeps the instance's messages from being tried.
+const deletionFenceHoldMs = 1000
+
 // refreshOrchCandidates runs the orchestrator queue's candidate query over
 // lease's slots (1 request per page): the unlocked messages visible now or
 // within the view's lifetime (a timer that fires before the next query),
@@ -325,7 +360,15 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 			p.heldStates.Message(e) // another process's, perhaps: the held turn takes it too
 			rows = append(rows, e)
 		} else {
-			locks[r.InstanceID] = candidates.Hold{Until: r.LockedUntil, Slot: uint8(r.DispatchSlot)}
+			// A deletion's fence is held until it ends, not until its
+			// expiry (the end of time): the instance is gone, or started
+			// again, a moment later, and the answer may come from a
+			// replica that has not seen that yet.
+			until := r.LockedUntil
+			if until >= deletionLockedUntil {
+				until = now + deletionFenceHoldMs
+			}
+			locks[r.InstanceID] = candidates.Hold{Until: until, Slot: uint8(r.DispatchSlot)}
 		}
 	}
 	pool.Refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, locks, nil)

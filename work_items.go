@@ -250,7 +250,7 @@ func (p *Provider) tryLockWork(ctx context.Context, c candidates.Entry, session 
 // lockUnknown with the read's error when the read failed.
 func (p *Provider) readBackWorkLock(ctx context.Context, c candidates.Entry, lockID string) (queueDoc, string, lockOutcome, error) {
 	var d queueDoc
-	etag, found, err := p.readDoc(ctx, c.Instance, c.ID, &d)
+	etag, found, err := p.readDocPrimary(ctx, c.Instance, c.ID, &d)
 	switch {
 	case err != nil:
 		return queueDoc{}, "", lockUnknown, err
@@ -352,7 +352,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		// tombstone this lock left (the completion, if any, was created
 		// in the same batch).
 		var d queueDoc
-		_, found, rerr := p.readDoc(ctx, instance, docID, &d)
+		_, found, rerr := p.readDocPrimary(ctx, instance, docID, &d)
 		if rerr != nil {
 			return mapError(op, err)
 		}
@@ -384,7 +384,8 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 // status is Completed, Failed or ContinuedAsNew) or Missing (no such
 // execution). Requests: 2: a patch of the message conditioned by a filter
 // predicate on the lock and its expiry, and a point read of the execution
-// document; a session item's session gets its last activity refreshed, best
+// document (when that finds nothing, 1 more: the read at the primary that
+// confirms Missing); a session item's session gets its last activity refreshed, best
 // effort (1 patch). A message that is gone (the activity was cancelled), or
 // whose lock expired or was taken, is a permanent error.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) (duroxide.ExecutionState, error) {
@@ -428,6 +429,12 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	}
 	var ex executionDoc
 	_, found, err := p.readDoc(ctx, instance, executionDocID(*d.ExecutionID), &ex)
+	if err == nil && !found {
+		// Missing cancels the activity: confirmed at the primary, since
+		// the read may come from a replica behind the ack that wrote the
+		// execution (DESIGN.md §16).
+		_, found, err = p.readDocPrimary(ctx, instance, executionDocID(*d.ExecutionID), &ex)
+	}
 	switch {
 	case err != nil:
 		return duroxide.ExecutionState{}, mapError(op, err)
@@ -466,7 +473,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		// The answer was lost: the abandon landed if the message names
 		// this lock as the last one released.
 		var d queueDoc
-		if _, found, rerr := p.readDoc(ctx, instance, docID, &d); rerr == nil && found && d.ReleasedLock == lockID {
+		if _, found, rerr := p.readDocPrimary(ctx, instance, docID, &d); rerr == nil && found && d.ReleasedLock == lockID {
 			err = nil
 		}
 	}
@@ -724,7 +731,7 @@ func (p *Provider) readBackSessionClaim(ctx context.Context, c candidates.Entry,
 	switch o {
 	case lockApplied:
 		var cur sessionDoc
-		setag, found, err := p.readDoc(ctx, c.Instance, claimed.ID, &cur)
+		setag, found, err := p.readDocPrimary(ctx, c.Instance, claimed.ID, &cur)
 		if err == nil && found && cur.OwnerID == claimed.OwnerID {
 			claimed.ETag, claimed.LockedUntil = setag, cur.LockedUntil
 			p.workPool.SetSession(claimed)
@@ -827,7 +834,7 @@ func (p *Provider) startInstance(ctx context.Context, op string, start duroxide.
 	}
 	if bf, ok := asBatchFailure(err); ok && bf.Status == http.StatusConflict {
 		var cur instanceDoc
-		_, found, rerr := p.readDoc(ctx, d.target, instanceDocID, &cur)
+		_, found, rerr := p.readDocPrimary(ctx, d.target, instanceDocID, &cur)
 		switch {
 		case rerr != nil:
 			return mapError(op, rerr)

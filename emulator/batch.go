@@ -147,9 +147,12 @@ func (s *Server) handleBatch(rq *request) *response {
 	}
 	if failed < 0 {
 		s.commit(c, plans, lsn)
-	} else {
-		lsn = c.lsn
 	}
+	// The session token names the container's LSN after the batch: lsn
+	// when it wrote, the current one when it failed or only read (a
+	// read-only batch named an LSN no replica reached until the next write,
+	// so reads carrying its token got 404/1002 until then).
+	lsn = c.lsn
 	c.chargePlans(plans)
 	rg := c.rangeOfKey(pkKey)
 	c.mu.Unlock()

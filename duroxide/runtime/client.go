@@ -363,6 +363,13 @@ func (c *Client) WaitForStatusChange(ctx context.Context, instance string, lastS
 				stop()
 				return OrchestrationStatus{}, err
 			}
+			if cs != nil && st.CustomStatusVersion < cs.Version {
+				// The status read came from a replica older than the
+				// custom status read (another process wrote it, or a
+				// provider without session tokens): what was seen stays
+				// seen.
+				setCustomStatus(cs, &st)
+			}
 			if cs != nil || st.IsTerminal() {
 				stop()
 				return st, nil

@@ -418,3 +418,37 @@ func TestATimedOutWaitReturnsTheLastStatusSeen(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrTimeout)
 	require.Equal(t, runtime.StatusPending, st.Kind)
 }
+
+// olderCustomStatus answers every GetCustomStatus after the first one that
+// found a status with nil, as a read from a replica behind the first
+// would (another process wrote the status; a provider without session
+// tokens).
+type olderCustomStatus struct {
+	duroxide.Provider
+	seen atomic.Bool
+}
+
+func (p *olderCustomStatus) GetCustomStatus(ctx context.Context, instance string, v uint64) (*duroxide.CustomStatus, error) {
+	if p.seen.Load() {
+		return nil, nil
+	}
+	cs, err := p.Provider.GetCustomStatus(ctx, instance, v)
+	if cs != nil {
+		p.seen.Store(true)
+	}
+	return cs, err
+}
+
+// TestWaitForStatusChangeNeverGoesBackInTime: the status a wait returns
+// carries the custom status the wait saw change, even when the status
+// read after it comes from an older replica.
+func TestWaitForStatusChangeNeverGoesBackInTime(t *testing.T) {
+	t.Parallel()
+	run := startStatusRun(t, statusProviders(t)["memory"])
+	client := runtime.NewClient(&olderCustomStatus{Provider: run.raw})
+	require.NoError(t, client.StartOrchestration(run.ctx, "older", "Custom", ""))
+	st, err := client.WaitForStatusChange(run.ctx, "older", 0, 10*time.Millisecond, 30*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, st.CustomStatus, "the custom status seen stays seen")
+	require.NotZero(t, st.CustomStatusVersion)
+}

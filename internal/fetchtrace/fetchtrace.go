@@ -25,6 +25,7 @@ const (
 	OrchHistoryQuery   Event = "orch history query"
 	OrchSkipLocked     Event = "orch skip: instance locked"
 	OrchSkipNoVisible  Event = "orch skip: no visible message"
+	OrchSkipStaleRead  Event = "orch skip: state read older than the candidate"
 	OrchSkipNotReady   Event = "orch skip: waits for a start"
 	OrchSkipFiltered   Event = "orch skip: capability filter"
 	OrchSkipLockLost   Event = "orch skip: lock batch lost"

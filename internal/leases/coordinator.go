@@ -101,6 +101,11 @@ type Store interface {
 	// Batch runs ops as one transactional batch. When idempotent is false,
 	// a lost answer is an *cosmos.AmbiguousError and is not sent again.
 	Batch(ctx context.Context, ops []Op, idempotent bool) error
+	// Sync reads document id at the partition's primary replica (nil
+	// when it is missing too), so that the queries made after it are at
+	// least as new as the primary was then (its answer's session token):
+	// a write whose answer was lost brought no token of its own.
+	Sync(ctx context.Context, id string) error
 }
 
 // Op is one operation of a lease batch: the creation of a slot document
@@ -488,8 +493,8 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 	if err := c.renew(ctx, want); err != nil {
 		return err
 	}
-	raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type IN ('"+OwnerType+"', '"+SlotType+"')", nil)
-	if err != nil {
+	raws, err := c.readView(ctx)
+	if err != nil || raws == nil {
 		return err
 	}
 	now := time.Now()
@@ -605,6 +610,55 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 		c.queues[q].serving.Store(want[q])
 	}
 	return nil
+}
+
+// staleViewRereads bounds how often a heartbeat reads the lease documents
+// again when they do not hold its own renewal, staleViewDelay is the wait
+// before the first of those reads (doubling).
+const (
+	staleViewRereads = 3
+	staleViewDelay   = 10 * time.Millisecond
+)
+
+// readView reads every lease document (1 query of one page) for a
+// heartbeat that just renewed the owner document. A query may be served
+// by a replica behind the primary (Session consistency and weaker): one
+// whose answer does not hold that renewal (its ETag) is stale, and
+// balancing on it would drop this owner's own recent claims and claim
+// slots others hold, so it is read again, up to staleViewRereads times;
+// still stale, the heartbeat balances nothing (nil, nil) and asks for
+// another soon. One that holds the renewal holds every earlier write of
+// this owner (a query reads one consistent prefix of the partition); what
+// it misses of other owners' writes is refused by their ETags.
+func (c *Coordinator) readView(ctx context.Context) ([][]byte, error) {
+	c.mu.Lock()
+	want := c.ownerETag
+	c.mu.Unlock()
+	ownID := "owner-" + c.id()
+	for try := 0; ; try++ {
+		raws, err := c.store.Query(ctx, "SELECT * FROM c WHERE c.type IN ('"+OwnerType+"', '"+SlotType+"')", nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, raw := range raws {
+			var d leaseDoc
+			if json.Unmarshal(raw, &d) == nil && d.ID == ownID && d.ETag == want {
+				return raws, nil
+			}
+		}
+		if try == staleViewRereads {
+			c.log.Debug("the lease documents read do not hold this owner's renewal (a lagging replica); balancing at the next heartbeat")
+			c.askBeat()
+			return nil, nil
+		}
+		t := time.NewTimer(staleViewDelay << try)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // renew replaces the owner document under If-Match on its last ETag; when
@@ -833,7 +887,11 @@ const maxLeaseBatchReadBacks = 3
 func (c *Coordinator) applyLost(ctx context.Context, ops []Op, cause error) error {
 	err := cause
 	for try := 0; try < maxLeaseBatchReadBacks && cosmos.IsAmbiguous(err); try++ {
-		docs, rerr := c.ownedSlotDocs(ctx)
+		rerr := c.store.Sync(ctx, "owner-"+c.id())
+		var docs []leaseDoc
+		if rerr == nil {
+			docs, rerr = c.ownedSlotDocs(ctx)
+		}
 		if rerr != nil {
 			c.log.Warn("a lease batch's answer was lost and reading it back failed: its slots are tried one at a time", zap.NamedError("cause", err), zap.Error(rerr))
 			return err

@@ -102,6 +102,8 @@ func (s *memStore) Delete(_ context.Context, id, etag string) error {
 	return nil
 }
 
+func (s *memStore) Sync(context.Context, string) error { return nil }
+
 func (s *memStore) Batch(_ context.Context, ops []Op, _ bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -246,5 +248,76 @@ func TestReplaceOfAVanishedOwnerDocumentCreatesItAgain(t *testing.T) {
 	}
 	if _, ok := s.docs["owner-"+c.id()]; !ok {
 		t.Fatal("the owner document was not written again")
+	}
+}
+
+// laggingStore serves the next stale queries from a snapshot of the lease
+// documents, as a replica behind the primary would.
+type laggingStore struct {
+	*memStore
+	mu       sync.Mutex
+	snapshot [][]byte
+	stale    int
+	queries  int
+}
+
+func (s *laggingStore) Query(ctx context.Context, sql string, params []azcosmos.QueryParameter) ([][]byte, error) {
+	s.mu.Lock()
+	s.queries++
+	if s.stale > 0 {
+		s.stale--
+		out := s.snapshot
+		s.mu.Unlock()
+		return out, nil
+	}
+	s.mu.Unlock()
+	return s.memStore.Query(ctx, sql, params)
+}
+
+// TestHeartbeatNeverBalancesOnAStaleView checks that a heartbeat whose
+// query answers from before this owner's own writes (its renewal, its
+// claims) reads again rather than giving its slots up, and balances
+// nothing while every read is stale.
+func TestHeartbeatNeverBalancesOnAStaleView(t *testing.T) {
+	t.Parallel()
+	s := &laggingStore{memStore: newMemStore()}
+	ctx := context.Background()
+	c := newTestCoordinator(t, s)
+	c.Queue(0).Pin()
+	before, _ := s.memStore.Query(ctx, "", nil) // empty: no slot documents yet
+	if err := c.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Queue(0).OwnedSlots(); got != NumSlots {
+		t.Fatalf("slots owned = %d, want %d", got, NumSlots)
+	}
+
+	s.mu.Lock()
+	s.snapshot, s.stale, s.queries = before, 2, 0
+	s.mu.Unlock()
+	if err := c.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Queue(0).OwnedSlots(); got != NumSlots {
+		t.Fatalf("after a stale read, slots owned = %d, want %d", got, NumSlots)
+	}
+	if s.queries != 3 {
+		t.Fatalf("queries = %d, want 3 (two stale, then a current one)", s.queries)
+	}
+
+	s.mu.Lock()
+	s.snapshot, s.stale, s.queries = before, 100, 0
+	s.mu.Unlock()
+	if err := c.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Queue(0).OwnedSlots(); got != NumSlots {
+		t.Fatalf("with every read stale, slots owned = %d, want %d (nothing balanced)", got, NumSlots)
+	}
+	if s.queries != staleViewRereads+1 {
+		t.Fatalf("queries = %d, want %d", s.queries, staleViewRereads+1)
+	}
+	if n := len(s.owners("orch")); n != NumSlots {
+		t.Fatalf("%d slot documents, want %d", n, NumSlots)
 	}
 }
