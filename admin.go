@@ -355,11 +355,25 @@ func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string,
 // for a pending root). A pending sub-orchestration (its start locked by a
 // fetch, no turn run) names its parent, so that it is deleted with its
 // root's tree, never alone. An unknown instance is a permanent error.
-// Requests: 1 point read.
+// Requests: 1 point read, and 1 read at the primary (a batch of one read)
+// when the point read finds no instance: a replica behind another
+// process's start would otherwise have DeleteInstance refuse an instance
+// that exists (DESIGN.md §16).
 func (p *Provider) GetParentID(ctx context.Context, instance string) (string, bool, error) {
 	ctx = cosmos.WithCall(ctx, "get_parent_id")
 	const op = "get_parent_id"
 	doc, err := p.loadInstance(ctx, op, instance)
+	if err == nil && (doc == nil || !(doc.exists() || doc.pending())) {
+		var primary instanceDoc
+		etag, found, perr := p.readDocPrimary(ctx, instance, instanceDocID, &primary)
+		switch {
+		case perr != nil:
+			err = mapError(op, perr)
+		case found:
+			primary.ETag = etag
+			doc = &primary
+		}
+	}
 	if err == nil && doc.pending() {
 		if doc.ParentInstanceID != nil {
 			return *doc.ParentInstanceID, true, nil

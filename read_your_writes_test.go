@@ -176,3 +176,25 @@ func TestAWorkItemAckIsSeenByTheOrchestrationsTurn(t *testing.T) {
 		return ok
 	})
 }
+
+// TestDeleteInstanceFindsAnInstanceAnotherProcessStarted: a process that
+// never read an instance deletes it right after another process started
+// it, on an account whose secondaries trail by 10 s (every read they serve
+// is older than the start): the parent lookup's "not found" is confirmed
+// at the primary, so the deletion goes through instead of refusing an
+// instance that exists.
+func TestDeleteInstanceFindsAnInstanceAnotherProcessStarted(t *testing.T) {
+	t.Parallel()
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{Consistency: emulator.ConsistencySession, ReplicaLag: 10 * time.Second})
+	cfg := a.Config()
+	cfg.DisableReconciler, cfg.LongPollInterval = true, 20*time.Millisecond
+	starter, deleter := a.NewProvider(t, cfg), a.NewProvider(t, cfg)
+	ctx := context.Background()
+	for i := range 8 { // a secondary serves 3 reads in 4: all 8 at the primary by chance is 1 in 65,536
+		inst := fmt.Sprintf("deleted-elsewhere-%d", i)
+		startAndAckFirst(t, starter, inst)
+		res, err := deleter.DeleteInstance(ctx, inst, true)
+		require.NoError(t, err, "instance %s", inst)
+		assert.Equal(t, uint64(1), res.InstancesDeleted, "instance %s", inst)
+	}
+}

@@ -44,10 +44,15 @@ const (
 )
 
 // defaultConsistency is the account's level when neither
-// Options.Consistency nor EnvConsistency sets one: Strong, the behaviour
-// of the emulator before replicas existed (a real account defaults to
-// Session).
-const defaultConsistency = ConsistencyStrong
+// Options.Consistency nor EnvConsistency sets one and no replica lag is
+// set: Strong, the behaviour of the emulator before replicas existed. With
+// a lag (Options.ReplicaLag or EnvReplicaLag) and no level the account is
+// Session (laggingConsistency), a real account's default, so that the
+// lag asked for is seen by reads.
+const (
+	defaultConsistency = ConsistencyStrong
+	laggingConsistency = ConsistencySession
+)
 
 // ParseConsistency parses a consistency level by its service name, in any
 // case, with or without '-' or '_' between words ("session",
@@ -88,20 +93,6 @@ func (c Consistency) readsPrimary() bool {
 // environment (EnvConsistency, EnvReplicaLag), then the defaults, and
 // validates them.
 func consistencyFromEnv(opts *Options) error {
-	if opts.Consistency == "" {
-		if v := os.Getenv(EnvConsistency); v != "" {
-			c, err := ParseConsistency(v)
-			if err != nil {
-				return fmt.Errorf("emulator: %s: %w", EnvConsistency, err)
-			}
-			opts.Consistency = c
-		} else {
-			opts.Consistency = defaultConsistency
-		}
-	}
-	if _, err := ParseConsistency(string(opts.Consistency)); err != nil {
-		return err
-	}
 	if opts.ReplicaLag == 0 {
 		if v := os.Getenv(EnvReplicaLag); v != "" {
 			d, err := time.ParseDuration(v)
@@ -114,7 +105,22 @@ func consistencyFromEnv(opts *Options) error {
 	if opts.ReplicaLag < 0 {
 		return fmt.Errorf("emulator: ReplicaLag %v is negative", opts.ReplicaLag)
 	}
-	return nil
+	if opts.Consistency == "" {
+		switch v := os.Getenv(EnvConsistency); {
+		case v != "":
+			c, err := ParseConsistency(v)
+			if err != nil {
+				return fmt.Errorf("emulator: %s: %w", EnvConsistency, err)
+			}
+			opts.Consistency = c
+		case opts.ReplicaLag > 0:
+			opts.Consistency = laggingConsistency
+		default:
+			opts.Consistency = defaultConsistency
+		}
+	}
+	_, err := ParseConsistency(string(opts.Consistency))
+	return err
 }
 
 // requestConsistency returns the level a request reads at: the account's,

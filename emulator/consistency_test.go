@@ -429,3 +429,26 @@ func TestLaggingQueriesKeepRidOrder(t *testing.T) {
 	}
 	assert.Positive(t, stale)
 }
+
+// TestALagWithoutALevelMakesTheAccountSession: a replica lag asked for
+// without a consistency level (Options or the environment) gives a
+// Session account, whose reads see the lag; an explicit level still wins.
+func TestALagWithoutALevelMakesTheAccountSession(t *testing.T) {
+	t.Setenv(EnvConsistency, "")
+	t.Setenv(EnvReplicaLag, "20ms")
+	srv, err := Start(Options{})
+	require.NoError(t, err)
+	defer srv.Close()
+	assert.Equal(t, ConsistencySession, srv.consistency)
+
+	t.Setenv(EnvReplicaLag, "")
+	srv2, err := Start(Options{ReplicaLag: time.Second})
+	require.NoError(t, err)
+	defer srv2.Close()
+	assert.Equal(t, ConsistencySession, srv2.consistency)
+
+	srv3, err := Start(Options{ReplicaLag: time.Second, Consistency: ConsistencyEventual})
+	require.NoError(t, err)
+	defer srv3.Close()
+	assert.Equal(t, ConsistencyEventual, srv3.consistency)
+}

@@ -106,8 +106,9 @@ type Options struct {
 	// account document reports (userConsistencyPolicy
 	// .defaultConsistencyLevel) and reads follow (see Consistency). Empty
 	// means the level EnvConsistency names, and without it
-	// ConsistencyStrong (a real account defaults to Session). Start fails
-	// on an unknown level.
+	// ConsistencySession when a replica lag is set (ReplicaLag or
+	// EnvReplicaLag), else ConsistencyStrong (a real account defaults to
+	// Session). Start fails on an unknown level.
 	Consistency Consistency
 	// ReplicaLag is how far a secondary replica of a physical partition
 	// may trail its primary: each of the three secondaries of a partition
