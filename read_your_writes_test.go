@@ -17,7 +17,7 @@ import (
 
 // These tests show that a process reads its own writes on an account with
 // Session consistency whose secondary replicas trail the primary (the
-// emulator's, 20 ms): each scenario is a write followed at once by the
+// emulator's, readYourWritesLag): each scenario is a write followed at once by the
 // read that must see it, run readYourWritesTrials times. With the session
 // tokens they must all see it; with the tokens turned off
 // (cdb.DisableSessionTokens) at least one must not, which shows the
@@ -34,12 +34,19 @@ const (
 	maxTrialsWithoutTokens = 200
 )
 
+// readYourWritesLag is the secondaries' lag of these tests: long beside
+// one write and the read after it even under the race detector on a
+// loaded machine (with 20 ms, 200 trials without the tokens all saw their
+// writes there once, as the replicas had caught up), short enough that a
+// setup without the tokens waits little for them.
+const readYourWritesLag = 500 * time.Millisecond
+
 // laggingProvider opens a provider on a private emulator with Session
-// consistency and 20 ms of replica lag, its held caches off, and its
+// consistency and readYourWritesLag of replica lag, its held caches off, and its
 // session tokens turned off unless tokens.
 func laggingProvider(t *testing.T, tokens bool) *cdb.Provider {
 	t.Helper()
-	a := cdbtest.NewEmulatorAccount(t, emulator.Options{Consistency: emulator.ConsistencySession, ReplicaLag: 20 * time.Millisecond})
+	a := cdbtest.NewEmulatorAccount(t, emulator.Options{Consistency: emulator.ConsistencySession, ReplicaLag: readYourWritesLag})
 	cfg := a.Config()
 	cfg.HeldInstanceStates, cfg.HeldHistoryEvents = -1, -1
 	cfg.DisableReconciler, cfg.LongPollInterval = true, 20*time.Millisecond

@@ -4,6 +4,7 @@ package runtimetest
 // waiting until an instance waits for an event.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -107,7 +108,7 @@ func (i *Instance) sendAt(d time.Duration, what string, is func(duroxide.Event) 
 		e := i.env
 		count := func() int {
 			n := 0
-			for _, x := range i.executions() {
+			for _, x := range i.callbackExecutions() {
 				for _, ev := range x.Events {
 					if is(ev) {
 						n++
@@ -132,7 +133,7 @@ func (i *Instance) sendAt(d time.Duration, what string, is func(duroxide.Event) 
 			return
 		}
 		for deadline := time.Now().Add(e.waitTimeout); count() <= before; time.Sleep(2 * time.Millisecond) {
-			if e.ctx.Err() != nil || openWork(lastEvents(i.executions())).end == endDone {
+			if e.ctx.Err() != nil || openWork(lastEvents(i.callbackExecutions())).end == endDone {
 				return
 			}
 			if time.Now().After(deadline) {
@@ -141,6 +142,23 @@ func (i *Instance) sendAt(d time.Duration, what string, is func(duroxide.Event) 
 			}
 		}
 	})
+}
+
+// callbackExecutions is executions for a delayed callback, which runs on
+// the environment's time-skipping goroutine, not the test's: a failed
+// read is reported with Errorf (never Fatalf, which must run on the
+// test's goroutine) and only while the environment runs (once the test
+// ends its runtime is shut down and reads fail by design); it returns
+// nothing then.
+func (i *Instance) callbackExecutions() []Execution {
+	execs, err := i.env.history(i.ID)
+	if err != nil && !errors.Is(err, ErrNoHistory) {
+		if i.env.ctx.Err() == nil {
+			i.env.t.Errorf("%v", err)
+		}
+		return nil
+	}
+	return execs
 }
 
 // WaitUntilWaiting waits until the instance's current execution waits for

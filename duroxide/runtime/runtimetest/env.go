@@ -198,8 +198,14 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 		cancel()
 		t.Fatalf("runtimetest: start the runtime: %v", err)
 	}
+	skipped := make(chan struct{})
 	if e.clock != nil {
-		go e.skipTime(ctx)
+		go func() {
+			defer close(skipped)
+			e.skipTime(ctx)
+		}()
+	} else {
+		close(skipped)
 	}
 	t.Cleanup(func() {
 		e.cancel(nil)
@@ -209,6 +215,12 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 			t.Errorf("runtimetest: shut the runtime down: %v", err)
 		}
 		cancel()
+		// The time-skipping goroutine (and a delayed callback it runs)
+		// reports through t: it must be done before the test is.
+		select {
+		case <-skipped:
+		case <-shutdown.Done():
+		}
 	})
 	return e
 }
