@@ -114,10 +114,29 @@ func runMetricsWorkload(t *testing.T) metricsRun {
 		require.Equal(t, kind, st.Kind, "%s: %v", id, st.Err())
 	}
 	// Collected while the runtime runs (Shutdown unregisters the gauges);
-	// every instance is terminal, so only idle fetches still happen.
+	// every instance is terminal, so only idle fetches still happen. A
+	// turn's metrics are recorded after its commit returns, which the
+	// client can see first: collect until the parent's last turn (the
+	// child's result) is recorded, within the wait timeout.
 	var run metricsRun
-	require.NoError(t, reader.Collect(context.Background(), &run.rm))
-	return run
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(5 * time.Millisecond) {
+		require.NoError(t, reader.Collect(context.Background(), &run.rm))
+		if run.has("duroxide_suborchestration_calls_total") || time.Now().After(deadline) {
+			return run
+		}
+	}
+}
+
+// has reports whether the metric called name was recorded.
+func (r metricsRun) has(name string) bool {
+	for _, sm := range r.rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // find returns the metric called name.
