@@ -12,10 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 )
@@ -126,8 +122,6 @@ func runChild(stdout, stderr io.Writer) int {
 	cfg := mpProviderConfig(os.Getenv(childEndpointEnv), os.Getenv(childKeyEnv), os.Getenv(childDatabaseEnv), os.Getenv(childContainerEnv),
 		cdb.LeaseMode(os.Getenv(childLeasesEnv)), changeFeed, heartbeat, expiry)
 	cfg.OrchestrationLanes, cfg.WorkerLanes = max(orch, 1), max(work, 1)
-	calls := newCallCounter()
-	cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{calls}}}
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	p, err := cdb.New(startCtx, cfg)
 	cancel()
@@ -166,7 +160,7 @@ func runChild(stdout, stderr io.Writer) int {
 	moves := p.LeaseMoves()
 	_ = p.Close()
 	mu.Lock()
-	fmt.Fprintf(stdout, "STATS requests=%d races=%d moves=%d calls=%s\n", u.Requests, u.LockRacesLost, moves, calls)
+	fmt.Fprintf(stdout, "STATS requests=%d races=%d moves=%d calls=%s\n", u.Requests, u.LockRacesLost, moves, formatCalls(u.ByCall))
 	mu.Unlock()
 	return exitOK
 }

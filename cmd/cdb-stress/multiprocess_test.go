@@ -84,4 +84,7 @@ func TestCallBreakdownSumsTheChildrensCallsPerOrchestration(t *testing.T) {
 	assert.Equal(t, map[string]int64{"fetch_work_item": 40, "lease_heartbeat": 4, "new": 8}, calls)
 	assert.Equal(t, "fetch_work_item 2.00, new 0.40, lease_heartbeat 0.20", callBreakdown(calls, 20))
 	assert.Empty(t, callBreakdown(nil, 20))
+	round := map[string]int64{}
+	addCalls(round, formatCalls(calls))
+	assert.Equal(t, calls, round, "what a child formats, the parent reads back")
 }
