@@ -33,6 +33,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/docs"
 	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
+	"github.com/duroxide-go/duroxide-cdb/internal/handoff"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 	"github.com/duroxide-go/duroxide-cdb/internal/locks"
@@ -96,6 +97,12 @@ type Provider struct {
 	// queues (internal/candidates).
 	orchPool *candidates.Pool
 	workPool *candidates.Pool
+	// workWaiters and orchWaiters are the fetches of this process that
+	// wait for work, to which acks hand work eagerly (eager_dispatch.go);
+	// nil with Config.DisableEagerDispatch. eager counts the hand-overs.
+	workWaiters *workWaiters
+	orchWaiters *orchWaiters
+	eager       eagerCounters
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
 	fetchTracer func(fetchtrace.Event)
@@ -151,6 +158,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	p.workPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
+	if !cfg.DisableEagerDispatch {
+		p.workWaiters = handoff.New[workWait, *duroxide.LockedWorkItem]()
+		p.orchWaiters = handoff.New[orchWait, *duroxide.OrchestrationItem]()
+	}
 	if cfg.HeldHistoryEvents > 0 {
 		p.held = held.NewHistories(cfg.HeldHistoryEvents)
 	}
@@ -273,6 +284,8 @@ func (p *Provider) Close() error {
 			p.leases.Close(ctx)
 			cancel()
 		}
+		p.workWaiters.Close()
+		p.orchWaiters.Close()
 		close(p.stop)
 		p.wg.Wait()
 		p.metrics.close()
@@ -719,7 +732,12 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		if item != nil || last {
 			return item, nil
 		}
-		if end, err := poll.wait(ctx); end {
+		item, taken, end, err := waitOrTake(ctx, poll, p.orchWaiters, orchWait{lockTimeout: lockTimeout, filter: filter}, p.abandonEagerTurn)
+		if taken {
+			p.traceFetch(fetchtrace.PollEagerTurn)
+			return item, nil
+		}
+		if end {
 			return nil, mapError(op, err)
 		}
 	}
@@ -1521,6 +1539,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	var planned *orchLock
 	var execIndex int
 	reuse := false
+	// eager is the first attempt's eager part (activities created locked
+	// for this process's waiting work-item fetches), settled before any
+	// return: delivered when the batch committed, failed otherwise.
+	var eager *eagerWork
+	defer func() { eager.failed(true) }()
 	for attempt := 0; ; attempt++ {
 		now = p.nowMs()
 		if !lock.doc.lockedBy(lockID, now) {
@@ -1535,13 +1558,23 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			planned = lock
 		}
 		reuse = false
+		send := plan
+		if attempt == 0 {
+			if eager = p.reserveEagerWork(&plan, now); eager != nil {
+				send.final = eager.final
+			}
+		}
 		var final []azcosmos.TransactionalBatchResult
-		final, err = p.commitTurn(ctx, instance, plan, staged)
+		final, err = p.commitTurn(ctx, instance, send, staged)
 		if err == nil {
 			// The instance's next fetch can be its lock batch alone.
 			plan.held.ETag = string(final[0].ETag)
 			p.heldStates.Hold(instance, plan.held, false, nil)
+			eager.committed(final)
 			break
+		}
+		if !cosmos.IsAmbiguous(err) {
+			eager.failed(false) // refused: nothing was written; the next attempt is plain
 		}
 		p.log.Debug("ack: the turn's batches failed; checking the lock", zap.String("instance", instance), zap.Int("attempt", attempt), zap.Int("staged_batches", len(plan.staged)), zap.Error(err))
 		if attempt >= 3 {
@@ -1569,8 +1602,10 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 				return mapError(op, err)
 			}
 			if landed {
+				eager.committed(nil)
 				break // the lost answer was a success
 			}
+			eager.failed(false) // it did not land: the next attempt is plain
 		} else {
 			return mapError(op, err)
 		}
@@ -1592,7 +1627,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	p.held.Extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
 	p.orchPool.SetExec(instance, executionID)
 	for _, e := range plan.queued {
-		p.hint(e)
+		if !eager.isEager(e.ID) {
+			p.hint(e)
+		}
 	}
 	p.orchPool.Unlock(instance)
 	if statuswatch.Changing(metadata, historyDelta) {

@@ -88,7 +88,12 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		if locked != nil || last {
 			return locked, nil
 		}
-		if end, err := poll.wait(ctx); end {
+		locked, taken, end, err := waitOrTake(ctx, poll, p.workWaiters, workWait{lockTimeout: lockTimeout, tagFilter: tagFilter}, p.abandonEagerWork)
+		if taken {
+			p.traceFetch(fetchtrace.PollEagerWork)
+			return locked, nil
+		}
+		if end {
 			return nil, mapError(op, err)
 		}
 	}

@@ -89,7 +89,7 @@ func runSequential(ctx context.Context, o options, args []string, stdout, stderr
 			rows = append(rows, sequentialRow{provider: t.name(), n: n, elapsed: elapsed})
 		}
 	}
-	report := sequentialReport(rows, sticky, cdbT.store())
+	report := sequentialReport(rows, sticky, eagerOn(), cdbT.store())
 	_, _ = io.WriteString(stdout, report)
 	if o.record != "" {
 		if err := appendRecord(o.record, args, report, loadAtStart); err != nil {
@@ -158,13 +158,17 @@ func runSequentialOnce(ctx context.Context, t target, n int, sticky bool, poll t
 // sequentialReport formats the sequential mode's table: per provider and
 // N the wall time, the time per activity, and its ratio to the smallest
 // N's on the same provider.
-func sequentialReport(rows []sequentialRow, sticky bool, store string) string {
+func sequentialReport(rows []sequentialRow, sticky, eager bool, store string) string {
 	var b strings.Builder
 	cache := "on (default)"
 	if !sticky {
 		cache = "off (DUROXIDE_STICKY=off)"
 	}
-	fmt.Fprintf(&b, "Sequential activities: one orchestration calling N activities one after the other, 2/2 dispatchers; sticky cache %s\n", cache)
+	eagerState := "on (default)"
+	if !eager {
+		eagerState = "off (DUROXIDE_EAGER=off)"
+	}
+	fmt.Fprintf(&b, "Sequential activities: one orchestration calling N activities one after the other, 2/2 dispatchers; sticky cache %s; cdb eager dispatch %s\n", cache, eagerState)
 	fmt.Fprintf(&b, "Store: %s\n\n", store)
 	fmt.Fprintf(&b, "%-16s %8s %10s %12s %10s\n", "Provider", "N", "Total (s)", "ms/activity", "vs first N")
 	base := map[string]float64{}

@@ -1,0 +1,194 @@
+package cdb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
+)
+
+// waitForEagerWaiters blocks until p has orch and work free eager waiters
+// (fetches waiting for work), failing the test after pollTimeout.
+func waitForEagerWaiters(t *testing.T, p *cdb.Provider, orch, work int) {
+	t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for {
+		o, w := cdb.FreeEagerWaiters(p)
+		if o >= orch && w >= work {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiters: %d orchestration, %d work; want %d, %d", o, w, orch, work)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// fetchWorkAsync starts a long-polling work-item fetch and returns the
+// channel its result arrives on.
+func fetchWorkAsync(ctx context.Context, t *testing.T, p *cdb.Provider, lock time.Duration, filter duroxide.TagFilter) <-chan *duroxide.LockedWorkItem {
+	got := make(chan *duroxide.LockedWorkItem, 1)
+	go func() {
+		w, err := p.FetchWorkItem(ctx, lock, pollTimeout, nil, filter)
+		assert.NoError(t, err)
+		got <- w
+	}()
+	return got
+}
+
+func receive[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(pollTimeout):
+		t.Fatal("nothing received")
+	}
+	var zero T
+	return zero
+}
+
+// ackScheduling acks item's first turn scheduling activities acts.
+func ackScheduling(t *testing.T, p *cdb.Provider, item *duroxide.OrchestrationItem, acts ...duroxide.ActivityExecuteItem) {
+	t.Helper()
+	events := []duroxide.Event{started(item.Instance)}
+	var work []duroxide.WorkItem
+	for _, a := range acts {
+		events = append(events, duroxide.NewEvent(a.ID, item.Instance, 1, nil, duroxide.ActivityScheduled{Name: a.Name, Input: a.Input}))
+		work = append(work, duroxide.WorkItem{Kind: a})
+	}
+	require.NoError(t, p.AckOrchestrationItem(context.Background(), item.LockToken, 1, events, work, nil, runningMetadata(), nil))
+}
+
+func greet(instance string, id uint64, tag *string) duroxide.ActivityExecuteItem {
+	return duroxide.ActivityExecuteItem{Instance: instance, ExecutionID: 1, ID: id, Name: "Greet", Input: `"world"`, Tag: tag}
+}
+
+// TestTurnAckHandsItsActivityToAWaitingWorkFetch checks eager dispatch
+// from a turn's ack to this process's waiting work-item fetch: the fetch
+// returns the activity with no request of its own (the ack creates it
+// locked, in its batch, with no extra request), with attempt count 1, and
+// its lock behaves as a fetched one: renewed, acked once, and the
+// completion reaches the orchestrator queue.
+func TestTurnAckHandsItsActivityToAWaitingWorkFetch(t *testing.T) {
+	t.Parallel()
+	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	ctx := context.Background()
+	const instance = "eager-work"
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+
+	got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
+	waitForEagerWaiters(t, p, 0, 1)
+	s.ResetCounters()
+	ackScheduling(t, p, item, greet(instance, 2, nil))
+	assert.Equal(t, int64(1), dataRequests(s), "the turn's ack is one batch, the activity's lock included")
+	w := receive(t, got)
+	require.NotNil(t, w)
+	assert.Equal(t, int64(1), dataRequests(s), "the waiting fetch made no request")
+	assert.Equal(t, uint32(1), w.AttemptCount)
+	act, ok := w.Item.Kind.(duroxide.ActivityExecuteItem)
+	require.True(t, ok)
+	assert.Equal(t, uint64(2), act.ID)
+	assert.Equal(t, duroxide.EagerDispatchCounts{Hits: 1}, p.EagerDispatch().Worker)
+
+	// Another fetch does not see it: it is locked.
+	other, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	assert.Nil(t, other)
+
+	st, err := p.RenewWorkItemLock(ctx, w.LockToken, longLock)
+	require.NoError(t, err)
+	assert.Equal(t, duroxide.ExecutionRunning, st.Kind)
+	done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 2, Result: `"hi"`}}
+	require.NoError(t, p.AckWorkItem(ctx, w.LockToken, &done))
+	require.Error(t, p.AckWorkItem(ctx, w.LockToken, &done), "a lock is acked once")
+	turn, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	require.Len(t, turn.Messages, 1)
+	assert.IsType(t, duroxide.ActivityCompletedItem{}, turn.Messages[0].Kind)
+}
+
+// TestEagerWorkRespectsTheWaitersAndTheirFilters checks that a turn's ack
+// locks no more activities than fetches wait, only for a fetch whose tag
+// filter accepts them, and that what it does not hand over is fetched
+// the normal way; an abandoned eager item comes back with its attempt
+// count as a fetched one's.
+func TestEagerWorkRespectsTheWaitersAndTheirFilters(t *testing.T) {
+	t.Parallel()
+	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	ctx := context.Background()
+	const instance = "eager-filters"
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+
+	gpu := duroxide.StringPtr("gpu")
+	gpuOnly, err := duroxide.TagFilterTags("gpu")
+	require.NoError(t, err)
+	got := fetchWorkAsync(ctx, t, p, longLock, gpuOnly)
+	waitForEagerWaiters(t, p, 0, 1)
+	ackScheduling(t, p, item, greet(instance, 2, nil), greet(instance, 3, gpu), greet(instance, 4, gpu))
+	w := receive(t, got)
+	require.NotNil(t, w)
+	act := w.Item.Kind.(duroxide.ActivityExecuteItem)
+	assert.Equal(t, uint64(3), act.ID, "the first activity the fetch's filter accepts")
+	assert.Equal(t, duroxide.EagerDispatchCounts{Hits: 1}, p.EagerDispatch().Worker, "one waiter, one hand-over")
+
+	// The others are fetched as usual.
+	rest := map[uint64]bool{}
+	for _, f := range []duroxide.TagFilter{duroxide.TagFilterDefaultOnly(), gpuOnly} {
+		x, err := p.FetchWorkItem(ctx, longLock, 0, nil, f)
+		require.NoError(t, err)
+		require.NotNil(t, x)
+		rest[x.Item.Kind.(duroxide.ActivityExecuteItem).ID] = true
+	}
+	assert.Equal(t, map[uint64]bool{2: true, 4: true}, rest)
+
+	// Abandoned, the eager item is fetched again, its second attempt.
+	require.NoError(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false))
+	again, err := p.FetchWorkItem(ctx, longLock, 0, nil, gpuOnly)
+	require.NoError(t, err)
+	require.NotNil(t, again)
+	assert.Equal(t, uint64(3), again.Item.Kind.(duroxide.ActivityExecuteItem).ID)
+	assert.Equal(t, uint32(2), again.AttemptCount)
+}
+
+// TestEagerDispatchOff checks that with DisableEagerDispatch no fetch is
+// registered as a waiter and a turn's ack creates its activities unlocked.
+func TestEagerDispatchOff(t *testing.T) {
+	t.Parallel()
+	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler, c.DisableEagerDispatch = true, true })
+	ctx := context.Background()
+	const instance = "eager-off"
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
+	time.Sleep(20 * time.Millisecond)
+	o, w := cdb.FreeEagerWaiters(p)
+	assert.Zero(t, o+w)
+	ackScheduling(t, p, item, greet(instance, 2, nil))
+	require.NotNil(t, receive(t, got), "the fetch, woken by the ack, locks the activity itself")
+	assert.Equal(t, duroxide.EagerDispatchStats{}, p.EagerDispatch())
+}
+
+// TestCloseReleasesEagerWaiters checks that Close ends waiting fetches
+// and that no waiter is reservable afterwards.
+func TestCloseReleasesEagerWaiters(t *testing.T) {
+	t.Parallel()
+	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	ctx := context.Background()
+	got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
+	waitForEagerWaiters(t, p, 0, 1)
+	require.NoError(t, p.Close())
+	assert.Nil(t, receive(t, got))
+	o, w := cdb.FreeEagerWaiters(p)
+	assert.Zero(t, o+w)
+}
