@@ -229,7 +229,7 @@ type Config struct {
 	// nothing.
 	HeldInstanceStates int
 
-	// DisableEagerDispatch turns eager dispatch off (DESIGN.md §18). By
+	// DisableEagerDispatch turns eager dispatch off (DESIGN.md §17). By
 	// default, while a fetch of this process waits for work (the runtime
 	// long-polls, so an idle dispatcher sits inside a fetch), an ack hands
 	// it the next piece of work already locked, in the ack's own

@@ -1,4 +1,4 @@
-// Eager dispatch (DESIGN.md §18): an ack hands the next piece of work,
+// Eager dispatch (DESIGN.md §17): an ack hands the next piece of work,
 // locked in the ack's own transactional batch, to a fetch of this process
 // that waits for work (internal/handoff), instead of leaving it for a
 // fetch to find and lock with requests of its own.

@@ -1,4 +1,4 @@
-// Package handoff is the meeting point of eager dispatch (DESIGN.md §18):
+// Package handoff is the meeting point of eager dispatch (DESIGN.md §17):
 // the fetches of one provider process that found no work and wait for some
 // (the runtime long-polls, so an idle dispatcher sits inside a fetch) are
 // the process's free capacity, and an ack that can lock the next piece of
