@@ -53,6 +53,16 @@ func receive[T any](t *testing.T, c <-chan T) T {
 	return zero
 }
 
+// firstTurn starts instance and fetches its first turn.
+func firstTurn(t *testing.T, p *cdb.Provider, instance string) *duroxide.OrchestrationItem {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
+	item, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	return item
+}
+
 // ackScheduling acks item's first turn scheduling activities acts.
 func ackScheduling(t *testing.T, p *cdb.Provider, item *duroxide.OrchestrationItem, acts ...duroxide.ActivityExecuteItem) {
 	t.Helper()
@@ -80,9 +90,7 @@ func TestTurnAckHandsItsActivityToAWaitingWorkFetch(t *testing.T) {
 	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
 	ctx := context.Background()
 	const instance = "eager-work"
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
-	item, err := fetchInstance(ctx, p, instance)
-	require.NoError(t, err)
+	item := firstTurn(t, p, instance)
 
 	got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
 	waitForEagerWaiters(t, p, 0, 1)
@@ -125,9 +133,7 @@ func TestEagerWorkRespectsTheWaitersAndTheirFilters(t *testing.T) {
 	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
 	ctx := context.Background()
 	const instance = "eager-filters"
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
-	item, err := fetchInstance(ctx, p, instance)
-	require.NoError(t, err)
+	item := firstTurn(t, p, instance)
 
 	gpu := duroxide.StringPtr("gpu")
 	gpuOnly, err := duroxide.TagFilterTags("gpu")
@@ -167,9 +173,7 @@ func TestEagerDispatchOff(t *testing.T) {
 	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler, c.DisableEagerDispatch = true, true })
 	ctx := context.Background()
 	const instance = "eager-off"
-	require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
-	item, err := fetchInstance(ctx, p, instance)
-	require.NoError(t, err)
+	item := firstTurn(t, p, instance)
 	got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
 	time.Sleep(20 * time.Millisecond)
 	o, w := cdb.FreeEagerWaiters(p)
