@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -285,7 +286,7 @@ func (rp requestPolicy) Do(req *policy.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := req.Next()
 	if resp != nil {
-		rp.usage.record(resp)
+		rp.usage.record(req.Raw(), resp)
 		rp.metrics.request(req.Raw(), resp, time.Since(start))
 	}
 	return resp, err
@@ -388,6 +389,13 @@ type Usage struct {
 	// work-item lock to another dispatcher (of this or another process);
 	// the same count as the metric duroxide_cosmosdb_lock_races_lost_total.
 	LockRacesLost int64
+	// ByCall splits Requests by the provider call they belong to: the
+	// call label of duroxide_cosmosdb_requests_total (duroxide's
+	// snake_case method names such as fetch_orchestration_item, and
+	// lease_heartbeat, change_feed, reconcile_outbox, new, close; "sdk"
+	// for requests the SDK makes on its own). A fresh map; nil before the
+	// first answer.
+	ByCall map[string]int64
 }
 
 // Usage returns the provider's Cosmos DB usage since New, retries and
@@ -400,6 +408,7 @@ func (p *Provider) Usage() Usage {
 		RequestCharge: float64(p.usage.microRU.Load()) / 1e6,
 		Throttled:     p.usage.throttled.Load(),
 		LockRacesLost: p.usage.lockRacesLost.Load(),
+		ByCall:        p.usage.byCallCounts(),
 	}
 }
 
@@ -410,17 +419,39 @@ type usageCounters struct {
 	throttled atomic.Int64
 	// lockRacesLost counts lost lock races (fetchtrace.LostRace).
 	lockRacesLost atomic.Int64
+	// byCall counts answers by provider call (string to *atomic.Int64).
+	byCall sync.Map
 }
 
-// record counts one answer.
-func (u *usageCounters) record(resp *http.Response) {
+// record counts one answer to req.
+func (u *usageCounters) record(req *http.Request, resp *http.Response) {
 	u.requests.Add(1)
+	call := cosmos.CallOf(req.Context())
+	n, ok := u.byCall.Load(call)
+	if !ok {
+		n, _ = u.byCall.LoadOrStore(call, new(atomic.Int64))
+	}
+	n.(*atomic.Int64).Add(1)
 	if ru := requestCharge(resp); ru > 0 {
 		u.microRU.Add(int64(math.Round(ru * 1e6)))
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		u.throttled.Add(1)
 	}
+}
+
+// byCallCounts returns a copy of the answers by provider call, nil when
+// there is none.
+func (u *usageCounters) byCallCounts() map[string]int64 {
+	var out map[string]int64
+	u.byCall.Range(func(k, v any) bool {
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // requestCharge reads a response's x-ms-request-charge, 0 when absent or

@@ -24,7 +24,7 @@ func emulatorTotals(s *emulator.Server) (requests int64, charge float64) {
 // request charge of every answer: on a private emulator, whose only client
 // is the provider, Usage equals what the emulator charged, from New's
 // database and container creation to a hello-world orchestration, a
-// throttled request included. The change-feed reader is off: Close cancels
+// throttled request included, and ByCall splits them by provider call. The change-feed reader is off: Close cancels
 // its read in flight, which the emulator counts and the provider never
 // gets an answer to.
 func TestUsageCountsEveryResponseCharge(t *testing.T) {
@@ -41,6 +41,14 @@ func TestUsageCountsEveryResponseCharge(t *testing.T) {
 	assert.InDelta(t, charge, u.RequestCharge, 1e-6, "every answer's x-ms-request-charge added up")
 	assert.Equal(t, int64(1), u.Throttled, "the injected 429")
 	assert.Greater(t, u.RequestCharge, float64(u.Requests), "writes cost more than 1 RU")
+	var byCall int64
+	for _, n := range u.ByCall {
+		byCall += n
+	}
+	assert.Equal(t, u.Requests, byCall, "ByCall splits every answer: %v", u.ByCall)
+	for _, call := range []string{"new", "fetch_orchestration_item", "ack_orchestration_item", "fetch_work_item", "ack_work_item"} {
+		assert.Positive(t, u.ByCall[call], "requests of %s: %v", call, u.ByCall)
+	}
 }
 
 // BenchmarkHelloWorldRequestCharge reports the request units of one

@@ -71,7 +71,10 @@ type mpResult struct {
 	byOp map[emulator.OpKind]int64
 	// client are the starting process's own requests (in byOp, not in
 	// requests).
-	client         int64
+	client int64
+	// calls are the children's requests by provider call (those that
+	// stopped cleanly: a killed child reports none).
+	calls          map[string]int64
 	races          int64
 	moves          int64
 	activities     int
@@ -94,6 +97,7 @@ type mpRun struct {
 	requests int64
 	races    int64
 	moves    int64
+	calls    map[string]int64
 	stats    int
 	kills    int
 	freezes  int
@@ -184,7 +188,7 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 	}
 	defer p.Close()
 	client := runtime.NewClient(p)
-	run := &mpRun{acts: map[string]int{}}
+	run := &mpRun{acts: map[string]int{}, calls: map[string]int64{}}
 	orchPer, workPer := max(1, o.dispatchers.orchestration/n), max(1, o.dispatchers.worker/n)
 	run.spawn = func() (*mpChild, error) {
 		cmd := exec.Command(self)
@@ -279,6 +283,7 @@ func runProcesses(ctx context.Context, o mpOptions, self, endpoint, key, contain
 		res.reexecutions += c - 1
 	}
 	res.requests = run.requests
+	res.calls = run.calls
 	run.mu.Unlock()
 	if emu != nil {
 		// Every process's requests, the killed ones included, less this
@@ -335,6 +340,8 @@ func (r *mpRun) scan(out io.Reader) {
 					r.races += x
 				case "moves":
 					r.moves += x
+				case "calls":
+					addCalls(r.calls, v)
 				}
 			}
 		}
@@ -565,6 +572,9 @@ func mpReport(o mpOptions, results []mpResult, store string) string {
 		if line := opBreakdown(r.byOp, r.orchestrations); line != "" {
 			fmt.Fprintf(&b, "N=%d requests per orchestration by operation: %s (the starting process's starts and status polls included: %.2f)\n",
 				r.n, line, float64(r.client)/float64(max(r.orchestrations, 1)))
+		}
+		if line := callBreakdown(r.calls, r.orchestrations); line != "" {
+			fmt.Fprintf(&b, "N=%d requests per orchestration by provider call (the processes that stopped cleanly): %s\n", r.n, line)
 		}
 	}
 	return b.String()

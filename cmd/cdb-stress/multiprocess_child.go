@@ -167,7 +167,7 @@ func runChild(stdout, stderr io.Writer) int {
 	moves := p.LeaseMoves()
 	_ = p.Close()
 	mu.Lock()
-	fmt.Fprintf(stdout, "STATS requests=%d races=%d moves=%d\n", u.Requests, u.LockRacesLost, moves)
+	fmt.Fprintf(stdout, "STATS requests=%d races=%d moves=%d calls=%s\n", u.Requests, u.LockRacesLost, moves, formatCalls(u.ByCall))
 	mu.Unlock()
 	return exitOK
 }

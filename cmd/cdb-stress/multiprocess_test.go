@@ -48,6 +48,8 @@ func TestMultiProcessChaosRunVerifies(t *testing.T) {
 			require.GreaterOrEqual(t, len(fields), 10)
 			assert.NotEqual(t, "0", fields[8], "at least one process was killed")
 			assert.NotEqual(t, "0", fields[9], "at least one process was frozen")
+			assert.Regexp(t, `N=2 requests per orchestration by provider call \(the processes that stopped cleanly\): .*fetch_orchestration_item [0-9.]+`, out.String(),
+				"the children report their requests by provider call")
 		})
 	}
 }
@@ -69,4 +71,20 @@ func TestProcessesFlag(t *testing.T) {
 		_, err := parseOptions(bad, &strings.Builder{})
 		assert.Error(t, err, "%v", bad)
 	}
+}
+
+// TestCallBreakdownSumsTheChildrensCallsPerOrchestration: the calls of
+// several STATS lines add up, malformed parts are skipped, and the
+// breakdown gives requests per orchestration, the largest first.
+func TestCallBreakdownSumsTheChildrensCallsPerOrchestration(t *testing.T) {
+	t.Parallel()
+	calls := map[string]int64{}
+	addCalls(calls, "fetch_work_item:30,lease_heartbeat:4")
+	addCalls(calls, "fetch_work_item:10,new:8,bad,x:y")
+	assert.Equal(t, map[string]int64{"fetch_work_item": 40, "lease_heartbeat": 4, "new": 8}, calls)
+	assert.Equal(t, "fetch_work_item 2.00, new 0.40, lease_heartbeat 0.20", callBreakdown(calls, 20))
+	assert.Empty(t, callBreakdown(nil, 20))
+	round := map[string]int64{}
+	addCalls(round, formatCalls(calls))
+	assert.Equal(t, calls, round, "what a child formats, the parent reads back")
 }

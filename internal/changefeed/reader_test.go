@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +151,63 @@ func TestReaderDeliversWritesOfEveryRangeAndWakesSubscribers(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		assert.Zero(t, col.seen[fmt.Sprintf("d%03d", i)], "documents written before Start are not delivered")
 	}
+}
+
+// TestReaderStartTakesThePositionInTwoReadsWhileOthersWrite: a reader
+// started while another process writes to every range (documents of the
+// current second in the first range it reads, so the SDK leaves the others
+// unread) takes its position in at most two reads, instead of reading
+// those ranges from the beginning and chasing the writes, and delivers
+// every document written after Start returned.
+func TestReaderStartTakesThePositionInTwoReadsWhileOthersWrite(t *testing.T) {
+	t.Parallel()
+	_, c := setupWith(t, emulator.Options{PhysicalPartitions: 4, Consistency: emulator.ConsistencyStrong})
+	write(t, c, 0, 200)
+	var written atomic.Int64
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 200; i < 1000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id, pk := fmt.Sprintf("d%03d", i), fmt.Sprintf("k%d", i)
+			if _, err := c.UpsertItem(context.Background(), azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":%q,"pk":%q}`, id, pk), nil); err != nil {
+				return
+			}
+			written.Store(int64(i))
+		}
+	}()
+	for written.Load() < 220 {
+		time.Sleep(time.Millisecond)
+	}
+	r := changefeed.New(c, changefeed.Options{Interval: 5 * time.Millisecond})
+	t.Cleanup(r.Close)
+	require.NoError(t, r.Start(context.Background()))
+	after := written.Load() + 1
+	assert.LessOrEqual(t, r.Reads(), int64(2), "Start reads the feed at most twice")
+	col := &collector{seen: map[string]int{}}
+	go func() {
+		for {
+			docs, err := r.Next(context.Background())
+			if errors.Is(err, changefeed.ErrClosed) {
+				return
+			}
+			col.add(docs)
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(stop)
+	<-stopped
+	last := written.Load()
+	require.Greater(t, last, after, "the writer wrote after Start")
+	var ids []string
+	for i := after + 1; i <= last; i++ {
+		ids = append(ids, fmt.Sprintf("d%03d", i))
+	}
+	require.Eventually(t, func() bool { return col.has(ids...) }, 20*time.Second, 5*time.Millisecond)
 }
 
 // TestReaderFollowsSplitAndThrottling: a range splits while the reader
