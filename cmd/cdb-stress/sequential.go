@@ -188,10 +188,12 @@ func sequentialReport(rows []sequentialRow, sticky, eager bool, store string) st
 		}
 		fmt.Fprintf(&b, "%-16s %8d %10.2f %12.3f %9.2fx\n", r.provider, r.n, r.elapsed.Seconds(), per, per/base[r.provider])
 	}
+	sep := "\n"
 	for _, r := range rows {
 		if r.eager != nil && r.eager.Enabled {
-			fmt.Fprintf(&b, "%s N=%d eager dispatch (warm-up included): turns %d handed, %d fallbacks; work items %d handed, %d fallbacks\n",
-				r.provider, r.n, r.eager.Orchestrator.Hits, r.eager.Orchestrator.Fallbacks, r.eager.Worker.Hits, r.eager.Worker.Fallbacks)
+			fmt.Fprintf(&b, "%sEager dispatch, %s, N=%d (its warm-up included): turns %d handed, %d fallbacks; work items %d handed, %d fallbacks\n",
+				sep, r.provider, r.n, r.eager.Orchestrator.Hits, r.eager.Orchestrator.Fallbacks, r.eager.Worker.Hits, r.eager.Worker.Fallbacks)
+			sep = ""
 		}
 	}
 	return b.String()
