@@ -9,9 +9,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
+
+// newEagerProvider starts a provider with eager dispatch on, whatever
+// DUROXIDE_EAGER says (these tests are about it), on container of an
+// emulator of its own (nil: a new one), after adjust.
+func newEagerProvider(t *testing.T, a *cdbtest.Account, container string, adjust func(*cdb.Config)) (*cdb.Provider, *emulator.Server) {
+	t.Helper()
+	if a == nil {
+		a = cdbtest.NewEmulatorAccount(t, emulator.Options{})
+	}
+	cfg := a.Config()
+	cfg.Container, cfg.DisableReconciler = container, true
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	p, err := cdb.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p, a.Emulator()
+}
 
 // waitForEagerWaiters blocks until p has orch and work free eager waiters
 // (fetches waiting for work), failing the test after pollTimeout.
@@ -88,7 +108,7 @@ func greet(instance string, id uint64, tag *string) duroxide.ActivityExecuteItem
 // completion reaches the orchestrator queue.
 func TestTurnAckHandsItsActivityToAWaitingWorkFetch(t *testing.T) {
 	t.Parallel()
-	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	p, s := newEagerProvider(t, nil, "private", nil)
 	ctx := context.Background()
 	const instance = "eager-work"
 	item := firstTurn(t, p, instance)
@@ -131,7 +151,7 @@ func TestTurnAckHandsItsActivityToAWaitingWorkFetch(t *testing.T) {
 // count as a fetched one's.
 func TestEagerWorkRespectsTheWaitersAndTheirFilters(t *testing.T) {
 	t.Parallel()
-	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	p, _ := newEagerProvider(t, nil, "private", nil)
 	ctx := context.Background()
 	const instance = "eager-filters"
 	item := firstTurn(t, p, instance)
@@ -188,7 +208,7 @@ func TestEagerDispatchOff(t *testing.T) {
 // and that no waiter is reservable afterwards.
 func TestCloseReleasesEagerWaiters(t *testing.T) {
 	t.Parallel()
-	p, _ := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	p, _ := newEagerProvider(t, nil, "private", nil)
 	ctx := context.Background()
 	got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
 	waitForEagerWaiters(t, p, 0, 1)
@@ -235,7 +255,7 @@ func greeted(instance string) *duroxide.WorkItem {
 // an ordinary one: its ack commits it.
 func TestActivityAckHandsTheNextTurnToAWaitingOrchestrationFetch(t *testing.T) {
 	t.Parallel()
-	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	p, s := newEagerProvider(t, nil, "private", nil)
 	ctx := context.Background()
 	const instance = "eager-turn"
 	w := runningActivity(t, p, instance)
@@ -276,9 +296,11 @@ func TestActivityAckHandsTheNextTurnToAWaitingOrchestrationFetch(t *testing.T) {
 func TestEagerTurnFallsBackWhenAnotherProcessChangedTheInstance(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	quiet := func(cfg *cdb.Config) { cfg.DisableChangeFeedWakeups, cfg.LongPollInterval = true, time.Hour }
-	a, _ := c.process(t, quiet)
-	b, _ := c.process(t, quiet)
+	quiet := func(cfg *cdb.Config) {
+		cfg.DisableChangeFeedWakeups, cfg.LongPollInterval, cfg.Leases = true, time.Hour, cdb.LeasesInProcess
+	}
+	a, _ := newEagerProvider(t, c.account, c.container, quiet)
+	b, _ := newEagerProvider(t, c.account, c.container, quiet)
 	ctx := context.Background()
 	const instance = "eager-fallback"
 	w := runningActivity(t, a, instance)
@@ -310,7 +332,7 @@ func TestEagerTurnFallsBackWhenAnotherProcessChangedTheInstance(t *testing.T) {
 // the turn the normal way: nothing lost, nothing locked without an owner.
 func TestEagerTurnWhoseAnswerIsLost(t *testing.T) {
 	t.Parallel()
-	p, s := newPrivateProvider(t, func(c *cdbConfig) { c.DisableReconciler = true })
+	p, s := newEagerProvider(t, nil, "private", nil)
 	ctx := context.Background()
 	const instance = "eager-lost"
 	w := runningActivity(t, p, instance)
