@@ -15,7 +15,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
 	"github.com/duroxide-go/duroxide-cdb/internal/handoff"
+	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"go.uber.org/zap"
 )
 
@@ -236,4 +238,159 @@ func (e *eagerWork) failed(unresolved bool) {
 			cancel()
 		}
 	}
+}
+
+// Activity ack → next turn: the completion an activity's ack creates,
+// locked with its instance's next turn for this process's waiting
+// orchestration fetch, when this process holds the instance's state.
+
+// eagerTurn is the eager part of an activity's ack: the held-state lock
+// batch's operations (heldLockOps) plus the completion's create, locked,
+// and the waiter the turn is for.
+type eagerTurn struct {
+	p           *Provider
+	waiter      *orchWaiter
+	instance    string
+	lockID      string
+	lockedUntil int64
+	now         int64
+	st          held.State
+	held        []duroxide.Event
+	// ops are the lock batch's operations (the instance document's lock
+	// first, the KV roots from 1, the messages from first), the
+	// completion's create last; ids the messages' ids, the completion's
+	// last.
+	ops        []batchOp
+	first      int
+	ids        []string
+	completion candidates.Entry
+	settled    bool
+}
+
+// reserveEagerTurn prepares the eager turn of an activity's ack whose
+// completion c goes to instance: when this process holds the instance's
+// state and whole history (as lockHeldTurn needs them) and a waiting
+// orchestration fetch accepts the instance (its pinned version), it
+// reserves the fetch and claims the held state (no other lock is built
+// from it meanwhile), and returns the operations to add to the ack's batch:
+// the instance document's lock (If-Match on the held ETag), the reads of
+// its KV roots, the locks of the held visible messages, and c created
+// already locked (attempt count 1). nil: the ack is the plain one. The
+// caller must settle it.
+func (p *Provider) reserveEagerTurn(instance string, c queueWrite, now int64) *eagerTurn {
+	if p.orchWaiters.Free() == 0 {
+		return nil
+	}
+	st, msgs, ok := p.heldStates.Peek(instance, now)
+	if !ok || !st.Context || st.Absent || st.KVPaged || len(msgs) >= maxMessagesPerTurn {
+		return nil
+	}
+	h, rid, exec, ok := p.held.Peek(instance)
+	if !ok || rid == "" || rid != st.RID || exec != st.Exec || uint64(len(h)) != st.Watermark {
+		return nil
+	}
+	var d queueDoc
+	if json.Unmarshal(c.doc, &d) != nil {
+		return nil
+	}
+	w := p.orchWaiters.Reserve(func(ow orchWait) bool {
+		return ow.lockTimeout.Milliseconds() > 0 && (ow.filter == nil || st.Pinned == nil || compatibleFirstRange(ow.filter, st.Pinned))
+	})
+	if w == nil {
+		return nil
+	}
+	if !p.heldStates.Claim(instance, st.ETag) {
+		w.Fail() // another lock is being built from it: no attempt, no fallback
+		return nil
+	}
+	lockID := newLockID()
+	until := now + w.Params.lockTimeout.Milliseconds()
+	d.LockToken, d.LockedUntil, d.AttemptCount = &lockID, until, 1
+	body, err := json.Marshal(d)
+	if err != nil {
+		w.Fail()
+		p.heldStates.Drop(instance)
+		return nil
+	}
+	ops, first, ids := heldLockOps(st, nil, msgs, lockID, until, now)
+	return &eagerTurn{p: p, waiter: w, instance: instance, lockID: lockID, lockedUntil: until, now: now, st: st, held: h,
+		ops: append(ops, createOp(c.id, body)), first: first, ids: append(ids, c.id), completion: c.entry}
+}
+
+// pending reports whether t still waits for its outcome.
+func (t *eagerTurn) pending() bool { return t != nil && !t.settled }
+
+// committed builds the turn from the answers of the ack's batch, whose
+// operations after the first (the work item's consumption) are t.ops,
+// and hands it to the waiter (finishTurn records the lock as a fetch's).
+// A turn that cannot be built (an answer not as written, a history read
+// that failed, a lock that expired on the way) is released by finishTurn
+// or here, and the waiter told that nothing comes. It reports whether the
+// turn was handed over.
+func (t *eagerTurn) committed(ctx context.Context, results []azcosmos.TransactionalBatchResult) bool {
+	if !t.pending() {
+		return false
+	}
+	t.settled = true
+	p := t.p
+	lt := lockedTurn{instance: t.instance, lockID: t.lockID, lockedUntil: t.lockedUntil, hasContext: true,
+		execHint: t.st.Exec, held: t.held, heldRID: t.st.RID}
+	if len(results) != len(t.ops)+1 {
+		p.heldStates.Drop(t.instance)
+		p.releaseAfterFailedFetch(t.instance, t.lockID, t.ids)
+		return t.fallback()
+	}
+	if err := p.parseHeldLock(&lt, results[1:], t.first); err != nil {
+		p.log.Debug("eager turn: the batch's answer is not as written; releasing it", zap.String("instance", t.instance), zap.Error(err))
+		p.heldStates.Drop(t.instance)
+		p.releaseAfterFailedFetch(t.instance, t.lockID, t.ids)
+		return t.fallback()
+	}
+	item, err := p.finishTurn(ctx, lt, t.now)
+	if err != nil || item == nil {
+		if err != nil {
+			p.log.Debug("eager turn: building the turn failed; its lock was released", zap.String("instance", t.instance), zap.Error(err))
+		}
+		return t.fallback()
+	}
+	p.eager.orchHits.Add(1)
+	t.waiter.Deliver(item)
+	return true
+}
+
+// refused settles t when the service refused the ack's batch: nothing was
+// written. The held state is forgotten (the refusal may be its ETag's),
+// and the ack goes on plainly.
+func (t *eagerTurn) refused() {
+	if !t.pending() {
+		return
+	}
+	t.settled = true
+	t.p.heldStates.Drop(t.instance)
+	t.fallback()
+}
+
+// landedUnseen settles t when the ack's batch landed but its answer was
+// lost (or the ack failed with its outcome unknown): the turn cannot be
+// built without the answer, so its lock is released, conditioned on it
+// (nothing else is touched when it did not land), without counting the
+// attempt, and the completion hinted to the candidate pool. Nothing is
+// lost: the completion is then an unlocked message.
+func (t *eagerTurn) landedUnseen() {
+	if !t.pending() {
+		return
+	}
+	t.settled = true
+	p := t.p
+	p.heldStates.Drop(t.instance)
+	p.releaseAfterFailedFetch(t.instance, t.lockID, t.ids)
+	p.hint(t.completion)
+	t.fallback()
+}
+
+// fallback counts a fallback and tells the waiter that nothing comes.
+func (t *eagerTurn) fallback() bool {
+	t.p.eager.orchFallbacks.Add(1)
+	t.waiter.Fail()
+	return false
 }

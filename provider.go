@@ -1255,37 +1255,15 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 
 	lockID := newLockID()
 	lockedUntil := now + lockTimeout.Milliseconds()
-	var ops []batchOp
+	var first0 *batchOp
 	if st.Absent {
 		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, start.StartParent, lockID, lockedUntil, now)
 		if err != nil {
 			return nil, false, true, err
 		}
-		ops = append(ops, op)
-	} else {
-		var po azcosmos.PatchOperations
-		po.AppendSet("/lockToken", lockID)
-		po.AppendSet("/lockedUntil", lockedUntil)
-		ops = append(ops, patchOp(instanceDocID, po, st.ETag))
+		first0 = &op
 	}
-	if st.KVStore {
-		ops = append(ops, readOp(kvStoreDocID))
-	}
-	if st.KVDelta {
-		ops = append(ops, readOp(kvDeltaDocID))
-	}
-	first := len(ops)
-	cond := orchMessageLockCondition(now)
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		var mo azcosmos.PatchOperations
-		mo.SetCondition(cond)
-		mo.AppendSet("/lockToken", lockID)
-		mo.AppendSet("/lockedUntil", lockedUntil)
-		mo.AppendIncrement("/attemptCount", 1)
-		ops = append(ops, patchOp(m.ID, mo, ""))
-		ids[i] = m.ID
-	}
+	ops, first, ids := heldLockOps(st, first0, msgs, lockID, lockedUntil, now)
 	p.traceFetch(fetchtrace.OrchHeldLockBatch)
 	results, err := p.runBatch(ctx, instance, ops, write, true)
 	if err != nil {
@@ -1317,50 +1295,95 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 
 	t := lockedTurn{instance: instance, lockID: lockID, lockedUntil: lockedUntil, hasContext: st.Context,
 		execHint: st.Exec, held: held, heldRID: st.RID}
-	parsed := func() error {
-		doc, err := decodeInstanceDoc(results[0].ResourceBody)
-		if err != nil {
-			return err
-		}
-		t.doc = *doc
-		t.doc.ETag = string(results[0].ETag)
-		for _, r := range results[1:first] {
-			d := &kvDoc{}
-			if d.ETag, err = decodeDoc(r.ResourceBody, d); err != nil {
-				return err
-			}
-			if len(d.Pages) > 0 {
-				return errKVPageMissing // not as held: the partition is read again
-			}
-			if d.ID == kvStoreDocID {
-				t.kv.store.root = d
-			} else {
-				t.kv.delta.root = d
-			}
-		}
-		for _, r := range results[first:] {
-			m := &queueDoc{}
-			if m.ETag, err = decodeDoc(r.ResourceBody, m); err != nil {
-				return err
-			}
-			t.msgs = append(t.msgs, m)
-			t.attempt = max(t.attempt, m.AttemptCount) // already counted by the batch
-		}
-		return nil
-	}()
-	if parsed != nil {
+	if parsed := p.parseHeldLock(&t, results, first); parsed != nil {
 		// The service's answer is not what was written: give the lock up.
 		p.heldStates.Drop(instance)
 		p.releaseAfterFailedFetch(instance, lockID, ids)
 		return nil, false, true, parsed
 	}
-	sort.Slice(t.msgs, func(i, j int) bool { return t.msgs[i].before(t.msgs[j]) })
-	t.items = p.decodeTurnMessages(instance, t.msgs)
 	if !t.hasContext {
 		t.startName, t.startVersion, _ = startOf(t.items)
 	}
 	item, err = p.finishTurn(ctx, t, now)
 	return item, item != nil, true, err
+}
+
+// heldLockOps are the operations of a held-state lock batch (see
+// lockHeldTurn) under lockID until lockedUntil: the instance document's
+// lock (a patch with If-Match on st.ETag, or create, the pending
+// document's creation), the reads of the KV roots st names, from index 1,
+// and the lock of each of msgs (a patch whose filter predicate requires a
+// visible, unlocked orchestrator-queue message at nowMs), from index
+// first; ids are msgs' ids.
+func heldLockOps(st held.State, create *batchOp, msgs []held.Message, lockID string, lockedUntil, nowMs int64) (ops []batchOp, first int, ids []string) {
+	if create != nil {
+		ops = append(ops, *create)
+	} else {
+		var po azcosmos.PatchOperations
+		po.AppendSet("/lockToken", lockID)
+		po.AppendSet("/lockedUntil", lockedUntil)
+		ops = append(ops, patchOp(instanceDocID, po, st.ETag))
+	}
+	if st.KVStore {
+		ops = append(ops, readOp(kvStoreDocID))
+	}
+	if st.KVDelta {
+		ops = append(ops, readOp(kvDeltaDocID))
+	}
+	first = len(ops)
+	cond := orchMessageLockCondition(nowMs)
+	ids = make([]string, len(msgs))
+	for i, m := range msgs {
+		var mo azcosmos.PatchOperations
+		mo.SetCondition(cond)
+		mo.AppendSet("/lockToken", lockID)
+		mo.AppendSet("/lockedUntil", lockedUntil)
+		mo.AppendIncrement("/attemptCount", 1)
+		ops = append(ops, patchOp(m.ID, mo, ""))
+		ids[i] = m.ID
+	}
+	return ops, first, ids
+}
+
+// parseHeldLock fills t from the answers of a held-state lock batch laid
+// out as heldLockOps lays it out (results[0] the instance document,
+// results[1:first] the KV roots, results[first:] the locked messages, in
+// any order): the instance document with its new ETag, the KV roots, the
+// messages oldest first, their items, and the turn's attempt count. An
+// answer that is not what was written (a KV table that continues in
+// pages) is an error.
+func (p *Provider) parseHeldLock(t *lockedTurn, results []azcosmos.TransactionalBatchResult, first int) error {
+	doc, err := decodeInstanceDoc(results[0].ResourceBody)
+	if err != nil {
+		return err
+	}
+	t.doc = *doc
+	t.doc.ETag = string(results[0].ETag)
+	for _, r := range results[1:first] {
+		d := &kvDoc{}
+		if d.ETag, err = decodeDoc(r.ResourceBody, d); err != nil {
+			return err
+		}
+		if len(d.Pages) > 0 {
+			return errKVPageMissing // not as held: the partition is read again
+		}
+		if d.ID == kvStoreDocID {
+			t.kv.store.root = d
+		} else {
+			t.kv.delta.root = d
+		}
+	}
+	for _, r := range results[first:] {
+		m := &queueDoc{}
+		if m.ETag, err = decodeDoc(r.ResourceBody, m); err != nil {
+			return err
+		}
+		t.msgs = append(t.msgs, m)
+		t.attempt = max(t.attempt, m.AttemptCount) // already counted by the batch
+	}
+	sort.Slice(t.msgs, func(i, j int) bool { return t.msgs[i].before(t.msgs[j]) })
+	t.items = p.decodeTurnMessages(t.instance, t.msgs)
+	return nil
 }
 
 // heldStart returns the first start message of msgs.

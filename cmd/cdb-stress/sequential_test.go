@@ -28,6 +28,9 @@ func TestSequentialModePrintsTimePerActivityForEachProviderAndN(t *testing.T) {
 		require.Equal(t, "6", rows[1][0])
 		require.Equal(t, "1.00x", rows[0][3], "the first N is the reference")
 	}
+	if eagerOn() {
+		require.Regexp(t, `Eager dispatch, cdb \(emulator\), N=6 \(its warm-up included\): turns \d+ handed, \d+ fallbacks; work items \d+ handed`, report)
+	}
 }
 
 func TestParseSequentialRefusesNonPositiveCounts(t *testing.T) {
