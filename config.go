@@ -229,6 +229,25 @@ type Config struct {
 	// nothing.
 	HeldInstanceStates int
 
+	// DisableEagerDispatch turns eager dispatch off (DESIGN.md §17). By
+	// default, while a fetch of this process waits for work (the runtime
+	// long-polls, so an idle dispatcher sits inside a fetch), an ack hands
+	// it the next piece of work already locked, in the ack's own
+	// transactional batch: a turn's ack creates the activities it
+	// schedules locked for this process's waiting work-item fetches (up to
+	// as many as wait, with matching tag filters), and an activity's ack
+	// locks its instance's next turn for a waiting orchestration fetch when
+	// this process holds the instance's state (HeldInstanceStates). That
+	// takes a fetch's requests and its wake-up off each activity's
+	// critical path: about 2.5 of 5.5 round trips per sequential activity.
+	// It is bounded by the fetches that wait, so a process takes no more
+	// than it has free capacity for, and it costs nothing: no request is
+	// added (the locks ride on the ack's batch), and an eager turn whose
+	// instance another process changed falls back to the plain ack (1 more
+	// request, the ack never fails because of it). Eager hits and
+	// fallbacks are counted (Provider.EagerDispatchCounts).
+	DisableEagerDispatch bool
+
 	// DisableChangeFeedWakeups starts no change-feed reader. By default
 	// each Provider runs one (not one per dispatcher): queue messages
 	// written by other processes wake this process's waiting fetches

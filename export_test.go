@@ -93,3 +93,9 @@ func DisableSessionTokens(p *Provider, off bool) { p.session.SetDisabled(off) }
 func SetLeaseSelf(cfg *Config, host string, pid int, process string, alive func(pid int) bool) {
 	cfg.leaseSelf = &leases.Self{Host: host, PID: pid, Process: process, Alive: alive}
 }
+
+// FreeEagerWaiters returns how many orchestration and work-item fetches of
+// p wait for work and can be handed some (eager dispatch).
+func FreeEagerWaiters(p *Provider) (orch, work int) {
+	return p.orchWaiters.Free(), p.workWaiters.Free()
+}

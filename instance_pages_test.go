@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/stretchr/testify/assert"
@@ -26,12 +28,15 @@ import (
 // Running instances run-0..2 and n Pending ones page-%04d (a client's
 // start each). With pageCap > 0 every query is answered with at most
 // pageCap documents a request, as a service returning short pages does.
-func pagesProvider(t *testing.T, partitions, n, pageCap int) *cdb.Provider {
+func pagesProvider(t *testing.T, partitions, n, pageCap int, adjust ...func(*cdb.Config)) *cdb.Provider {
 	t.Helper()
 	a := cdbtest.NewEmulatorAccount(t, emulator.Options{PhysicalPartitions: partitions})
 	cfg := a.Config()
 	cfg.Container = "pages"
 	cfg.DisableReconciler, cfg.DisableChangeFeedWakeups, cfg.Leases = true, true, cdb.LeasesInProcess
+	for _, f := range adjust {
+		f(&cfg)
+	}
 	if pageCap > 0 {
 		opts := *cfg.ClientOptions
 		opts.Transport = shortPages{next: opts.Transport, max: pageCap}
@@ -63,6 +68,17 @@ func pagesProvider(t *testing.T, partitions, n, pageCap int) *cdb.Provider {
 		require.NoError(t, err)
 	}
 	return p
+}
+
+// tickingClock is a clock for Config.Now that moves 1 ms at every
+// reading, from the real time of the call: the creation times a burst of
+// starts is stamped with are spread evenly, whatever the machine's load
+// (in real time a pause of the writers under load leaves a gap that costs
+// a newest-first walk a window more).
+func tickingClock() func() time.Time {
+	var ms atomic.Int64
+	ms.Store(time.Now().UnixMilli())
+	return func() time.Time { return time.UnixMilli(ms.Add(1)) }
 }
 
 // shortPages caps the page size a query asks for (x-ms-max-item-count),
@@ -290,7 +306,10 @@ func sorted(s []string) []string { slices.Sort(s); return s }
 // filled the one before; every instance comes in order.
 func TestOrderedInstancePageOfManyCostsAFewRequests(t *testing.T) {
 	t.Parallel()
-	p := pagesProvider(t, 1, 3000, 0)
+	// Creation times from a clock that ticks per reading: in real time,
+	// pauses of the writers on a loaded machine left gaps that cost a page
+	// 5 requests once (a lagging land.sh run), against 2 on a quiet one.
+	p := pagesProvider(t, 1, 3000, 0, func(cfg *cdb.Config) { cfg.Now = tickingClock() })
 	ctx := t.Context()
 	store, _, _ := walkAll(t, p, duroxide.InstancePageQuery{PageSize: 1000})
 	want := slices.Clone(store)

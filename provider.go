@@ -33,6 +33,7 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/docs"
 	"github.com/duroxide-go/duroxide-cdb/internal/fetchtrace"
+	"github.com/duroxide-go/duroxide-cdb/internal/handoff"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"github.com/duroxide-go/duroxide-cdb/internal/leases"
 	"github.com/duroxide-go/duroxide-cdb/internal/locks"
@@ -96,6 +97,12 @@ type Provider struct {
 	// queues (internal/candidates).
 	orchPool *candidates.Pool
 	workPool *candidates.Pool
+	// workWaiters and orchWaiters are the fetches of this process that
+	// wait for work, to which acks hand work eagerly (eager_dispatch.go);
+	// nil with Config.DisableEagerDispatch. eager counts the hand-overs.
+	workWaiters *workWaiters
+	orchWaiters *orchWaiters
+	eager       eagerCounters
 	// fetchTracer, when set (by tests, before the first call), is told
 	// every step of every fetch.
 	fetchTracer func(fetchtrace.Event)
@@ -151,6 +158,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	p.orchPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
 	p.workPool = candidates.New(p.viewLifetime, DispatchSlot, p.nowMs)
+	if !cfg.DisableEagerDispatch {
+		p.workWaiters = handoff.New[workWait, *duroxide.LockedWorkItem]()
+		p.orchWaiters = handoff.New[orchWait, *duroxide.OrchestrationItem]()
+	}
 	if cfg.HeldHistoryEvents > 0 {
 		p.held = held.NewHistories(cfg.HeldHistoryEvents)
 	}
@@ -273,6 +284,8 @@ func (p *Provider) Close() error {
 			p.leases.Close(ctx)
 			cancel()
 		}
+		p.workWaiters.Close()
+		p.orchWaiters.Close()
 		close(p.stop)
 		p.wg.Wait()
 		p.metrics.close()
@@ -719,7 +732,12 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		if item != nil || last {
 			return item, nil
 		}
-		if end, err := poll.wait(ctx); end {
+		item, taken, end, err := waitOrTake(ctx, poll, p.orchWaiters, orchWait{lockTimeout: lockTimeout, filter: filter}, p.abandonEagerTurn)
+		if taken {
+			p.traceFetch(fetchtrace.PollEagerTurn)
+			return item, nil
+		}
+		if end {
 			return nil, mapError(op, err)
 		}
 	}
@@ -1237,37 +1255,15 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 
 	lockID := newLockID()
 	lockedUntil := now + lockTimeout.Milliseconds()
-	var ops []batchOp
+	var first0 *batchOp
 	if st.Absent {
 		_, op, err := pendingLockedDoc(instance, start.StartName, start.StartVersion, start.StartParent, lockID, lockedUntil, now)
 		if err != nil {
 			return nil, false, true, err
 		}
-		ops = append(ops, op)
-	} else {
-		var po azcosmos.PatchOperations
-		po.AppendSet("/lockToken", lockID)
-		po.AppendSet("/lockedUntil", lockedUntil)
-		ops = append(ops, patchOp(instanceDocID, po, st.ETag))
+		first0 = &op
 	}
-	if st.KVStore {
-		ops = append(ops, readOp(kvStoreDocID))
-	}
-	if st.KVDelta {
-		ops = append(ops, readOp(kvDeltaDocID))
-	}
-	first := len(ops)
-	cond := orchMessageLockCondition(now)
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		var mo azcosmos.PatchOperations
-		mo.SetCondition(cond)
-		mo.AppendSet("/lockToken", lockID)
-		mo.AppendSet("/lockedUntil", lockedUntil)
-		mo.AppendIncrement("/attemptCount", 1)
-		ops = append(ops, patchOp(m.ID, mo, ""))
-		ids[i] = m.ID
-	}
+	ops, first, ids := heldLockOps(st, first0, msgs, lockID, lockedUntil, now)
 	p.traceFetch(fetchtrace.OrchHeldLockBatch)
 	results, err := p.runBatch(ctx, instance, ops, write, true)
 	if err != nil {
@@ -1299,50 +1295,95 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 
 	t := lockedTurn{instance: instance, lockID: lockID, lockedUntil: lockedUntil, hasContext: st.Context,
 		execHint: st.Exec, held: held, heldRID: st.RID}
-	parsed := func() error {
-		doc, err := decodeInstanceDoc(results[0].ResourceBody)
-		if err != nil {
-			return err
-		}
-		t.doc = *doc
-		t.doc.ETag = string(results[0].ETag)
-		for _, r := range results[1:first] {
-			d := &kvDoc{}
-			if d.ETag, err = decodeDoc(r.ResourceBody, d); err != nil {
-				return err
-			}
-			if len(d.Pages) > 0 {
-				return errKVPageMissing // not as held: the partition is read again
-			}
-			if d.ID == kvStoreDocID {
-				t.kv.store.root = d
-			} else {
-				t.kv.delta.root = d
-			}
-		}
-		for _, r := range results[first:] {
-			m := &queueDoc{}
-			if m.ETag, err = decodeDoc(r.ResourceBody, m); err != nil {
-				return err
-			}
-			t.msgs = append(t.msgs, m)
-			t.attempt = max(t.attempt, m.AttemptCount) // already counted by the batch
-		}
-		return nil
-	}()
-	if parsed != nil {
+	if parsed := p.parseHeldLock(&t, results, first); parsed != nil {
 		// The service's answer is not what was written: give the lock up.
 		p.heldStates.Drop(instance)
 		p.releaseAfterFailedFetch(instance, lockID, ids)
 		return nil, false, true, parsed
 	}
-	sort.Slice(t.msgs, func(i, j int) bool { return t.msgs[i].before(t.msgs[j]) })
-	t.items = p.decodeTurnMessages(instance, t.msgs)
 	if !t.hasContext {
 		t.startName, t.startVersion, _ = startOf(t.items)
 	}
 	item, err = p.finishTurn(ctx, t, now)
 	return item, item != nil, true, err
+}
+
+// heldLockOps are the operations of a held-state lock batch (see
+// lockHeldTurn) under lockID until lockedUntil: the instance document's
+// lock (a patch with If-Match on st.ETag, or create, the pending
+// document's creation), the reads of the KV roots st names, from index 1,
+// and the lock of each of msgs (a patch whose filter predicate requires a
+// visible, unlocked orchestrator-queue message at nowMs), from index
+// first; ids are msgs' ids.
+func heldLockOps(st held.State, create *batchOp, msgs []held.Message, lockID string, lockedUntil, nowMs int64) (ops []batchOp, first int, ids []string) {
+	if create != nil {
+		ops = append(ops, *create)
+	} else {
+		var po azcosmos.PatchOperations
+		po.AppendSet("/lockToken", lockID)
+		po.AppendSet("/lockedUntil", lockedUntil)
+		ops = append(ops, patchOp(instanceDocID, po, st.ETag))
+	}
+	if st.KVStore {
+		ops = append(ops, readOp(kvStoreDocID))
+	}
+	if st.KVDelta {
+		ops = append(ops, readOp(kvDeltaDocID))
+	}
+	first = len(ops)
+	cond := orchMessageLockCondition(nowMs)
+	ids = make([]string, len(msgs))
+	for i, m := range msgs {
+		var mo azcosmos.PatchOperations
+		mo.SetCondition(cond)
+		mo.AppendSet("/lockToken", lockID)
+		mo.AppendSet("/lockedUntil", lockedUntil)
+		mo.AppendIncrement("/attemptCount", 1)
+		ops = append(ops, patchOp(m.ID, mo, ""))
+		ids[i] = m.ID
+	}
+	return ops, first, ids
+}
+
+// parseHeldLock fills t from the answers of a held-state lock batch laid
+// out as heldLockOps lays it out (results[0] the instance document,
+// results[1:first] the KV roots, results[first:] the locked messages, in
+// any order): the instance document with its new ETag, the KV roots, the
+// messages oldest first, their items, and the turn's attempt count. An
+// answer that is not what was written (a KV table that continues in
+// pages) is an error.
+func (p *Provider) parseHeldLock(t *lockedTurn, results []azcosmos.TransactionalBatchResult, first int) error {
+	doc, err := decodeInstanceDoc(results[0].ResourceBody)
+	if err != nil {
+		return err
+	}
+	t.doc = *doc
+	t.doc.ETag = string(results[0].ETag)
+	for _, r := range results[1:first] {
+		d := &kvDoc{}
+		if d.ETag, err = decodeDoc(r.ResourceBody, d); err != nil {
+			return err
+		}
+		if len(d.Pages) > 0 {
+			return errKVPageMissing // not as held: the partition is read again
+		}
+		if d.ID == kvStoreDocID {
+			t.kv.store.root = d
+		} else {
+			t.kv.delta.root = d
+		}
+	}
+	for _, r := range results[first:] {
+		m := &queueDoc{}
+		if m.ETag, err = decodeDoc(r.ResourceBody, m); err != nil {
+			return err
+		}
+		t.msgs = append(t.msgs, m)
+		t.attempt = max(t.attempt, m.AttemptCount) // already counted by the batch
+	}
+	sort.Slice(t.msgs, func(i, j int) bool { return t.msgs[i].before(t.msgs[j]) })
+	t.items = p.decodeTurnMessages(t.instance, t.msgs)
+	return nil
 }
 
 // heldStart returns the first start message of msgs.
@@ -1521,6 +1562,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	var planned *orchLock
 	var execIndex int
 	reuse := false
+	// eager is the first attempt's eager part (activities created locked
+	// for this process's waiting work-item fetches), settled before any
+	// return: delivered when the batch committed, failed otherwise.
+	var eager *eagerWork
+	defer func() { eager.failed(true) }()
 	for attempt := 0; ; attempt++ {
 		now = p.nowMs()
 		if !lock.doc.lockedBy(lockID, now) {
@@ -1535,13 +1581,23 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			planned = lock
 		}
 		reuse = false
+		send := plan
+		if attempt == 0 {
+			if eager = p.reserveEagerWork(&plan, now); eager != nil {
+				send.final = eager.final
+			}
+		}
 		var final []azcosmos.TransactionalBatchResult
-		final, err = p.commitTurn(ctx, instance, plan, staged)
+		final, err = p.commitTurn(ctx, instance, send, staged)
 		if err == nil {
 			// The instance's next fetch can be its lock batch alone.
 			plan.held.ETag = string(final[0].ETag)
 			p.heldStates.Hold(instance, plan.held, false, nil)
+			eager.committed(final)
 			break
+		}
+		if !cosmos.IsAmbiguous(err) {
+			eager.failed(false) // refused: nothing was written; the next attempt is plain
 		}
 		p.log.Debug("ack: the turn's batches failed; checking the lock", zap.String("instance", instance), zap.Int("attempt", attempt), zap.Int("staged_batches", len(plan.staged)), zap.Error(err))
 		if attempt >= 3 {
@@ -1569,8 +1625,10 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 				return mapError(op, err)
 			}
 			if landed {
+				eager.committed(nil)
 				break // the lost answer was a success
 			}
+			eager.failed(false) // it did not land: the next attempt is plain
 		} else {
 			return mapError(op, err)
 		}
@@ -1592,7 +1650,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 	p.held.Extend(instance, lock.doc.RID, executionID, executionID > lock.doc.CurrentExecutionID, lock.doc.HistoryWatermark, sortedByID(historyDelta))
 	p.orchPool.SetExec(instance, executionID)
 	for _, e := range plan.queued {
-		p.hint(e)
+		if !eager.isEager(e.ID) {
+			p.hint(e)
+		}
 	}
 	p.orchPool.Unlock(instance)
 	if statuswatch.Changing(metadata, historyDelta) {

@@ -538,11 +538,12 @@ func (l *poll) attempt() (final, last bool) {
 }
 
 // wait sleeps after an attempt that found nothing: for the poll interval,
-// until a known candidate of the pool becomes visible, or until this
-// process writes to the queue (woken since the attempt started). It
+// until a known candidate of the pool becomes visible, until this
+// process writes to the queue (woken since the attempt started), or until
+// ready is closed (an ack handed the fetch an item: waitOrTake). It
 // reports whether the fetch ends instead, with ctx's error when ctx ended,
 // nil when the provider closed.
-func (l *poll) wait(ctx context.Context) (end bool, err error) {
+func (l *poll) wait(ctx context.Context, ready <-chan struct{}) (end bool, err error) {
 	p := l.p
 	wait := min(time.Until(l.deadline), p.fallbackPoll())
 	now := p.nowMs()
@@ -557,6 +558,7 @@ func (l *poll) wait(ctx context.Context) (end bool, err error) {
 		return true, ctx.Err()
 	case <-p.stop:
 		return true, nil
+	case <-ready:
 	case <-l.woken:
 		p.traceFetch(fetchtrace.PollNotified)
 	case <-t.C:

@@ -88,7 +88,12 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		if locked != nil || last {
 			return locked, nil
 		}
-		if end, err := poll.wait(ctx); end {
+		locked, taken, end, err := waitOrTake(ctx, poll, p.workWaiters, workWait{lockTimeout: lockTimeout, tagFilter: tagFilter}, p.abandonEagerWork)
+		if taken {
+			p.traceFetch(fetchtrace.PollEagerWork)
+			return locked, nil
+		}
+		if end {
 			return nil, mapError(op, err)
 		}
 	}
@@ -286,6 +291,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	var ops []batchOp
 	var intent *intentDoc
 	var queued *candidates.Entry
+	var completionDoc queueWrite
 	if completion != nil {
 		switch completion.Kind.(type) {
 		case duroxide.ActivityCompletedItem, duroxide.ActivityFailedItem:
@@ -301,7 +307,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 		if d.target == instance {
 			ops = append(ops, createOp(d.id, d.doc))
-			queued = &d.entry
+			queued, completionDoc = &d.entry, d
 		} else {
 			intent = &intentDoc{ID: intentDocID(lockID, 0), InstanceID: instance, Type: typeOutboxIntent, CreatedAt: p.nowMs(),
 				Deliveries: []delivery{{TargetInstanceID: d.target, Document: d.doc}}}
@@ -313,6 +319,12 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 	}
 	l, cached := p.locks.Worker(lockToken)
+	// turn is the first attempt's eager turn (the completion created
+	// locked with its instance's next turn, for a waiting orchestration
+	// fetch of this process), settled before any return.
+	var turn *eagerTurn
+	handed := false
+	defer func() { turn.landedUnseen() }()
 	for attempt := 0; ; attempt++ {
 		now := p.nowMs()
 		if !cached || l.lockedUntil <= now {
@@ -328,9 +340,23 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			cached = true
 		}
 		all := append([]batchOp{consumeOp(docID, lockID, l.etag)}, ops...)
-		_, err := p.runBatch(ctx, instance, all, write, false)
+		if attempt == 0 && queued != nil {
+			if turn = p.reserveEagerTurn(instance, completionDoc, now); turn != nil {
+				all = append([]batchOp{all[0]}, turn.ops...)
+			}
+		}
+		results, err := p.runBatch(ctx, instance, all, write, turn.pending())
 		if err == nil {
+			handed = turn.committed(ctx, results)
 			break
+		}
+		if bf, ok := asBatchFailure(err); ok && turn.pending() {
+			turn.refused()
+			if bf.Index != 0 {
+				// The eager turn's part was refused (another process
+				// changed the instance): the plain ack, at once.
+				continue
+			}
 		}
 		if attempt >= 2 {
 			return mapError(op, err)
@@ -346,26 +372,30 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			return mapError(op, err)
 		}
 		if !cosmos.IsAmbiguous(err) {
+			turn.refused() // nothing was written
 			return mapError(op, err)
 		}
 		// The answer was lost: the ack landed if the message is now the
 		// tombstone this lock left (the completion, if any, was created
-		// in the same batch).
+		// in the same batch, and so was an eager turn's lock).
 		var d queueDoc
 		_, found, rerr := p.readDocPrimary(ctx, instance, docID, &d)
 		if rerr != nil {
 			return mapError(op, err)
 		}
 		if !found {
+			turn.refused() // the batch would have left the tombstone
 			return permanent(op, "Activity was cancelled (worker queue row not found)")
 		}
 		if d.Type == typeConsumed && d.ConsumedBy == lockID {
+			turn.landedUnseen()
 			break
 		}
+		turn.refused() // it did not land: the next attempt is plain
 		cached = false
 	}
 	p.locks.DropWorker(lockToken)
-	if queued != nil {
+	if queued != nil && !handed {
 		p.hint(*queued)
 	}
 	if intent != nil {

@@ -169,8 +169,15 @@ func (a *Account) Config() cdb.Config {
 // and, on a real account, its container deleted. It fails the test when
 // cdb.New fails (for instance on an invalid cfg), returning nil if tb's
 // Fatalf returns.
+//
+// With the environment variable DUROXIDE_EAGER set to "off" it sets
+// cfg.DisableEagerDispatch, so that a test suite can run with eager
+// dispatch off (docs/TESTING.md).
 func (a *Account) NewProvider(tb TB, cfg cdb.Config) *cdb.Provider {
 	tb.Helper()
+	if os.Getenv(EagerEnv) == "off" {
+		cfg.DisableEagerDispatch = true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, err := cdb.New(ctx, cfg)
@@ -198,3 +205,8 @@ func (a *Account) Close() error {
 	}
 	return a.emu.Close()
 }
+
+// EagerEnv is the environment variable that turns the provider's eager
+// dispatch off in the providers NewProvider opens when it is "off"
+// (cdb.Config.DisableEagerDispatch), for running a test suite both ways.
+const EagerEnv = "DUROXIDE_EAGER"

@@ -60,17 +60,20 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	require.Equal(t, "go!!", st.Output)
 
 	// The last turn's span ends after its commit returns, which may be just
-	// after the client sees the orchestration completed: wait for it.
-	turnSpans := func() int {
+	// after the client sees the orchestration completed, and an activity's
+	// after its ack returns, which the next turn may outrun: wait for them.
+	ended := func(name string) int {
 		n := 0
 		for _, s := range rec.Ended() {
-			if s.Name() == "duroxide.orchestration.turn" {
+			if s.Name() == name {
 				n++
 			}
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return turnSpans() >= 3 }, waitTimeout, 10*time.Millisecond, "the three turns' spans end")
+	require.Eventually(t, func() bool {
+		return ended("duroxide.orchestration.turn") >= 3 && ended("duroxide.activity.execute") >= 2
+	}, waitTimeout, 10*time.Millisecond, "the three turns' and two activities' spans end")
 
 	root := request.SpanContext()
 	counts := map[string]int{}

@@ -38,7 +38,14 @@ const (
 	// stickyEnv "off" turns the runtime's sticky cache off in every
 	// process (children inherit it), as in the project's test suites.
 	stickyEnv = "DUROXIDE_STICKY"
+	// eagerEnv "off" turns the provider's eager dispatch off in every
+	// process (children inherit it), as in the project's test suites.
+	eagerEnv = "DUROXIDE_EAGER"
 )
+
+// eagerOn reports whether eager dispatch is on (DUROXIDE_EAGER is not
+// "off").
+func eagerOn() bool { return os.Getenv(eagerEnv) != "off" }
 
 // Timings of the multi-process runs: short, so that a killed or frozen
 // process's work moves within a run of a few seconds.
@@ -106,7 +113,7 @@ func mpProviderConfig(endpoint, key, database, container string, leases cdb.Leas
 	return cdb.Config{
 		Endpoint: endpoint, Key: key, Database: database, Container: container,
 		Leases: leases, LeaseHeartbeatInterval: heartbeat, LeaseExpiry: expiry,
-		DisableChangeFeedWakeups: !changeFeed,
+		DisableChangeFeedWakeups: !changeFeed, DisableEagerDispatch: !eagerOn(),
 	}
 }
 

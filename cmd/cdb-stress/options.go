@@ -89,7 +89,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	provider := fs.String("provider", providerBoth, "provider(s) to run: cdb, memory or both")
 	progress := fs.Bool("progress", true, "print a progress line while running (on stderr)")
 	record := fs.String("record", "", "append this run, in RESULTS.md's format, to the given file")
-	sequential := fs.String("sequential", "", "sequential mode: comma-separated activity counts, e.g. 200,2000: one orchestration calling N activities one after the other, per N and provider (DUROXIDE_STICKY=off turns the sticky cache off)")
+	sequential := fs.String("sequential", "", "sequential mode: comma-separated activity counts, e.g. 200,2000: one orchestration calling N activities one after the other, per N and provider (DUROXIDE_STICKY=off turns the sticky cache off, DUROXIDE_EAGER=off the cdb provider's eager dispatch)")
 	processes := fs.String("processes", "", "multi-process mode: comma-separated process counts, e.g. 1,2,4 (each a real OS process)")
 	orchestrations := fs.Int("orchestrations", 100, "multi-process mode: orchestrations per process count")
 	mpDispatchers := fs.String("mp-dispatchers", "4/4", "multi-process mode: orchestration/worker dispatchers in total, split across the processes")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
 	"github.com/duroxide-go/duroxide-cdb/providertest/stress"
 )
@@ -54,6 +55,9 @@ type sequentialRow struct {
 	provider string
 	n        int
 	elapsed  time.Duration
+	// eager is the provider's eager dispatch counts over the run (the
+	// warm-up's included), nil for a provider without eager dispatch.
+	eager *duroxide.EagerDispatchStats
 }
 
 // parseSequential parses "200,2000".
@@ -78,7 +82,7 @@ func runSequential(ctx context.Context, o options, args []string, stdout, stderr
 	var rows []sequentialRow
 	for _, t := range targets {
 		for _, n := range o.sequential {
-			elapsed, err := runSequentialOnce(ctx, t, n, sticky, o.pollInterval)
+			elapsed, eager, err := runSequentialOnce(ctx, t, n, sticky, o.pollInterval)
 			if err != nil {
 				fmt.Fprintf(stderr, "cdb-stress: sequential %s N=%d: %v\n", t.name(), n, err)
 				return exitFailures
@@ -86,10 +90,10 @@ func runSequential(ctx context.Context, o options, args []string, stdout, stderr
 			if o.progress {
 				fmt.Fprintf(stderr, "[sequential %s] N=%d in %.2fs\n", t.name(), n, elapsed.Seconds())
 			}
-			rows = append(rows, sequentialRow{provider: t.name(), n: n, elapsed: elapsed})
+			rows = append(rows, sequentialRow{provider: t.name(), n: n, elapsed: elapsed, eager: eager})
 		}
 	}
-	report := sequentialReport(rows, sticky, cdbT.store())
+	report := sequentialReport(rows, sticky, eagerOn(), cdbT.store())
 	_, _ = io.WriteString(stdout, report)
 	if o.record != "" {
 		if err := appendRecord(o.record, args, report, loadAtStart); err != nil {
@@ -103,14 +107,14 @@ func runSequential(ctx context.Context, o options, args []string, stdout, stderr
 // runSequentialOnce runs one orchestration of n sequential activities on a
 // fresh provider of t and returns how long it took from start to
 // completion.
-func runSequentialOnce(ctx context.Context, t target, n int, sticky bool, poll time.Duration) (time.Duration, error) {
+func runSequentialOnce(ctx context.Context, t target, n int, sticky bool, poll time.Duration) (time.Duration, *duroxide.EagerDispatchStats, error) {
 	reg, err := sequentialRegistry()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	p, err := t.prepare().factory()(ctx, stress.StressRun{Scenario: "sequential", OrchestrationConcurrency: 2, WorkerConcurrency: 2})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() {
 		if c, ok := p.(io.Closer); ok {
@@ -123,7 +127,7 @@ func runSequentialOnce(ctx context.Context, t target, n int, sticky bool, poll t
 	}
 	rt, err := runtime.Start(ctx, p, reg, opts)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -134,37 +138,46 @@ func runSequentialOnce(ctx context.Context, t target, n int, sticky bool, poll t
 	// One activity first, so that the provider's first-fetch work (lease
 	// claims, the change-feed reader's start) is not counted.
 	if err := runtime.StartOrchestrationTyped(ctx, client, "sequential-warm-up", sequentialOrchestration, 1); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if _, err := runtime.WaitForOrchestrationTyped[int](ctx, client, "sequential-warm-up", time.Minute); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	instance := fmt.Sprintf("sequential-%d", n)
 	start := time.Now()
 	if err := runtime.StartOrchestrationTyped(ctx, client, instance, sequentialOrchestration, n); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	got, err := runtime.WaitForOrchestrationTyped[int](ctx, client, instance, 30*time.Minute)
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if got != n {
-		return 0, fmt.Errorf("output %d, want %d", got, n)
+		return 0, nil, fmt.Errorf("output %d, want %d", got, n)
 	}
-	return elapsed, nil
+	var eager *duroxide.EagerDispatchStats
+	if ed, ok := p.(duroxide.EagerDispatcher); ok {
+		st := ed.EagerDispatch()
+		eager = &st
+	}
+	return elapsed, eager, nil
 }
 
 // sequentialReport formats the sequential mode's table: per provider and
 // N the wall time, the time per activity, and its ratio to the smallest
 // N's on the same provider.
-func sequentialReport(rows []sequentialRow, sticky bool, store string) string {
+func sequentialReport(rows []sequentialRow, sticky, eager bool, store string) string {
 	var b strings.Builder
 	cache := "on (default)"
 	if !sticky {
 		cache = "off (DUROXIDE_STICKY=off)"
 	}
-	fmt.Fprintf(&b, "Sequential activities: one orchestration calling N activities one after the other, 2/2 dispatchers; sticky cache %s\n", cache)
+	eagerState := "on (default)"
+	if !eager {
+		eagerState = "off (DUROXIDE_EAGER=off)"
+	}
+	fmt.Fprintf(&b, "Sequential activities: one orchestration calling N activities one after the other, 2/2 dispatchers; sticky cache %s; cdb eager dispatch %s\n", cache, eagerState)
 	fmt.Fprintf(&b, "Store: %s\n\n", store)
 	fmt.Fprintf(&b, "%-16s %8s %10s %12s %10s\n", "Provider", "N", "Total (s)", "ms/activity", "vs first N")
 	base := map[string]float64{}
@@ -174,6 +187,14 @@ func sequentialReport(rows []sequentialRow, sticky bool, store string) string {
 			base[r.provider] = per
 		}
 		fmt.Fprintf(&b, "%-16s %8d %10.2f %12.3f %9.2fx\n", r.provider, r.n, r.elapsed.Seconds(), per, per/base[r.provider])
+	}
+	sep := "\n"
+	for _, r := range rows {
+		if r.eager != nil && r.eager.Enabled {
+			fmt.Fprintf(&b, "%sEager dispatch, %s, N=%d (its warm-up included): turns %d handed, %d fallbacks; work items %d handed, %d fallbacks\n",
+				sep, r.provider, r.n, r.eager.Orchestrator.Hits, r.eager.Orchestrator.Fallbacks, r.eager.Worker.Hits, r.eager.Worker.Fallbacks)
+			sep = ""
+		}
 	}
 	return b.String()
 }

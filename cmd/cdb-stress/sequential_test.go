@@ -15,7 +15,7 @@ func TestSequentialModePrintsTimePerActivityForEachProviderAndN(t *testing.T) {
 	code := run(t.Context(), []string{"-sequential", "3,6", "-progress=false"}, &out, &errb)
 	report := out.String()
 	require.Equal(t, exitOK, code, "report:\n%s\nstderr:\n%s", report, errb.String())
-	require.Regexp(t, `sticky cache (on \(default\)|off \(DUROXIDE_STICKY=off\))`, report)
+	require.Regexp(t, `sticky cache (on \(default\)|off \(DUROXIDE_STICKY=off\)); cdb eager dispatch (on \(default\)|off \(DUROXIDE_EAGER=off\))`, report)
 	for _, provider := range []string{"memory", newCDBTarget(emulator.Latency{}).name()} {
 		var rows [][]string
 		for _, line := range strings.Split(report, "\n") {
@@ -27,6 +27,9 @@ func TestSequentialModePrintsTimePerActivityForEachProviderAndN(t *testing.T) {
 		require.Equal(t, "3", rows[0][0])
 		require.Equal(t, "6", rows[1][0])
 		require.Equal(t, "1.00x", rows[0][3], "the first N is the reference")
+	}
+	if eagerOn() {
+		require.Regexp(t, `Eager dispatch, cdb \(emulator\), N=6 \(its warm-up included\): turns \d+ handed, \d+ fallbacks; work items \d+ handed`, report)
 	}
 }
 

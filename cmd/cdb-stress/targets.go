@@ -181,6 +181,7 @@ func (r *cdbRun) factory() stress.StressProviderFactory {
 		}
 		cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: r.transport}}
 		cfg.OrchestrationLanes, cfg.WorkerLanes = run.OrchestrationConcurrency, run.WorkerConcurrency
+		cfg.DisableEagerDispatch = !eagerOn()
 		p, err := cdb.New(ctx, cfg)
 		if err != nil {
 			if emu != nil {

@@ -81,6 +81,10 @@ const (
 	metricStickyHits      = "duroxide_orchestration_sticky_cache_hits_total"
 	metricStickyMisses    = "duroxide_orchestration_sticky_cache_misses_total"
 	metricStickyEvictions = "duroxide_orchestration_sticky_cache_evictions_total"
+	// A provider's eager dispatch (duroxide.EagerDispatcher: work handed
+	// to its waiting fetches by the ack that produced it), by queue
+	// (orchestrator, worker) and outcome (hit, fallback).
+	metricEagerDispatch = "duroxide_eager_dispatch_total"
 )
 
 // Histogram buckets of duroxide's specification.
@@ -151,8 +155,9 @@ type runtimeMetrics struct {
 	orchProcessingMs, workExecutionMs              metric.Float64Histogram
 	stickyHits, stickyMisses, stickyEvictions      metric.Int64Counter
 
-	// registration is the gauges' callback, unregistered by close.
-	registration metric.Registration
+	// registration is the gauges' callback, unregistered by close;
+	// eagerRegistration the eager dispatch counter's (nil: none).
+	registration, eagerRegistration metric.Registration
 	// admin answers the gauges (nil: the queue gauges report nothing and
 	// the active gauge starts from 0).
 	admin duroxide.ProviderAdmin
@@ -232,6 +237,37 @@ func newRuntimeMetrics(mp metric.MeterProvider, admin duroxide.ProviderAdmin, lo
 	return m
 }
 
+// observeEagerDispatch reports the provider's eager dispatch counts
+// (duroxide.EagerDispatcher) as duroxide_eager_dispatch_total{queue,
+// outcome} at each collection, when the provider has eager dispatch and
+// it is on.
+func (m *runtimeMetrics) observeEagerDispatch(mp metric.MeterProvider, p duroxide.Provider) {
+	ed, ok := p.(duroxide.EagerDispatcher)
+	if !ok || !ed.EagerDispatch().Enabled {
+		return
+	}
+	meter := meterProvider(mp).Meter(meterName)
+	c, err := meter.Int64ObservableCounter(metricEagerDispatch,
+		metric.WithDescription("Items a provider handed to its own waiting fetches in the batch of the ack that produced them (hit), or tried to and left to the normal path (fallback)"),
+		metric.WithUnit("{item}"))
+	if err == nil {
+		m.eagerRegistration, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			st := ed.EagerDispatch()
+			for _, q := range []struct {
+				queue string
+				c     duroxide.EagerDispatchCounts
+			}{{"orchestrator", st.Orchestrator}, {"worker", st.Worker}} {
+				o.ObserveInt64(c, int64(q.c.Hits), metric.WithAttributes(attribute.String("queue", q.queue), attribute.String("outcome", "hit")))
+				o.ObserveInt64(c, int64(q.c.Fallbacks), metric.WithAttributes(attribute.String("queue", q.queue), attribute.String("outcome", "fallback")))
+			}
+			return nil
+		}, c)
+	}
+	if err != nil {
+		m.logger.Warn("metrics: the eager dispatch counter could not be created; it records nothing", "error", err)
+	}
+}
+
 // stateAll is the state label of duroxide_active_orchestrations (duroxide
 // records "all" only).
 var stateAll = metric.WithAttributes(attribute.String("state", "all"))
@@ -268,6 +304,9 @@ func (m *runtimeMetrics) observeGauges(ctx context.Context, o metric.Observer, a
 
 // close unregisters the gauges' callback.
 func (m *runtimeMetrics) close() {
+	if m.eagerRegistration != nil {
+		_ = m.eagerRegistration.Unregister()
+	}
 	if m.registration != nil {
 		_ = m.registration.Unregister()
 	}

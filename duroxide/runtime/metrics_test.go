@@ -115,28 +115,59 @@ func runMetricsWorkload(t *testing.T) metricsRun {
 	}
 	// Collected while the runtime runs (Shutdown unregisters the gauges);
 	// every instance is terminal, so only idle fetches still happen. A
-	// turn's metrics are recorded after its commit returns, which the
-	// client can see first: collect until the parent's last turn (the
-	// child's result) is recorded, within the wait timeout.
+	// turn's metrics are recorded after its commit returns, and an
+	// activity's after its ack returns, which the client can see first
+	// (TestSubOrchestrationMetrics failed once so under -race): collect
+	// until every commit of the workload is recorded (settled), within the
+	// wait timeout; the tests then say what is missing.
 	var run metricsRun
 	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(5 * time.Millisecond) {
 		require.NoError(t, reader.Collect(context.Background(), &run.rm))
-		if run.has("duroxide_suborchestration_calls_total") || time.Now().After(deadline) {
+		if run.settled() || time.Now().After(deadline) {
 			return run
 		}
 	}
 }
 
-// has reports whether the metric called name was recorded.
-func (r metricsRun) has(name string) bool {
+// settled reports whether every commit of the workload is recorded: the 17
+// turns (TestProviderAndDispatcherMetrics counts them) and 6 activity acks
+// in the provider's operation durations, the 7 executions' completions,
+// the 6 activities' executions and the sub-orchestration call.
+func (r metricsRun) settled() bool {
+	var turns, activityAcks uint64
+	var completions, activities, subCalls int64
 	for _, sm := range r.rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == name {
-				return true
+			switch d := m.Data.(type) {
+			case metricdata.Histogram[float64]:
+				if m.Name != "duroxide_provider_operation_duration_seconds" {
+					continue
+				}
+				for _, dp := range d.DataPoints {
+					switch op, _ := dp.Attributes.Value("operation"); op.AsString() {
+					case "ack_orchestration_item":
+						turns += dp.Count
+					case "ack_work_item":
+						activityAcks += dp.Count
+					}
+				}
+			case metricdata.Sum[int64]:
+				var n int64
+				for _, dp := range d.DataPoints {
+					n += dp.Value
+				}
+				switch m.Name {
+				case "duroxide_orchestration_completions_total":
+					completions = n
+				case "duroxide_activity_executions_total":
+					activities = n
+				case "duroxide_suborchestration_calls_total":
+					subCalls = n
+				}
 			}
 		}
 	}
-	return false
+	return turns >= 17 && activityAcks >= 6 && completions >= 7 && activities >= 6 && subCalls >= 1
 }
 
 // find returns the metric called name.

@@ -164,6 +164,10 @@ func TestSuccessfulPoisonDispositionIsCountedOnce(t *testing.T) {
 	st := e.run("poison-disposition-commits", "NeverRuns", "{}")
 	require.Equal(t, runtime.StatusFailed, st.Kind, "a poisoned orchestration ends Failed: %v", st.Err())
 	require.NotNil(t, st.Details.Poison, "details: %+v", st.Details)
+	// The counter is recorded after the commit returns, which the client
+	// can see first.
+	require.Eventually(t, func() bool { return sum("duroxide_orchestration_poison_total") >= 1 },
+		waitTimeout, 5*time.Millisecond, "the committed poison disposition must be counted")
 	require.Equal(t, int64(1), sum("duroxide_orchestration_poison_total"))
 	require.Zero(t, sum("duroxide_orchestration_poison_failed_total"), "nothing failed to commit")
 }

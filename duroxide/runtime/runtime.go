@@ -90,6 +90,7 @@ func Start(ctx context.Context, provider duroxide.Provider, registry *Registry, 
 	}
 	admin, _ := duroxide.AsManagementCapability(provider)
 	r.metrics = newRuntimeMetrics(o.MeterProvider, admin, r.logger)
+	r.metrics.observeEagerDispatch(o.MeterProvider, provider)
 	r.health = healthByQueue{logger: r.logger, queues: map[string]*storeHealth{}}
 	if h, ok := provider.(duroxide.StoreHealthReporter); ok && h.ReportsStoreHealth() {
 		r.health.quiet = true

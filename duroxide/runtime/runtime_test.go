@@ -835,6 +835,27 @@ func TestNilInputsAreErrors(t *testing.T) {
 	}
 }
 
+// A second registration of a name (an orchestration's name and version)
+// is refused with ErrDuplicateRegistration; another version is not a
+// duplicate.
+func TestADuplicateRegistrationIsRefused(t *testing.T) {
+	t.Parallel()
+	reg := runtime.NewRegistry()
+	noop := func(*runtime.ActivityContext, string) (string, error) { return "", nil }
+	orch := func(*runtime.OrchestrationContext, string) (string, error) { return "", nil }
+	mustRegister(t, reg.RegisterActivity("A", noop), reg.RegisterOrchestration("O", orch),
+		reg.RegisterOrchestrationVersion("O", "2.0.0", orch))
+	for what, err := range map[string]error{
+		"activity":          reg.RegisterActivity("A", noop),
+		"orchestration":     reg.RegisterOrchestration("O", orch),
+		"its other version": reg.RegisterOrchestrationVersion("O", "2.0.0", orch),
+	} {
+		if !errors.Is(err, runtime.ErrDuplicateRegistration) {
+			t.Errorf("%s registered twice: %v, want ErrDuplicateRegistration", what, err)
+		}
+	}
+}
+
 // TestClientRefusesEmptyInstanceIDs checks that every enqueueing call
 // refuses an empty instance id before the provider sees it.
 func TestClientRefusesEmptyInstanceIDs(t *testing.T) {

@@ -134,41 +134,47 @@ func TestShutdownWithinGraceDrainsAndAcksInFlightActivity(t *testing.T) {
 	require.Equal(t, int32(1), runs.Load(), "the activity finished in the grace period: it must not run again")
 }
 
-// TestShutdownPastGraceHandsActivityToAnotherRuntime: an activity still
-// running at the grace deadline is cancelled and its work item abandoned,
-// so another runtime runs it at once, not after the minute-long lock.
-func TestShutdownPastGraceHandsActivityToAnotherRuntime(t *testing.T) {
+// TestShutdownPastGraceHandsWorkToAnotherRuntime: work still in flight at
+// the grace deadline is cut short and abandoned (a turn's without counting
+// an attempt), so another runtime takes it at once, not after the
+// minute-long lock: an activity still running is cancelled and its work
+// item abandoned; a turn whose commit is still on its way is abandoned.
+func TestShutdownPastGraceHandsWorkToAnotherRuntime(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	entered := make(chan struct{})
-	reg := func(first bool) *runtime.Registry { return handOffRegistry(t, entered, first) }
-	rt := startRaw(t, e, e.provider, reg(true), slowLockOptions())
-	require.NoError(t, e.client.StartOrchestration(e.ctx, "force-activity-1", "OneActivity", ""))
-	<-entered
-	outcome, err := rt.ShutdownWithTimeouts(100*time.Millisecond, time.Minute)
-	require.NoError(t, err)
-	require.Equal(t, runtime.ShutdownForced, outcome)
+	for _, c := range []struct {
+		name, orchestration, want string
+		// setup returns the provider and registry of the runtime to shut
+		// down, a channel closed once its work is in flight, and the
+		// registry of the runtime that takes the work over.
+		setup func(t *testing.T, e *env) (p duroxide.Provider, first *runtime.Registry, inFlight <-chan struct{}, next *runtime.Registry)
+	}{
+		{name: "activity", orchestration: "OneActivity", want: "finished by the other runtime",
+			setup: func(t *testing.T, e *env) (duroxide.Provider, *runtime.Registry, <-chan struct{}, *runtime.Registry) {
+				entered := make(chan struct{})
+				return e.provider, handOffRegistry(t, entered, true), entered, handOffRegistry(t, entered, false)
+			}},
+		{name: "turn", orchestration: "Quick", want: "quick",
+			setup: func(t *testing.T, e *env) (duroxide.Provider, *runtime.Registry, <-chan struct{}, *runtime.Registry) {
+				held := &heldAcks{MemoryProvider: e.provider, entered: make(chan struct{}), release: make(chan struct{})}
+				return held, quickRegistry(t), held.entered, quickRegistry(t)
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			p, first, inFlight, next := c.setup(t, e)
+			rt := startRaw(t, e, p, first, slowLockOptions())
+			inst := "force-" + c.name + "-1"
+			require.NoError(t, e.client.StartOrchestration(e.ctx, inst, c.orchestration, ""))
+			<-inFlight
+			outcome, err := rt.ShutdownWithTimeouts(100*time.Millisecond, time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, runtime.ShutdownForced, outcome)
 
-	e.start(reg(false), slowLockOptions())
-	wantOutput(t, e.wait("force-activity-1"), "finished by the other runtime")
-}
-
-// TestShutdownPastGraceHandsTurnToAnotherRuntime: a turn whose commit is
-// still on its way at the grace deadline is cut short and abandoned
-// (without counting an attempt), so another runtime runs it at once.
-func TestShutdownPastGraceHandsTurnToAnotherRuntime(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	held := &heldAcks{MemoryProvider: e.provider, entered: make(chan struct{}), release: make(chan struct{})}
-	rt := startRaw(t, e, held, quickRegistry(t), slowLockOptions())
-	require.NoError(t, e.client.StartOrchestration(e.ctx, "force-turn-1", "Quick", ""))
-	<-held.entered
-	outcome, err := rt.ShutdownWithTimeouts(100*time.Millisecond, time.Minute)
-	require.NoError(t, err)
-	require.Equal(t, runtime.ShutdownForced, outcome)
-
-	e.start(quickRegistry(t), slowLockOptions())
-	wantOutput(t, e.wait("force-turn-1"), "quick")
+			e.start(next, slowLockOptions())
+			wantOutput(t, e.wait(inst), c.want)
+		})
+	}
 }
 
 // TestShutdownReturnsByItsTotalDeadline: a provider call that ignores its

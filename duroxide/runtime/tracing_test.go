@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,11 +38,9 @@ func tracedRuntime(t *testing.T) (*env, *runtime.Runtime, *tracetest.SpanRecorde
 	return e, rt, rec, tp.Tracer("test")
 }
 
-// spansOf returns the recorded spans named name of instance (by the
-// instance_id attribute).
 // waitSpans waits until at least n spans name of instance have ended (a
 // turn's span ends after its ack, which a status wait can see first) and
-// returns them.
+// returns them in the order they started.
 func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, name, instance string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	require.Eventually(t, func() bool { return len(spansOf(rec, name, instance)) >= n }, waitTimeout, 5*time.Millisecond,
@@ -49,6 +48,14 @@ func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, name, instance string,
 	return spansOf(rec, name, instance)
 }
 
+// spansOf returns the ended spans named name of instance (by the
+// instance_id attribute) in the order they started. Not in the order they
+// ended: a turn's span ends after its commit returns, by which time the
+// turns that commit made possible may have run and ended theirs (then
+// TestUntracedStartJoinsTheFirstTurnsTrace would take the second turn for
+// the first: the likely cause of its one failure under load).
+// A turn's span starts after its fetch, so no two turns of an instance
+// start out of order.
 func spansOf(rec *tracetest.SpanRecorder, name, instance string) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
@@ -61,6 +68,7 @@ func spansOf(rec *tracetest.SpanRecorder, name, instance string) []sdktrace.Read
 			}
 		}
 	}
+	slices.SortStableFunc(out, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
 	return out
 }
 
@@ -91,7 +99,7 @@ func TestSpansParentedToTheStartingSpan(t *testing.T) {
 	require.Len(t, activities, 3)
 	childTurns := waitSpans(t, rec, "duroxide.orchestration.turn", "traced-1-child", 2)
 	require.Len(t, childTurns, 2)
-	childActivities := spansOf(rec, "duroxide.activity.execute", "traced-1-child")
+	childActivities := waitSpans(t, rec, "duroxide.activity.execute", "traced-1-child", 1)
 	require.Len(t, childActivities, 1)
 	for _, s := range append(append(append(turns, activities...), childTurns...), childActivities...) {
 		assert.Equal(t, root.TraceID(), s.SpanContext().TraceID(), "%s joins the starting span's trace", s.Name())

@@ -35,6 +35,11 @@ const (
 	WorkPatch          Event = "work lock"
 	WorkSkipLockLost   Event = "work skip: lock lost"
 	WorkFound          Event = "work found"
+	// A waiting fetch was handed an item an ack locked for it in its own
+	// batch (eager dispatch): PollEagerWork a work item, PollEagerTurn a
+	// turn. No request of the fetch's.
+	PollEagerWork Event = "poll handed a work item"
+	PollEagerTurn Event = "poll handed a turn"
 	// A long-polling fetch that found nothing waits (PollWait), then goes
 	// on because this process wrote to the queue (PollNotified) or because
 	// the poll interval, a candidate's visibility or the poll timeout came

@@ -226,13 +226,52 @@ func (h *States) Turn(c candidates.Entry, nowMs int64) (State, []Message, bool) 
 	if len(msgs) == 0 {
 		return State{}, nil, false
 	}
-	slices.SortFunc(msgs, func(a, b Message) int {
-		if c := cmp.Compare(a.EnqueuedAt, b.EnqueuedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Seq, b.Seq)
-	})
+	sortOldestFirst(msgs)
 	return *hi.state, msgs, true
+}
+
+// Peek returns instance's held state and its held messages visible at
+// nowMs, oldest first (none is fine: an eager turn brings its own
+// message), without changing anything; ok is false when no state is held
+// (never, or the instance is locked by this process).
+func (h *States) Peek(instance string, nowMs int64) (State, []Message, bool) {
+	if h == nil {
+		return State{}, nil, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hi := h.entryLocked(instance, false)
+	if hi == nil || hi.state == nil {
+		return State{}, nil, false
+	}
+	var msgs []Message
+	for _, m := range hi.msgs {
+		if m.VisibleAt <= nowMs {
+			msgs = append(msgs, m)
+		}
+	}
+	sortOldestFirst(msgs)
+	return *hi.state, msgs, true
+}
+
+// Claim ends instance's held state, as Locked does but keeping its
+// messages, when it still carries etag, and reports whether it did: the
+// one lock built from a held state at a time (an eager turn, whose
+// batch is on its way) takes it, so that no other builds a second one
+// that the first would refuse. The caller then calls Locked (the lock
+// landed) or Drop (it did not, or its outcome is unknown).
+func (h *States) Claim(instance, etag string) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hi := h.entryLocked(instance, false)
+	if hi == nil || hi.state == nil || hi.state.ETag != etag || etag == "" {
+		return false
+	}
+	hi.state = nil
+	return true
 }
 
 // Drop forgets instance.
@@ -256,4 +295,14 @@ func (h *States) dropLocked(instance string) {
 func StartOf(e candidates.Entry, start duroxide.StartOrchestrationItem) Message {
 	return Message{ID: e.ID, VisibleAt: e.VisibleAt, EnqueuedAt: e.EnqueuedAt, Seq: e.Seq,
 		Start: true, StartName: start.Orchestration, StartVersion: start.Version, StartParent: start.ParentInstance}
+}
+
+// sortOldestFirst sorts msgs by enqueue time, then sequence key.
+func sortOldestFirst(msgs []Message) {
+	slices.SortFunc(msgs, func(a, b Message) int {
+		if c := cmp.Compare(a.EnqueuedAt, b.EnqueuedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
 }
