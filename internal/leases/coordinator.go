@@ -1020,8 +1020,8 @@ type Queue struct {
 	serving   atomic.Bool  // the last heartbeat claimed a share of the queue
 	// home is the home range [lo, hi) the last heartbeat balanced to,
 	// as lo<<16 | hi; -1 before the first.
-	home atomic.Int64
-	pinned    atomic.Bool  // test hook: served as if a fetch always ran
+	home   atomic.Int64
+	pinned atomic.Bool // test hook: served as if a fetch always ran
 
 	mu    sync.Mutex
 	slots []uint8 // owned, sorted

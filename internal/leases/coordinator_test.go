@@ -322,6 +322,21 @@ func TestHeartbeatNeverBalancesOnAStaleView(t *testing.T) {
 	}
 }
 
+// splitPair returns two coordinators on s serving the orchestration queue
+// that have split its slots (each beat twice, alternately).
+func splitPair(t *testing.T, s Store) (a, b *Coordinator) {
+	t.Helper()
+	a, b = newTestCoordinator(t, s), newTestCoordinator(t, s)
+	a.Queue(0).Pin()
+	b.Queue(0).Pin()
+	for _, c := range []*Coordinator{a, b, a, b} {
+		if err := c.Beat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
+}
+
 // countingStore counts the replacements of owner documents (renewals).
 type countingStore struct {
 	*memStore
@@ -351,15 +366,8 @@ func (s *countingStore) count() int {
 func TestAHeartbeatNotTickedRenewsOnlyWhenDue(t *testing.T) {
 	t.Parallel()
 	s := &countingStore{memStore: newMemStore()}
-	a, b := newTestCoordinator(t, s), newTestCoordinator(t, s)
-	a.Queue(0).Pin()
-	b.Queue(0).Pin()
+	a, _ := splitPair(t, s)
 	ctx := context.Background()
-	for _, c := range []*Coordinator{a, b} {
-		if err := c.Beat(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	renewals := s.count()
 	a.beatMu.Lock()
 	err := a.beatLocked(ctx, false)
@@ -399,16 +407,7 @@ func TestAHeartbeatNotTickedRenewsOnlyWhenDue(t *testing.T) {
 // for one.
 func TestOnlyReleasesInTheHomeRangeOrOfALeavingOwnerAskForAHeartbeat(t *testing.T) {
 	t.Parallel()
-	s := newMemStore()
-	a, b := newTestCoordinator(t, s), newTestCoordinator(t, s)
-	a.Queue(0).Pin()
-	b.Queue(0).Pin()
-	ctx := context.Background()
-	for _, c := range []*Coordinator{a, b, a, b} {
-		if err := c.Beat(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := splitPair(t, newMemStore())
 	mine, theirs := int(a.Queue(0).Slots()[0]), int(b.Queue(0).Slots()[0])
 	released := func(slot int, leaving bool) leaseDoc {
 		return leaseDoc{ID: slotDocID("orch", slot), Type: SlotType, Queue: "orch", Slot: slot, Leaving: leaving}
