@@ -552,6 +552,9 @@ func TestKilledRuntimeMidFanOut(t *testing.T) {
 	opts := fastOptions()
 	opts.WorkerLockTimeout = 500 * time.Millisecond
 	opts.OrchestratorLockTimeout = 500 * time.Millisecond
+	// The killed runtime's stalled activities are cancelled and abandoned
+	// 100 ms after the kill, not after the default 5 s grace period.
+	opts.ShutdownGracePeriod = 100 * time.Millisecond
 	if _, err := runtime.Start(killCtx, e.provider, reg(make(chan struct{})), opts); err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,10 @@ var importRules = []importRule{
 	// cdb-admin's tests create the instances they inspect with the runtime;
 	// cdb-admin reads histories with the runtime's rules (dropped events).
 	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}, tests: []string{"internal/childproc"}},
+	// Test binaries whose tests mostly wait set their -parallel default
+	// with internal/testparallel.
 	{pkg: "cmd/cdb-stress", code: []string{".", "cdbtest", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
-		external: []string{azure, "github.com/google/uuid"}},
+		tests: []string{"internal/testparallel"}, external: []string{azure, "github.com/google/uuid"}},
 	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide", "duroxide/runtime", "dashboard"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
 	// The dashboard: any ProviderAdmin and Client; the root only for the
@@ -102,7 +104,7 @@ var importRules = []importRule{
 	// Examples and the end-to-end tests use everything public.
 	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "duroxide/runtime/runtimetest", "emulator", "cdbtest", "examples/internal/..."},
 		external: []string{azure, "github.com/google/uuid", otel}},
-	{pkg: "e2e", tests: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "providertest/...", "internal/childproc"}},
+	{pkg: "e2e", tests: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "providertest/...", "internal/childproc", "internal/testparallel"}},
 }
 
 // testifyInCode lists the packages whose non-test code may import testify,
