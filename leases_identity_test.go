@@ -1,11 +1,9 @@
 package cdb_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
+	"github.com/duroxide-go/duroxide-cdb/internal/childproc"
 )
 
 // A process restarted under its stable identity (Config.ProcessID) takes
@@ -81,20 +80,15 @@ func TestARestartedProcessTakesItsPredecessorsSlotsAtOnce(t *testing.T) {
 	a := cdbtest.NewEmulatorAccount(t, emulator.Options{})
 	id := "restarting-" + strings.TrimPrefix(a.Config().Container, "t-")
 	cfg := identityConfig(a, "restart", id)
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), leaseHolderEnv+"="+strings.Join([]string{a.Endpoint(), a.Key(), a.Database(), cfg.Container, id}, " "))
-	out, err := child.StdoutPipe()
-	require.NoError(t, err)
-	child.Stderr = os.Stderr
-	require.NoError(t, child.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "the lease holder did not claim its slots")
-	require.Equal(t, "claimed 256\n", line)
+	// The child is killed when the test ends, whatever happens (it would
+	// otherwise hold its slots, asleep, for an hour).
+	child := childproc.Start(t, "^$", leaseHolderEnv, strings.Join([]string{a.Endpoint(), a.Key(), a.Database(), cfg.Container, id}, " "))
+	require.True(t, child.Lines.Scan(), "the lease holder did not claim its slots: %v", child.Lines.Err())
+	require.Equal(t, "claimed 256", child.Lines.Text())
 
 	ctx := context.Background()
 	instance := "after-restart"
-	require.NoError(t, child.Process.Kill())
-	_ = child.Wait()
+	require.NoError(t, child.Kill())
 
 	core, logs := observer.New(zapcore.InfoLevel)
 	cfg.Logger = zap.New(core)
@@ -197,7 +191,11 @@ func TestWaitingForACrashedOwnersSlotsIsLogged(t *testing.T) {
 	e := logs.FilterMessageSnippet("waiting for the dispatch slots").All()[0]
 	assert.Equal(t, zapcore.WarnLevel, e.Level)
 	assert.Equal(t, crashed.ProcessID(), e.ContextMap()["owner"])
-	assert.Equal(t, int64(256), e.ContextMap()["slots"], "128 slots of each queue")
+	// The slot documents that still name it: at least its 128 of each
+	// queue, more when it was frozen before the documents of slots it had
+	// just given up were written (284 once, under load).
+	held := e.ContextMap()["slots"].(int64)
+	assert.True(t, held >= 256 && held <= 2*cdb.NumDispatchSlots, "slots %d: at least 128 of each queue", held)
 	assert.Positive(t, int64(e.ContextMap()["taken_in"].(time.Duration)))
 	eventually(t, "the takeover is logged", func() bool {
 		return logs.FilterMessageSnippet("taking over the dispatch slots of an owner whose lease expired").Len() == 1

@@ -2170,7 +2170,18 @@ func (p *Provider) abandonOrchestrationItem(ctx context.Context, lockToken strin
 		return mapError(op, err)
 	}
 	p.locks.DropOrch(lockToken)
-	p.orchPool.Hint(again)
+	// One hint per released message, so that the instance's entry holds
+	// each with its new visibility (Entry.Msgs): a fetch that takes the
+	// instance for another message before the delay ends keeps them
+	// (Pool.Release), and a waiting fetch wakes when they become visible
+	// instead of at the next safety query (HealthyViewLifetime).
+	for _, id := range ids {
+		again.ID = id
+		p.orchPool.Hint(again)
+	}
+	if len(ids) == 0 {
+		p.orchPool.Hint(again)
+	}
 	p.orchPool.Unlock(instance)
 	return nil
 }

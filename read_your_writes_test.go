@@ -41,10 +41,17 @@ const (
 // setup without the tokens waits little for them.
 const readYourWritesLag = 500 * time.Millisecond
 
+// laggingProcess is a provider of laggingProvider and whether its reads
+// carry the session tokens.
+type laggingProcess struct {
+	*cdb.Provider
+	tokens bool
+}
+
 // laggingProvider opens a provider on a private emulator with Session
 // consistency and readYourWritesLag of replica lag, its held caches off, and its
 // session tokens turned off unless tokens.
-func laggingProvider(t *testing.T, tokens bool) *cdb.Provider {
+func laggingProvider(t *testing.T, tokens bool) laggingProcess {
 	t.Helper()
 	a := cdbtest.NewEmulatorAccount(t, emulator.Options{Consistency: emulator.ConsistencySession, ReplicaLag: readYourWritesLag})
 	cfg := a.Config()
@@ -52,13 +59,30 @@ func laggingProvider(t *testing.T, tokens bool) *cdb.Provider {
 	cfg.DisableReconciler, cfg.LongPollInterval = true, 20*time.Millisecond
 	p := a.NewProvider(t, cfg)
 	cdb.DisableSessionTokens(p, !tokens)
-	return p
+	return laggingProcess{p, tokens}
+}
+
+// settingUp runs f, the setup of a scenario (what comes before the write
+// and the read under test), with p's session tokens on, then restores p's
+// mode. Without them a setup fetch that reads a lagging replica finds no
+// message, gives its instance up and waits for the next candidate query
+// (changefeed.HealthyViewLifetime, 10 s): a wait that proves nothing.
+func settingUp(p laggingProcess, f func()) {
+	cdb.DisableSessionTokens(p.Provider, false)
+	defer cdb.DisableSessionTokens(p.Provider, !p.tokens)
+	f()
 }
 
 // fetchTurnOf fetches the turn of instance, waiting for it (a poll of up
-// to 5 s per try): for the setup of a scenario, which must work with or
-// without the tokens.
-func fetchTurnOf(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) *duroxide.OrchestrationItem {
+// to 1 s per try), for the setup of a scenario (settingUp).
+func fetchTurnOf(ctx context.Context, t *testing.T, p laggingProcess, instance string) (turn *duroxide.OrchestrationItem) {
+	t.Helper()
+	settingUp(p, func() { turn = fetchTurnOfInstance(ctx, t, p.Provider, instance) })
+	return turn
+}
+
+// fetchTurnOfInstance is fetchTurnOf's loop.
+func fetchTurnOfInstance(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) *duroxide.OrchestrationItem {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		item, err := p.FetchOrchestrationItem(ctx, longLock, time.Second, nil)
@@ -85,7 +109,7 @@ func finishTurn(ctx context.Context, t *testing.T, p *cdb.Provider, item *duroxi
 // whether the read saw the write) readYourWritesTrials times with the
 // session tokens, each of which must see the write, then without them
 // until one does not (at most maxTrialsWithoutTokens times).
-func readYourWrites(t *testing.T, scenario func(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) bool) {
+func readYourWrites(t *testing.T, scenario func(ctx context.Context, t *testing.T, p laggingProcess, instance string) bool) {
 	t.Helper()
 	ctx := context.Background()
 	p := laggingProvider(t, true)
@@ -105,7 +129,7 @@ func readYourWrites(t *testing.T, scenario func(ctx context.Context, t *testing.
 // finds it (Pending), never NotFound.
 func TestAStartIsReadBackAtOnce(t *testing.T) {
 	t.Parallel()
-	readYourWrites(t, func(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) bool {
+	readYourWrites(t, func(ctx context.Context, t *testing.T, p laggingProcess, instance string) bool {
 		require.NoError(t, p.EnqueueStart(ctx, duroxide.StartOrchestrationItem{Instance: instance, Orchestration: "o", ExecutionID: 1}))
 		info, err := p.GetInstanceInfo(ctx, instance)
 		return err == nil && info.Status == duroxide.StatusPending
@@ -116,7 +140,7 @@ func TestAStartIsReadBackAtOnce(t *testing.T) {
 // enqueue returns its turn.
 func TestAnEnqueueIsFetchedAtOnce(t *testing.T) {
 	t.Parallel()
-	readYourWrites(t, func(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) bool {
+	readYourWrites(t, func(ctx context.Context, t *testing.T, p laggingProcess, instance string) bool {
 		require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
 		item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
 		require.NoError(t, err)
@@ -132,7 +156,7 @@ func TestAnEnqueueIsFetchedAtOnce(t *testing.T) {
 // (and a new message) has the history the ack wrote.
 func TestAnAckIsSeenByTheNextTurn(t *testing.T) {
 	t.Parallel()
-	readYourWrites(t, func(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) bool {
+	readYourWrites(t, func(ctx context.Context, t *testing.T, p laggingProcess, instance string) bool {
 		require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
 		first := fetchTurnOf(ctx, t, p, instance)
 		require.NoError(t, p.AckOrchestrationItem(ctx, first.LockToken, 1, []duroxide.Event{started(instance)}, nil,
@@ -142,7 +166,7 @@ func TestAnAckIsSeenByTheNextTurn(t *testing.T) {
 		if item == nil {
 			return false
 		}
-		finishTurn(ctx, t, p, item)
+		finishTurn(ctx, t, p.Provider, item)
 		if item.Instance != instance {
 			return false // an earlier trial's turn, that a stale read delayed
 		}
@@ -155,18 +179,20 @@ func TestAnAckIsSeenByTheNextTurn(t *testing.T) {
 // fetched at once after a work item's ack carries the completion.
 func TestAWorkItemAckIsSeenByTheOrchestrationsTurn(t *testing.T) {
 	t.Parallel()
-	readYourWrites(t, func(ctx context.Context, t *testing.T, p *cdb.Provider, instance string) bool {
+	readYourWrites(t, func(ctx context.Context, t *testing.T, p laggingProcess, instance string) bool {
 		require.NoError(t, p.EnqueueForOrchestrator(ctx, startItem(instance), 0))
 		first := fetchTurnOf(ctx, t, p, instance)
 		scheduled := duroxide.NewEvent(2, instance, 1, nil, duroxide.ActivityScheduled{Name: "A", Input: "i"})
 		require.NoError(t, p.AckOrchestrationItem(ctx, first.LockToken, 1, []duroxide.Event{started(instance), scheduled},
 			[]duroxide.WorkItem{activity(instance, 2)}, nil, runningMetadata(), nil))
 		var w *duroxide.LockedWorkItem
-		for deadline := time.Now().Add(30 * time.Second); w == nil && time.Now().Before(deadline); {
-			var err error
-			w, err = p.FetchWorkItem(ctx, longLock, time.Second, nil, duroxide.TagFilterDefaultOnly())
-			require.NoError(t, err)
-		}
+		settingUp(p, func() {
+			for deadline := time.Now().Add(30 * time.Second); w == nil && time.Now().Before(deadline); {
+				var err error
+				w, err = p.FetchWorkItem(ctx, longLock, time.Second, nil, duroxide.TagFilterDefaultOnly())
+				require.NoError(t, err)
+			}
+		})
 		require.NotNil(t, w)
 		done := duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 2, Result: "r"}}
 		require.NoError(t, p.AckWorkItem(ctx, w.LockToken, &done))
@@ -175,7 +201,7 @@ func TestAWorkItemAckIsSeenByTheOrchestrationsTurn(t *testing.T) {
 		if item == nil {
 			return false
 		}
-		finishTurn(ctx, t, p, item)
+		finishTurn(ctx, t, p.Provider, item)
 		if item.Instance != instance || len(item.Messages) != 1 {
 			return false
 		}

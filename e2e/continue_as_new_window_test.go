@@ -24,6 +24,7 @@ import (
 // start refused or inert, every cancel must end its instance, and no
 // instance may be left Running without a successor.
 func TestContinueAsNewWindowAcrossTwoProcesses(t *testing.T) {
+	t.Parallel()
 	const (
 		instances = 3 // of each kind
 		inputs    = 6 // per instance

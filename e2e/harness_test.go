@@ -27,8 +27,11 @@ type sample struct {
 	verified atomic.Int64
 }
 
+// newSample returns t's sample on a fresh container, and makes t parallel:
+// every sample has its container, client and runtimes of its own.
 func newSample(t *testing.T) *sample {
 	t.Helper()
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	p := newProvider(t)

@@ -1,17 +1,16 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/duroxide/runtime"
+	"github.com/duroxide-go/duroxide-cdb/internal/childproc"
 )
 
 // killChildEnv selects the child mode of
@@ -30,32 +29,17 @@ func TestLocalServiceKeepsAcknowledgedStartsThroughSIGKILL(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLocalServiceKeepsAcknowledgedStartsThroughSIGKILL$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
+	child := childproc.Start(t, "^TestLocalServiceKeepsAcknowledgedStartsThroughSIGKILL$", killChildEnv, dir)
 	var started []string
-	sc := bufio.NewScanner(out)
-	for len(started) < 20 && sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "STARTED "); ok {
+	for len(started) < 20 && child.Lines.Scan() {
+		if id, ok := strings.CutPrefix(child.Lines.Text(), "STARTED "); ok {
 			started = append(started, id)
 		}
 	}
 	if len(started) < 20 {
-		t.Fatalf("the child stopped after %d starts: %v", len(started), sc.Err())
+		t.Fatalf("the child stopped after %d starts: %v", len(started), child.Lines.Err())
 	}
-	must(t, cmd.Process.Kill()) // SIGKILL, right after the 20th start returned
-	killed = true
-	_ = cmd.Wait()
+	must(t, child.Kill()) // SIGKILL, right after the 20th start returned
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

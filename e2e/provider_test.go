@@ -8,6 +8,7 @@ import (
 	cdb "github.com/duroxide-go/duroxide-cdb"
 	"github.com/duroxide-go/duroxide-cdb/cdbtest"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
+	"github.com/duroxide-go/duroxide-cdb/internal/testparallel"
 )
 
 // account is the Cosmos DB account the samples run on, from the project's
@@ -17,6 +18,12 @@ import (
 var account *cdbtest.Account
 
 func TestMain(m *testing.M) {
+	// The samples mostly wait (timers, polls, lock expiries): 8 at a time
+	// unless -parallel says otherwise.
+	if err := testparallel.Default(8); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
 	a, err := cdbtest.Open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -16,6 +16,7 @@ import (
 // runtime, on a new provider over the same container, finishes the
 // orchestration, and every activity result is recorded exactly once.
 func TestKillRuntimeMidFanOut(t *testing.T) {
+	t.Parallel()
 	const fanOut = 20
 	var executions atomic.Int64
 	registry := func(stallAfter int64) *runtime.Registry {

@@ -76,6 +76,7 @@ func TestEverySampleDecidesTheSameWithTheStickyCacheOnAndOff(t *testing.T) {
 	}
 	for _, mode := range []string{"on", "off"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // and each sample is parallel (newSample)
 			for _, s := range stickySamples {
 				t.Run(s.name, s.run)
 			}

@@ -91,7 +91,7 @@ func (c Consistency) readsPrimary() bool {
 
 // consistencyFromEnv fills the zero consistency options from the
 // environment (EnvConsistency, EnvReplicaLag), then the defaults, and
-// validates them.
+// validates them; opts.Consistency ends in its service name.
 func consistencyFromEnv(opts *Options) error {
 	if opts.ReplicaLag == 0 {
 		if v := os.Getenv(EnvReplicaLag); v != "" {
@@ -119,8 +119,15 @@ func consistencyFromEnv(opts *Options) error {
 			opts.Consistency = defaultConsistency
 		}
 	}
-	_, err := ParseConsistency(string(opts.Consistency))
-	return err
+	// A level spelt another way ("session", "consistent-prefix") is kept
+	// as the service names it: reads and the account document compare it
+	// by that name.
+	c, err := ParseConsistency(string(opts.Consistency))
+	if err != nil {
+		return err
+	}
+	opts.Consistency = c
+	return nil
 }
 
 // requestConsistency returns the level a request reads at: the account's,

@@ -345,7 +345,19 @@ func TestAccountReportsTheConsistencyLevel(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &acct))
 		assert.Equal(t, string(level), acct.UserConsistencyPolicy.DefaultConsistencyLevel)
 	}
-	_, err := Start(Options{Consistency: "Linearizable"})
+	// Spelt as ParseConsistency takes it: the account and its reads use
+	// the service's name (a read asking for Session is not "stronger"
+	// than the account).
+	e := newEnv(t, Options{Consistency: "session"})
+	assert.Equal(t, ConsistencySession, e.srv.consistency)
+	c := e.container("c", nil)
+	pk := azcosmos.NewPartitionKeyString("p")
+	_, err := c.CreateItem(e.ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	require.NoError(t, err)
+	_, err = c.ReadItem(e.ctx, pk, "a", &azcosmos.ItemOptions{ConsistencyLevel: azcosmos.ConsistencyLevelSession.ToPtr()})
+	require.NoError(t, err)
+
+	_, err = Start(Options{Consistency: "Linearizable"})
 	assert.Error(t, err)
 	_, err = Start(Options{ReplicaLag: -time.Second})
 	assert.Error(t, err)

@@ -1,14 +1,12 @@
 package emulator
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duroxide-go/duroxide-cdb/internal/childproc"
 )
 
 // crash stops s as SIGKILL would right after its last acknowledged write:
@@ -378,24 +378,12 @@ func TestDataDirKeepsAcknowledgedWritesThroughSIGKILL(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDataDirKeepsAcknowledgedWritesThroughSIGKILL$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walChildEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
+	child := childproc.Start(t, "^TestDataDirKeepsAcknowledgedWritesThroughSIGKILL$", walChildEnv, dir)
 
 	const wantAcks = 400
 	acked := map[string]bool{}
 	n := 0
-	sc := bufio.NewScanner(out)
+	sc := child.Lines
 	for n < wantAcks && sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -409,9 +397,7 @@ func TestDataDirKeepsAcknowledgedWritesThroughSIGKILL(t *testing.T) {
 		}
 	}
 	require.Equal(t, wantAcks, n, "the child stopped early: %v", sc.Err())
-	require.NoError(t, cmd.Process.Kill()) // SIGKILL
-	killed = true
-	_ = cmd.Wait()
+	require.NoError(t, child.Kill()) // SIGKILL
 
 	e := newEnv(t, Options{DataDir: dir})
 	c, err := e.client.NewContainer("db", "c")

@@ -69,38 +69,48 @@ func (c *Tally) Failed() int64 { return c.failed.Load() }
 func (c *Tally) Skipped() int64 { return c.skipped.Load() }
 
 // RunGroup runs every case of g as a parallel subtest of t named after the
-// Rust test, counting outcomes in tally (which may be nil).
+// Rust test, counting outcomes in tally (which may be nil). It returns
+// once every case ended.
 func RunGroup(t *testing.T, f Factory, g Group, tally *Tally) {
-	t.Run(g.Name, func(t *testing.T) {
-		for _, c := range g.Cases {
-			t.Run(c.Name, func(t *testing.T) {
-				t.Parallel()
-				if tally != nil {
-					t.Cleanup(func() {
-						switch {
-						case t.Failed():
-							tally.failed.Add(1)
-						case t.Skipped():
-							tally.skipped.Add(1)
-						default:
-							tally.passed.Add(1)
-						}
-					})
-				}
-				c.Run(t, f)
-			})
-		}
-	})
+	t.Run(g.Name, func(t *testing.T) { runCases(t, f, g, tally) })
+}
+
+// runCases runs every case of g as a parallel subtest of t, counting
+// outcomes in tally (which may be nil).
+func runCases(t *testing.T, f Factory, g Group, tally *Tally) {
+	for _, c := range g.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			if tally != nil {
+				t.Cleanup(func() {
+					switch {
+					case t.Failed():
+						tally.failed.Add(1)
+					case t.Skipped():
+						tally.skipped.Add(1)
+					default:
+						tally.passed.Add(1)
+					}
+				})
+			}
+			c.Run(t, f)
+		})
+	}
 }
 
 // RunAll runs the whole suite against f, every case as a parallel
-// subtest, and logs the tally at the end ("validation: N passed, N failed,
-// N skipped"); it returns the tally so callers can assert on it.
+// subtest (the groups too, so that the cases of all groups share the
+// -parallel slots rather than one group waiting for the last case of the
+// one before), and logs the tally at the end ("validation: N passed, N
+// failed, N skipped"); it returns the tally so callers can assert on it.
 func RunAll(t *testing.T, f Factory) *Tally {
 	tally := &Tally{}
 	t.Run("validation", func(t *testing.T) {
 		for _, g := range Groups() {
-			RunGroup(t, f, g, tally)
+			t.Run(g.Name, func(t *testing.T) {
+				t.Parallel()
+				runCases(t, f, g, tally)
+			})
 		}
 	})
 	t.Logf("validation: %s", tally)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/duroxide-go/duroxide-cdb/emulator"
+	"github.com/duroxide-go/duroxide-cdb/internal/childproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,28 +38,16 @@ func TestMain(m *testing.M) {
 
 // startChild runs the command in a child process with args and returns it
 // and the endpoint it serves, once it serves.
-func startChild(t *testing.T, args ...string) (*exec.Cmd, string) {
+func startChild(t *testing.T, args ...string) (*childproc.Child, string) {
 	t.Helper()
 	// Strong: the tests read their own writes without session tokens.
 	a, err := json.Marshal(append([]string{"-consistency", "strong"}, args...))
 	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	child := childproc.Start(t, "^$", childArgsEnv, string(a))
 	serving := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "cdb-emulator serving "); ok {
+		for child.Lines.Scan() {
+			if rest, ok := strings.CutPrefix(child.Lines.Text(), "cdb-emulator serving "); ok {
 				serving <- strings.Fields(rest)[0]
 			}
 		}
@@ -69,7 +56,7 @@ func startChild(t *testing.T, args ...string) (*exec.Cmd, string) {
 	select {
 	case endpoint, ok := <-serving:
 		require.True(t, ok, "the child exited before serving")
-		return cmd, endpoint
+		return child, endpoint
 	case <-time.After(time.Minute):
 		t.Fatal("the child did not start serving")
 	}
@@ -184,10 +171,9 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-state", state}, &syncBuffer{}, nil)
 	require.ErrorIs(t, err, emulator.ErrDataDirInUse)
-	assert.ErrorContains(t, err, fmt.Sprintf("process %d", child.Process.Pid))
+	assert.ErrorContains(t, err, fmt.Sprintf("process %d", child.PID()))
 
-	require.NoError(t, child.Process.Kill())
-	_ = child.Wait()
+	require.NoError(t, child.Kill())
 
 	startChild(t, "-addr", hostPort(endpoint), "-state", state)
 	requireDocs(t, c, append(ids("a", 20), "last")...)

@@ -44,6 +44,7 @@ func tableRows(report, provider string) [][]string {
 }
 
 func TestRunPrintsTableForBothProviders(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := run(t.Context(), append([]string{"-configs", "1/1,2/2"}, shortArgs...), &out, &errb)
 	report := out.String()
@@ -71,6 +72,7 @@ func TestRunPrintsTableForBothProviders(t *testing.T) {
 // calls than were counted; on the emulator, its per-kind counts add up to
 // the run's requests.
 func TestCDBStress(t *testing.T) {
+	t.Parallel()
 	target := newCDBTarget(emulator.Latency{})
 	o, err := parseOptions(shortArgs, &bytes.Buffer{})
 	require.NoError(t, err)
@@ -259,6 +261,7 @@ func TestKindsPerOrchestration(t *testing.T) {
 }
 
 func TestProfilesAreWritten(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files := map[string]string{}
 	args := []string{"-provider", "memory", "-configs", "1/1"}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/duroxide-go/duroxide-cdb"
+	"github.com/duroxide-go/duroxide-cdb/internal/testparallel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,6 +19,12 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild(os.Stdout, os.Stderr))
+	}
+	// The stress runs last a set time and the chaos run mostly waits for
+	// its children: 4 at a time unless -parallel says otherwise.
+	if err := testparallel.Default(4); err != nil {
+		fmt.Fprintln(os.Stderr, "cdb-stress tests:", err)
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }
@@ -30,6 +38,7 @@ func TestMultiProcessChaosRunVerifies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts OS processes for several seconds")
 	}
+	t.Parallel()
 	for _, mode := range []struct {
 		leases     cdb.LeaseMode
 		changeFeed bool

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSequentialModePrintsTimePerActivityForEachProviderAndN(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := run(t.Context(), []string{"-sequential", "3,6", "-progress=false"}, &out, &errb)
 	report := out.String()

@@ -51,7 +51,11 @@ func goroutineWorkload(t *testing.T, e *env, ctx context.Context) *runtime.Runti
 		reg.RegisterOrchestration("Busy", func(ctx *runtime.OrchestrationContext, _ string) (string, error) {
 			return ctx.ScheduleActivityOnSession("Blocks", "", "s1").Get()
 		}))
-	rt, err := runtime.Start(ctx, e.provider, reg, fastOptions())
+	// A short grace period: the cancellation of ctx (a crash) then
+	// cancels the running activity at once, not after the default 5 s.
+	opts := fastOptions()
+	opts.ShutdownGracePeriod = 100 * time.Millisecond
+	rt, err := runtime.Start(ctx, e.provider, reg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +132,9 @@ func TestShutdownReturnsWhenOrchestrationCodeBlocks(t *testing.T) {
 		<-release // wrong in orchestration code, and unstoppable
 		return "", nil
 	}))
-	rt, err := runtime.Start(e.ctx, e.provider, reg, fastOptions())
+	// Shutdown gives up 200 ms after its context ends rather than 5 s:
+	// what is checked is that it returns at all.
+	rt, err := runtime.Start(e.ctx, e.provider, reg, runtime.WithCleanupHeadroom(fastOptions(), 200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,13 @@ type Options struct {
 	// the turns: for tests and for checking orchestration code, not for
 	// production. It is called on the dispatcher goroutines, concurrently.
 	StickyVerify func(instance string, err error)
+
+	// cleanupHeadroom is how long after the grace deadline the total
+	// deadline of Shutdown and ShutdownWithGrace falls; 0 means
+	// cleanupHeadroom (the constant, duroxide's CLEANUP_HEADROOM). Only the
+	// package's tests change it (export_test.go), so that a test of a
+	// shutdown that must give up on blocked code does not wait 5 s.
+	cleanupHeadroom time.Duration
 }
 
 // UnregisteredBackoff is duroxide's UnregisteredBackoffConfig: attempt n
@@ -222,7 +229,8 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.ShutdownGracePeriod, 5*time.Second)
-	def(&o.ShutdownTimeout, o.ShutdownGracePeriod+cleanupHeadroom)
+	def(&o.cleanupHeadroom, cleanupHeadroom)
+	def(&o.ShutdownTimeout, o.ShutdownGracePeriod+o.cleanupHeadroom)
 	def(&o.PollInterval, 100*time.Millisecond)
 	def(&o.LongPollTimeout, 30*time.Second)
 	o.LongPollTimeout = max(o.LongPollTimeout, 0)

@@ -65,6 +65,11 @@ type Registry struct {
 // errNilRegistry is the error of a registration on a nil *Registry.
 var errNilRegistry = errors.New("runtime: registration on a nil *Registry (use NewRegistry)")
 
+// ErrDuplicateRegistration is matched (errors.Is) by the error of a
+// registration whose name is registered already: an activity's name, or
+// an orchestration's name and version.
+var ErrDuplicateRegistration = errors.New("runtime: duplicate registration")
+
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{
@@ -75,7 +80,8 @@ func NewRegistry() *Registry {
 }
 
 // RegisterOrchestration registers fn as version 1.0.0 of name. It returns an
-// error for an empty name, a nil fn, or a duplicate name@version.
+// error for an empty name, a nil fn, or a duplicate name@version
+// (ErrDuplicateRegistration).
 func (r *Registry) RegisterOrchestration(name string, fn OrchestrationFunc) error {
 	return r.RegisterOrchestrationVersion(name, DefaultVersion, fn)
 }
@@ -84,7 +90,8 @@ func (r *Registry) RegisterOrchestration(name string, fn OrchestrationFunc) erro
 // "2.0.0") of name. Versions of one name must be registered in ascending
 // order, except that 1.0.0 (the default) may come at any time, as in
 // duroxide. It returns an error for a nil Registry, an empty name, a nil
-// fn, a malformed version, a duplicate or a non-monotonic version.
+// fn, a malformed version, a duplicate (ErrDuplicateRegistration) or a
+// non-monotonic version.
 func (r *Registry) RegisterOrchestrationVersion(name, version string, fn OrchestrationFunc) error {
 	if r == nil {
 		return errNilRegistry
@@ -101,7 +108,7 @@ func (r *Registry) RegisterOrchestrationVersion(name, version string, fn Orchest
 	list := r.orchestrations[name]
 	for _, e := range list {
 		if e.version.Compare(v) == 0 {
-			return fmt.Errorf("runtime: duplicate orchestration registration: %s@%s", name, v)
+			return fmt.Errorf("%w: orchestration %s@%s", ErrDuplicateRegistration, name, v)
 		}
 	}
 	if version != DefaultVersion && len(list) > 0 && v.Compare(list[len(list)-1].version) <= 0 {
@@ -134,7 +141,8 @@ func (r *Registry) generation() uint64 {
 }
 
 // RegisterActivity registers fn as activity name. It returns an error for a
-// nil Registry, an empty name, a nil fn, a duplicate, or a name in
+// nil Registry, an empty name, a nil fn, a duplicate
+// (ErrDuplicateRegistration), or a name in
 // duroxide's reserved "__duroxide_syscall:" namespace.
 func (r *Registry) RegisterActivity(name string, fn ActivityFunc) error {
 	if strings.HasPrefix(name, syscallPrefix) {
@@ -153,7 +161,7 @@ func (r *Registry) registerActivity(name string, fn ActivityFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.activities[name]; dup {
-		return fmt.Errorf("runtime: duplicate activity registration: %s@%s", name, DefaultVersion)
+		return fmt.Errorf("%w: activity %s", ErrDuplicateRegistration, name)
 	}
 	r.activities[name] = fn
 	return nil

@@ -552,6 +552,9 @@ func TestKilledRuntimeMidFanOut(t *testing.T) {
 	opts := fastOptions()
 	opts.WorkerLockTimeout = 500 * time.Millisecond
 	opts.OrchestratorLockTimeout = 500 * time.Millisecond
+	// The killed runtime's stalled activities are cancelled and abandoned
+	// 100 ms after the kill, not after the default 5 s grace period.
+	opts.ShutdownGracePeriod = 100 * time.Millisecond
 	if _, err := runtime.Start(killCtx, e.provider, reg(make(chan struct{})), opts); err != nil {
 		t.Fatal(err)
 	}
@@ -832,6 +835,27 @@ func TestNilInputsAreErrors(t *testing.T) {
 	var orchErr *runtime.OrchestrationFailedError
 	if taskErr.Error() != "<nil>" || orchErr.Error() != "<nil>" {
 		t.Errorf("nil error values print %q and %q", taskErr.Error(), orchErr.Error())
+	}
+}
+
+// A second registration of a name (an orchestration's name and version)
+// is refused with ErrDuplicateRegistration; another version is not a
+// duplicate.
+func TestADuplicateRegistrationIsRefused(t *testing.T) {
+	t.Parallel()
+	reg := runtime.NewRegistry()
+	noop := func(*runtime.ActivityContext, string) (string, error) { return "", nil }
+	orch := func(*runtime.OrchestrationContext, string) (string, error) { return "", nil }
+	mustRegister(t, reg.RegisterActivity("A", noop), reg.RegisterOrchestration("O", orch),
+		reg.RegisterOrchestrationVersion("O", "2.0.0", orch))
+	for what, err := range map[string]error{
+		"activity":          reg.RegisterActivity("A", noop),
+		"orchestration":     reg.RegisterOrchestration("O", orch),
+		"its other version": reg.RegisterOrchestrationVersion("O", "2.0.0", orch),
+	} {
+		if !errors.Is(err, runtime.ErrDuplicateRegistration) {
+			t.Errorf("%s registered twice: %v, want ErrDuplicateRegistration", what, err)
+		}
 	}
 }
 

@@ -135,10 +135,11 @@ func (r *Runtime) ShutdownWithTimeouts(grace, total time.Duration) (ShutdownOutc
 // ShutdownWithGrace is ShutdownWithTimeouts with a total deadline 5 s after
 // the grace deadline (duroxide's shutdown_with_grace).
 func (r *Runtime) ShutdownWithGrace(grace time.Duration) (ShutdownOutcome, error) {
-	if grace < 0 || grace > time.Duration(1<<63-1)-cleanupHeadroom {
+	headroom := r.opts.cleanupHeadroom
+	if grace < 0 || grace > time.Duration(1<<63-1)-headroom {
 		return 0, fmt.Errorf("%w: grace %v", ErrInvalidShutdownTimeouts, grace)
 	}
-	return r.ShutdownWithTimeouts(grace, grace+cleanupHeadroom)
+	return r.ShutdownWithTimeouts(grace, grace+headroom)
 }
 
 // WaitForShutdown waits until the accepted shutdown ends and returns its
@@ -175,7 +176,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	req, accepted := r.acceptShutdown(func(req *shutdownRequest) {
-		req.deadlines(ctx.Done(), cleanupHeadroom, nil)
+		req.deadlines(ctx.Done(), r.opts.cleanupHeadroom, nil)
 	})
 	outcome, err := req.wait()
 	switch {

@@ -28,7 +28,9 @@
 // # Pacing: base, warm and idle
 //
 // Reads start every Interval (80 ms by default) while the reader's caller
-// reports activity; a full page of changes (pageSize documents) is
+// reports activity (from Start until the first activity they are
+// WarmFactor × Interval apart: a process just started has received
+// nothing from the others yet); a full page of changes (pageSize documents) is
 // followed at once by the next read, until the backlog is drained. The
 // caller reports activity with Active: the provider calls it for what
 // concerns this process and comes from another one (a page with a queue
@@ -95,7 +97,7 @@ import (
 const DefaultInterval = 80 * time.Millisecond
 
 // DefaultWarm is how long a Reader keeps reading every Interval after the
-// last Active call (or Start) when Options.Warm is zero: 1 s, so that the
+// last Active call when Options.Warm is zero: 1 s, so that the
 // gaps between the writes of an exchange between processes do not slow
 // its wake-ups, while a process that receives nothing from the others
 // reads WarmFactor times less often within a second.
@@ -110,8 +112,9 @@ const DefaultWarm = time.Second
 const WarmFactor = 4
 
 // DefaultQuiet is how long a Reader reads at most WarmFactor × Interval
-// apart after the last Active call (or Start) when Options.Quiet is zero:
-// 5 s; after it the idle backoff starts.
+// apart after the last Active call (or Start, which counts as Warm
+// before it) when Options.Quiet is zero: 5 s; after it the idle backoff
+// starts.
 const DefaultQuiet = 5 * time.Second
 
 // DefaultIdleRequestsPerSecond is the request rate an idle Reader's reads
@@ -148,11 +151,12 @@ type Options struct {
 	// from; default DefaultInterval.
 	Interval time.Duration
 	// Warm is how long reads stay Interval apart after the last Active
-	// call (or Start); from then until Quiet they are WarmFactor ×
-	// Interval apart; default DefaultWarm (at most Quiet).
+	// call; from then until Quiet they are WarmFactor × Interval apart,
+	// as they are from Start to the first Active call; default
+	// DefaultWarm (at most Quiet).
 	Warm time.Duration
-	// Quiet is how long after the last Active call (or Start) the idle
-	// backoff starts; default DefaultQuiet.
+	// Quiet is how long after the last Active call (or Warm before
+	// Start) the idle backoff starts; default DefaultQuiet.
 	Quiet time.Duration
 	// IdleRequestsPerSecond sets the backoff's cap: the pause after which
 	// a read that finds nothing (one request per physical partition)
@@ -276,7 +280,13 @@ func (r *Reader) Start(ctx context.Context) error {
 	now := time.Now()
 	r.mu.Lock()
 	r.cont, r.ranges = cont, rangesOf(cont)
-	r.active, r.began, r.pause, r.okPause, r.due = now, now, r.opts.Interval, r.opts.Interval, now.Add(r.opts.Interval)
+	// It starts as after Warm without activity: nothing has come from
+	// another process yet, and the first page that does (Active) brings
+	// the base pace; a process started warm read every Interval for its
+	// first second whatever it received (12 of the 20 reads of each
+	// process of an 8-process stress run of 2.5 s).
+	warm := Schedule{Interval: r.opts.Interval, Warm: r.opts.Warm, Quiet: r.opts.Quiet, Max: MaxPause(r.opts.Interval, r.ranges, r.opts.IdleRequestsPerSecond)}.Pause(r.opts.Warm, r.opts.Interval)
+	r.active, r.began, r.pause, r.okPause, r.due = now.Add(-r.opts.Warm), now, warm, warm, now.Add(warm)
 	r.mu.Unlock()
 	r.lastOK.Store(now.UnixNano())
 	r.started.Store(true)

@@ -280,6 +280,20 @@ func TestReaderBacksOffWhenIdleAndResetsOnActive(t *testing.T) {
 	assert.True(t, r.Healthy())
 }
 
+// TestReaderStartsAtTheWarmPaceUntilActive: a reader just started has
+// received nothing from other processes yet: it reads WarmFactor times
+// its interval apart, not every interval, until Active.
+func TestReaderStartsAtTheWarmPaceUntilActive(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t, 1)
+	r := changefeed.New(c, changefeed.Options{Interval: 50 * time.Millisecond})
+	t.Cleanup(r.Close)
+	require.NoError(t, r.Start(context.Background()))
+	assert.Equal(t, changefeed.WarmFactor*50*time.Millisecond, r.Pause(), "the warm pace from the start")
+	r.Active()
+	assert.Equal(t, 50*time.Millisecond, r.Pause(), "Active brings the interval")
+}
+
 // TestReaderDeliversAChangeAfterQuiet: documents written once the
 // reader has backed off to its cap are delivered (nothing is skipped); a
 // page its caller does not call activity leaves the reader at its cap,

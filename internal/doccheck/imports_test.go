@@ -57,6 +57,9 @@ var importRules = []importRule{
 	// The store's health logs outages with the provider's zap logger and
 	// describes their causes with internal/cosmos.
 	{pkg: "internal/storehealth", code: []string{"internal/cosmos"}, external: []string{"go.uber.org/zap"}},
+	// Running the test binary again as a child process that a test kills:
+	// the standard library only, for the tests of any package.
+	{pkg: "internal/childproc"},
 	// Any other internal package (test helpers, the house rules' tests,
 	// machinery not listed above yet): the module's own lower packages,
 	// and the provider's logger and ids.
@@ -78,7 +81,7 @@ var importRules = []importRule{
 	{pkg: "providertest/memory", code: []string{"duroxide"}},
 	{pkg: "providertest/stress", code: []string{"duroxide", "duroxide/runtime"}, tests: []string{"providertest/memory"}},
 	// The emulator speaks HTTP with the standard library only.
-	{pkg: "emulator", tests: []string{"emulator"}},
+	{pkg: "emulator", tests: []string{"emulator", "internal/childproc"}},
 	{pkg: "emulator/...", tests: []string{"emulator"}},
 	// The test kit.
 	{pkg: "cdbtest", code: []string{".", "emulator", "duroxide"}, tests: []string{"cdbtest", "duroxide/runtime"},
@@ -87,9 +90,11 @@ var importRules = []importRule{
 	// the in-memory reference provider, on emulators from the test kit;
 	// cdb-admin's tests create the instances they inspect with the runtime;
 	// cdb-admin reads histories with the runtime's rules (dropped events).
-	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}},
+	{pkg: "cmd/cdb-emulator", code: []string{"emulator"}, tests: []string{"internal/childproc"}},
+	// Test binaries whose tests mostly wait set their -parallel default
+	// with internal/testparallel.
 	{pkg: "cmd/cdb-stress", code: []string{".", "cdbtest", "duroxide", "duroxide/runtime", "emulator", "providertest/memory", "providertest/stress"},
-		external: []string{azure, "github.com/google/uuid"}},
+		tests: []string{"internal/testparallel"}, external: []string{azure, "github.com/google/uuid"}},
 	{pkg: "cmd/cdb-admin", code: []string{".", "duroxide", "duroxide/runtime", "dashboard"}, tests: []string{"duroxide/runtime", "emulator", "cdbtest"},
 		external: []string{azure}},
 	// The dashboard: any ProviderAdmin and Client; the root only for the
@@ -99,7 +104,7 @@ var importRules = []importRule{
 	// Examples and the end-to-end tests use everything public.
 	{pkg: "examples/...", code: []string{".", "duroxide", "duroxide/runtime", "duroxide/runtime/runtimetest", "emulator", "cdbtest", "examples/internal/..."},
 		external: []string{azure, "github.com/google/uuid", otel}},
-	{pkg: "e2e", tests: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "providertest/..."}},
+	{pkg: "e2e", tests: []string{".", "duroxide", "duroxide/runtime", "emulator", "cdbtest", "providertest/...", "internal/childproc", "internal/testparallel"}},
 }
 
 // testifyInCode lists the packages whose non-test code may import testify,

@@ -189,6 +189,12 @@ type leaseDoc struct {
 	Queue      string `json:"queue,omitempty"`
 	Slot       int    `json:"slot"`
 	Beat       int64  `json:"beat,omitempty"`
+	// Leaving marks a slot document released by an owner that serves
+	// neither queue any more (Close, or no fetch for a heartbeat): its
+	// owner document is deleted, which the change feed does not show, so
+	// every other owner rebalances when it sees such a release
+	// (Observed), not only the one whose home range holds the slot.
+	Leaving bool `json:"leaving,omitempty"`
 	// Queues lists the queues (leaseQueues names) an owner serves;
 	// absent (an owner written before the field existed) means both.
 	Queues []string `json:"queues,omitempty"`
@@ -294,6 +300,7 @@ type Coordinator struct {
 	mu        sync.Mutex // guards the fields below
 	ownerETag string     // "" while this Provider is not registered
 	lastRenew time.Time
+	published [2]bool // the queues the owner document last written serves
 	seen      map[string]observedOwner
 
 	moves  atomic.Int64
@@ -364,7 +371,7 @@ func (c *Coordinator) FetchStarted(ctx context.Context, q int) (func(), error) {
 		c.beatMu.Lock()
 		var err error
 		if !o.serving.Load() {
-			err = c.beatLocked(cosmos.WithCall(ctx, "lease_heartbeat"))
+			err = c.beatLocked(cosmos.WithCall(ctx, "lease_heartbeat"), false)
 		}
 		c.beatMu.Unlock()
 		if err != nil {
@@ -380,10 +387,15 @@ func (c *Coordinator) loop() {
 	t := time.NewTicker(c.heartbeat)
 	defer t.Stop()
 	for {
+		// A heartbeat the ticker starts renews the owner document; one a
+		// change-feed observation or a refused batch asks for renews it
+		// only when due (renewDue).
+		ticked := false
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
+			ticked = true
 		case <-c.kick:
 			if wait := minKickGap - time.Since(time.Unix(0, c.lastBeat.Load())); wait > 0 {
 				select {
@@ -397,7 +409,10 @@ func (c *Coordinator) loop() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(cosmos.WithCall(context.Background(), "lease_heartbeat"), c.expiry)
-		if err := c.Beat(ctx); err != nil {
+		c.beatMu.Lock()
+		err := c.beatLocked(ctx, ticked)
+		c.beatMu.Unlock()
+		if err != nil {
 			level := zapcore.WarnLevel
 			if c.healthReported {
 				level = zapcore.DebugLevel
@@ -410,34 +425,40 @@ func (c *Coordinator) loop() {
 
 // Observed takes a lease document the change-feed reader delivered and
 // asks for a heartbeat now when it changes this Provider's share: a slot
-// of a queue it serves was released (another process closed, stopped
-// fetching or gave slots up to rebalance), or an owner joined or changed
+// of its home range of a queue it serves was released (another process
+// closed, stopped fetching or gave slots up to rebalance; a slot outside
+// it is claimed by the owner whose home it is, unless its owner left:
+// Leaving), or an owner joined or changed
 // the queues it serves (this one may have to give slots up). So slots
 // move within a few change-feed intervals rather than at the next
 // heartbeats. Renewals of known owners ask for nothing.
 func (c *Coordinator) Observed(raw []byte) {
 	var d leaseDoc
-	if json.Unmarshal(raw, &d) != nil {
-		return
+	if json.Unmarshal(raw, &d) == nil && c.changesShare(d) {
+		c.askBeat()
 	}
-	kick := false
+}
+
+// changesShare reports whether lease document d, seen in the change feed,
+// may change this Provider's share (Observed).
+func (c *Coordinator) changesShare(d leaseDoc) bool {
 	switch d.Type {
 	case SlotType:
 		for q, name := range leaseQueues {
-			kick = kick || (d.Queue == name && d.Owner == "" && c.queues[q].serving.Load())
+			if d.Queue == name && d.Owner == "" && c.queues[q].serving.Load() && (d.Leaving || c.queues[q].inHome(d.Slot)) {
+				return true
+			}
 		}
 	case OwnerType:
 		if d.Owner == c.id() || !(c.queues[0].serving.Load() || c.queues[1].serving.Load()) {
-			return
+			return false
 		}
 		c.mu.Lock()
 		o, known := c.seen[d.Owner]
 		c.mu.Unlock()
-		kick = !known || o.queues != strings.Join(d.Queues, ",")
+		return !known || o.queues != strings.Join(d.Queues, ",")
 	}
-	if kick {
-		c.askBeat()
-	}
+	return false
 }
 
 // askBeat asks the heartbeat goroutine for a heartbeat soon (minKickGap
@@ -455,6 +476,21 @@ func (c *Coordinator) askBeat() {
 // Queue.suspect).
 func (c *Coordinator) suspectAfter(d leaseDoc) time.Duration {
 	return 2 * max(c.heartbeat, time.Duration(d.HeartbeatMs)*time.Millisecond)
+}
+
+// renewDue reports whether a heartbeat that was not started by the
+// ticker (a first fetch's, or one a change-feed observation or a refused
+// batch asked for) must renew the owner document: this Provider is not
+// registered, the queues it serves changed, or its last renewal is a
+// heartbeat interval old. Otherwise the ticker's renewals are the sign of
+// life, and the heartbeat only reads and balances: at a start-up where
+// processes join one after another each kicked heartbeat renewed (a
+// request per join and per release observed, per process). Its lease
+// read still proves fresh: it must hold the last renewal (readView).
+func (c *Coordinator) renewDue(want [2]bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ownerETag == "" || c.published != want || c.lastRenew.IsZero() || time.Since(c.lastRenew) >= c.heartbeat
 }
 
 // renewedWithin reports whether this owner's last renewal is younger than
@@ -475,10 +511,12 @@ func (c *Coordinator) renewedWithin() bool {
 func (c *Coordinator) Beat(ctx context.Context) error {
 	c.beatMu.Lock()
 	defer c.beatMu.Unlock()
-	return c.beatLocked(ctx)
+	return c.beatLocked(ctx, true)
 }
 
-func (c *Coordinator) beatLocked(ctx context.Context) error {
+// beatLocked runs a heartbeat (Beat); it renews the owner document when
+// renew is true or renewDue says so. The caller holds beatMu.
+func (c *Coordinator) beatLocked(ctx context.Context, renew bool) error {
 	if c.closed {
 		return cosmos.ErrClosed
 	}
@@ -490,8 +528,10 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 	if !want[0] && !want[1] {
 		return c.release(ctx)
 	}
-	if err := c.renew(ctx, want); err != nil {
-		return err
+	if renew || c.renewDue(want) {
+		if err := c.renew(ctx, want); err != nil {
+			return err
+		}
 	}
 	raws, err := c.readView(ctx)
 	if err != nil || raws == nil {
@@ -584,6 +624,7 @@ func (c *Coordinator) beatLocked(ctx context.Context) error {
 			sort.Strings(live[q])
 			lo, hi = home(sort.SearchStrings(live[q], c.id()), len(live[q]))
 		}
+		c.queues[q].setHome(lo, hi)
 		c.balance(ctx, q, slots[q], liveSet, lo, hi)
 		// The suspect owners' slots are split among the owners serving q
 		// that are not suspect: slot s goes to the (s mod n)-th of them by
@@ -682,7 +723,7 @@ func (c *Coordinator) renew(ctx context.Context, want [2]bool) error {
 			return err
 		}
 		c.mu.Lock()
-		c.ownerETag = newETag
+		c.ownerETag, c.published = newETag, want
 		c.lastRenew = time.Now()
 		c.mu.Unlock()
 		return nil
@@ -706,7 +747,7 @@ func (c *Coordinator) renew(ctx context.Context, want [2]bool) error {
 		return err
 	}
 	c.mu.Lock()
-	c.ownerETag = newETag
+	c.ownerETag, c.published = newETag, want
 	c.lastRenew = time.Now()
 	c.mu.Unlock()
 	return nil
@@ -952,7 +993,7 @@ func (c *Coordinator) release(ctx context.Context) error {
 	if err == nil {
 		ops := make([]Op, 0, len(docs))
 		for _, d := range docs {
-			d.Owner = ""
+			d.Owner, d.Leaving = "", true
 			ops = append(ops, replaceOp(d.ID, d.body(), d.ETag))
 		}
 		c.applyEach(ctx, ops, true)
@@ -977,7 +1018,10 @@ type Queue struct {
 	fetches   atomic.Int32 // fetches of the queue in progress
 	lastFetch atomic.Int64 // when the last one ended (Unix ns)
 	serving   atomic.Bool  // the last heartbeat claimed a share of the queue
-	pinned    atomic.Bool  // test hook: served as if a fetch always ran
+	// home is the home range [lo, hi) the last heartbeat balanced to,
+	// as lo<<16 | hi; -1 before the first.
+	home   atomic.Int64
+	pinned atomic.Bool // test hook: served as if a fetch always ran
 
 	mu    sync.Mutex
 	slots []uint8 // owned, sorted
@@ -997,10 +1041,24 @@ type Queue struct {
 func newQueue(c *Coordinator, lanes int) *Queue {
 	lanes = max(1, min(lanes, NumSlots))
 	o := &Queue{c: c, free: make(chan int, lanes)}
+	o.home.Store(-1)
 	for i := 0; i < lanes; i++ {
 		o.free <- i
 	}
 	return o
+}
+
+// setHome records the home range [lo, hi) a heartbeat balanced to.
+func (o *Queue) setHome(lo, hi int) { o.home.Store(int64(lo)<<16 | int64(hi)) }
+
+// inHome reports whether slot is in the home range of the last heartbeat
+// (true before the first).
+func (o *Queue) inHome(slot int) bool {
+	h := o.home.Load()
+	if h < 0 {
+		return true
+	}
+	return slot >= int(h>>16) && slot < int(h&0xffff)
 }
 
 // set replaces the owned slots.

@@ -321,3 +321,137 @@ func TestHeartbeatNeverBalancesOnAStaleView(t *testing.T) {
 		t.Fatalf("%d slot documents, want %d", n, NumSlots)
 	}
 }
+
+// splitPair returns two coordinators on s serving the orchestration queue
+// that have split its slots (each beat twice, alternately).
+func splitPair(t *testing.T, s Store) (a, b *Coordinator) {
+	t.Helper()
+	a, b = newTestCoordinator(t, s), newTestCoordinator(t, s)
+	a.Queue(0).Pin()
+	b.Queue(0).Pin()
+	for _, c := range []*Coordinator{a, b, a, b} {
+		if err := c.Beat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
+}
+
+// countingStore counts the replacements of owner documents (renewals).
+type countingStore struct {
+	*memStore
+	mu       sync.Mutex
+	renewals int
+}
+
+func (s *countingStore) Replace(ctx context.Context, id string, body []byte, etag string) (string, error) {
+	if strings.HasPrefix(id, "owner-") {
+		s.mu.Lock()
+		s.renewals++
+		s.mu.Unlock()
+	}
+	return s.memStore.Replace(ctx, id, body, etag)
+}
+
+func (s *countingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.renewals
+}
+
+// TestAHeartbeatNotTickedRenewsOnlyWhenDue: a heartbeat the change feed
+// or a first fetch asks for reads and balances without renewing the owner
+// document while the last renewal is recent and the queues served are the
+// same; a ticked one (Beat) renews, and one whose queues changed does.
+func TestAHeartbeatNotTickedRenewsOnlyWhenDue(t *testing.T) {
+	t.Parallel()
+	s := &countingStore{memStore: newMemStore()}
+	a, _ := splitPair(t, s)
+	ctx := context.Background()
+	renewals := s.count()
+	a.beatMu.Lock()
+	err := a.beatLocked(ctx, false)
+	a.beatMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.count() != renewals {
+		t.Fatalf("a heartbeat not ticked renewed (%d renewals, want %d)", s.count(), renewals)
+	}
+	if got := a.Queue(0).OwnedSlots(); got != NumSlots/2 {
+		t.Fatalf("it still balanced: a owns %d slots, want %d", got, NumSlots/2)
+	}
+	a.Queue(1).Pin() // a serves the work queue too now
+	a.beatMu.Lock()
+	err = a.beatLocked(ctx, false)
+	a.beatMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.count() != renewals+1 {
+		t.Fatalf("a heartbeat serving a new queue did not renew (%d renewals, want %d)", s.count(), renewals+1)
+	}
+	if err := a.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.count() != renewals+2 {
+		t.Fatalf("a ticked heartbeat did not renew (%d renewals, want %d)", s.count(), renewals+2)
+	}
+}
+
+// TestOnlyReleasesInTheHomeRangeOrOfALeavingOwnerAskForAHeartbeat: a slot
+// released in this owner's home range asks for a heartbeat (it claims
+// it); one released outside it does not (the owner whose home it is
+// claims it), unless its owner left (Leaving: its owner document is gone,
+// which the change feed does not show); a newcomer's owner document asks
+// for one.
+func TestOnlyReleasesInTheHomeRangeOrOfALeavingOwnerAskForAHeartbeat(t *testing.T) {
+	t.Parallel()
+	a, b := splitPair(t, newMemStore())
+	mine, theirs := int(a.Queue(0).Slots()[0]), int(b.Queue(0).Slots()[0])
+	released := func(slot int, leaving bool) leaseDoc {
+		return leaseDoc{ID: slotDocID("orch", slot), Type: SlotType, Queue: "orch", Slot: slot, Leaving: leaving}
+	}
+	if !a.changesShare(released(mine, false)) {
+		t.Fatal("a release in the home range asks for no heartbeat")
+	}
+	if a.changesShare(released(theirs, false)) {
+		t.Fatal("a release in another owner's home range asks for a heartbeat")
+	}
+	if !a.changesShare(released(theirs, true)) {
+		t.Fatal("a leaving owner's release asks for no heartbeat")
+	}
+	if a.changesShare(leaseDoc{ID: slotDocID("work", mine), Type: SlotType, Queue: "work", Slot: mine, Leaving: true}) {
+		t.Fatal("a release of a queue a does not serve asks for a heartbeat")
+	}
+	if !a.changesShare(leaseDoc{ID: "owner-x", Type: OwnerType, Owner: "x"}) {
+		t.Fatal("a newcomer's owner document asks for no heartbeat")
+	}
+}
+
+// TestCloseMarksTheReleasedSlotsLeaving: the slot documents Close releases
+// say their owner left, so that every other owner rebalances on them.
+func TestCloseMarksTheReleasedSlotsLeaving(t *testing.T) {
+	t.Parallel()
+	s := newMemStore()
+	c := New(Config{Heartbeat: time.Hour, Expiry: 2 * time.Hour, Lanes: [2]int{1, 1}, Wake: [2]Waker{nopWaker{}, nopWaker{}}}, s)
+	c.Queue(0).Pin()
+	if err := c.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, d := range s.docs {
+		if d["type"] == SlotType {
+			n++
+			if d["leaving"] != true || d["owner"] != "" {
+				t.Fatalf("slot document %v after Close: want free and leaving", d)
+			}
+		}
+	}
+	if n != NumSlots {
+		t.Fatalf("%d slot documents, want %d", n, NumSlots)
+	}
+}

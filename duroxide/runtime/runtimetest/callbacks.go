@@ -27,16 +27,48 @@ type delayedCallback struct {
 // goroutine before the clock moves on; in real time (WithRealTime) it
 // runs on a timer's goroutine. fn must not call t.Fatal (it may call
 // t.Error); it may send to instances with the environment's Client.
-// Instance.RaiseEventAt is the one-line form for an event.
+// Instance.RaiseEventAt is the one-line form for an event. A callback not
+// yet due when the test ends never runs, and the test's cleanup waits
+// (up to 10 s) for one that is running, so that none reports through t
+// after the test.
 func (e *Env) RegisterDelayedCallback(d time.Duration, fn func()) {
 	at := e.start.Add(d)
-	if e.clock == nil {
-		time.AfterFunc(time.Until(at), fn)
-		return
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.callbacksStopped {
+		return
+	}
+	if e.clock == nil {
+		e.realCallbacks.Add(1)
+		e.realTimers = append(e.realTimers, time.AfterFunc(time.Until(at), func() {
+			defer e.realCallbacks.Done()
+			fn()
+		}))
+		return
+	}
 	e.callbacks = append(e.callbacks, &delayedCallback{at: at, fn: fn})
+}
+
+// stopCallbacks drops the callbacks not yet due (at the test's end) and
+// returns a channel closed once the real-time ones already running have
+// returned.
+func (e *Env) stopCallbacks() <-chan struct{} {
+	e.mu.Lock()
+	e.callbacksStopped = true
+	e.callbacks = nil
+	for _, tm := range e.realTimers {
+		if tm.Stop() { // it will not run: it is no longer waited for
+			e.realCallbacks.Done()
+		}
+	}
+	e.realTimers = nil
+	e.mu.Unlock()
+	ran := make(chan struct{})
+	go func() {
+		e.realCallbacks.Wait()
+		close(ran)
+	}()
+	return ran
 }
 
 // nextCallback returns the earliest pending callback's time (zero when

@@ -144,3 +144,25 @@ func TestAnActivityTestedAloneSeesItsIDsAttemptAndCancellation(t *testing.T) {
 		t.Fatalf("cancelled activity returned %v", err)
 	}
 }
+
+// In real time a delayed callback runs on a timer's goroutine: the test's
+// cleanup waits for one that is running (it may report through t), and
+// one not yet due never runs after the test.
+func TestARealTimeDelayedCallbackDoesNotOutliveItsTest(t *testing.T) {
+	t.Parallel()
+	var returned bool // written by the callback, read once the subtest ended
+	t.Run("env", func(t *testing.T) {
+		env := runtimetest.New(t, approvalRegistry(t), runtimetest.WithRealTime())
+		entered := make(chan struct{})
+		env.RegisterDelayedCallback(0, func() {
+			close(entered)
+			time.Sleep(50 * time.Millisecond) // still running when the subtest ends
+			returned = true
+		})
+		env.RegisterDelayedCallback(time.Hour, func() { t.Error("a callback due after the test ran") })
+		<-entered
+	})
+	if !returned {
+		t.Fatal("the subtest ended while its delayed callback was still running")
+	}
+}

@@ -111,9 +111,15 @@ type Env struct {
 
 	expectations map[string][]*Expectation // by kind and name (expectKey)
 	callbacks    []*delayedCallback        // pending, in registration order
-	listeners    []Listeners
-	scheduled    map[activityKey]string // activity names by schedule, for ActivityCompleted listeners
-	start        time.Time              // the environment's clock at New
+	// In real time (no clock): the delayed callbacks' timers, and those
+	// not yet returned (stopped timers are taken off). callbacksStopped:
+	// the test ended, no callback is registered or started any more.
+	realTimers       []*time.Timer
+	realCallbacks    sync.WaitGroup
+	callbacksStopped bool
+	listeners        []Listeners
+	scheduled        map[activityKey]string // activity names by schedule, for ActivityCompleted listeners
+	start            time.Time              // the environment's clock at New
 	// ctx is cancelled, with the problem as its cause, when a name is
 	// neither registered nor mocked: every wait of the test stops then.
 	ctx     context.Context
@@ -209,17 +215,20 @@ func New(t testing.TB, reg *runtime.Registry, opts ...Option) *Env {
 	}
 	t.Cleanup(func() {
 		e.cancel(nil)
+		callbacksRan := e.stopCallbacks()
 		shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
 		defer done()
 		if err := rt.Shutdown(shutdown); err != nil {
 			t.Errorf("runtimetest: shut the runtime down: %v", err)
 		}
 		cancel()
-		// The time-skipping goroutine (and a delayed callback it runs)
-		// reports through t: it must be done before the test is.
-		select {
-		case <-skipped:
-		case <-shutdown.Done():
+		// The time-skipping goroutine and the delayed callbacks report
+		// through t: they must be done before the test is.
+		for _, ended := range []<-chan struct{}{skipped, callbacksRan} {
+			select {
+			case <-ended:
+			case <-shutdown.Done():
+			}
 		}
 	})
 	return e

@@ -6,6 +6,7 @@ package runtimetest
 // AssertExpectations to check them.
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -93,7 +94,7 @@ func (e *Env) OnActivity(name string, m Matcher) *Expectation {
 	if !known && !mocked {
 		// Registered through the environment so that the registry's
 		// name lists and the runtime know it.
-		if err := e.registry.RegisterActivity(name, e.activity(name)); err != nil && !strings.Contains(err.Error(), "duplicate") {
+		if err := e.registry.RegisterActivity(name, e.activity(name)); err != nil && !errors.Is(err, runtime.ErrDuplicateRegistration) {
 			e.t.Fatalf("runtimetest: expect activity %q: %v", name, err)
 		}
 	}
@@ -110,7 +111,7 @@ func (e *Env) OnActivity(name string, m Matcher) *Expectation {
 func (e *Env) OnOrchestration(name string, m Matcher) *Expectation {
 	e.t.Helper()
 	err := e.registry.RegisterOrchestration(name, e.orchestration(name, nil))
-	if err != nil && !strings.Contains(err.Error(), "duplicate") {
+	if err != nil && !errors.Is(err, runtime.ErrDuplicateRegistration) {
 		e.t.Fatalf("runtimetest: expect orchestration %q: %v", name, err)
 	}
 	return e.expect("orchestration", name, m)
