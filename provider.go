@@ -1264,6 +1264,11 @@ func (p *Provider) lockHeldTurn(ctx context.Context, c candidates.Entry, lockTim
 		first0 = &op
 	}
 	ops, first, ids := heldLockOps(st, first0, msgs, lockID, lockedUntil, now)
+	if !p.heldStates.Claim(instance, st.ETag) {
+		// Another lock is being built from the held state (an eager
+		// turn, or another fetch): this one would be refused.
+		return nil, false, false, nil
+	}
 	p.traceFetch(fetchtrace.OrchHeldLockBatch)
 	results, err := p.runBatch(ctx, instance, ops, write, true)
 	if err != nil {
