@@ -350,3 +350,53 @@ func TestEagerTurnWhoseAnswerIsLost(t *testing.T) {
 	assert.Equal(t, uint32(1), turn.AttemptCount, "the released eager lock did not count")
 	assert.Len(t, turn.History, 2)
 }
+
+// TestEagerWorkWhenTheTurnsBatchIsRefusedOrItsAnswerLost checks the turn
+// ack's eager part when its first batch does not simply commit: refused
+// (another process renewed the lock, which changed the instance
+// document), the reservation fails, a fallback is counted, the ack
+// commits plainly, and the waiting fetch locks the activity itself; landed
+// with its answer lost, the read-back finds the turn committed and the
+// waiting fetch gets the activity locked for it, whose ack (its lock not
+// cached) still works.
+func TestEagerWorkWhenTheTurnsBatchIsRefusedOrItsAnswerLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		c := newCluster(t)
+		inProcess := func(cfg *cdb.Config) { cfg.Leases = cdb.LeasesInProcess }
+		a, _ := newEagerProvider(t, c.account, c.container, inProcess)
+		b, _ := newEagerProvider(t, c.account, c.container, inProcess)
+		const instance = "eager-work-refused"
+		item := firstTurn(t, a, instance)
+		require.NoError(t, b.RenewOrchestrationItemLock(ctx, item.LockToken, longLock))
+		got := fetchWorkAsync(ctx, t, a, longLock, duroxide.TagFilterDefaultOnly())
+		waitForEagerWaiters(t, a, 0, 1)
+		ackScheduling(t, a, item, greet(instance, 2, nil))
+		assert.Equal(t, duroxide.EagerDispatchCounts{Fallbacks: 1}, a.EagerDispatch().Worker)
+		w := receive(t, got)
+		require.NotNil(t, w, "the waiting fetch locks the activity itself")
+		assert.Equal(t, uint32(1), w.AttemptCount)
+		require.NoError(t, a.AckWorkItem(ctx, w.LockToken, greeted(instance)))
+	})
+	t.Run("answer lost", func(t *testing.T) {
+		t.Parallel()
+		p, s := newEagerProvider(t, nil, "private", nil)
+		const instance = "eager-work-lost"
+		item := firstTurn(t, p, instance)
+		got := fetchWorkAsync(ctx, t, p, longLock, duroxide.TagFilterDefaultOnly())
+		waitForEagerWaiters(t, p, 0, 1)
+		key := instance
+		s.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Times: 1, Fault: emulator.ApplyThenDrop()})
+		ackScheduling(t, p, item, greet(instance, 2, nil))
+		assert.Equal(t, duroxide.EagerDispatchCounts{Hits: 1}, p.EagerDispatch().Worker)
+		w := receive(t, got)
+		require.NotNil(t, w)
+		assert.Equal(t, uint32(1), w.AttemptCount)
+		require.NoError(t, p.AckWorkItem(ctx, w.LockToken, greeted(instance)))
+		turn, err := fetchInstance(ctx, p, instance)
+		require.NoError(t, err)
+		require.Len(t, turn.Messages, 1)
+	})
+}

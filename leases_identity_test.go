@@ -191,7 +191,11 @@ func TestWaitingForACrashedOwnersSlotsIsLogged(t *testing.T) {
 	e := logs.FilterMessageSnippet("waiting for the dispatch slots").All()[0]
 	assert.Equal(t, zapcore.WarnLevel, e.Level)
 	assert.Equal(t, crashed.ProcessID(), e.ContextMap()["owner"])
-	assert.Equal(t, int64(256), e.ContextMap()["slots"], "128 slots of each queue")
+	// The slot documents that still name it: at least its 128 of each
+	// queue, more when it was frozen before the documents of slots it had
+	// just given up were written (284 once, under load).
+	held := e.ContextMap()["slots"].(int64)
+	assert.True(t, held >= 256 && held <= 2*cdb.NumDispatchSlots, "slots %d: at least 128 of each queue", held)
 	assert.Positive(t, int64(e.ContextMap()["taken_in"].(time.Duration)))
 	eventually(t, "the takeover is logged", func() bool {
 		return logs.FilterMessageSnippet("taking over the dispatch slots of an owner whose lease expired").Len() == 1

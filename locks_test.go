@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -145,4 +146,34 @@ func TestHotInstanceDoesNotStarveOthers(t *testing.T) {
 	require.NotNil(t, item, "the instance behind the locked one's backlog is found")
 	assert.Equal(t, "cold", item.Instance)
 	require.NoError(t, p.AbandonOrchestrationItem(ctx, hot.LockToken, 0, false))
+}
+
+// TestAWorkItemLockedByAStoppedProcessIsFetchedWhenTheLockExpires: a
+// process stops (killed) while it holds a work item's lock; a process
+// started after that (a replacement), whose waiting fetch's candidate
+// query saw the item locked,
+// takes it once the lock expires, within its poll, although nothing is
+// written when a lock expires (with the change-feed reader healthy, the
+// query's answer otherwise stood for 10 s, and the fetch ended empty).
+func TestAWorkItemLockedByAStoppedProcessIsFetchedWhenTheLockExpires(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	gone, _ := c.process(t, func(cfg *cdb.Config) { cfg.DisableChangeFeedWakeups = true })
+	ctx := context.Background()
+	const instance = "locked-by-the-stopped"
+	startAndAckFirst(t, gone, instance)
+	require.NoError(t, gone.EnqueueForWorker(ctx, activity(instance, 2)))
+	w, err := gone.FetchWorkItem(ctx, 1500*time.Millisecond, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w, "the stopping process locked the work item")
+	// gone never acks: its lock expires 1.5 s after it was taken. The
+	// other process starts now (a replacement): its change feed starts
+	// after the lock was written, so only its candidate query sees it.
+	alive, _ := c.process(t, nil)
+	got, err := alive.FetchWorkItem(ctx, longLock, 8*time.Second, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, got, "the work item is fetched once the lock expires, within the poll")
+	assert.Equal(t, w.Item, got.Item)
+	assert.Equal(t, uint32(2), got.AttemptCount)
+	require.NoError(t, alive.AckWorkItem(ctx, got.LockToken, nil))
 }

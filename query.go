@@ -380,18 +380,25 @@ func (p *Provider) refreshOrchCandidates(ctx context.Context, v *candidates.View
 // within the view's lifetime (an abandon's delay that ends before the next
 // query: see refreshOrchCandidates) the tag filter accepts (only those
 // without a session when session is nil) and, with session routing, the
-// active sessions, to skip items other workers own.
+// active sessions, to skip items other workers own. Messages another
+// process holds locked until within the view's lifetime are held (their
+// work key, so that the instance's other messages stay eligible): the view
+// goes stale when the lock expires, and a waiting fetch queries then. A
+// process killed while it ran activities leaves such locks, which expire
+// with no write nor change-feed copy to say so; without the hold their
+// messages waited for the view's lifetime (10 s while the change-feed
+// reader is healthy), as the chaos run under lag showed.
 func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View, lease *SlotLease, session *duroxide.SessionFetchConfig, tagClause string, tagParams []azcosmos.QueryParameter, all bool) error {
 	pool := p.workPool
 	start := pool.BeginRefresh()
 	at, now := time.Now(), p.nowMs()
-	where := "(c.type = 'worker_queue' AND c.visibleAt <= @soon AND c.lockedUntil <= @now" + tagClause
+	where := "(c.type = 'worker_queue' AND c.visibleAt <= @soon AND c.lockedUntil <= @soon" + tagClause
 	if session == nil {
 		where += " AND IS_NULL(c.sessionId))"
 	} else {
 		where += ") OR (c.type = 'session' AND c.lockedUntil > @now)"
 	}
-	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c.visibleAt, c.tag, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.createdAt, c.dispatchSlot FROM c WHERE (" +
+	q := "SELECT c.id, c.instanceId, c.type, c.enqueuedAt, c.seq, c.visibleAt, c.tag, c._etag, c.sessionId, c.ownerId, c.lockedUntil, c.lockToken, c.createdAt, c.dispatchSlot FROM c WHERE (" +
 		where + ")" + slotFilter(lease)
 	params := append([]azcosmos.QueryParameter{param("@now", now), param("@soon", now+p.viewLifetime().Milliseconds())}, tagParams...)
 	p.traceFetch(fetchtrace.WorkCandidateQuery)
@@ -405,22 +412,36 @@ func (p *Provider) refreshWorkCandidates(ctx context.Context, v *candidates.View
 	if session != nil {
 		sessions = []candidates.Row{}
 	}
+	holds := map[string]candidates.Hold{}
 	for _, raw := range raws {
-		var c candidates.Row
+		var c struct {
+			candidates.Row
+			LockToken *string `json:"lockToken"`
+		}
 		if json.Unmarshal(raw, &c) != nil || c.DispatchSlot < 0 || c.DispatchSlot >= NumDispatchSlots {
 			continue
 		}
 		switch c.Type {
 		case typeWorkerQueue:
+			if c.LockedUntil > now {
+				// Locked: held until its lock expires, unless this
+				// process holds it (its ack or abandon writes).
+				if c.LockToken != nil {
+					if _, mine := p.locks.Worker(workerLockToken(c.InstanceID, c.ID, *c.LockToken)); !mine {
+						holds[candidates.WorkKey(c.InstanceID, c.ID)] = candidates.Hold{Until: c.LockedUntil, Slot: uint8(c.DispatchSlot)}
+					}
+				}
+				continue
+			}
 			rows = append(rows, candidates.Entry{Key: candidates.WorkKey(c.InstanceID, c.ID), Worker: true, Instance: c.InstanceID, ID: c.ID, Slot: uint8(c.DispatchSlot),
 				VisibleAt: c.VisibleAt, EnqueuedAt: c.EnqueuedAt, Seq: c.Seq, SessionID: c.SessionID, Tag: c.Tag})
 		case typeSession:
 			if c.SessionID != nil && sessions != nil {
-				sessions = append(sessions, c)
+				sessions = append(sessions, c.Row)
 			}
 		}
 	}
-	pool.Refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, nil, sessions)
+	pool.Refreshed(v, start, at, now, rows, !all && len(raws) >= candidatePageSize, holds, sessions)
 	return nil
 }
 

@@ -67,7 +67,8 @@ var lockWriteFaults = []lockWriteFault{
 // change-feed wake-ups on and the runtime's default lock timeouts, and
 // returns how long the orchestration took from the runtime's start to its
 // completion and whether the fault hit the lock write (the provider logged
-// reading it back).
+// reading it back). Eager dispatch is off: it skips the fetches' lock
+// writes.
 func runWithLockWriteFault(t testing.TB, f lockWriteFault, fault *emulator.Fault) (time.Duration, bool) {
 	t.Helper()
 	must := func(errs ...error) {
@@ -83,6 +84,11 @@ func runWithLockWriteFault(t testing.TB, f lockWriteFault, fault *emulator.Fault
 	cfg := a.Config()
 	core, logs := observer.New(zapcore.InfoLevel)
 	cfg.Logger = zap.New(core)
+	// The lock writes of the fetches: with eager dispatch a turn's ack
+	// (or an activity's) may create the next item already locked for a
+	// waiting fetch, and then no fetch writes the lock the rule faults
+	// (work-item-lock failed so, "the rule matched no lock write").
+	cfg.DisableEagerDispatch = true
 	p := a.NewProvider(t, cfg)
 	client := runtime.NewClient(p)
 	if f.otherClient {

@@ -136,9 +136,9 @@ func TestRecordedOrdersStillReplay(t *testing.T) {
 
 var update = flag.Bool("update", false, "record testdata/histories again")
 
-// TestRecordHistories writes testdata/histories with -update: one small
-// order, one approved, one retried and one that timed out, as the replay
-// test expects them.
+// TestRecordHistories writes testdata/histories with -update: a small
+// order whose first charge fails and is retried, one approved and one that
+// timed out, as the replay test expects them.
 func TestRecordHistories(t *testing.T) {
 	if !*update {
 		t.Skip("run with -update to record testdata/histories")

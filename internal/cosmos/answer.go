@@ -114,7 +114,9 @@ func cleanMessage(m string) string {
 	}
 	m = strings.Join(strings.Fields(m), " ")
 	if len(m) > maxMessage {
-		m = m[:maxMessage] + "..."
+		// Cut at a byte count, then drop a rune the cut split, so that the
+		// message stays valid UTF-8 (it goes into JSON logs and errors).
+		m = strings.ToValidUTF8(m[:maxMessage], "") + "..."
 	}
 	return m
 }

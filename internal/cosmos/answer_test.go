@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 )
@@ -34,6 +36,16 @@ func TestParseAnswerKeepsTheServicesMessage(t *testing.T) {
 		if got := ParseAnswer(400, h, []byte(c.body)).String(); got != c.want {
 			t.Errorf("ParseAnswer(%q) = %q, want %q", c.body, got, c.want)
 		}
+	}
+}
+
+// A long message is cut, and never inside a character: a query's error
+// can quote the query, which may hold any text.
+func TestALongMessageIsCutOnACharacter(t *testing.T) {
+	t.Parallel()
+	m := ParseAnswer(400, nil, []byte("x"+strings.Repeat("é", maxMessage))).Message
+	if !utf8.ValidString(m) || !strings.HasSuffix(m, "...") || len(m) > maxMessage+len("...") {
+		t.Errorf("cut message %q (%d bytes), want valid UTF-8 of at most %d bytes and \"...\"", m, len(m), maxMessage+3)
 	}
 }
 

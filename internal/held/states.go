@@ -255,10 +255,10 @@ func (h *States) Peek(instance string, nowMs int64) (State, []Message, bool) {
 }
 
 // Claim ends instance's held state, as Locked does but keeping its
-// messages, when it still carries etag, and reports whether it did: the
-// one lock built from a held state at a time (an eager turn, whose
-// batch is on its way) takes it, so that no other builds a second one
-// that the first would refuse. The caller then calls Locked (the lock
+// messages, when it still carries etag ("" for an absent instance's), and
+// reports whether it did: the one lock built from a held state at a time
+// (a held lock batch or an eager turn, whose batch is on its way) takes
+// it, so that no other builds a second one that the first would refuse. The caller then calls Locked (the lock
 // landed) or Drop (it did not, or its outcome is unknown).
 func (h *States) Claim(instance, etag string) bool {
 	if h == nil {
@@ -267,7 +267,7 @@ func (h *States) Claim(instance, etag string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	hi := h.entryLocked(instance, false)
-	if hi == nil || hi.state == nil || hi.state.ETag != etag || etag == "" {
+	if hi == nil || hi.state == nil || hi.state.ETag != etag {
 		return false
 	}
 	hi.state = nil

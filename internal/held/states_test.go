@@ -135,3 +135,36 @@ func TestHeldStatesStartAndETag(t *testing.T) {
 	_, _, ok = none.Turn(picked("i"), 10)
 	assert.False(t, ok, "a nil States holds nothing")
 }
+
+// Peek shows a held state with no visible message (an eager turn brings
+// its own) and changes nothing; Claim lets one lock at a time be built
+// from a held state, and only from the state it was built for.
+func TestHeldStatesPeekAndClaim(t *testing.T) {
+	t.Parallel()
+	h := NewStates(10)
+	_, _, ok := h.Peek("i", 100)
+	assert.False(t, ok)
+	assert.False(t, h.Claim("i", "e1"), "nothing held")
+
+	h.Hold("i", State{ETag: "e1", Context: true}, false, nil)
+	st, msgs, ok := h.Peek("i", 100)
+	require.True(t, ok)
+	assert.Equal(t, "e1", st.ETag)
+	assert.Empty(t, msgs)
+	h.Message(heldEntry("i", "m2", 20, 20))
+	h.Message(heldEntry("i", "m1", 10, 10))
+	h.Message(heldEntry("i", "timer", 5, 500))
+	_, msgs, ok = h.Peek("i", 100)
+	require.True(t, ok)
+	assert.Equal(t, []string{"m1", "m2"}, heldIDs(msgs), "visible ones, oldest first")
+
+	assert.False(t, h.Claim("i", "e0"), "another state than the one held")
+	require.True(t, h.Claim("i", "e1"))
+	assert.False(t, h.Claim("i", "e1"), "claimed once")
+	_, _, ok = h.Peek("i", 100)
+	assert.False(t, ok, "a claimed state is not held")
+	h.Hold("i", State{ETag: "e2", Context: true}, false, nil)
+	_, msgs, ok = h.Peek("i", 1000)
+	require.True(t, ok)
+	assert.Equal(t, []string{"timer", "m1", "m2"}, heldIDs(msgs), "a claim keeps the messages (by enqueue time)")
+}
