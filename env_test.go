@@ -29,8 +29,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv(leaseHolderEnv) != "" {
 		os.Exit(runLeaseHolder()) // a child process of a test, not the tests
 	}
-	// The tests mostly wait: 8 at a time unless -parallel says otherwise.
-	if err := testparallel.Default(8); err != nil {
+	// The tests mostly wait: 8 at a time unless -parallel says otherwise;
+	// 4 under the race detector, where they mostly compute (8 at once on
+	// 2 cores starved the provider's lease heartbeats and fetches).
+	parallel := 8
+	if raceDetector {
+		parallel = 4
+	}
+	if err := testparallel.Default(parallel); err != nil {
 		fmt.Fprintln(os.Stderr, "cdb tests:", err)
 		os.Exit(1)
 	}
