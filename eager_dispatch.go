@@ -71,6 +71,18 @@ func waitOrTake[P, T any](ctx context.Context, l *poll, waiters *handoff.Waiters
 	w := waiters.Register(params)
 	end, err = l.wait(ctx, w.Ready())
 	item, taken = w.Leave()
+	if taken && !end {
+		// Woken otherwise (its poll timer, another write) while reserved,
+		// the fetch waited in Leave for the batch's outcome: its context
+		// or its provider may have ended meanwhile.
+		select {
+		case <-ctx.Done():
+			end, err = true, ctx.Err()
+		case <-l.p.stop:
+			end = true
+		default:
+		}
+	}
 	if taken && end {
 		abandon(item)
 		var zero T
