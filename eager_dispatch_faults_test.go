@@ -2,6 +2,7 @@ package cdb_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,15 @@ import (
 // test to end a context while the batch is on its way.
 const handOverDelay = 2 * time.Second
 
+// cutInFlight ends an ack's context (cut) once its batch, held for
+// handOverDelay, has certainly reached the emulator: a batch cut before
+// it left the client is never applied, and these tests are about one
+// that is.
+func cutInFlight(cut context.CancelFunc) {
+	time.Sleep(handOverDelay / 2)
+	cut()
+}
+
 // waitForReservation blocks until no eager waiter of p is free: the ack
 // under test reserved the one that waited.
 func waitForReservation(t *testing.T, p *cdb.Provider) {
@@ -37,6 +47,10 @@ func waitForReservation(t *testing.T, p *cdb.Provider) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// activityDocID is the id of the worker-queue message of activity id of
+// execution 1 (models.go's workerDocID).
+func activityDocID(id uint64) string { return fmt.Sprintf("wq-%020d-%020d", 1, id) }
 
 // TestAWorkFetchWhoseContextEndsDuringItsHandOverReleasesTheActivityUncounted
 // checks a waiting work-item fetch reserved by a turn's ack whose context
@@ -150,4 +164,123 @@ func TestATurnFetchWhoseContextEndsDuringItsHandOverReleasesTheTurnUncounted(t *
 	assert.IsType(t, duroxide.ActivityCompletedItem{}, turn.Messages[0].Kind)
 	assert.Equal(t, uint32(1), turn.AttemptCount, "giving it up did not count an attempt")
 	assert.Len(t, turn.History, 2)
+}
+
+// cutAckMidBatch runs ack, which reserves the waiting fetch of p, with a
+// context it ends while ack's batch, held by the emulator, is on its way
+// (the emulator applies it once it sees the client gone), and requires
+// ack to fail. release is the fault that holds the request that would
+// release what the batch locked, so that it reaches the emulator after
+// the batch was applied (a real service may apply a cut request later
+// still: then the lock expires, the best effort's limit). It waits until
+// applied reports the batch applied.
+func cutAckMidBatch(t *testing.T, p *cdb.Provider, s *emulator.Server, instance string, release emulator.FaultRule, ack func(context.Context) error, applied func() bool) {
+	t.Helper()
+	key := instance
+	s.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Times: 1, Fault: emulator.Delay(handOverDelay)})
+	release.PartitionKey, release.Times, release.Fault = &key, 1, emulator.Delay(handOverDelay/4)
+	s.InjectFault(release)
+	actx, cut := context.WithCancel(context.Background())
+	acked := make(chan error, 1)
+	go func() { acked <- ack(actx) }()
+	waitForReservation(t, p)
+	cutInFlight(cut)
+	require.Error(t, receive(t, acked))
+	deadline := time.Now().Add(pollTimeout)
+	for !applied() {
+		require.True(t, time.Now().Before(deadline), "the cut batch was never applied")
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody
+// checks a turn's ack whose context ends while its batch, which creates
+// an activity locked for a waiting fetch, is on its way and lands after
+// all (the service applies what it received): the ack fails and tells
+// the waiter that nothing comes, so the activity's lock has no owner. It
+// must be released (conditioned on it) rather than left to expire: the
+// activity is fetched at once, not a lock timeout later (10 minutes
+// here), at its first attempt.
+func TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody(t *testing.T) {
+	t.Parallel()
+	p, s := newEagerProvider(t, nil, "private", nil)
+	ctx := context.Background()
+	const instance = "eager-work-ack-cut"
+	item := firstTurn(t, p, instance)
+
+	wctx, stopWaiter := context.WithCancel(ctx)
+	defer stopWaiter()
+	waiter := make(chan *duroxide.LockedWorkItem, 1)
+	go func() {
+		w, _ := p.FetchWorkItem(wctx, 10*time.Minute, pollTimeout, nil, duroxide.TagFilterDefaultOnly())
+		waiter <- w
+	}()
+	waitForEagerWaiters(t, p, 0, 1)
+	doc := activityDocID(2)
+	cutAckMidBatch(t, p, s, instance, emulator.FaultRule{Op: emulator.OpPatchItem, ItemID: &doc}, func(ctx context.Context) error {
+		return p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(instance),
+			duroxide.NewEvent(2, instance, 1, nil, duroxide.ActivityScheduled{Name: "Greet", Input: `"world"`})},
+			[]duroxide.WorkItem{{Kind: greet(instance, 2, nil)}}, nil, runningMetadata(), nil)
+	}, func() bool {
+		hist, err := p.Read(ctx, instance)
+		require.NoError(t, err)
+		return len(hist) == 2
+	})
+	stopWaiter()
+	if w := receive(t, waiter); w != nil {
+		// The waiter, told nothing comes, went on polling and found the
+		// released activity itself.
+		assert.Equal(t, uint32(1), w.AttemptCount)
+		return
+	}
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
+	require.NoError(t, err)
+	require.NotNil(t, w, "the activity is not left locked for a fetch that was told nothing comes")
+	assert.Equal(t, uint32(1), w.AttemptCount)
+}
+
+// TestAnActivityAckCutWhileItsBatchIsOnItsWayLeavesNoTurnLockedForNobody
+// checks an activity's ack whose context ends while its batch, which
+// locks the instance's next turn for a waiting orchestration fetch, is on
+// its way and lands after all: the ack fails and the waiter is told that
+// nothing comes, so the turn's lock has no owner. It must be released
+// (conditioned on it) rather than left to expire: the turn, the
+// completion among its messages, is fetched at once, not a lock timeout
+// later (10 minutes here), at its first attempt.
+func TestAnActivityAckCutWhileItsBatchIsOnItsWayLeavesNoTurnLockedForNobody(t *testing.T) {
+	t.Parallel()
+	p, s := newEagerProvider(t, nil, "private", nil)
+	ctx := context.Background()
+	const instance = "eager-turn-ack-cut"
+	w := runningActivity(t, p, instance)
+
+	wctx, stopWaiter := context.WithCancel(ctx)
+	defer stopWaiter()
+	waiter := make(chan *duroxide.OrchestrationItem, 1)
+	go func() {
+		item, _ := p.FetchOrchestrationItem(wctx, 10*time.Minute, pollTimeout, nil)
+		waiter <- item
+	}()
+	waitForEagerWaiters(t, p, 1, 0)
+	// The release, if any, is the partition's next batch; the cut batch,
+	// applied, makes the activity's message the ack's tombstone.
+	cutAckMidBatch(t, p, s, instance, emulator.FaultRule{Op: emulator.OpBatch}, func(ctx context.Context) error {
+		return p.AckWorkItem(ctx, w.LockToken, greeted(instance))
+	}, func() bool {
+		_, err := p.RenewWorkItemLock(ctx, w.LockToken, longLock)
+		return err != nil
+	})
+	stopWaiter()
+	if item := receive(t, waiter); item != nil {
+		// The waiter, told nothing comes, went on polling and took the
+		// released turn itself.
+		assert.Equal(t, uint32(1), item.AttemptCount)
+		return
+	}
+	turn, err := fetchInstance(ctx, p, instance)
+	require.NoError(t, err)
+	require.NotNil(t, turn, "the turn is not left locked for a fetch that was told nothing comes")
+	require.Len(t, turn.Messages, 1)
+	assert.IsType(t, duroxide.ActivityCompletedItem{}, turn.Messages[0].Kind)
+	assert.Equal(t, uint32(1), turn.AttemptCount)
 }
