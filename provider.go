@@ -708,6 +708,10 @@ const unknownVersion = "unknown"
 // of the instance document: the fetch goes on with the lock that landed
 // (a held-state batch's lock is released, 1 batch, and the partition
 // read), or tries the still free instance again.
+//
+// While it waits, the fetch can be handed a turn an activity's ack of
+// this process locked for it (eager dispatch, DESIGN.md §17): 0 requests
+// of its own.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *duroxide.DispatcherCapabilityFilter) (*duroxide.OrchestrationItem, error) {
 	ctx = cosmos.WithCall(ctx, "fetch_orchestration_item")
 	const op = "fetch_orchestration_item"
@@ -1529,6 +1533,11 @@ func checkOrchestratorItem(item duroxide.WorkItem) error {
 // batch's answer is lost, the instance document (or, when another turn was
 // acked since, the tombstone of a consumed message) tells whether it
 // committed. Of two acks with one token, only the first succeeds.
+//
+// With eager dispatch (DESIGN.md §17), the worker-queue messages of the
+// final batch that waiting work-item fetches of this process accept (their
+// tag filters; no session item) are created locked for them and handed
+// over once the batch committed: no request added.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, executionID uint64, historyDelta []duroxide.Event, workerItems, orchestratorItems []duroxide.WorkItem, metadata duroxide.ExecutionMetadata, cancelledActivities []duroxide.ScheduledActivityIdentifier) error {
 	ctx = cosmos.WithCall(ctx, "ack_orchestration_item")
 	const op = "ack_orchestration_item"

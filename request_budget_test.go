@@ -257,6 +257,7 @@ func TestFetchRequestsUnderLoad(t *testing.T) {
 	const orchBudget, workBudget = 4.0, 2.0
 	for _, c := range [][2]int{{1, 1}, {2, 2}, {4, 4}} {
 		t.Run(fmt.Sprintf("%d-%d", c[0], c[1]), func(t *testing.T) {
+			t.Parallel() // each on its emulator
 			res, trace := runStressOnCDB(t, c[0], c[1], 2*time.Second)
 			require.Positive(t, res.Completed)
 			require.Zero(t, res.Failed, "failed orchestrations: %v", res.Problems)

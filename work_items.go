@@ -63,6 +63,11 @@ import (
 // lost (a dropped connection, a 408, a 500) costs 1 point read of the
 // message, or 2 for a session item whose claim landed: the fetch goes on
 // with the lock that landed, or tries the still free message again.
+//
+// While it waits, the fetch can be handed an activity a turn's ack of
+// this process created locked for it (eager dispatch, DESIGN.md §17;
+// Config.DisableEagerDispatch): 0 requests of its own, the lock as if the
+// fetch had taken it (lock timeout from the fetch, attempt count 1).
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *duroxide.SessionFetchConfig, tagFilter duroxide.TagFilter) (*duroxide.LockedWorkItem, error) {
 	ctx = cosmos.WithCall(ctx, "fetch_work_item")
 	const op = "fetch_work_item"
@@ -281,6 +286,14 @@ func (p *Provider) readBackWorkLock(ctx context.Context, c candidates.Entry, loc
 // patch). A message that is gone (cancelled), or whose lock expired or was
 // taken, is a permanent error, and so is a completion that is not an
 // activity's or names an invalid instance (nothing is written then).
+//
+// With eager dispatch (DESIGN.md §17), when this process holds the
+// instance's state and an orchestration fetch of it waits, the same batch
+// also locks the instance's next turn (the held lock batch's operations,
+// the completion created locked) and answers with the documents, and the
+// turn is handed to that fetch; a refusal of that part (another process
+// changed the instance) costs 1 more request, the plain batch, never a
+// failed ack.
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion *duroxide.WorkItem) error {
 	ctx = cosmos.WithCall(ctx, "ack_work_item")
 	const op = "ack_work_item"

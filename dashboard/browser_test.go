@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,9 +25,11 @@ import (
 // The browser tests drive Debian's chromium headless through chromedp
 // against a dashboard served by httptest. They skip with one line when no
 // chromium binary is found ($CHROMIUM, else chromium, chromium-browser,
-// google-chrome on PATH). They run one at a time (no t.Parallel): each
-// starts a browser, and several at once on a small shared machine only
-// make each slower.
+// google-chrome on PATH). They share one browser, started by the first
+// (sharedBrowser) and stopped by TestMain; each test has a tab in a
+// browser context of its own (cookies, storage and cache apart, as in a
+// browser of its own). They run one at a time (no t.Parallel): several at
+// once on a small shared machine only make each slower.
 
 // chromiumPath returns the browser binary, or skips the test.
 func chromiumPath(t *testing.T) string {
@@ -43,26 +46,67 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser starts a headless chromium for t, with a viewport of width ×
-// 900 pixels, and returns its tab's context (ended with the test).
-func browser(t *testing.T, width int64) context.Context {
+// theBrowser is the browser the tests share: its first tab's context, the
+// error of its start, and what stops it (TestMain calls stopBrowser).
+var theBrowser struct {
+	once sync.Once
+	ctx  context.Context
+	err  error
+	stop func()
+}
+
+// sharedBrowser returns the context of the shared headless chromium,
+// starting it at the first call (or skips the test without chromium).
+func sharedBrowser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox, // the tests may run as root (CI containers)
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(alloc)
+	theBrowser.once.Do(func() {
+		dir, err := os.MkdirTemp("", "dashboard-chromium-")
+		if err != nil {
+			theBrowser.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox, // the tests may run as root (CI containers)
+			chromedp.Flag("disable-gpu", true),
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.UserDataDir(dir),
+		)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(alloc)
+		theBrowser.stop = func() {
+			// Cancel closes the browser and waits for its processes
+			// (TestMain exits right after: none may be left unreaped).
+			_ = chromedp.Cancel(ctx)
+			cancelBrowser()
+			cancelAlloc()
+			_ = os.RemoveAll(dir)
+		}
+		theBrowser.ctx, theBrowser.err = ctx, chromedp.Do(ctx) // starts the browser
+	})
+	require.NoError(t, theBrowser.err, "starting chromium")
+	return theBrowser.ctx
+}
+
+// stopBrowser stops the shared browser, if one was started.
+func stopBrowser() {
+	if theBrowser.stop != nil {
+		theBrowser.stop()
+	}
+}
+
+// browser opens a tab for t in a new browser context of the shared
+// browser, with a viewport of width × 900 pixels, and returns its context
+// (the tab and its browser context are closed when the test ends).
+func browser(t *testing.T, width int64) context.Context {
+	t.Helper()
+	ctx, cancelTab := chromedp.NewContext(sharedBrowser(t), chromedp.WithNewBrowserContext())
 	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(func() {
 		cancelTime()
 		cancelTab()
-		cancelAlloc()
 	})
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)))
 	return ctx

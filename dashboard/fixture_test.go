@@ -64,6 +64,7 @@ var holdRelease = make(chan struct{})
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopBrowser()
 	close(holdRelease)
 	if fix != nil {
 		fix.close()

@@ -17,10 +17,11 @@ import (
 	"github.com/duroxide-go/duroxide-cdb/providertest/memory"
 )
 
-// TestMain runs the suite's cases 8 at a time unless -parallel says
-// otherwise: they mostly wait for lock timeouts and polls.
+// TestMain runs the suite's cases 16 at a time unless -parallel says
+// otherwise: they mostly wait for lock timeouts and polls, and the
+// in-memory provider costs next to no CPU.
 func TestMain(m *testing.M) {
-	if err := testparallel.Default(8); err != nil {
+	if err := testparallel.Default(16); err != nil {
 		fmt.Fprintln(os.Stderr, "providertest:", err)
 		os.Exit(1)
 	}

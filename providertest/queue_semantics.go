@@ -148,7 +148,9 @@ func WorkerDelayedVisibilitySkipsFutureItems(t *testing.T, f Factory) {
 	delay := lockTimeout / 2
 	require.NoError(t, p.AbandonWorkItem(t.Context(), item1.LockToken, delay, false))
 
-	item2 := lockingFetchWork(t, p, lockTimeout)
+	// The second item's lock must outlast the wait for the first's delay
+	// and the fetch after it, also on a loaded machine: a long one.
+	item2 := lockingFetchWork(t, p, longLock)
 	require.Equal(t, uint64(2), lockingExecuteID(t, item2.Item), "should skip the delayed item and fetch the second")
 	lockingRequireNoWork(t, p, lockTimeout, "no item should be available: the first is delayed, the second locked")
 

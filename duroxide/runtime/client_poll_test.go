@@ -220,15 +220,19 @@ func waitRunningOn(t *testing.T, ctx context.Context, c *runtime.Client, instanc
 }
 
 func TestWaitingOnARunningInstanceReadsNoHistory(t *testing.T) {
+	t.Parallel()
 	for name, newProvider := range statusProviders(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			run := startStatusRun(t, newProvider)
 			ctx, counting, client := run.ctx, run.counting, run.client
 			require.NoError(t, client.StartOrchestration(ctx, "w", "Waits", ""))
 			waitRunningOn(t, ctx, runtime.NewClient(run.raw), "w")
 
 			reads, infos := counting.counts()
-			st, err := client.WaitForOrchestration(ctx, "w", 100*time.Millisecond)
+			// Long enough for several polls on a loaded machine (a poll of the
+			// emulator took over 100 ms at load 12: one poll fitted in 100 ms).
+			st, err := client.WaitForOrchestration(ctx, "w", time.Second)
 			require.ErrorIs(t, err, runtime.ErrTimeout)
 			require.Equal(t, runtime.StatusRunning, st.Kind, "a timed-out wait returns the last status it saw")
 			r2, i2 := counting.counts()

@@ -23,6 +23,13 @@ type scenarioResult struct {
 	Error    string `json:"error"`
 }
 
+// scenarioEmulators are the emulators each SDK's scenarios run on, each
+// as a parallel subtest named after its consistency.
+var scenarioEmulators = []struct {
+	name  string
+	start func(*testing.T) (*emulator.Server, string)
+}{{"strong", startTLSEmulator}, {"session", startSessionEmulator}}
+
 // startTLSEmulator starts an emulator over HTTPS with two physical
 // partitions, as cmd/cdb-emulator serves it, and writes its certificate to a
 // temporary PEM file, returned with it.

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // TestNodeSDKScenarios runs every scenario of node/scenarios.js through
@@ -20,6 +18,7 @@ import (
 // when node or npm is missing or the npm registry cannot be reached for the
 // first install.
 func TestNodeSDKScenarios(t *testing.T) {
+	t.Parallel()
 	node, errNode := exec.LookPath("node")
 	npm, errNpm := exec.LookPath("npm")
 	if errNode != nil || errNpm != nil {
@@ -42,16 +41,19 @@ func TestNodeSDKScenarios(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "scenarios.js"), script, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, start := range []func(*testing.T) (*emulator.Server, string){startTLSEmulator, startSessionEmulator} {
-		srv, certFile := start(t)
-		runScenarios(t, dir, []string{
-			"NODE_PATH=" + modules,
-			"COSMOS_ENDPOINT=" + srv.Endpoint(),
-			"COSMOS_KEY=" + srv.Key(),
-			"COSMOS_CONSISTENCY=" + string(srv.Consistency()),
-			"NODE_EXTRA_CA_CERTS=" + certFile,
-			"NODE_TLS_REJECT_UNAUTHORIZED=1",
-		}, node, "scenarios.js")
+	for _, e := range scenarioEmulators {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			srv, certFile := e.start(t)
+			runScenarios(t, dir, []string{
+				"NODE_PATH=" + modules,
+				"COSMOS_ENDPOINT=" + srv.Endpoint(),
+				"COSMOS_KEY=" + srv.Key(),
+				"COSMOS_CONSISTENCY=" + string(srv.Consistency()),
+				"NODE_EXTRA_CA_CERTS=" + certFile,
+				"NODE_TLS_REJECT_UNAUTHORIZED=1",
+			}, node, "scenarios.js")
+		})
 	}
 }
 

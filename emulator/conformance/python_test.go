@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/duroxide-go/duroxide-cdb/emulator"
 )
 
 // TestPythonSDKScenarios runs every scenario of python/scenarios.py through
@@ -17,20 +15,24 @@ import (
 // skipped, with one line, when no python3 on PATH or at /usr/bin/python3 can
 // import that SDK.
 func TestPythonSDKScenarios(t *testing.T) {
+	t.Parallel()
 	python := pythonWithCosmos3(t)
 	dir, err := filepath.Abs("python")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, start := range []func(*testing.T) (*emulator.Server, string){startTLSEmulator, startSessionEmulator} {
-		srv, certFile := start(t)
-		runScenarios(t, dir, []string{
-			"COSMOS_ENDPOINT=" + srv.Endpoint(),
-			"COSMOS_KEY=" + srv.Key(),
-			"COSMOS_CONSISTENCY=" + string(srv.Consistency()),
-			"COSMOS_CA_CERT=" + certFile,
-			"PYTHONDONTWRITEBYTECODE=1", // nothing written into the checkout
-		}, python, "scenarios.py")
+	for _, e := range scenarioEmulators {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			srv, certFile := e.start(t)
+			runScenarios(t, dir, []string{
+				"COSMOS_ENDPOINT=" + srv.Endpoint(),
+				"COSMOS_KEY=" + srv.Key(),
+				"COSMOS_CONSISTENCY=" + string(srv.Consistency()),
+				"COSMOS_CA_CERT=" + certFile,
+				"PYTHONDONTWRITEBYTECODE=1", // nothing written into the checkout
+			}, python, "scenarios.py")
+		})
 	}
 }
 

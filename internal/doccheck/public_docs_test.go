@@ -114,27 +114,48 @@ func TestPublicDocsAreSelfContained(t *testing.T) {
 		t.Fatalf("found only %d public packages under %s: %v", len(dirs), root, dirs)
 	}
 	for _, dir := range dirs {
-		cmd := exec.Command("go", "doc", "-all", "./"+dir)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Errorf("go doc -all ./%s: %v\n%s", dir, err, out)
+		t.Run(dir, func(t *testing.T) {
+			t.Parallel()
+			checkPublicDoc(t, root, dir)
+		})
+	}
+}
+
+// checkPublicDoc is TestPublicDocsAreSelfContained for the package in dir
+// (relative to root).
+func checkPublicDoc(t *testing.T, root, dir string) {
+	cmd := exec.Command("go", "doc", "-all", "./"+dir)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go doc -all ./%s: %v\n%s", dir, err, out)
+	}
+	// One pattern for all the package's unexported names, each as a
+	// whole word (a regexp per name and line cost seconds of CPU).
+	var unexported *regexp.Regexp
+	if names := unexportedNames(t, filepath.Join(root, dir)); len(names) > 0 {
+		for i, n := range names {
+			names[i] = regexp.QuoteMeta(n)
+		}
+		unexported = regexp.MustCompile(`\b(?:` + strings.Join(names, "|") + `)\b`)
+	}
+	for i, line := range strings.Split(string(out), "\n") {
+		for _, bad := range forbiddenInDocs {
+			if strings.Contains(line, bad) {
+				t.Errorf("./%s doc line %d names %q: %s", dir, i+1, bad, strings.TrimSpace(line))
+			}
+		}
+		if m := goFileName.FindString(line); m != "" {
+			t.Errorf("./%s doc line %d names the file %s: %s", dir, i+1, m, strings.TrimSpace(line))
+		}
+		if unexported == nil {
 			continue
 		}
-		unexported := unexportedNames(t, filepath.Join(root, dir))
-		for i, line := range strings.Split(string(out), "\n") {
-			for _, bad := range forbiddenInDocs {
-				if strings.Contains(line, bad) {
-					t.Errorf("./%s doc line %d names %q: %s", dir, i+1, bad, strings.TrimSpace(line))
-				}
-			}
-			if m := goFileName.FindString(line); m != "" {
-				t.Errorf("./%s doc line %d names the file %s: %s", dir, i+1, m, strings.TrimSpace(line))
-			}
-			for _, n := range unexported {
-				if regexp.MustCompile(`\b` + n + `\b`).MatchString(line) {
-					t.Errorf("./%s doc line %d names the unexported %s: %s", dir, i+1, n, strings.TrimSpace(line))
-				}
+		seen := map[string]bool{}
+		for _, n := range unexported.FindAllString(line, -1) {
+			if !seen[n] {
+				seen[n] = true
+				t.Errorf("./%s doc line %d names the unexported %s: %s", dir, i+1, n, strings.TrimSpace(line))
 			}
 		}
 	}

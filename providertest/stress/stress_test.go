@@ -18,7 +18,10 @@ import (
 // Short runs of the stress harness on the reference in-memory provider.
 // They assert outcomes (every orchestration completed with a verified
 // history, every activity fetched and acknowledged exactly once), never
-// speed: throughput is what cmd/cdb-stress measures.
+// speed: throughput is what cmd/cdb-stress measures. The runs are parallel
+// tests but for the two that count on time (progress reports per second,
+// a 2 s wait that only the lost instance may outlast), which run first,
+// alone.
 
 // memoryStressFactory returns a fresh in-memory provider per run.
 func memoryStressFactory(context.Context, StressRun) (duroxide.Provider, error) {
@@ -82,6 +85,7 @@ func requireAllCompleted(t *testing.T, res StressResult, activitiesPerInstance i
 }
 
 func TestStressParallelOrchestrationsOnMemory(t *testing.T) {
+	t.Parallel()
 	for _, c := range [][2]int{{1, 1}, {2, 2}} {
 		cfg := shortStress(ScenarioParallelOrchestrations, c[0], c[1])
 		res, err := RunStress(t.Context(), memoryStressFactory, cfg)
@@ -97,6 +101,7 @@ func TestStressParallelOrchestrationsOnMemory(t *testing.T) {
 }
 
 func TestStressLargePayloadOnMemory(t *testing.T) {
+	t.Parallel()
 	cfg := shortStress(ScenarioLargePayload, 2, 2)
 	cfg.MaxConcurrent = 2
 	res, err := RunStress(t.Context(), memoryStressFactory, cfg)
@@ -169,6 +174,7 @@ func (p requestCountingProvider) AckOrchestrationItem(ctx context.Context, lockT
 }
 
 func TestStressAttributesRequestsToOperations(t *testing.T) {
+	t.Parallel()
 	var counter, microRU atomic.Int64
 	cfg := shortStress(ScenarioParallelOrchestrations, 2, 2)
 	cfg.RequestCount = func() int64 { return counter.Load() }
@@ -211,6 +217,7 @@ func (p duplicatingProvider) AckOrchestrationItem(ctx context.Context, lockToken
 }
 
 func TestStressFailsOnDuplicatedActivity(t *testing.T) {
+	t.Parallel()
 	cfg := shortStress(ScenarioParallelOrchestrations, 2, 2)
 	res, err := RunStress(t.Context(), func(context.Context, StressRun) (duroxide.Provider, error) {
 		return duplicatingProvider{Provider: memory.NewMemoryProvider(memory.MemoryOptions{}), instance: "stress-test-1", done: new(atomic.Bool)}, nil
