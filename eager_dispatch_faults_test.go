@@ -2,7 +2,7 @@ package cdb_test
 
 import (
 	"context"
-	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,16 +21,7 @@ import (
 
 // handOverDelay holds an ack's batch in the emulator long enough for the
 // test to end a context while the batch is on its way.
-const handOverDelay = 2 * time.Second
-
-// cutInFlight ends an ack's context (cut) once its batch, held for
-// handOverDelay, has certainly reached the emulator: a batch cut before
-// it left the client is never applied, and these tests are about one
-// that is.
-func cutInFlight(cut context.CancelFunc) {
-	time.Sleep(handOverDelay / 2)
-	cut()
-}
+const handOverDelay = time.Second
 
 // waitForReservation blocks until no eager waiter of p is free: the ack
 // under test reserved the one that waited.
@@ -47,10 +38,6 @@ func waitForReservation(t *testing.T, p *cdb.Provider) {
 		time.Sleep(time.Millisecond)
 	}
 }
-
-// activityDocID is the id of the worker-queue message of activity id of
-// execution 1 (models.go's workerDocID).
-func activityDocID(id uint64) string { return fmt.Sprintf("wq-%020d-%020d", 1, id) }
 
 // TestAWorkFetchWhoseContextEndsDuringItsHandOverReleasesTheActivityUncounted
 // checks a waiting work-item fetch reserved by a turn's ack whose context
@@ -166,121 +153,96 @@ func TestATurnFetchWhoseContextEndsDuringItsHandOverReleasesTheTurnUncounted(t *
 	assert.Len(t, turn.History, 2)
 }
 
-// cutAckMidBatch runs ack, which reserves the waiting fetch of p, with a
-// context it ends while ack's batch, held by the emulator, is on its way
-// (the emulator applies it once it sees the client gone), and requires
-// ack to fail. release is the fault that holds the request that would
-// release what the batch locked, so that it reaches the emulator after
-// the batch was applied (a real service may apply a cut request later
-// still: then the lock expires, the best effort's limit). It waits until
-// applied reports the batch applied.
-func cutAckMidBatch(t *testing.T, p *cdb.Provider, s *emulator.Server, instance string, release emulator.FaultRule, ack func(context.Context) error, applied func() bool) {
-	t.Helper()
-	key := instance
-	s.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Times: 1, Fault: emulator.Delay(handOverDelay)})
-	release.PartitionKey, release.Times, release.Fault = &key, 1, emulator.Delay(handOverDelay/4)
-	s.InjectFault(release)
-	actx, cut := context.WithCancel(context.Background())
-	acked := make(chan error, 1)
-	go func() { acked <- ack(actx) }()
-	waitForReservation(t, p)
-	cutInFlight(cut)
-	require.Error(t, receive(t, acked))
-	deadline := time.Now().Add(pollTimeout)
-	for !applied() {
-		require.True(t, time.Now().Before(deadline), "the cut batch was never applied")
-		time.Sleep(10 * time.Millisecond)
-	}
+// cutAfterApplied makes the next transactional batch of p's process tr
+// in instance's partition end as if the caller's context ended while the
+// batch was on its way: the emulator applies it, then cut ends the
+// context and the client gets the context's error instead of the answer.
+func cutAfterApplied(tr *hookTransport, instance string, cut context.CancelFunc) {
+	tr.setAnswer(func(req *http.Request, resp *http.Response, err error) (*http.Response, error) {
+		if err != nil || !isBatchIn(req, instance) {
+			return resp, err
+		}
+		tr.setAnswer(nil)
+		_ = resp.Body.Close()
+		cut()
+		return nil, context.Canceled
+	})
+}
+
+// eagerProcess is a process of cluster c with eager dispatch on, whatever
+// DUROXIDE_EAGER says.
+func eagerProcess(t *testing.T, c *cluster) (*cdb.Provider, *hookTransport) {
+	return c.process(t, func(cfg *cdb.Config) { cfg.DisableEagerDispatch = false })
 }
 
 // TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody
 // checks a turn's ack whose context ends while its batch, which creates
-// an activity locked for a waiting fetch, is on its way and lands after
-// all (the service applies what it received): the ack fails and tells
-// the waiter that nothing comes, so the activity's lock has no owner. It
-// must be released (conditioned on it) rather than left to expire: the
-// activity is fetched at once, not a lock timeout later (10 minutes
-// here), at its first attempt.
+// an activity locked for a waiting fetch, is on its way, and the service
+// applies the batch: the ack fails and tells the waiter that nothing
+// comes, so the activity's lock has no owner. It must be released
+// (conditioned on it) rather than left to expire: the activity is
+// fetched at once, not a lock timeout later (10 minutes here), at its
+// first attempt.
 func TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody(t *testing.T) {
 	t.Parallel()
-	p, s := newEagerProvider(t, nil, "private", nil)
+	p, tr := eagerProcess(t, newCluster(t))
 	ctx := context.Background()
 	const instance = "eager-work-ack-cut"
 	item := firstTurn(t, p, instance)
 
-	wctx, stopWaiter := context.WithCancel(ctx)
-	defer stopWaiter()
 	waiter := make(chan *duroxide.LockedWorkItem, 1)
 	go func() {
-		w, _ := p.FetchWorkItem(wctx, 10*time.Minute, pollTimeout, nil, duroxide.TagFilterDefaultOnly())
+		w, _ := p.FetchWorkItem(ctx, 10*time.Minute, pollTimeout, nil, duroxide.TagFilterDefaultOnly())
 		waiter <- w
 	}()
 	waitForEagerWaiters(t, p, 0, 1)
-	doc := activityDocID(2)
-	cutAckMidBatch(t, p, s, instance, emulator.FaultRule{Op: emulator.OpPatchItem, ItemID: &doc}, func(ctx context.Context) error {
-		return p.AckOrchestrationItem(ctx, item.LockToken, 1, []duroxide.Event{started(instance),
-			duroxide.NewEvent(2, instance, 1, nil, duroxide.ActivityScheduled{Name: "Greet", Input: `"world"`})},
-			[]duroxide.WorkItem{{Kind: greet(instance, 2, nil)}}, nil, runningMetadata(), nil)
-	}, func() bool {
-		hist, err := p.Read(ctx, instance)
-		require.NoError(t, err)
-		return len(hist) == 2
-	})
-	stopWaiter()
-	if w := receive(t, waiter); w != nil {
-		// The waiter, told nothing comes, went on polling and found the
-		// released activity itself.
-		assert.Equal(t, uint32(1), w.AttemptCount)
-		return
-	}
-	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, duroxide.TagFilterDefaultOnly())
-	require.NoError(t, err)
+	actx, cut := context.WithCancel(ctx)
+	cutAfterApplied(tr, instance, cut)
+	require.Error(t, p.AckOrchestrationItem(actx, item.LockToken, 1, []duroxide.Event{started(instance),
+		duroxide.NewEvent(2, instance, 1, nil, duroxide.ActivityScheduled{Name: "Greet", Input: `"world"`})},
+		[]duroxide.WorkItem{{Kind: greet(instance, 2, nil)}}, nil, runningMetadata(), nil))
+	assert.Equal(t, duroxide.EagerDispatchCounts{Fallbacks: 1}, p.EagerDispatch().Worker)
+	// The waiter, told nothing comes, polls on: the released activity,
+	// hinted, is its to lock.
+	w := receive(t, waiter)
 	require.NotNil(t, w, "the activity is not left locked for a fetch that was told nothing comes")
+	assert.Equal(t, uint64(2), w.Item.Kind.(duroxide.ActivityExecuteItem).ID)
 	assert.Equal(t, uint32(1), w.AttemptCount)
+	hist, err := p.Read(ctx, instance)
+	require.NoError(t, err)
+	assert.Len(t, hist, 2, "the cut batch was applied")
 }
 
 // TestAnActivityAckCutWhileItsBatchIsOnItsWayLeavesNoTurnLockedForNobody
 // checks an activity's ack whose context ends while its batch, which
 // locks the instance's next turn for a waiting orchestration fetch, is on
-// its way and lands after all: the ack fails and the waiter is told that
-// nothing comes, so the turn's lock has no owner. It must be released
-// (conditioned on it) rather than left to expire: the turn, the
-// completion among its messages, is fetched at once, not a lock timeout
-// later (10 minutes here), at its first attempt.
+// its way, and the service applies the batch: the ack fails and the
+// waiter is told that nothing comes, so the turn's lock has no owner. It
+// must be released (conditioned on it) rather than left to expire: the
+// turn, the completion among its messages, is fetched at once, not a lock
+// timeout later (10 minutes here), at its first attempt.
 func TestAnActivityAckCutWhileItsBatchIsOnItsWayLeavesNoTurnLockedForNobody(t *testing.T) {
 	t.Parallel()
-	p, s := newEagerProvider(t, nil, "private", nil)
+	p, tr := eagerProcess(t, newCluster(t))
 	ctx := context.Background()
 	const instance = "eager-turn-ack-cut"
 	w := runningActivity(t, p, instance)
 
-	wctx, stopWaiter := context.WithCancel(ctx)
-	defer stopWaiter()
 	waiter := make(chan *duroxide.OrchestrationItem, 1)
 	go func() {
-		item, _ := p.FetchOrchestrationItem(wctx, 10*time.Minute, pollTimeout, nil)
+		item, _ := p.FetchOrchestrationItem(ctx, 10*time.Minute, pollTimeout, nil)
 		waiter <- item
 	}()
 	waitForEagerWaiters(t, p, 1, 0)
-	// The release, if any, is the partition's next batch; the cut batch,
-	// applied, makes the activity's message the ack's tombstone.
-	cutAckMidBatch(t, p, s, instance, emulator.FaultRule{Op: emulator.OpBatch}, func(ctx context.Context) error {
-		return p.AckWorkItem(ctx, w.LockToken, greeted(instance))
-	}, func() bool {
-		_, err := p.RenewWorkItemLock(ctx, w.LockToken, longLock)
-		return err != nil
-	})
-	stopWaiter()
-	if item := receive(t, waiter); item != nil {
-		// The waiter, told nothing comes, went on polling and took the
-		// released turn itself.
-		assert.Equal(t, uint32(1), item.AttemptCount)
-		return
-	}
-	turn, err := fetchInstance(ctx, p, instance)
-	require.NoError(t, err)
+	actx, cut := context.WithCancel(ctx)
+	cutAfterApplied(tr, instance, cut)
+	require.Error(t, p.AckWorkItem(actx, w.LockToken, greeted(instance)))
+	assert.Equal(t, duroxide.EagerDispatchCounts{Fallbacks: 1}, p.EagerDispatch().Orchestrator)
+	// The waiter, told nothing comes, polls on: the released turn, its
+	// completion hinted, is its to lock.
+	turn := receive(t, waiter)
 	require.NotNil(t, turn, "the turn is not left locked for a fetch that was told nothing comes")
 	require.Len(t, turn.Messages, 1)
-	assert.IsType(t, duroxide.ActivityCompletedItem{}, turn.Messages[0].Kind)
+	assert.IsType(t, duroxide.ActivityCompletedItem{}, turn.Messages[0].Kind, "the cut batch was applied")
 	assert.Equal(t, uint32(1), turn.AttemptCount)
 }
