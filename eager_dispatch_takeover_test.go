@@ -112,12 +112,8 @@ func TestAFrozenProcesssEagerTurnIsTakenOverWhenItsLockExpires(t *testing.T) {
 	assert.IsType(t, duroxide.ActivityCompletedItem{}, turn.Messages[0].Kind)
 	assert.Equal(t, uint32(2), turn.AttemptCount, "the eager lock counted the first attempt")
 
-	completed := duroxide.NewEvent(3, instance, 1, duroxide.Uint64Ptr(2), duroxide.ActivityCompleted{Result: `"hi"`})
-	finished := duroxide.NewEvent(4, instance, 1, nil, duroxide.OrchestrationCompleted{Output: `"hi"`})
-	md := duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr(`"hi"`)}
-	requirePermanent(t, a.AckOrchestrationItem(ctx, frozen.LockToken, 1, []duroxide.Event{completed, finished}, nil, nil, md, nil),
-		"the frozen process's late ack")
-	require.NoError(t, b.AckOrchestrationItem(ctx, turn.LockToken, 1, []duroxide.Event{completed, finished}, nil, nil, md, nil))
+	requirePermanent(t, ackGreetedTurn(ctx, a, instance, frozen.LockToken), "the frozen process's late ack")
+	require.NoError(t, ackGreetedTurn(ctx, b, instance, turn.LockToken))
 
 	hist, err := b.Read(ctx, instance)
 	require.NoError(t, err)
