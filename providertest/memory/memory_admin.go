@@ -164,7 +164,7 @@ func (p *MemoryProvider) GetExecutionInfo(ctx context.Context, instance string, 
 		Output:      memClone(exec.output),
 		StartedAt:   exec.startedAt,
 		CompletedAt: memClone(exec.completedAt),
-		EventCount:  uint64(len(p.history[instance][executionID])),
+		EventCount:  uint64(p.history[instance][executionID].len()),
 	}, nil
 }
 
@@ -185,8 +185,8 @@ func (p *MemoryProvider) GetSystemMetrics(ctx context.Context) (duroxide.SystemM
 		m.TotalExecutions += uint64(len(execs))
 	}
 	for _, byExec := range p.history {
-		for _, rows := range byExec {
-			m.TotalEvents += uint64(len(rows))
+		for _, h := range byExec {
+			m.TotalEvents += uint64(h.len())
 		}
 	}
 	return m, nil
@@ -356,7 +356,7 @@ func (p *MemoryProvider) ReadHistoryPage(ctx context.Context, instance string, e
 	defer p.mu.Unlock()
 	page := duroxide.HistoryPage{Execution: info, Events: []duroxide.Event{}}
 	page.Execution.EventCount = 0
-	for _, row := range p.history[instance][execution] {
+	for _, row := range p.history[instance][execution].all() {
 		page.Execution.EventCount = max(page.Execution.EventCount, row.id)
 		if row.id >= first && row.id < first+uint64(count) {
 			ev, err := row.decode()
@@ -381,7 +381,7 @@ func (p *MemoryProvider) ReadHistoryEvents(ctx context.Context, instance string,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := []duroxide.Event{}
-	for _, row := range p.history[instance][execution] {
+	for _, row := range p.history[instance][execution].all() {
 		if slices.Contains(ids, row.id) {
 			ev, err := row.decode()
 			if err != nil {

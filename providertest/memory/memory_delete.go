@@ -56,8 +56,8 @@ func (p *MemoryProvider) DeleteInstancesAtomic(ctx context.Context, ids []string
 		}
 		delete(p.pending, id)
 		res.ExecutionsDeleted += uint64(len(p.executions[id]))
-		for _, rows := range p.history[id] {
-			res.EventsDeleted += uint64(len(rows))
+		for _, h := range p.history[id] {
+			res.EventsDeleted += uint64(h.len())
 		}
 		delete(p.instances, id)
 		delete(p.executions, id)
@@ -166,7 +166,7 @@ func (p *MemoryProvider) PruneExecutions(ctx context.Context, instance string, o
 			continue
 		}
 		res.ExecutionsDeleted++
-		res.EventsDeleted += uint64(len(p.history[instance][id]))
+		res.EventsDeleted += uint64(p.history[instance][id].len())
 		delete(p.history[instance], id)
 		delete(p.executions[instance], id)
 	}

@@ -44,10 +44,42 @@ func (p *MemoryProvider) latestExecution(instance string) uint64 {
 	return latest
 }
 
-// readHistory decodes one execution's history in event-id order; the
-// caller holds p.mu.
+// memHistory is one execution's history: its rows in event-id order
+// (the source of truth, as SQLite's history table) and, beside them, the
+// same events decoded once when they were appended, which fetches hand out
+// without decoding the whole history again on every turn.
+type memHistory struct {
+	rows []memStoredEvent
+	// events[i] is rows[i] decoded from its bytes at append (a private
+	// copy: nothing in it shares memory with the caller's events). Never
+	// modified in place: appends only extend it, and a fetch returns it
+	// capped (events[:n:n]) so that a caller's append copies.
+	events []duroxide.Event
+	// corrupt is set by CorruptHistory: the rows no longer match events,
+	// and every read decodes the rows (and reports the error).
+	corrupt bool
+}
+
+// len returns the number of events; a nil history has none.
+func (h *memHistory) len() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.rows)
+}
+
+// all returns the rows in event-id order; a nil history has none.
+func (h *memHistory) all() []memStoredEvent {
+	if h == nil {
+		return nil
+	}
+	return h.rows
+}
+
+// readHistory decodes one execution's history in event-id order into
+// fresh values; the caller holds p.mu.
 func (p *MemoryProvider) readHistory(instance string, execution uint64) ([]duroxide.Event, error) {
-	rows := p.history[instance][execution]
+	rows := p.history[instance][execution].all()
 	events := make([]duroxide.Event, 0, len(rows))
 	for i, r := range rows {
 		ev, err := r.decode()
@@ -59,47 +91,90 @@ func (p *MemoryProvider) readHistory(instance string, execution uint64) ([]durox
 	return events, nil
 }
 
+// turnHistory returns one execution's history for a fetch: the events
+// decoded at append, shared and capped (events[:n:n]), so that a turn costs
+// no decoding of the history it already stored; a corrupted history is
+// decoded from its rows, which reports the error. The caller holds p.mu
+// and must treat the events as read-only (as the runtime does; cdb's held
+// history hands out its events the same way, DESIGN.md §13).
+func (p *MemoryProvider) turnHistory(instance string, execution uint64) ([]duroxide.Event, error) {
+	h := p.history[instance][execution]
+	if h == nil || h.corrupt {
+		return p.readHistory(instance, execution)
+	}
+	n := len(h.events)
+	return h.events[:n:n], nil
+}
+
 // encodeAppend validates events for appending to one execution (every
 // event id set by the runtime, non-zero and unique in the execution, every
-// event encodable) and returns their rows; nothing is stored. The caller
-// holds p.mu.
-func (p *MemoryProvider) encodeAppend(instance string, execution uint64, events []duroxide.Event) ([]memStoredEvent, error) {
-	seen := map[uint64]bool{}
-	for _, r := range p.history[instance][execution] {
-		seen[r.id] = true
-	}
+// event encodable) and returns their rows with private decoded copies;
+// nothing is stored. The caller holds p.mu.
+func (p *MemoryProvider) encodeAppend(instance string, execution uint64, events []duroxide.Event) ([]memStoredEvent, []duroxide.Event, error) {
+	stored := p.history[instance][execution].all()
+	seen := make(map[uint64]bool, len(events))
 	rows := make([]memStoredEvent, 0, len(events))
+	copies := make([]duroxide.Event, 0, len(events))
 	for _, ev := range events {
 		if ev.EventID == 0 {
-			return nil, fmt.Errorf("event_id must be set by runtime")
+			return nil, nil, fmt.Errorf("event_id must be set by runtime")
 		}
-		if seen[ev.EventID] {
-			return nil, fmt.Errorf("duplicate event_id %d for instance '%s' execution %d", ev.EventID, instance, execution)
+		_, dup := slices.BinarySearchFunc(stored, ev.EventID, func(r memStoredEvent, id uint64) int { return cmp.Compare(r.id, id) })
+		if dup || seen[ev.EventID] {
+			return nil, nil, fmt.Errorf("duplicate event_id %d for instance '%s' execution %d", ev.EventID, instance, execution)
 		}
 		seen[ev.EventID] = true
 		data, err := json.Marshal(ev)
 		if err != nil {
-			return nil, fmt.Errorf("event %d cannot be serialized: %w", ev.EventID, err)
+			return nil, nil, fmt.Errorf("event %d cannot be serialized: %w", ev.EventID, err)
 		}
-		rows = append(rows, memStoredEvent{id: ev.EventID, data: data})
+		row := memStoredEvent{id: ev.EventID, data: data}
+		copied, err := row.decode()
+		if err != nil {
+			return nil, nil, fmt.Errorf("event %d cannot be serialized: %w", ev.EventID, err)
+		}
+		rows = append(rows, row)
+		copies = append(copies, copied)
 	}
-	return rows, nil
+	return rows, copies, nil
 }
 
-// appendHistory stores rows returned by encodeAppend, keeping the
-// execution ordered by event id; the caller holds p.mu.
-func (p *MemoryProvider) appendHistory(instance string, execution uint64, rows []memStoredEvent) {
+// appendHistory stores rows and their decoded copies returned by
+// encodeAppend, keeping the execution ordered by event id: appended in
+// place when they follow the stored events in order (every turn), sorted
+// otherwise. The caller holds p.mu.
+func (p *MemoryProvider) appendHistory(instance string, execution uint64, rows []memStoredEvent, copies []duroxide.Event) {
 	if len(rows) == 0 {
 		return
 	}
 	byExec := p.history[instance]
 	if byExec == nil {
-		byExec = map[uint64][]memStoredEvent{}
+		byExec = map[uint64]*memHistory{}
 		p.history[instance] = byExec
 	}
-	all := append(byExec[execution], rows...)
-	slices.SortStableFunc(all, func(a, b memStoredEvent) int { return cmp.Compare(a.id, b.id) })
-	byExec[execution] = all
+	h := byExec[execution]
+	if h == nil {
+		h = &memHistory{}
+		byExec[execution] = h
+	}
+	inOrder := slices.IsSortedFunc(rows, func(a, b memStoredEvent) int { return cmp.Compare(a.id, b.id) }) &&
+		(len(h.rows) == 0 || h.rows[len(h.rows)-1].id < rows[0].id)
+	h.rows = append(h.rows, rows...)
+	h.events = append(h.events, copies...)
+	if inOrder {
+		return
+	}
+	idx := make([]int, len(h.rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(h.rows[a].id, h.rows[b].id) })
+	sortedRows := make([]memStoredEvent, len(idx))
+	sortedEvents := make([]duroxide.Event, len(idx))
+	for i, j := range idx {
+		sortedRows[i], sortedEvents[i] = h.rows[j], h.events[j]
+	}
+	h.rows, h.events = sortedRows, sortedEvents // new arrays: slices handed out keep their order
 }
 
 // readOp is the body of every history read: op names the operation in
@@ -143,11 +218,11 @@ func (p *MemoryProvider) AppendWithExecution(ctx context.Context, instance strin
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rows, err := p.encodeAppend(instance, executionID, events)
+	rows, copies, err := p.encodeAppend(instance, executionID, events)
 	if err != nil {
 		return memPermanentCause("append_with_execution", "Failed to append history: ", err)
 	}
-	p.appendHistory(instance, executionID, rows)
+	p.appendHistory(instance, executionID, rows, copies)
 	return nil
 }
 
@@ -156,7 +231,9 @@ func (p *MemoryProvider) AppendWithExecution(ctx context.Context, instance strin
 func (p *MemoryProvider) CorruptHistory(instance string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, rows := range p.history[instance] {
+	for _, h := range p.history[instance] {
+		h.corrupt = true
+		rows := h.rows
 		for i := range rows {
 			rows[i].data = []byte(`{"type":"UnknownEventFromTheFuture","event_id":` + fmt.Sprint(rows[i].id) + `,"garbage":`)
 		}

@@ -162,7 +162,7 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 				item.Version = *inst.version
 			}
 			item.ExecutionID = inst.currentExecution
-			history, err := p.readHistory(instance, inst.currentExecution)
+			history, err := p.turnHistory(instance, inst.currentExecution)
 			if err != nil {
 				msg := "Failed to deserialize history: " + err.Error()
 				item.HistoryError = &msg
@@ -208,7 +208,7 @@ func (p *MemoryProvider) tryFetchOrchestration(now int64, lockTimeout time.Durat
 func (p *MemoryProvider) describeNewInstance(item *duroxide.OrchestrationItem) bool {
 	item.ExecutionID = duroxide.InitialExecutionID
 	item.KVSnapshot = map[string]duroxide.KvEntry{}
-	history, _ := p.readHistory(item.Instance, p.latestExecution(item.Instance))
+	history, _ := p.turnHistory(item.Instance, p.latestExecution(item.Instance))
 	for _, ev := range history {
 		if started, ok := ev.Kind.(duroxide.OrchestrationStarted); ok {
 			item.OrchestrationName, item.Version, item.History = started.Name, started.Version, history
@@ -346,14 +346,14 @@ func (p *MemoryProvider) AckOrchestrationItem(ctx context.Context, lockToken str
 	if lock.lockedUntil <= now {
 		return memPermanent(op, "Instance lock expired")
 	}
-	rows, err := p.encodeAppend(instance, executionID, historyDelta)
+	rows, copies, err := p.encodeAppend(instance, executionID, historyDelta)
 	if err != nil {
 		return memPermanentCause(op, "Failed to append history: ", err)
 	}
 
 	p.deleteOrchRows(func(r *memOrchRow) bool { return r.lockToken == lockToken })
 	p.applyMetadata(instance, executionID, metadata, uint64(now))
-	p.appendHistory(instance, executionID, rows)
+	p.appendHistory(instance, executionID, rows, copies)
 	p.applyCustomStatus(instance, historyDelta)
 	p.applyKV(instance, historyDelta, metadata.Status, uint64(now))
 	for _, w := range workerRows {

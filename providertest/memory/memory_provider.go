@@ -41,7 +41,7 @@ type MemoryProvider struct {
 
 	instances  map[string]*memInstance
 	executions map[string]map[uint64]*memExecution
-	history    map[string]map[uint64][]memStoredEvent
+	history    map[string]map[uint64]*memHistory
 	orchQueue  []*memOrchRow
 	workQueue  []*memWorkRow
 	locks      map[string]*memInstanceLock // by instance id
@@ -131,7 +131,7 @@ func NewMemoryProvider(opts MemoryOptions) *MemoryProvider {
 		changed:    make(chan struct{}),
 		instances:  map[string]*memInstance{},
 		executions: map[string]map[uint64]*memExecution{},
-		history:    map[string]map[uint64][]memStoredEvent{},
+		history:    map[string]map[uint64]*memHistory{},
 		locks:      map[string]*memInstanceLock{},
 		sessions:   map[string]*memSessionRow{},
 		kvStore:    map[string]map[string]duroxide.KvEntry{},

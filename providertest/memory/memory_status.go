@@ -50,7 +50,7 @@ func (p *MemoryProvider) GetInstanceStats(ctx context.Context, instance string) 
 		return nil, nil
 	}
 	stats := &duroxide.SystemStats{}
-	for i, r := range p.history[instance][inst.currentExecution] {
+	for i, r := range p.history[instance][inst.currentExecution].all() {
 		stats.HistoryEventCount++
 		stats.HistorySizeBytes += uint64(len(r.data))
 		if i == 0 {
