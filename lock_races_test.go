@@ -583,7 +583,12 @@ func TestDeleteFailingMidwayThenReuse(t *testing.T) {
 
 	key := inst
 	remove := c.emu.InjectFault(emulator.FaultRule{Op: emulator.OpBatch, PartitionKey: &key, Fault: emulator.ServiceUnavailable()})
-	_, err = p.DeleteInstancesAtomic(ctx, []string{inst}, true)
+	// The fault persists: a deadline ends the deletion's retries after a
+	// second rather than the default retries' 4.5 s (Config.RetryBudget:
+	// a caller's deadline wins).
+	failing, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = p.DeleteInstancesAtomic(failing, []string{inst}, true)
+	cancel()
 	remove()
 	require.Error(t, err, "the deletion failed midway")
 	require.True(t, duroxide.IsRetryable(err), "%v", err)
