@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/duroxide-go/duroxide-cdb/duroxide"
 	"github.com/duroxide-go/duroxide-cdb/internal/candidates"
+	"github.com/duroxide-go/duroxide-cdb/internal/cosmos"
 	"github.com/duroxide-go/duroxide-cdb/internal/handoff"
 	"github.com/duroxide-go/duroxide-cdb/internal/held"
 	"go.uber.org/zap"
@@ -71,6 +72,18 @@ func waitOrTake[P, T any](ctx context.Context, l *poll, waiters *handoff.Waiters
 	w := waiters.Register(params)
 	end, err = l.wait(ctx, w.Ready())
 	item, taken = w.Leave()
+	if taken && !end {
+		// Woken otherwise (its poll timer, another write) while reserved,
+		// the fetch waited in Leave for the batch's outcome: its context
+		// or its provider may have ended meanwhile.
+		select {
+		case <-ctx.Done():
+			end, err = true, ctx.Err()
+		case <-l.p.stop:
+			end = true
+		default:
+		}
+	}
 	if taken && end {
 		abandon(item)
 		var zero T
@@ -219,10 +232,14 @@ func (e *eagerWork) committed(results []azcosmos.TransactionalBatchResult) {
 
 // failed tells the waiters that no item comes (the batch was refused, or
 // its outcome is not known): the final batch is sent again without the
-// eager locks, or the ack fails. Nothing was created, or, after an
-// unresolved lost answer, what was created is released (best effort,
-// conditioned on each lock, so a message that was not created is not
-// touched; otherwise its lock expires and it is fetched then).
+// eager locks, or the ack fails. Nothing was created, or, when the
+// outcome is not known (a lost answer not resolved, or the ack's context
+// ended while its batch was on its way: outcomeUnknown), what may have
+// been created is released, without counting the attempt, and hinted to
+// the candidate pool (best effort, conditioned on each lock, so a message
+// that was not created is not touched; otherwise its lock expires and it
+// is fetched then). The waiters are told first, so that none waits for
+// the releases, which share one deadline.
 func (e *eagerWork) failed(unresolved bool) {
 	if e == nil || e.settled {
 		return
@@ -232,12 +249,34 @@ func (e *eagerWork) failed(unresolved bool) {
 	for _, it := range e.items {
 		p.eager.workFallbacks.Add(1)
 		it.waiter.Fail()
-		if unresolved {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = p.AbandonWorkItem(ctx, workerLockToken(it.doc.InstanceID, it.doc.ID, it.lockID), 0, true)
-			cancel()
+	}
+	if !unresolved {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, it := range e.items {
+		if p.AbandonWorkItem(ctx, workerLockToken(it.doc.InstanceID, it.doc.ID, it.lockID), 0, true) == nil {
+			d := it.doc
+			d.LockToken, d.LockedUntil = nil, 0
+			p.hint(queueEntry(&d))
 		}
 	}
+}
+
+// outcomeUnknown reports whether a write that failed with err may have
+// been applied: its answer was lost (cosmos.IsAmbiguous), or the caller's
+// context ended while it was on its way (the retrier then returns the
+// context's error, not an ambiguous one, and the service applies what it
+// received). A batch the service answered, refused, was not applied.
+func outcomeUnknown(ctx context.Context, err error) bool {
+	if cosmos.IsAmbiguous(err) {
+		return true
+	}
+	if _, ok := asBatchFailure(err); ok {
+		return false
+	}
+	return ctx.Err() != nil
 }
 
 // Activity ack → next turn: the completion an activity's ack creates,
@@ -371,11 +410,12 @@ func (t *eagerTurn) refused() {
 }
 
 // landedUnseen settles t when the ack's batch landed but its answer was
-// lost (or the ack failed with its outcome unknown): the turn cannot be
-// built without the answer, so its lock is released, conditioned on it
-// (nothing else is touched when it did not land), without counting the
-// attempt, and the completion hinted to the candidate pool. Nothing is
-// lost: the completion is then an unlocked message.
+// lost (or the ack failed with its outcome unknown: outcomeUnknown): the
+// turn cannot be built without the answer, so the waiter is told that
+// nothing comes, and the lock is released, conditioned on it (nothing
+// else is touched when it did not land), without counting the attempt,
+// and the completion hinted to the candidate pool. Nothing is lost: the
+// completion is then an unlocked message.
 func (t *eagerTurn) landedUnseen() {
 	if !t.pending() {
 		return
@@ -383,9 +423,9 @@ func (t *eagerTurn) landedUnseen() {
 	t.settled = true
 	p := t.p
 	p.heldStates.Drop(t.instance)
+	t.fallback()
 	p.releaseAfterFailedFetch(t.instance, t.lockID, t.ids)
 	p.hint(t.completion)
-	t.fallback()
 }
 
 // fallback counts a fallback and tells the waiter that nothing comes.

@@ -243,6 +243,15 @@ func runningActivity(t *testing.T, p *cdb.Provider, instance string) *duroxide.L
 	return w
 }
 
+// ackGreetedTurn acks, under lockToken, the turn of instance that takes
+// activity 2's completion (greeted): the orchestration completes with it.
+func ackGreetedTurn(ctx context.Context, p *cdb.Provider, instance, lockToken string) error {
+	completed := duroxide.NewEvent(3, instance, 1, duroxide.Uint64Ptr(2), duroxide.ActivityCompleted{Result: `"hi"`})
+	finished := duroxide.NewEvent(4, instance, 1, nil, duroxide.OrchestrationCompleted{Output: `"hi"`})
+	md := duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr(`"hi"`)}
+	return p.AckOrchestrationItem(ctx, lockToken, 1, []duroxide.Event{completed, finished}, nil, nil, md, nil)
+}
+
 func greeted(instance string) *duroxide.WorkItem {
 	return &duroxide.WorkItem{Kind: duroxide.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: 2, Result: `"hi"`}}
 }
@@ -279,10 +288,7 @@ func TestActivityAckHandsTheNextTurnToAWaitingOrchestrationFetch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, other)
 
-	completed := duroxide.NewEvent(3, instance, 1, duroxide.Uint64Ptr(2), duroxide.ActivityCompleted{Result: `"hi"`})
-	finished := duroxide.NewEvent(4, instance, 1, nil, duroxide.OrchestrationCompleted{Output: `"hi"`})
-	md := duroxide.ExecutionMetadata{Status: duroxide.StringPtr(duroxide.StatusCompleted), Output: duroxide.StringPtr(`"hi"`)}
-	require.NoError(t, p.AckOrchestrationItem(ctx, turn.LockToken, 1, []duroxide.Event{completed, finished}, nil, nil, md, nil))
+	require.NoError(t, ackGreetedTurn(ctx, p, instance, turn.LockToken))
 	info, err := p.GetInstanceInfo(ctx, instance)
 	require.NoError(t, err)
 	assert.Equal(t, duroxide.StatusCompleted, info.Status)

@@ -158,22 +158,36 @@ func (c *testClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
 func (c *testClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // hookTransport sends requests to the emulator, first calling hook (when
-// set) with each request; hook must not read the request body.
+// set) with each request; hook must not read the request body. answer,
+// when set, sees each request's outcome and returns the one the client
+// gets.
 type hookTransport struct {
-	inner *http.Client
-	mu    sync.Mutex
-	hook  func(*http.Request)
+	inner  *http.Client
+	mu     sync.Mutex
+	hook   func(*http.Request)
+	answer func(*http.Request, *http.Response, error) (*http.Response, error)
 }
 
 // Do implements policy.Transporter.
 func (h *hookTransport) Do(req *http.Request) (*http.Response, error) {
 	h.mu.Lock()
-	f := h.hook
+	f, a := h.hook, h.answer
 	h.mu.Unlock()
 	if f != nil {
 		f(req)
 	}
-	return h.inner.Do(req)
+	resp, err := h.inner.Do(req)
+	if a != nil {
+		return a(req, resp, err)
+	}
+	return resp, err
+}
+
+// setAnswer installs a (nil removes it).
+func (h *hookTransport) setAnswer(a func(*http.Request, *http.Response, error) (*http.Response, error)) {
+	h.mu.Lock()
+	h.answer = a
+	h.mu.Unlock()
 }
 
 // setHook installs f (nil removes the hook).

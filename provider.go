@@ -1610,7 +1610,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, e
 			eager.committed(final)
 			break
 		}
-		if !cosmos.IsAmbiguous(err) {
+		if !outcomeUnknown(ctx, err) {
 			eager.failed(false) // refused: nothing was written; the next attempt is plain
 		}
 		p.log.Debug("ack: the turn's batches failed; checking the lock", zap.String("instance", instance), zap.Int("attempt", attempt), zap.Int("staged_batches", len(plan.staged)), zap.Error(err))

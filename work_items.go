@@ -385,7 +385,9 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			return mapError(op, err)
 		}
 		if !cosmos.IsAmbiguous(err) {
-			turn.refused() // nothing was written
+			if !outcomeUnknown(ctx, err) {
+				turn.refused() // nothing was written
+			} // else the context ended with the batch on its way: the deferred landedUnseen releases what may have landed
 			return mapError(op, err)
 		}
 		// The answer was lost: the ack landed if the message is now the

@@ -336,17 +336,27 @@ func (m *runtimeMetrics) turnCommitted(item *duroxide.OrchestrationItem, d turnD
 	if d.poison {
 		m.orchPoison.Add(ctx, 1)
 	}
-	var started *duroxide.Event
-	for i := range item.History {
-		if _, ok := item.History[i].Kind.(duroxide.OrchestrationStarted); ok && item.History[i].ExecutionID == d.ack.executionID {
-			started = &item.History[i]
+	// The execution's OrchestrationStarted (the delta's, else the
+	// history's last one of this execution) is only needed when the turn
+	// ends the execution: the history is scanned then, not every turn.
+	var deltaStarted *duroxide.Event
+	started := func() *duroxide.Event {
+		if deltaStarted != nil {
+			return deltaStarted
 		}
+		var s *duroxide.Event
+		for i := range item.History {
+			if _, ok := item.History[i].Kind.(duroxide.OrchestrationStarted); ok && item.History[i].ExecutionID == d.ack.executionID {
+				s = &item.History[i]
+			}
+		}
+		return s
 	}
 	for i := range delta {
 		ev := &delta[i]
 		switch k := ev.Kind.(type) {
 		case duroxide.OrchestrationStarted:
-			started = ev
+			deltaStarted = ev
 			if k.Version != "" {
 				version = k.Version
 			}
@@ -366,7 +376,7 @@ func (m *runtimeMetrics) turnCommitted(item *duroxide.OrchestrationItem, d turnD
 				m.activeDelta.Add(1)
 			}
 		case duroxide.OrchestrationCompleted:
-			m.completed(ctx, name, version, "success", started, ev, turns, len(item.History)+len(delta))
+			m.completed(ctx, name, version, "success", started(), ev, turns, len(item.History)+len(delta))
 			m.forget(key)
 		case duroxide.OrchestrationFailed:
 			status := "failed"
@@ -374,7 +384,7 @@ func (m *runtimeMetrics) turnCommitted(item *duroxide.OrchestrationItem, d turnD
 				status = "cancelled"
 			}
 			m.failed(ctx, name, version, k.Details)
-			m.completed(ctx, name, version, status, started, ev, turns, len(item.History)+len(delta))
+			m.completed(ctx, name, version, status, started(), ev, turns, len(item.History)+len(delta))
 			m.forget(key)
 		case duroxide.OrchestrationContinuedAsNew:
 			m.orchCAN.Add(ctx, 1, metric.WithAttributes(

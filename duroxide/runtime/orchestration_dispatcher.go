@@ -43,9 +43,10 @@ func (r *Runtime) processOrchestrationItem(workerID string, item *duroxide.Orche
 		r.renewOrchestrationLock(renewCtx, item.LockToken)
 	}()
 
-	turnCtx, span := r.tracing.startTurn(r.runCtx, item, workerID)
+	tc := orchestrationTraceContext(item)
+	turnCtx, span := r.tracing.startTurn(r.runCtx, item, tc, workerID)
 	d := proc.decide(item)
-	propagate(span, item, &d)
+	propagate(span, tc, &d)
 	acks.run(r, func() {
 		defer processed()
 		defer span.End()

@@ -739,9 +739,14 @@ func (e *replayEngine) quiesce(run *replayRun) (turnResult, bool) {
 // cancellation request wins, then continue-as-new, then the function's
 // output; dropped futures are reconciled with history first.
 func (e *replayEngine) finalize(run *replayRun) turnResult {
-	for ev := range e.allEvents() {
-		if k, ok := ev.Kind.(duroxide.OrchestrationCancelRequested); ok {
-			return turnResult{kind: turnCancelled, reason: k.Reason}
+	// By index, baseline then delta: this runs every turn, and copying
+	// each event out (as ranging over allEvents does) costs more than the
+	// check.
+	for _, events := range [2][]duroxide.Event{e.baseline, e.historyDelta} {
+		for i := range events {
+			if k, ok := events[i].Kind.(duroxide.OrchestrationCancelRequested); ok {
+				return turnResult{kind: turnCancelled, reason: k.Reason}
+			}
 		}
 	}
 	// Dropped futures are recorded before a continue-as-new too: a queue

@@ -108,10 +108,12 @@ func withParent(ctx context.Context, tc *string) context.Context {
 // orchestrationTraceContext returns the traceparent an orchestration's
 // spans are parented to: the one on its execution's OrchestrationStarted
 // event, else the one its start or continue-as-new message carries; nil
-// when it has none.
+// when it has none. It scans the history once a turn (processOrchestrationItem
+// hands the result to startTurn and propagate), by index: copying each
+// event out of the slice would cost more than the scan itself.
 func orchestrationTraceContext(item *duroxide.OrchestrationItem) *string {
-	for _, ev := range item.History {
-		if s, ok := ev.Kind.(duroxide.OrchestrationStarted); ok && s.TraceContext != nil {
+	for i := range item.History {
+		if s, ok := item.History[i].Kind.(duroxide.OrchestrationStarted); ok && s.TraceContext != nil {
 			return s.TraceContext
 		}
 	}
@@ -131,9 +133,10 @@ func orchestrationTraceContext(item *duroxide.OrchestrationItem) *string {
 }
 
 // startTurn starts the span of one orchestration turn beneath the
-// orchestration's trace context; the returned context carries it.
-func (rt *runtimeTracing) startTurn(ctx context.Context, item *duroxide.OrchestrationItem, workerID string) (context.Context, trace.Span) {
-	return rt.tracer.Start(withParent(ctx, orchestrationTraceContext(item)), spanTurn,
+// orchestration's trace context tc (orchestrationTraceContext); the
+// returned context carries it.
+func (rt *runtimeTracing) startTurn(ctx context.Context, item *duroxide.OrchestrationItem, tc *string, workerID string) (context.Context, trace.Span) {
+	return rt.tracer.Start(withParent(ctx, tc), spanTurn,
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
 			attribute.String("instance_id", item.Instance),
@@ -144,13 +147,13 @@ func (rt *runtimeTracing) startTurn(ctx context.Context, item *duroxide.Orchestr
 		))
 }
 
-// propagate puts the orchestration's trace context (span's own when the
-// orchestration has none yet, so its later turns join this trace) on what
-// the turn d commits: the execution's OrchestrationStarted event, the
-// activities, the orchestrations it starts and the next execution; and
-// marks span failed when the turn fails the orchestration.
-func propagate(span trace.Span, item *duroxide.OrchestrationItem, d *turnDecision) {
-	tc := orchestrationTraceContext(item)
+// propagate puts the orchestration's trace context tc
+// (orchestrationTraceContext; span's own when the orchestration has none
+// yet, so its later turns join this trace) on what the turn d commits: the
+// execution's OrchestrationStarted event, the activities, the
+// orchestrations it starts and the next execution; and marks span failed
+// when the turn fails the orchestration.
+func propagate(span trace.Span, tc *string, d *turnDecision) {
 	if tc == nil {
 		tc = formatTraceparent(span.SpanContext())
 	}
