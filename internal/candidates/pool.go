@@ -342,10 +342,18 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 	}
 	for i := range rows {
 		r := sighting(rows[i])
-		p.knowLocked(r.Instance, r.ID, nowMs)
 		if _, busy := p.claimed[r.Key]; busy || p.removed[r.Key] > start || len(v.entries) >= maxViewEntries {
+			// Not kept: the row's message is not known either, so that
+			// its change-feed copy still hints it. A row of an instance a
+			// fetch is locking (or locked since the query started) may
+			// show a message that fetch does not take (another process's
+			// timer, written after the fetch read the partition or built
+			// its held lock batch): marked known, its copy was ignored,
+			// and the instance waited for the next candidate query, up to
+			// the view lifetime (10 s) later.
 			continue
 		}
+		p.knowLocked(r.Instance, r.ID, nowMs)
 		r.gen = start
 		if cur, ok := v.entries[r.Key]; ok {
 			// Kept, or added to since the query started (a hint, a
