@@ -320,7 +320,9 @@ func (p *Pool) endRefreshLocked() {
 // (hints, change-feed copies) or claimed, and entries not yet visible then
 // (the query cannot see them), are kept, the rows merging into them, and
 // that rows of keys this process gave up since (it locked their messages)
-// are dropped; locks taken or released since keep this process's view of
+// are dropped (and their messages not marked known, so that the change
+// feed's copies of them still hint them: the fetch may not have taken
+// them); locks taken or released since keep this process's view of
 // them. locks are the
 // instances of v's slots the query saw locked (orchestrator queue), and
 // sessions the active sessions it saw (worker queue, session routing; nil
