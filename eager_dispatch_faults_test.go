@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -169,10 +171,17 @@ func cutAfterApplied(tr *hookTransport, instance string, cut context.CancelFunc)
 	})
 }
 
-// eagerProcess is a process of cluster c with eager dispatch on, whatever
-// DUROXIDE_EAGER says.
-func eagerProcess(t *testing.T, c *cluster) (*cdb.Provider, *hookTransport) {
-	return c.process(t, func(cfg *cdb.Config) { cfg.DisableEagerDispatch = false })
+// eagerProcess starts a provider with eager dispatch on, whatever
+// DUROXIDE_EAGER says, on a container of its own, whose requests go
+// through the returned hookTransport.
+func eagerProcess(t *testing.T) (*cdb.Provider, *hookTransport) {
+	t.Helper()
+	c := newCluster(t)
+	tr := &hookTransport{inner: c.emu.HTTPClient()}
+	p, _ := newEagerProvider(t, c.account, c.container, func(cfg *cdb.Config) {
+		cfg.ClientOptions = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}}
+	})
+	return p, tr
 }
 
 // TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody
@@ -185,7 +194,7 @@ func eagerProcess(t *testing.T, c *cluster) (*cdb.Provider, *hookTransport) {
 // first attempt.
 func TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody(t *testing.T) {
 	t.Parallel()
-	p, tr := eagerProcess(t, newCluster(t))
+	p, tr := eagerProcess(t)
 	ctx := context.Background()
 	const instance = "eager-work-ack-cut"
 	item := firstTurn(t, p, instance)
@@ -223,7 +232,7 @@ func TestATurnAckCutWhileItsBatchIsOnItsWayLeavesNoActivityLockedForNobody(t *te
 // timeout later (10 minutes here), at its first attempt.
 func TestAnActivityAckCutWhileItsBatchIsOnItsWayLeavesNoTurnLockedForNobody(t *testing.T) {
 	t.Parallel()
-	p, tr := eagerProcess(t, newCluster(t))
+	p, tr := eagerProcess(t)
 	ctx := context.Background()
 	const instance = "eager-turn-ack-cut"
 	w := runningActivity(t, p, instance)
