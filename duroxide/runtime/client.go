@@ -207,8 +207,11 @@ func (c *Client) CancelInstance(ctx context.Context, instance, reason string) er
 // with no start is Pending when the provider's ProviderAdmin reports the
 // instance as duroxide.StatusPending (its start is stored and has not run,
 // with the reason a runtime reported in PendingReason: one GetInstanceInfo
-// more, in that case only), NotFound otherwise. The custom status comes
-// from GetCustomStatus; an error there leaves it unset, as in duroxide.
+// more, in that case only), NotFound otherwise; when the provider reports
+// it running or finished instead (its first turn committed after the
+// history read), the history is read again (one Read more). The custom
+// status comes from GetCustomStatus; an error there leaves it unset, as in
+// duroxide.
 func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (OrchestrationStatus, error) {
 	if err := checkInstance("status", instance); err != nil {
 		return OrchestrationStatus{}, err
@@ -222,7 +225,15 @@ func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (O
 		return OrchestrationStatus{}, err
 	}
 	if st.Kind == StatusNotFound {
-		return pendingStatus(ctx, p, instance)
+		pending, started := pendingStatus(ctx, p, instance)
+		if !started {
+			return pending, nil
+		}
+		// The first turn committed between the two reads: the history
+		// shows it now.
+		if st, err = readStatus(ctx, p, instance); err != nil || st.Kind == StatusNotFound {
+			return st, err
+		}
 	}
 	addCustomStatus(ctx, p, instance, &st)
 	return st, nil
@@ -231,16 +242,22 @@ func (c *Client) GetOrchestrationStatus(ctx context.Context, instance string) (O
 // pendingStatus is the status of an instance whose history has no start:
 // Pending, with its reason, when the provider's admin reports it pending,
 // NotFound otherwise (no admin, or an error: as duroxide reads it).
-func pendingStatus(ctx context.Context, p duroxide.Provider, instance string) (OrchestrationStatus, error) {
+// started reports that the admin knows the instance in another state
+// (running, or finished): its first turn committed after its history was
+// read, and the history is to be read again.
+func pendingStatus(ctx context.Context, p duroxide.Provider, instance string) (st OrchestrationStatus, started bool) {
 	admin, ok := duroxide.AsManagementCapability(p)
 	if !ok {
-		return OrchestrationStatus{Kind: StatusNotFound}, nil
+		return OrchestrationStatus{Kind: StatusNotFound}, false
 	}
 	info, err := admin.GetInstanceInfo(ctx, instance)
-	if err != nil || info.Status != duroxide.StatusPending {
-		return OrchestrationStatus{Kind: StatusNotFound}, nil
+	switch {
+	case err != nil || info.Status == "":
+		return OrchestrationStatus{Kind: StatusNotFound}, false
+	case info.Status != duroxide.StatusPending:
+		return OrchestrationStatus{Kind: StatusNotFound}, true
 	}
-	return OrchestrationStatus{Kind: StatusPending, PendingReason: info.PendingReason}, nil
+	return OrchestrationStatus{Kind: StatusPending, PendingReason: info.PendingReason}, false
 }
 
 // readStatus reads instance's history and returns the status it shows,
