@@ -320,7 +320,9 @@ func (p *Pool) endRefreshLocked() {
 // (hints, change-feed copies) or claimed, and entries not yet visible then
 // (the query cannot see them), are kept, the rows merging into them, and
 // that rows of keys this process gave up since (it locked their messages)
-// are dropped; locks taken or released since keep this process's view of
+// are dropped (and their messages not marked known, so that the change
+// feed's copies of them still hint them: the fetch may not have taken
+// them); locks taken or released since keep this process's view of
 // them. locks are the
 // instances of v's slots the query saw locked (orchestrator queue), and
 // sessions the active sessions it saw (worker queue, session routing; nil
@@ -342,10 +344,18 @@ func (p *Pool) Refreshed(v *View, start uint64, at time.Time, nowMs int64, rows 
 	}
 	for i := range rows {
 		r := sighting(rows[i])
-		p.knowLocked(r.Instance, r.ID, nowMs)
 		if _, busy := p.claimed[r.Key]; busy || p.removed[r.Key] > start || len(v.entries) >= maxViewEntries {
+			// Not kept: the row's message is not known either, so that
+			// its change-feed copy still hints it. A row of an instance a
+			// fetch is locking (or locked since the query started) may
+			// show a message that fetch does not take (another process's
+			// timer, written after the fetch read the partition or built
+			// its held lock batch): marked known, its copy was ignored,
+			// and the instance waited for the next candidate query, up to
+			// the view lifetime (10 s) later.
 			continue
 		}
+		p.knowLocked(r.Instance, r.ID, nowMs)
 		r.gen = start
 		if cur, ok := v.entries[r.Key]; ok {
 			// Kept, or added to since the query started (a hint, a

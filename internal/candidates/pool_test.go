@@ -375,3 +375,48 @@ func TestPoolRefreshKeepsMessagesNotVisibleYet(t *testing.T) {
 	require.True(t, ok, "the timer the query could not see is kept")
 	assert.Equal(t, int64(5_000), at)
 }
+
+// A candidate query's row of an instance a fetch is locking, or locked
+// while the query ran, is not kept (the fetch decides what is left), but
+// its message may be one the fetch does not take: another process's timer
+// written after the fetch read the partition. Its change-feed copy must
+// still be news, or the instance waits for the next candidate query, up
+// to the view lifetime later (issue 33's stall: the continue-as-new
+// successor stopped after its TimerCreated).
+func TestPoolRowOfAnInstanceBeingLockedLeavesItsMessageToTheChangeFeed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// lockDuringQuery is true when the fetch locks and releases the
+		// entry while the query runs (its key is then removed), false
+		// when it still holds its claim when the query's rows come.
+		lockDuringQuery bool
+	}{{"claimed", false}, {"locked while the query ran", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := int64(100)
+			p := New(hour, testSlot, func() int64 { return now })
+			v := p.View("all", true, nil, nil)
+			p.Hint(msgEntry("a", "duplicate start", 10, 10))
+			start := p.BeginRefresh()
+			c, ok := p.Pick(v, now, "", nil, nil)
+			require.True(t, ok)
+			lock := func() {
+				p.LockedMessage("a", "duplicate start", 5_000)
+				p.Release(c, true)
+			}
+			if tc.lockDuringQuery {
+				lock()
+			}
+			// The query saw the timer another process wrote after the
+			// fetch's read: it fires at 300.
+			p.Refreshed(v, start, time.Now(), now, []Entry{msgEntry("a", "timer", 20, 300)}, false, map[string]Hold{}, nil)
+			if !tc.lockDuringQuery {
+				lock()
+			}
+			now = 150
+			assert.True(t, p.Echo(msgEntry("a", "timer", 20, 300), 0, now), "the timer's change-feed copy is news to this process")
+			c, ok = p.Pick(v, 300, "", nil, nil)
+			require.True(t, ok, "the timer is a candidate once it fires")
+			assert.Equal(t, []MsgRef{{"timer", 300}}, c.Msgs)
+		})
+	}
+}
