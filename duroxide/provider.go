@@ -37,7 +37,11 @@ type Provider interface {
 	// a filter with no range matches nothing; an execution with no pinned
 	// version always matches).
 	// pollTimeout is how long a provider that supports long polling may
-	// wait for work; returning at once is allowed.
+	// wait for work; returning at once is allowed. The item's History (its
+	// slice and the events in it) may be shared with the provider's own
+	// state (cdb's held history, DESIGN.md §13; the in-memory provider):
+	// callers treat it as read-only, and an append to it copies (it is
+	// returned with its capacity capped at its length).
 	FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *DispatcherCapabilityFilter) (*OrchestrationItem, error)
 
 	// AckOrchestrationItem commits one turn atomically: it appends
