@@ -2,6 +2,7 @@ package cdb_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,10 +114,13 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 // that wrote it; once the clock passes the threshold it is delivered.
 func TestReconcileOutboxDirectly(t *testing.T) {
 	t.Parallel()
-	clock := time.Unix(1_800_000_000, 0)
+	// The clock is read by the provider's goroutines too (its change-feed
+	// reader): atomic.
+	var clock atomic.Int64
+	clock.Store(time.Unix(1_800_000_000, 0).UnixNano())
 	p, s := newPrivateProvider(t, func(c *cdb.Config) {
 		c.DisableReconciler = true
-		c.Now = func() time.Time { return clock }
+		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	})
 	child := "p3::child"
 	remove := s.InjectFault(emulator.FaultRule{Op: emulator.OpCreateItem, PartitionKey: &child, Fault: emulator.ServiceUnavailable()})
@@ -125,7 +129,7 @@ func TestReconcileOutboxDirectly(t *testing.T) {
 	n, err := p.ReconcileOutbox(context.Background())
 	require.NoError(t, err)
 	assert.Zero(t, n, "too young")
-	clock = clock.Add(cdb.DefaultReconcilerAgeThreshold)
+	clock.Add(int64(cdb.DefaultReconcilerAgeThreshold))
 	n, err = p.ReconcileOutbox(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
